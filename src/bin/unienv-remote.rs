@@ -1,0 +1,2 @@
+//! The `unienv-remote` command line tool.
+fn main() {}

@@ -1,0 +1,879 @@
+//! Envelope bytes → value tree.
+//!
+//! A single-pass recursive-descent parser reads the JSON header straight into
+//! [`Value`]s (no intermediate JSON tree) and slices array and bytes
+//! attachments out of the received frame without copying them. Every length,
+//! offset, count, dtype and depth is checked before anything is allocated for
+//! it.
+//!
+//! Tagged objects are normally written with `"t"` first; when a `"v"` member
+//! comes before the tag, its text is skipped (validated) and parsed once the
+//! tag is known, so any member order is accepted.
+
+use super::array::{element_count, NdArray, MAX_DIMS};
+use super::dtype::DType;
+use super::error::{truncate, CodecError};
+use super::value::{Dict, Graph, ObjectArray, Value};
+use super::MAX_DEPTH;
+use bytes::Bytes;
+use std::collections::HashSet;
+
+/// Deepest raw JSON nesting tolerated while skipping text (tagged values nest
+/// at most three JSON levels per value level).
+const MAX_JSON_DEPTH: usize = 4 * (MAX_DEPTH + 2);
+
+/// Decodes one envelope. `frame` is kept alive by the returned arrays and
+/// byte strings, which are slices of it.
+pub(crate) fn decode(frame: Bytes, max_message_size: usize) -> Result<Value, CodecError> {
+    let len = frame.len();
+    if len > max_message_size {
+        return Err(CodecError::MessageTooLarge {
+            size: len,
+            max: max_message_size,
+        });
+    }
+    if len < 4 {
+        return Err(CodecError::TooShort { len });
+    }
+    let header_len = u32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
+    if header_len > len - 4 {
+        return Err(CodecError::HeaderLength {
+            header_len,
+            available: len - 4,
+        });
+    }
+    let header = &frame[4..4 + header_len];
+    if let Err(e) = std::str::from_utf8(header) {
+        return Err(CodecError::Utf8 {
+            offset: e.valid_up_to(),
+        });
+    }
+    let mut p = Parser {
+        src: header,
+        pos: 0,
+        frame: &frame,
+        attach_base: 4 + header_len,
+        attach_len: len - 4 - header_len,
+        cursor: 0,
+        max_message_size,
+    };
+    p.ws();
+    let value = p.value(0)?;
+    p.ws();
+    if p.pos != p.src.len() {
+        return Err(p.err("unexpected text after the value"));
+    }
+    if p.cursor != p.attach_len {
+        return Err(CodecError::TrailingData {
+            used: p.cursor,
+            total: p.attach_len,
+            unused: p.attach_len - p.cursor,
+        });
+    }
+    Ok(value)
+}
+
+/// The nine tags.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    Float,
+    Dict,
+    List,
+    Tuple,
+    Bytes,
+    Array,
+    ObjectArray,
+    Graph,
+}
+
+impl Tag {
+    fn parse(s: &str) -> Option<Tag> {
+        Some(match s {
+            "float" => Tag::Float,
+            "dict" => Tag::Dict,
+            "list" => Tag::List,
+            "tuple" => Tag::Tuple,
+            "bytes" => Tag::Bytes,
+            "array" => Tag::Array,
+            "object_array" => Tag::ObjectArray,
+            "graph" => Tag::Graph,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Tag::Float => "float",
+            Tag::Dict => "dict",
+            Tag::List => "list",
+            Tag::Tuple => "tuple",
+            Tag::Bytes => "bytes",
+            Tag::Array => "array",
+            Tag::ObjectArray => "object_array",
+            Tag::Graph => "graph",
+        }
+    }
+
+    /// Members besides `t`, as a bit set over [`Member`].
+    fn members(self) -> u8 {
+        match self {
+            Tag::Float | Tag::Dict | Tag::List | Tag::Tuple | Tag::Graph => V,
+            Tag::Bytes => OFFSET | LENGTH,
+            Tag::Array => DTYPE | SHAPE | OFFSET | LENGTH,
+            Tag::ObjectArray => SHAPE | V,
+        }
+    }
+}
+
+const V: u8 = 1;
+const DTYPE: u8 = 2;
+const SHAPE: u8 = 4;
+const OFFSET: u8 = 8;
+const LENGTH: u8 = 16;
+const T: u8 = 32;
+
+fn member_name(bit: u8) -> &'static str {
+    match bit {
+        V => "v",
+        DTYPE => "dtype",
+        SHAPE => "shape",
+        OFFSET => "offset",
+        LENGTH => "length",
+        _ => "t",
+    }
+}
+
+/// What a tagged object's members held, before the tag is applied.
+#[derive(Default)]
+struct Members {
+    seen: u8,
+    tag: Option<Tag>,
+    v: Option<Value>,
+    /// Header position of a `v` that preceded the tag.
+    deferred_v: Option<usize>,
+    dtype: Option<(DType, String)>,
+    shape: Option<Vec<usize>>,
+    offset: Option<usize>,
+    length: Option<usize>,
+}
+
+struct Parser<'a> {
+    src: &'a [u8],
+    pos: usize,
+    frame: &'a Bytes,
+    attach_base: usize,
+    attach_len: usize,
+    /// Where the next attachment must start.
+    cursor: usize,
+    max_message_size: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn err(&self, reason: &'static str) -> CodecError {
+        CodecError::Json {
+            offset: self.pos,
+            reason,
+        }
+    }
+
+    #[inline]
+    fn ws(&mut self) {
+        while let Some(&b) = self.src.get(self.pos) {
+            if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.src.get(self.pos).copied()
+    }
+
+    fn expect(&mut self, b: u8, reason: &'static str) -> Result<(), CodecError> {
+        self.ws();
+        if self.peek() == Some(b) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.err(reason))
+        }
+    }
+
+    fn literal(&mut self, word: &'static [u8]) -> Result<(), CodecError> {
+        if self.src[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            Ok(())
+        } else {
+            Err(self.err("invalid literal"))
+        }
+    }
+
+    /// A value node at tagged depth `depth`.
+    fn value(&mut self, depth: usize) -> Result<Value, CodecError> {
+        if depth > MAX_DEPTH {
+            return Err(CodecError::TooDeep { max: MAX_DEPTH });
+        }
+        self.ws();
+        match self.peek() {
+            Some(b'n') => self.literal(b"null").map(|_| Value::Null),
+            Some(b't') => self.literal(b"true").map(|_| Value::Bool(true)),
+            Some(b'f') => self.literal(b"false").map(|_| Value::Bool(false)),
+            Some(b'"') => self.string().map(Value::Str),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(b'N' | b'I') => Err(CodecError::NonStandardConstant { offset: self.pos }),
+            Some(b'{') => self.tagged(depth),
+            Some(b'[') => Err(CodecError::BareArray { offset: self.pos }),
+            Some(_) => Err(self.err("expected a value")),
+            None => Err(self.err("unexpected end of header")),
+        }
+    }
+
+    fn number(&mut self) -> Result<Value, CodecError> {
+        let start = self.pos;
+        let s = self.src;
+        let mut i = self.pos;
+        let negative = s[i] == b'-';
+        if negative {
+            i += 1;
+            if matches!(s.get(i), Some(b'I')) {
+                return Err(CodecError::NonStandardConstant { offset: start });
+            }
+        }
+        match s.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                while matches!(s.get(i), Some(b'0'..=b'9')) {
+                    i += 1;
+                }
+            }
+            _ => {
+                self.pos = i;
+                return Err(self.err("expected a digit"));
+            }
+        }
+        let int_end = i;
+        let mut is_float = false;
+        if s.get(i) == Some(&b'.') {
+            is_float = true;
+            i += 1;
+            if !matches!(s.get(i), Some(b'0'..=b'9')) {
+                self.pos = i;
+                return Err(self.err("expected a digit after the decimal point"));
+            }
+            while matches!(s.get(i), Some(b'0'..=b'9')) {
+                i += 1;
+            }
+        }
+        if matches!(s.get(i), Some(b'e' | b'E')) {
+            is_float = true;
+            i += 1;
+            if matches!(s.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            if !matches!(s.get(i), Some(b'0'..=b'9')) {
+                self.pos = i;
+                return Err(self.err("expected a digit in the exponent"));
+            }
+            while matches!(s.get(i), Some(b'0'..=b'9')) {
+                i += 1;
+            }
+        }
+        self.pos = i;
+        // The token is ASCII digits and signs only.
+        let text = std::str::from_utf8(&s[start..i]).map_err(|_| self.err("invalid number"))?;
+        if is_float {
+            let f: f64 = text.parse().map_err(|_| self.err("invalid number"))?;
+            if !f.is_finite() {
+                return Err(CodecError::FloatOutOfRange { offset: start });
+            }
+            return Ok(Value::Float(f));
+        }
+        debug_assert_eq!(int_end, i);
+        if negative {
+            text.parse::<i64>()
+                .map(Value::Int)
+                .map_err(|_| CodecError::IntegerOutOfRange { offset: start })
+        } else {
+            text.parse::<u64>()
+                .map(Value::from)
+                .map_err(|_| CodecError::IntegerOutOfRange { offset: start })
+        }
+    }
+
+    /// A non-negative integer member (offsets, lengths, dimensions).
+    fn uint_member(&mut self, tag: &'static str, field: &'static str) -> Result<usize, CodecError> {
+        self.ws();
+        let start = self.pos;
+        match self.peek() {
+            Some(b'-' | b'0'..=b'9') => {}
+            _ => {
+                return Err(CodecError::BadField {
+                    tag,
+                    field,
+                    reason: "must be a non-negative integer",
+                })
+            }
+        }
+        match self.number()? {
+            Value::Int(i) if i >= 0 => Ok(i as usize),
+            _ => {
+                self.pos = start;
+                Err(CodecError::BadField {
+                    tag,
+                    field,
+                    reason: "must be a non-negative integer",
+                })
+            }
+        }
+    }
+
+    fn string(&mut self) -> Result<String, CodecError> {
+        debug_assert_eq!(self.peek(), Some(b'"'));
+        self.pos += 1;
+        let start = self.pos;
+        let s = self.src;
+        // Fast path: no escapes.
+        let mut i = start;
+        while let Some(&b) = s.get(i) {
+            match b {
+                b'"' => {
+                    self.pos = i + 1;
+                    // The header was validated as UTF-8 and `"` is a char boundary.
+                    return Ok(String::from(std::str::from_utf8(&s[start..i]).unwrap_or_default()));
+                }
+                b'\\' => break,
+                0..=0x1f => {
+                    self.pos = i;
+                    return Err(self.err("control character in string"));
+                }
+                _ => i += 1,
+            }
+        }
+        let mut out: Vec<u8> = s[start..i].to_vec();
+        loop {
+            let Some(&b) = s.get(i) else {
+                self.pos = i;
+                return Err(self.err("unterminated string"));
+            };
+            match b {
+                b'"' => {
+                    self.pos = i + 1;
+                    return String::from_utf8(out).map_err(|_| self.err("invalid string"));
+                }
+                b'\\' => {
+                    let Some(&e) = s.get(i + 1) else {
+                        self.pos = i;
+                        return Err(self.err("unterminated escape"));
+                    };
+                    i += 2;
+                    match e {
+                        b'"' => out.push(b'"'),
+                        b'\\' => out.push(b'\\'),
+                        b'/' => out.push(b'/'),
+                        b'b' => out.push(8),
+                        b'f' => out.push(12),
+                        b'n' => out.push(b'\n'),
+                        b'r' => out.push(b'\r'),
+                        b't' => out.push(b'\t'),
+                        b'u' => {
+                            self.pos = i;
+                            let hi = self.hex4()?;
+                            i = self.pos;
+                            let c = if (0xD800..0xDC00).contains(&hi) {
+                                if s.get(i) != Some(&b'\\') || s.get(i + 1) != Some(&b'u') {
+                                    return Err(self.err("unpaired surrogate in \\u escape"));
+                                }
+                                self.pos = i + 2;
+                                let lo = self.hex4()?;
+                                i = self.pos;
+                                if !(0xDC00..0xE000).contains(&lo) {
+                                    return Err(self.err("unpaired surrogate in \\u escape"));
+                                }
+                                char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
+                            } else {
+                                char::from_u32(hi)
+                            };
+                            let Some(c) = c else {
+                                return Err(self.err("unpaired surrogate in \\u escape"));
+                            };
+                            let mut buf = [0u8; 4];
+                            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                        }
+                        _ => {
+                            self.pos = i - 1;
+                            return Err(self.err("invalid escape"));
+                        }
+                    }
+                }
+                0..=0x1f => {
+                    self.pos = i;
+                    return Err(self.err("control character in string"));
+                }
+                _ => {
+                    out.push(b);
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, CodecError> {
+        let digits = self.src.get(self.pos..self.pos + 4).ok_or_else(|| self.err("short \\u escape"))?;
+        let mut v = 0u32;
+        for &d in digits {
+            let x = match d {
+                b'0'..=b'9' => d - b'0',
+                b'a'..=b'f' => d - b'a' + 10,
+                b'A'..=b'F' => d - b'A' + 10,
+                _ => return Err(self.err("invalid \\u escape")),
+            };
+            v = v * 16 + x as u32;
+        }
+        self.pos += 4;
+        Ok(v)
+    }
+
+    /// A tagged object: `{"t": ..., ...}`.
+    fn tagged(&mut self, depth: usize) -> Result<Value, CodecError> {
+        let open = self.pos;
+        self.pos += 1;
+        let mut m = Members::default();
+        self.ws();
+        if self.peek() == Some(b'}') {
+            return Err(CodecError::MissingTag { offset: open });
+        }
+        loop {
+            self.ws();
+            if self.peek() != Some(b'"') {
+                return Err(self.err("expected a member name"));
+            }
+            let key_at = self.pos;
+            let key = self.string()?;
+            self.expect(b':', "expected ':'")?;
+            self.ws();
+            let bit = match key.as_str() {
+                "t" => T,
+                "v" => V,
+                "dtype" => DTYPE,
+                "shape" => SHAPE,
+                "offset" => OFFSET,
+                "length" => LENGTH,
+                _ => {
+                    return Err(CodecError::UnexpectedField {
+                        tag: m.tag.map_or("?", Tag::name),
+                        field: truncate(&key),
+                    })
+                }
+            };
+            if m.seen & bit != 0 {
+                return Err(CodecError::DuplicateMember {
+                    offset: key_at,
+                    field: key,
+                });
+            }
+            m.seen |= bit;
+            if let Some(tag) = m.tag {
+                if bit != T && tag.members() & bit == 0 {
+                    return Err(CodecError::UnexpectedField {
+                        tag: tag.name(),
+                        field: key,
+                    });
+                }
+            }
+            let tag_name = m.tag.map_or("?", Tag::name);
+            match bit {
+                T => {
+                    if self.peek() != Some(b'"') {
+                        return Err(CodecError::BadField {
+                            tag: "?",
+                            field: "t",
+                            reason: "must be a string",
+                        });
+                    }
+                    let t = self.string()?;
+                    let tag = Tag::parse(&t).ok_or_else(|| CodecError::UnknownTag { tag: truncate(&t) })?;
+                    // Members that came before the tag must belong to it.
+                    let extra = m.seen & !(T | tag.members());
+                    if extra != 0 {
+                        return Err(CodecError::UnexpectedField {
+                            tag: tag.name(),
+                            field: member_name(extra & extra.wrapping_neg()).to_string(),
+                        });
+                    }
+                    m.tag = Some(tag);
+                }
+                V => match m.tag {
+                    Some(tag) => m.v = Some(self.payload(tag, depth)?),
+                    None => {
+                        m.deferred_v = Some(self.pos);
+                        self.skip(0)?;
+                    }
+                },
+                DTYPE => {
+                    if self.peek() != Some(b'"') {
+                        return Err(CodecError::BadField {
+                            tag: tag_name,
+                            field: "dtype",
+                            reason: "must be a string",
+                        });
+                    }
+                    let s = self.string()?;
+                    m.dtype = Some((DType::parse(&s)?, s));
+                }
+                SHAPE => m.shape = Some(self.shape(tag_name)?),
+                OFFSET => m.offset = Some(self.uint_member(tag_name, "offset")?),
+                _ => m.length = Some(self.uint_member(tag_name, "length")?),
+            }
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => return Err(self.err("expected ',' or '}'")),
+            }
+        }
+        let Some(tag) = m.tag else {
+            return Err(CodecError::MissingTag { offset: open });
+        };
+        let missing = tag.members() & !m.seen;
+        if missing != 0 {
+            return Err(CodecError::MissingField {
+                tag: tag.name(),
+                field: member_name(missing & missing.wrapping_neg()),
+            });
+        }
+        if let Some(at) = m.deferred_v {
+            let resume = self.pos;
+            self.pos = at;
+            m.v = Some(self.payload(tag, depth)?);
+            self.pos = resume;
+        }
+        self.build(tag, m)
+    }
+
+    /// The `v` member of a tagged node.
+    fn payload(&mut self, tag: Tag, depth: usize) -> Result<Value, CodecError> {
+        self.ws();
+        match tag {
+            Tag::Float => {
+                if self.peek() != Some(b'"') {
+                    return Err(CodecError::BadField {
+                        tag: "float",
+                        field: "v",
+                        reason: "must be \"nan\", \"inf\" or \"-inf\"",
+                    });
+                }
+                let s = self.string()?;
+                Ok(Value::Float(match s.as_str() {
+                    "nan" => f64::NAN,
+                    "inf" => f64::INFINITY,
+                    "-inf" => f64::NEG_INFINITY,
+                    _ => {
+                        return Err(CodecError::BadField {
+                            tag: "float",
+                            field: "v",
+                            reason: "must be \"nan\", \"inf\" or \"-inf\"",
+                        })
+                    }
+                }))
+            }
+            Tag::List | Tag::Tuple | Tag::ObjectArray => {
+                let items = self.items(tag, depth)?;
+                Ok(if tag == Tag::Tuple { Value::Tuple(items) } else { Value::List(items) })
+            }
+            Tag::Dict => self.dict_entries(depth).map(Value::Dict),
+            Tag::Graph => {
+                let fields = self.value(depth + 1)?;
+                Ok(fields)
+            }
+            Tag::Bytes | Tag::Array => Err(CodecError::UnexpectedField {
+                tag: tag.name(),
+                field: "v".into(),
+            }),
+        }
+    }
+
+    fn items(&mut self, tag: Tag, depth: usize) -> Result<Vec<Value>, CodecError> {
+        if self.peek() != Some(b'[') {
+            return Err(CodecError::BadField {
+                tag: tag.name(),
+                field: "v",
+                reason: "must be a JSON array",
+            });
+        }
+        self.pos += 1;
+        let mut items = Vec::new();
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Ok(items);
+        }
+        loop {
+            items.push(self.value(depth + 1)?);
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(items);
+                }
+                _ => return Err(self.err("expected ',' or ']'")),
+            }
+        }
+    }
+
+    fn dict_entries(&mut self, depth: usize) -> Result<Dict, CodecError> {
+        if self.peek() != Some(b'[') {
+            return Err(CodecError::BadField {
+                tag: "dict",
+                field: "v",
+                reason: "must be a JSON array of [key, value] pairs",
+            });
+        }
+        self.pos += 1;
+        let mut dict = Dict::new();
+        // Linear duplicate checks for small dicts, a hash set past that.
+        let mut index: Option<HashSet<String>> = None;
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Ok(dict);
+        }
+        loop {
+            self.ws();
+            let entry_at = self.pos;
+            if self.peek() != Some(b'[') {
+                return Err(CodecError::BadDictEntry { offset: entry_at });
+            }
+            self.pos += 1;
+            self.ws();
+            if self.peek() != Some(b'"') {
+                return Err(CodecError::BadDictEntry { offset: entry_at });
+            }
+            let key = self.string()?;
+            let duplicate = match index.as_mut() {
+                Some(set) => !set.insert(key.clone()),
+                None => {
+                    let dup = dict.contains_key(&key);
+                    if dict.len() >= 16 {
+                        index = Some(dict.keys().map(str::to_owned).chain([key.clone()]).collect());
+                    }
+                    dup
+                }
+            };
+            if duplicate {
+                return Err(CodecError::DuplicateKey { key: truncate(&key) });
+            }
+            self.ws();
+            if self.peek() != Some(b',') {
+                return Err(CodecError::BadDictEntry { offset: entry_at });
+            }
+            self.pos += 1;
+            let value = self.value(depth + 1)?;
+            self.ws();
+            if self.peek() != Some(b']') {
+                return Err(CodecError::BadDictEntry { offset: entry_at });
+            }
+            self.pos += 1;
+            dict.push_unique(key, value);
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(dict);
+                }
+                _ => return Err(self.err("expected ',' or ']'")),
+            }
+        }
+    }
+
+    /// A raw JSON array of at most 32 non-negative integers.
+    fn shape(&mut self, tag: &'static str) -> Result<Vec<usize>, CodecError> {
+        if self.peek() != Some(b'[') {
+            return Err(CodecError::BadField {
+                tag,
+                field: "shape",
+                reason: "must be a JSON array of integers",
+            });
+        }
+        self.pos += 1;
+        let mut shape = Vec::new();
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Ok(shape);
+        }
+        loop {
+            self.ws();
+            let at = self.pos;
+            if !matches!(self.peek(), Some(b'-' | b'0'..=b'9')) {
+                return Err(CodecError::BadDimension { offset: at });
+            }
+            match self.number()? {
+                Value::Int(i) if i >= 0 => {
+                    if shape.len() == MAX_DIMS {
+                        return Err(CodecError::TooManyDims { ndim: MAX_DIMS + 1 });
+                    }
+                    shape.push(i as usize);
+                }
+                _ => return Err(CodecError::BadDimension { offset: at }),
+            }
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(shape);
+                }
+                _ => return Err(self.err("expected ',' or ']'")),
+            }
+        }
+    }
+
+    /// Claims the next attachment: it must start exactly where the previous
+    /// one ended and fit in the attachment section.
+    fn attachment(&mut self, offset: usize, length: usize) -> Result<Bytes, CodecError> {
+        if offset != self.cursor {
+            return Err(CodecError::AttachmentOrder {
+                expected: self.cursor,
+                offset,
+            });
+        }
+        if length > self.attach_len - offset {
+            return Err(CodecError::AttachmentOutOfBounds {
+                offset,
+                length,
+                available: self.attach_len,
+            });
+        }
+        self.cursor += length;
+        let start = self.attach_base + offset;
+        Ok(self.frame.slice(start..start + length))
+    }
+
+    fn build(&mut self, tag: Tag, m: Members) -> Result<Value, CodecError> {
+        match tag {
+            Tag::Float | Tag::List | Tag::Tuple | Tag::Dict => Ok(m.v.unwrap_or_default()),
+            Tag::Graph => match m.v {
+                Some(Value::Dict(d)) => graph_from(d),
+                _ => Err(CodecError::GraphFields),
+            },
+            Tag::ObjectArray => {
+                let shape = m.shape.unwrap_or_default();
+                let values = match m.v {
+                    Some(Value::List(v)) => v,
+                    _ => Vec::new(),
+                };
+                let count = element_count(&shape);
+                if count
+                    .and_then(|n| n.checked_mul(8))
+                    .is_none_or(|bytes| bytes > self.max_message_size)
+                {
+                    return Err(CodecError::ObjectArrayTooLarge { shape });
+                }
+                if count != Some(values.len()) {
+                    return Err(CodecError::ObjectArrayCount {
+                        shape,
+                        actual: values.len(),
+                    });
+                }
+                Ok(Value::ObjectArray(ObjectArray::new_unchecked(shape, values)))
+            }
+            Tag::Bytes => {
+                let data = self.attachment(m.offset.unwrap_or(0), m.length.unwrap_or(0))?;
+                Ok(Value::Bytes(data))
+            }
+            Tag::Array => {
+                let (dtype, dtype_str) = m.dtype.unwrap_or((DType::U8, String::new()));
+                let shape = m.shape.unwrap_or_default();
+                let (offset, length) = (m.offset.unwrap_or(0), m.length.unwrap_or(0));
+                let expected = element_count(&shape)
+                    .and_then(|n| n.checked_mul(dtype.itemsize()))
+                    .ok_or_else(|| CodecError::SizeOverflow {
+                        shape: shape.clone(),
+                        itemsize: dtype.itemsize(),
+                    })?;
+                if expected != length {
+                    return Err(CodecError::LengthMismatch {
+                        dtype: dtype_str,
+                        shape,
+                        expected,
+                        length,
+                    });
+                }
+                let data = self.attachment(offset, length)?;
+                Ok(Value::Array(NdArray::from_bytes(dtype, shape, data)?))
+            }
+        }
+    }
+
+    /// Skips one JSON value (validating its syntax) without building it.
+    fn skip(&mut self, json_depth: usize) -> Result<(), CodecError> {
+        if json_depth > MAX_JSON_DEPTH {
+            return Err(CodecError::TooDeep { max: MAX_DEPTH });
+        }
+        self.ws();
+        match self.peek() {
+            Some(b'n') => self.literal(b"null"),
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'"') => self.string().map(drop),
+            Some(b'-' | b'0'..=b'9') => self.number().map(drop),
+            Some(b'N' | b'I') => Err(CodecError::NonStandardConstant { offset: self.pos }),
+            Some(open @ (b'[' | b'{')) => {
+                let close = if open == b'[' { b']' } else { b'}' };
+                self.pos += 1;
+                self.ws();
+                if self.peek() == Some(close) {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                loop {
+                    if open == b'{' {
+                        self.ws();
+                        if self.peek() != Some(b'"') {
+                            return Err(self.err("expected a member name"));
+                        }
+                        self.string()?;
+                        self.expect(b':', "expected ':'")?;
+                    }
+                    self.skip(json_depth + 1)?;
+                    self.ws();
+                    match self.peek() {
+                        Some(b',') => self.pos += 1,
+                        Some(c) if c == close => {
+                            self.pos += 1;
+                            return Ok(());
+                        }
+                        _ => return Err(self.err("expected ',' or a closing bracket")),
+                    }
+                }
+            }
+            Some(_) => Err(self.err("expected a value")),
+            None => Err(self.err("unexpected end of header")),
+        }
+    }
+}
+
+fn graph_from(d: Dict) -> Result<Value, CodecError> {
+    if d.len() != 5 || !Graph::FIELDS.iter().all(|f| d.contains_key(f)) {
+        return Err(CodecError::GraphFields);
+    }
+    let mut g = Graph::default();
+    for (k, v) in d {
+        match k.as_str() {
+            "n_nodes" => g.n_nodes = v,
+            "n_edges" => g.n_edges = v,
+            "nodes_features" => g.nodes_features = v,
+            "edges_features" => g.edges_features = v,
+            _ => g.edges = v,
+        }
+    }
+    Ok(Value::Graph(Box::new(g)))
+}

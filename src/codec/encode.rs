@@ -1,0 +1,461 @@
+//! Value tree → envelope bytes.
+//!
+//! One traversal measures the message exactly (and validates depth, sizes
+//! and the limit) while collecting the attachment slices; a second writes the
+//! JSON header into a buffer allocated once at its final size; the attachments
+//! are then appended. The JSON text is what Python's
+//! `json.dumps(..., allow_nan=False, separators=(",", ":"))` writes for the
+//! same tree, byte for byte: ASCII-only strings and Python's float `repr`.
+
+use super::error::CodecError;
+use super::value::Value;
+use super::MAX_DEPTH;
+
+/// Where the encoder writes: a byte counter, or the output buffer.
+trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+    fn byte(&mut self, b: u8);
+}
+
+struct Counter(usize);
+
+impl Sink for Counter {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.0 += bytes.len();
+    }
+    #[inline]
+    fn byte(&mut self, _: u8) {
+        self.0 += 1;
+    }
+}
+
+impl Sink for Vec<u8> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        self.push(b);
+    }
+}
+
+struct Writer<'v, S> {
+    sink: S,
+    /// Running attachment offset.
+    offset: usize,
+    /// Attachment slices in traversal order (collected by the measuring pass).
+    attachments: Option<Vec<&'v [u8]>>,
+    max_message_size: usize,
+}
+
+impl<'v, S: Sink> Writer<'v, S> {
+    fn value(&mut self, v: &'v Value, depth: usize) -> Result<(), CodecError> {
+        if depth > MAX_DEPTH {
+            return Err(CodecError::TooDeep { max: MAX_DEPTH });
+        }
+        match v {
+            Value::Null => self.sink.put(b"null"),
+            Value::Bool(true) => self.sink.put(b"true"),
+            Value::Bool(false) => self.sink.put(b"false"),
+            Value::Int(i) => self.sink.put(itoa::Buffer::new().format(*i).as_bytes()),
+            Value::UInt(u) => self.sink.put(itoa::Buffer::new().format(*u).as_bytes()),
+            Value::Float(f) if f.is_finite() => {
+                let mut buf = [0u8; 32];
+                let n = python_float_repr(*f, &mut buf);
+                self.sink.put(&buf[..n]);
+            }
+            Value::Float(f) => {
+                self.sink.put(br#"{"t":"float","v":""#);
+                self.sink.put(if f.is_nan() {
+                    b"nan"
+                } else if *f > 0.0 {
+                    b"inf"
+                } else {
+                    b"-inf"
+                });
+                self.sink.put(br#""}"#);
+            }
+            Value::Str(s) => write_str(&mut self.sink, s),
+            Value::Bytes(b) => {
+                self.sink.put(br#"{"t":"bytes","offset":"#);
+                self.attachment(b)?;
+            }
+            Value::Array(a) => {
+                self.sink.put(br#"{"t":"array","dtype":""#);
+                self.sink.put(a.dtype().as_str().as_bytes());
+                self.sink.put(br#"","shape":"#);
+                self.shape(a.shape());
+                self.sink.put(br#","offset":"#);
+                self.attachment(a.as_bytes())?;
+            }
+            Value::List(items) => {
+                self.sink.put(br#"{"t":"list","v":"#);
+                self.seq(items, depth)?;
+                self.sink.byte(b'}');
+            }
+            Value::Tuple(items) => {
+                self.sink.put(br#"{"t":"tuple","v":"#);
+                self.seq(items, depth)?;
+                self.sink.byte(b'}');
+            }
+            Value::Dict(d) => self.dict(d.iter(), depth)?,
+            Value::ObjectArray(o) => {
+                let pointer_bytes = o.values().len().saturating_mul(8);
+                if pointer_bytes > self.max_message_size {
+                    return Err(CodecError::ObjectArrayTooLarge {
+                        shape: o.shape().to_vec(),
+                    });
+                }
+                self.sink.put(br#"{"t":"object_array","shape":"#);
+                self.shape(o.shape());
+                self.sink.put(br#","v":"#);
+                self.seq(o.values(), depth)?;
+                self.sink.byte(b'}');
+            }
+            Value::Graph(g) => {
+                if depth + 1 > MAX_DEPTH {
+                    return Err(CodecError::TooDeep { max: MAX_DEPTH });
+                }
+                self.sink.put(br#"{"t":"graph","v":"#);
+                self.dict(g.fields().into_iter(), depth + 1)?;
+                self.sink.byte(b'}');
+            }
+        }
+        Ok(())
+    }
+
+    fn seq(&mut self, items: &'v [Value], depth: usize) -> Result<(), CodecError> {
+        self.sink.byte(b'[');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                self.sink.byte(b',');
+            }
+            self.value(item, depth + 1)?;
+        }
+        self.sink.byte(b']');
+        Ok(())
+    }
+
+    fn dict<'k>(
+        &mut self,
+        entries: impl Iterator<Item = (&'k str, &'v Value)>,
+        depth: usize,
+    ) -> Result<(), CodecError> {
+        self.sink.put(br#"{"t":"dict","v":["#);
+        for (i, (k, v)) in entries.enumerate() {
+            if i > 0 {
+                self.sink.byte(b',');
+            }
+            self.sink.byte(b'[');
+            write_str(&mut self.sink, k);
+            self.sink.byte(b',');
+            self.value(v, depth + 1)?;
+            self.sink.byte(b']');
+        }
+        self.sink.put(b"]}");
+        Ok(())
+    }
+
+    fn shape(&mut self, shape: &[usize]) {
+        self.sink.byte(b'[');
+        let mut buf = itoa::Buffer::new();
+        for (i, d) in shape.iter().enumerate() {
+            if i > 0 {
+                self.sink.byte(b',');
+            }
+            self.sink.put(buf.format(*d).as_bytes());
+        }
+        self.sink.byte(b']');
+    }
+
+    /// Writes `N,"length":M}` and records the attachment.
+    fn attachment(&mut self, data: &'v [u8]) -> Result<(), CodecError> {
+        let mut buf = itoa::Buffer::new();
+        self.sink.put(buf.format(self.offset).as_bytes());
+        self.sink.put(br#","length":"#);
+        self.sink.put(buf.format(data.len()).as_bytes());
+        self.sink.byte(b'}');
+        self.offset = self
+            .offset
+            .checked_add(data.len())
+            .filter(|&n| n <= self.max_message_size)
+            .ok_or(CodecError::MessageTooLarge {
+                size: self.offset.saturating_add(data.len()),
+                max: self.max_message_size,
+            })?;
+        if let Some(list) = self.attachments.as_mut() {
+            list.push(data);
+        }
+        Ok(())
+    }
+}
+
+/// Encodes `value` into one envelope no larger than `max_message_size`.
+pub(crate) fn encode(value: &Value, max_message_size: usize) -> Result<Vec<u8>, CodecError> {
+    let mut measure = Writer {
+        sink: Counter(0),
+        offset: 0,
+        attachments: Some(Vec::new()),
+        max_message_size,
+    };
+    measure.value(value, 0)?;
+    let header_len = measure.sink.0;
+    let attach_len = measure.offset;
+    let total = 4usize
+        .checked_add(header_len)
+        .and_then(|n| n.checked_add(attach_len))
+        .unwrap_or(usize::MAX);
+    if total > max_message_size || header_len > u32::MAX as usize {
+        return Err(CodecError::MessageTooLarge {
+            size: total,
+            max: max_message_size,
+        });
+    }
+    let attachments = measure.attachments.take().unwrap_or_default();
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(&(header_len as u32).to_be_bytes());
+    let mut write = Writer {
+        sink: out,
+        offset: 0,
+        attachments: None,
+        max_message_size,
+    };
+    write.value(value, 0)?;
+    let mut out = write.sink;
+    debug_assert_eq!(out.len(), 4 + header_len);
+    for a in attachments {
+        out.extend_from_slice(a);
+    }
+    debug_assert_eq!(out.len(), total);
+    Ok(out)
+}
+
+/// The header alone, as JSON text (used by tools and tests).
+pub(crate) fn encode_header(value: &Value) -> Result<String, CodecError> {
+    let mut w = Writer {
+        sink: Vec::new(),
+        offset: 0,
+        attachments: None,
+        max_message_size: usize::MAX,
+    };
+    w.value(value, 0)?;
+    // The writer only emits ASCII.
+    String::from_utf8(w.sink).map_err(|_| CodecError::Utf8 { offset: 0 })
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Writes a JSON string the way Python's `json.dumps` does with
+/// `ensure_ascii=True`: printable ASCII as is, the short escapes for
+/// `"`, `\`, `\n`, `\r`, `\t`, `\b`, `\f`, and `\uXXXX` (lowercase, surrogate
+/// pairs above the BMP) for everything else.
+fn write_str<S: Sink>(sink: &mut S, s: &str) {
+    sink.byte(b'"');
+    let bytes = s.as_bytes();
+    let plain = |b: u8| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\';
+    if bytes.iter().all(|&b| plain(b)) {
+        sink.put(bytes);
+        sink.byte(b'"');
+        return;
+    }
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        let simple = (c as u32) < 0x80 && plain(c as u8);
+        if simple {
+            continue;
+        }
+        sink.put(&bytes[start..i]);
+        start = i + c.len_utf8();
+        match c {
+            '"' => sink.put(b"\\\""),
+            '\\' => sink.put(b"\\\\"),
+            '\n' => sink.put(b"\\n"),
+            '\r' => sink.put(b"\\r"),
+            '\t' => sink.put(b"\\t"),
+            '\u{8}' => sink.put(b"\\b"),
+            '\u{c}' => sink.put(b"\\f"),
+            _ => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    let u = *unit;
+                    sink.put(&[
+                        b'\\',
+                        b'u',
+                        HEX[(u >> 12) as usize & 15],
+                        HEX[(u >> 8) as usize & 15],
+                        HEX[(u >> 4) as usize & 15],
+                        HEX[u as usize & 15],
+                    ]);
+                }
+            }
+        }
+    }
+    sink.put(&bytes[start..]);
+    sink.byte(b'"');
+}
+
+/// Formats a finite float exactly as Python's `repr(float)`: the shortest
+/// round-trip digits, fixed notation when the decimal exponent is in
+/// [-4, 16), otherwise `d.ddde+XX`. Always reads back as a float (`1.0`, never
+/// `1`). Returns the number of bytes written.
+pub(crate) fn python_float_repr(f: f64, out: &mut [u8; 32]) -> usize {
+    let mut n = 0;
+    let mut push = |b: u8, n: &mut usize| {
+        out[*n] = b;
+        *n += 1;
+    };
+    if f == 0.0 {
+        let s: &[u8] = if f.is_sign_negative() { b"-0.0" } else { b"0.0" };
+        out[..s.len()].copy_from_slice(s);
+        return s.len();
+    }
+    let mut ryu_buf = ryu::Buffer::new();
+    let text = ryu_buf.format_finite(f).as_bytes();
+    // Split ryu's output into sign, digits and a decimal exponent.
+    let (negative, text) = match text.first() {
+        Some(b'-') => (true, &text[1..]),
+        _ => (false, text),
+    };
+    let (mantissa, exp) = match text.iter().position(|&b| b == b'e') {
+        Some(i) => {
+            let e = std::str::from_utf8(&text[i + 1..])
+                .ok()
+                .and_then(|s| s.parse::<i32>().ok())
+                .unwrap_or(0);
+            (&text[..i], e)
+        }
+        None => (text, 0),
+    };
+    let mut digits = [0u8; 24];
+    let mut nd = 0usize;
+    let mut int_digits = 0i32;
+    let mut seen_point = false;
+    for &b in mantissa {
+        if b == b'.' {
+            seen_point = true;
+            continue;
+        }
+        if nd == 0 && b == b'0' {
+            // Leading zero: shifts the decimal point.
+            if !seen_point {
+                continue;
+            }
+            int_digits -= 1;
+            continue;
+        }
+        if nd < digits.len() {
+            digits[nd] = b;
+            nd += 1;
+        }
+        if !seen_point {
+            int_digits += 1;
+        }
+    }
+    while nd > 1 && digits[nd - 1] == b'0' {
+        nd -= 1;
+    }
+    let digits = &digits[..nd];
+    // Decimal exponent of the first significant digit.
+    let e = int_digits - 1 + exp;
+    if negative {
+        push(b'-', &mut n);
+    }
+    if (-4..16).contains(&e) {
+        if e >= 0 {
+            let int_len = (e + 1) as usize;
+            for i in 0..int_len {
+                push(*digits.get(i).unwrap_or(&b'0'), &mut n);
+            }
+            push(b'.', &mut n);
+            if nd > int_len {
+                for &d in &digits[int_len..] {
+                    push(d, &mut n);
+                }
+            } else {
+                push(b'0', &mut n);
+            }
+        } else {
+            push(b'0', &mut n);
+            push(b'.', &mut n);
+            for _ in 0..(-e - 1) {
+                push(b'0', &mut n);
+            }
+            for &d in digits {
+                push(d, &mut n);
+            }
+        }
+    } else {
+        push(digits[0], &mut n);
+        if nd > 1 {
+            push(b'.', &mut n);
+            for &d in &digits[1..] {
+                push(d, &mut n);
+            }
+        }
+        push(b'e', &mut n);
+        push(if e < 0 { b'-' } else { b'+' }, &mut n);
+        let a = e.unsigned_abs();
+        if a >= 100 {
+            push(b'0' + (a / 100) as u8, &mut n);
+        }
+        push(b'0' + ((a / 10) % 10) as u8, &mut n);
+        push(b'0' + (a % 10) as u8, &mut n);
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repr(f: f64) -> String {
+        let mut buf = [0u8; 32];
+        let n = python_float_repr(f, &mut buf);
+        String::from_utf8(buf[..n].to_vec()).unwrap()
+    }
+
+    #[test]
+    fn floats_match_python_repr() {
+        let cases = [
+            (1.0, "1.0"),
+            (-1.0, "-1.0"),
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (0.1, "0.1"),
+            (100.0, "100.0"),
+            (1e15, "1000000000000000.0"),
+            (1e16, "1e+16"),
+            (1.5e16, "1.5e+16"),
+            (1234567890123456.0, "1234567890123456.0"),
+            (12345678901234567.0, "1.2345678901234568e+16"),
+            (0.0001, "0.0001"),
+            (0.00012, "0.00012"),
+            (0.00001, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (0.1f32 as f64, "0.10000000149011612"),
+            (123.456, "123.456"),
+            (2.5, "2.5"),
+            (1e100, "1e+100"),
+            (3.0e-100, "3e-100"),
+            (0.5, "0.5"),
+            (10.0, "10.0"),
+        ];
+        for (f, s) in cases {
+            assert_eq!(repr(f), s, "{f:e}");
+        }
+    }
+
+    #[test]
+    fn strings_match_python_ensure_ascii() {
+        let mut out = Vec::new();
+        write_str(&mut out, "a\"b\\c\n\r\t\u{8}\u{c}\u{1}\u{7f}é😀/");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#""a\"b\\c\n\r\t\b\f\u0001\u007f\u00e9\ud83d\ude00/""#
+        );
+    }
+}

@@ -1,0 +1,769 @@
+//! The portable value tree carried by every envelope.
+
+use super::array::{element_count, NdArray, MAX_DIMS};
+use super::dtype::Element;
+use bytes::Bytes;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+/// One node of the protocol's value tree.
+///
+/// Integers are lossless over the whole `i64` and `u64` ranges: values that fit
+/// in `i64` are [`Value::Int`], larger unsigned values are [`Value::UInt`]
+/// (equality compares the numbers, so `Int(5) == UInt(5)`). [`Value::Float`] may
+/// hold any `f64`; non-finite values travel with the `float` tag. Equality is
+/// structural: `NaN` equals `NaN`, dictionaries compare in order, lists and
+/// tuples are different things.
+#[derive(Clone, Default)]
+pub enum Value {
+    /// JSON `null`, Python `None`.
+    #[default]
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// An integer in the `i64` range.
+    Int(i64),
+    /// An unsigned integer above `i64::MAX`.
+    UInt(u64),
+    /// A float (finite or not).
+    Float(f64),
+    /// A UTF-8 string.
+    Str(String),
+    /// A byte string (an attachment).
+    Bytes(Bytes),
+    /// A numeric array (an attachment).
+    Array(NdArray),
+    /// A list.
+    List(Vec<Value>),
+    /// A tuple.
+    Tuple(Vec<Value>),
+    /// An ordered dictionary with unique string keys.
+    Dict(Dict),
+    /// A shaped container of values (NumPy object array).
+    ObjectArray(ObjectArray),
+    /// A UniEnv graph instance.
+    Graph(Box<Graph>),
+}
+
+impl Value {
+    /// A list from anything that converts into values.
+    pub fn list<I, T>(items: I) -> Value
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<Value>,
+    {
+        Value::List(items.into_iter().map(Into::into).collect())
+    }
+
+    /// A tuple from anything that converts into values.
+    pub fn tuple<I, T>(items: I) -> Value
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<Value>,
+    {
+        Value::Tuple(items.into_iter().map(Into::into).collect())
+    }
+
+    /// A byte string.
+    pub fn bytes(data: impl Into<Bytes>) -> Value {
+        Value::Bytes(data.into())
+    }
+
+    /// A short name of the node type, for error messages: `null`, `bool`,
+    /// `int`, `float`, `str`, `bytes`, `array`, `list`, `tuple`, `dict`,
+    /// `object_array`, `graph`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "bool",
+            Value::Int(_) | Value::UInt(_) => "int",
+            Value::Float(_) => "float",
+            Value::Str(_) => "str",
+            Value::Bytes(_) => "bytes",
+            Value::Array(_) => "array",
+            Value::List(_) => "list",
+            Value::Tuple(_) => "tuple",
+            Value::Dict(_) => "dict",
+            Value::ObjectArray(_) => "object_array",
+            Value::Graph(_) => "graph",
+        }
+    }
+
+    /// Whether this is `Null`.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The boolean, if this is a `Bool`.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The integer, if this is an integer in the `i64` range.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            Value::UInt(u) => i64::try_from(*u).ok(),
+            _ => None,
+        }
+    }
+
+    /// The integer, if this is a non-negative integer.
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Value::Int(i) => u64::try_from(*i).ok(),
+            Value::UInt(u) => Some(*u),
+            _ => None,
+        }
+    }
+
+    /// The number as `f64`, if this is a float or an integer (Python's
+    /// `float(x)` for numbers; booleans are not numbers here).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Float(f) => Some(*f),
+            Value::Int(i) => Some(*i as f64),
+            Value::UInt(u) => Some(*u as f64),
+            _ => None,
+        }
+    }
+
+    /// Like [`Value::as_f64`], but also accepts booleans and one-element real
+    /// arrays (NumPy scalars travel as zero-dimensional arrays).
+    pub fn as_scalar_f64(&self) -> Option<f64> {
+        match self {
+            Value::Bool(b) => Some(*b as u8 as f64),
+            Value::Array(a) if a.len() == 1 && a.dtype().kind() != super::ScalarKind::Complex => a.get_f64(0),
+            other => other.as_f64(),
+        }
+    }
+
+    /// The string, if this is a `Str`.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The bytes, if this is a `Bytes`.
+    pub fn as_bytes(&self) -> Option<&Bytes> {
+        match self {
+            Value::Bytes(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The array, if this is an `Array`.
+    pub fn as_array(&self) -> Option<&NdArray> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The items, if this is a `List` or a `Tuple`.
+    pub fn as_seq(&self) -> Option<&[Value]> {
+        match self {
+            Value::List(v) | Value::Tuple(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The dictionary, if this is a `Dict`.
+    pub fn as_dict(&self) -> Option<&Dict> {
+        match self {
+            Value::Dict(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// The dictionary, mutably, if this is a `Dict`.
+    pub fn as_dict_mut(&mut self) -> Option<&mut Dict> {
+        match self {
+            Value::Dict(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// `self[key]` for dictionaries; `None` for other nodes or missing keys.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.as_dict().and_then(|d| d.get(key))
+    }
+
+    /// Python truthiness where it is defined without ambiguity: `None`,
+    /// `False`, zero and empty containers are false. Arrays follow NumPy: a
+    /// one-element array is its element, an empty array is false, and a larger
+    /// array has no truth value (`None`).
+    pub fn truthy(&self) -> Option<bool> {
+        Some(match self {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            Value::Int(i) => *i != 0,
+            Value::UInt(u) => *u != 0,
+            Value::Float(f) => *f != 0.0,
+            Value::Str(s) => !s.is_empty(),
+            Value::Bytes(b) => !b.is_empty(),
+            Value::List(v) | Value::Tuple(v) => !v.is_empty(),
+            Value::Dict(d) => !d.is_empty(),
+            Value::Graph(_) => true,
+            Value::Array(a) => match a.len() {
+                0 => false,
+                1 => a.get_complex(0).map(|(re, im)| re != 0.0 || im != 0.0)?,
+                _ => return None,
+            },
+            Value::ObjectArray(o) => match o.values.len() {
+                0 => false,
+                1 => o.values[0].truthy()?,
+                _ => return None,
+            },
+        })
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        use Value::*;
+        match (self, other) {
+            (Null, Null) => true,
+            (Bool(a), Bool(b)) => a == b,
+            (Int(_) | UInt(_), Int(_) | UInt(_)) => {
+                self.as_i64() == other.as_i64() && self.as_u64() == other.as_u64()
+            }
+            (Float(a), Float(b)) => a == b || (a.is_nan() && b.is_nan()),
+            (Str(a), Str(b)) => a == b,
+            (Bytes(a), Bytes(b)) => a == b,
+            (Array(a), Array(b)) => a == b,
+            (List(a), List(b)) | (Tuple(a), Tuple(b)) => a == b,
+            (Dict(a), Dict(b)) => a == b,
+            (ObjectArray(a), ObjectArray(b)) => a == b,
+            (Graph(a), Graph(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// An ordered dictionary with unique string keys, as Python's `dict`.
+///
+/// Inserting an existing key replaces its value in place (keeping its
+/// position), as Python does. Lookups are linear, which is the fastest choice
+/// for the small dictionaries the protocol carries.
+#[derive(Clone, Default, PartialEq)]
+pub struct Dict {
+    entries: Vec<(String, Value)>,
+}
+
+impl Dict {
+    /// An empty dictionary.
+    pub fn new() -> Dict {
+        Dict::default()
+    }
+
+    /// An empty dictionary with room for `n` entries.
+    pub fn with_capacity(n: usize) -> Dict {
+        Dict {
+            entries: Vec::with_capacity(n),
+        }
+    }
+
+    /// Builder form of [`Dict::insert`].
+    pub fn with(mut self, key: impl Into<String>, value: impl Into<Value>) -> Dict {
+        self.insert(key, value);
+        self
+    }
+
+    /// Sets `key` to `value`, returning the previous value.
+    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<Value>) -> Option<Value> {
+        let key = key.into();
+        let value = value.into();
+        match self.entries.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, slot)) => Some(std::mem::replace(slot, value)),
+            None => {
+                self.entries.push((key, value));
+                None
+            }
+        }
+    }
+
+    /// Appends an entry whose key the caller knows to be new.
+    pub(crate) fn push_unique(&mut self, key: String, value: Value) {
+        debug_assert!(!self.contains_key(&key));
+        self.entries.push((key, value));
+    }
+
+    /// The value for `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// The value for `key`, mutably.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        self.entries.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// Whether `key` is present.
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.entries.iter().any(|(k, _)| k == key)
+    }
+
+    /// Removes `key`, keeping the order of the others.
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        let i = self.entries.iter().position(|(k, _)| k == key)?;
+        Some(self.entries.remove(i).1)
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Entries in insertion order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &Value)> {
+        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Entries in insertion order, values mutable.
+    pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = (&str, &mut Value)> {
+        self.entries.iter_mut().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Keys in insertion order.
+    pub fn keys(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.entries.iter().map(|(k, _)| k.as_str())
+    }
+
+    /// Values in insertion order.
+    pub fn values(&self) -> impl ExactSizeIterator<Item = &Value> {
+        self.entries.iter().map(|(_, v)| v)
+    }
+}
+
+impl IntoIterator for Dict {
+    type Item = (String, Value);
+    type IntoIter = std::vec::IntoIter<(String, Value)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Dict {
+    type Item = (&'a str, &'a Value);
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, (String, Value)>, fn(&'a (String, Value)) -> (&'a str, &'a Value)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+    }
+}
+
+impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for Dict {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Dict {
+        let mut d = Dict::new();
+        for (k, v) in iter {
+            d.insert(k, v);
+        }
+        d
+    }
+}
+
+impl<K: Into<String>, V: Into<Value>> Extend<(K, V)> for Dict {
+    fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
+        for (k, v) in iter {
+            self.insert(k, v);
+        }
+    }
+}
+
+/// A shaped container of values in C order (NumPy object array). It carries
+/// UniEnv's batched structured values.
+#[derive(Clone, PartialEq)]
+pub struct ObjectArray {
+    shape: Vec<usize>,
+    values: Vec<Value>,
+}
+
+/// Why an object array could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("object array of shape {shape:?} needs {expected:?} values, got {actual}")]
+pub struct ObjectArrayError {
+    /// The shape.
+    pub shape: Vec<usize>,
+    /// product(shape), or `None` when it overflows or the shape has too many dimensions.
+    pub expected: Option<usize>,
+    /// Values given.
+    pub actual: usize,
+}
+
+impl ObjectArray {
+    /// Builds an object array; `values` must hold exactly product(shape) items.
+    pub fn new(shape: Vec<usize>, values: Vec<Value>) -> Result<ObjectArray, ObjectArrayError> {
+        let expected = if shape.len() > MAX_DIMS { None } else { element_count(&shape) };
+        if expected != Some(values.len()) {
+            return Err(ObjectArrayError {
+                shape,
+                expected,
+                actual: values.len(),
+            });
+        }
+        Ok(ObjectArray { shape, values })
+    }
+
+    pub(crate) fn new_unchecked(shape: Vec<usize>, values: Vec<Value>) -> ObjectArray {
+        ObjectArray { shape, values }
+    }
+
+    /// The dimensions.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The values, flat, in C order.
+    pub fn values(&self) -> &[Value] {
+        &self.values
+    }
+
+    /// Splits into shape and values.
+    pub fn into_parts(self) -> (Vec<usize>, Vec<Value>) {
+        (self.shape, self.values)
+    }
+}
+
+/// A UniEnv `GraphInstance`: exactly these five fields.
+#[derive(Clone, Default, PartialEq)]
+pub struct Graph {
+    /// Node counts (an array of the batch shape).
+    pub n_nodes: Value,
+    /// Edge counts, or null.
+    pub n_edges: Value,
+    /// Node features, or null.
+    pub nodes_features: Value,
+    /// Edge features, or null.
+    pub edges_features: Value,
+    /// Node-index pairs, or null.
+    pub edges: Value,
+}
+
+impl Graph {
+    /// The five field names, in wire order.
+    pub const FIELDS: [&'static str; 5] = ["n_nodes", "n_edges", "nodes_features", "edges_features", "edges"];
+
+    /// The fields in wire order.
+    pub fn fields(&self) -> [(&'static str, &Value); 5] {
+        [
+            ("n_nodes", &self.n_nodes),
+            ("n_edges", &self.n_edges),
+            ("nodes_features", &self.nodes_features),
+            ("edges_features", &self.edges_features),
+            ("edges", &self.edges),
+        ]
+    }
+}
+
+// ---- conversions into Value ----
+
+impl From<()> for Value {
+    fn from(_: ()) -> Value {
+        Value::Null
+    }
+}
+impl From<bool> for Value {
+    fn from(v: bool) -> Value {
+        Value::Bool(v)
+    }
+}
+macro_rules! from_signed {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Value {
+            fn from(v: $t) -> Value { Value::Int(v as i64) }
+        }
+    )*};
+}
+from_signed!(i8, i16, i32, i64, u8, u16, u32);
+impl From<isize> for Value {
+    fn from(v: isize) -> Value {
+        Value::Int(v as i64)
+    }
+}
+impl From<u64> for Value {
+    fn from(v: u64) -> Value {
+        match i64::try_from(v) {
+            Ok(i) => Value::Int(i),
+            Err(_) => Value::UInt(v),
+        }
+    }
+}
+impl From<usize> for Value {
+    fn from(v: usize) -> Value {
+        Value::from(v as u64)
+    }
+}
+impl From<f64> for Value {
+    fn from(v: f64) -> Value {
+        Value::Float(v)
+    }
+}
+impl From<f32> for Value {
+    fn from(v: f32) -> Value {
+        Value::Float(v as f64)
+    }
+}
+impl From<&str> for Value {
+    fn from(v: &str) -> Value {
+        Value::Str(v.to_owned())
+    }
+}
+impl From<String> for Value {
+    fn from(v: String) -> Value {
+        Value::Str(v)
+    }
+}
+impl From<&String> for Value {
+    fn from(v: &String) -> Value {
+        Value::Str(v.clone())
+    }
+}
+impl From<Bytes> for Value {
+    fn from(v: Bytes) -> Value {
+        Value::Bytes(v)
+    }
+}
+impl From<NdArray> for Value {
+    fn from(v: NdArray) -> Value {
+        Value::Array(v)
+    }
+}
+impl<T: Element, D: ndarray::Dimension> From<ndarray::Array<T, D>> for Value {
+    fn from(v: ndarray::Array<T, D>) -> Value {
+        Value::Array(NdArray::from(v))
+    }
+}
+impl<T: Element, D: ndarray::Dimension> From<&ndarray::Array<T, D>> for Value {
+    fn from(v: &ndarray::Array<T, D>) -> Value {
+        Value::Array(NdArray::from(v))
+    }
+}
+impl<'a, T: Element, D: ndarray::Dimension> From<ndarray::ArrayView<'a, T, D>> for Value {
+    fn from(v: ndarray::ArrayView<'a, T, D>) -> Value {
+        Value::Array(NdArray::from(v))
+    }
+}
+impl From<Dict> for Value {
+    fn from(v: Dict) -> Value {
+        Value::Dict(v)
+    }
+}
+impl From<ObjectArray> for Value {
+    fn from(v: ObjectArray) -> Value {
+        Value::ObjectArray(v)
+    }
+}
+impl From<Graph> for Value {
+    fn from(v: Graph) -> Value {
+        Value::Graph(Box::new(v))
+    }
+}
+impl From<Vec<Value>> for Value {
+    fn from(v: Vec<Value>) -> Value {
+        Value::List(v)
+    }
+}
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Value {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+impl<K: Into<String>, V: Into<Value>, S> From<HashMap<K, V, S>> for Value {
+    fn from(v: HashMap<K, V, S>) -> Value {
+        Value::Dict(v.into_iter().collect())
+    }
+}
+impl<K: Into<String>, V: Into<Value>> From<BTreeMap<K, V>> for Value {
+    fn from(v: BTreeMap<K, V>) -> Value {
+        Value::Dict(v.into_iter().collect())
+    }
+}
+
+macro_rules! from_tuple {
+    ($($name:ident),+) => {
+        impl<$($name: Into<Value>),+> From<($($name,)+)> for Value {
+            #[allow(non_snake_case)]
+            fn from(($($name,)+): ($($name,)+)) -> Value {
+                Value::Tuple(vec![$($name.into()),+])
+            }
+        }
+    };
+}
+from_tuple!(A);
+from_tuple!(A, B);
+from_tuple!(A, B, C);
+from_tuple!(A, B, C, D);
+from_tuple!(A, B, C, D, E);
+from_tuple!(A, B, C, D, E, F);
+
+/// Builds a [`Dict`] from `key => value` pairs, converting each value with `Into<Value>`.
+///
+/// ```
+/// use unienv_remote::{dict, Value};
+/// let d = dict! { "seed" => 3, "name" => "arm" };
+/// assert_eq!(d.get("seed"), Some(&Value::Int(3)));
+/// ```
+#[macro_export]
+macro_rules! dict {
+    () => { $crate::Dict::new() };
+    ($($key:expr => $value:expr),+ $(,)?) => {{
+        let mut d = $crate::Dict::new();
+        $( d.insert($key, $value); )+
+        d
+    }};
+}
+
+// ---- display: Python-like notation ----
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Debug for Dict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_dict(self, f)
+    }
+}
+
+impl fmt::Debug for ObjectArray {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "object_array(shape={:?}, ", self.shape)?;
+        write_seq(f, "[", &self.values, "]")?;
+        f.write_str(")")
+    }
+}
+
+impl fmt::Debug for Graph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("GraphInstance(")?;
+        for (i, (k, v)) in self.fields().iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{k}={v}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+fn write_seq(f: &mut fmt::Formatter<'_>, open: &str, items: &[Value], close: &str) -> fmt::Result {
+    f.write_str(open)?;
+    for (i, v) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        write!(f, "{v}")?;
+    }
+    f.write_str(close)
+}
+
+fn write_dict(d: &Dict, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    f.write_str("{")?;
+    for (i, (k, v)) in d.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        write!(f, "{k:?}: {v}")?;
+    }
+    f.write_str("}")
+}
+
+/// Python-like notation: `None`, `True`, `1.0`, `'text'` (as Rust debug
+/// strings), `b'..'`, `[..]`, `(..)`, `{..}`, arrays summarized.
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => f.write_str("None"),
+            Value::Bool(true) => f.write_str("True"),
+            Value::Bool(false) => f.write_str("False"),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::UInt(u) => write!(f, "{u}"),
+            Value::Float(x) if x.is_nan() => f.write_str("nan"),
+            Value::Float(x) if x.is_infinite() => f.write_str(if *x > 0.0 { "inf" } else { "-inf" }),
+            Value::Float(x) => write!(f, "{x:?}"),
+            Value::Str(s) => write!(f, "{s:?}"),
+            Value::Bytes(b) => {
+                f.write_str("b'")?;
+                for &c in b.iter().take(64) {
+                    match c {
+                        b'\'' => f.write_str("\\'")?,
+                        b'\\' => f.write_str("\\\\")?,
+                        0x20..=0x7e => write!(f, "{}", c as char)?,
+                        _ => write!(f, "\\x{c:02x}")?,
+                    }
+                }
+                if b.len() > 64 {
+                    write!(f, "…({} bytes)", b.len())?;
+                }
+                f.write_str("'")
+            }
+            Value::Array(a) => write!(f, "{a:?}"),
+            Value::List(v) => write_seq(f, "[", v, "]"),
+            Value::Tuple(v) if v.len() == 1 => write!(f, "({},)", v[0]),
+            Value::Tuple(v) => write_seq(f, "(", v, ")"),
+            Value::Dict(d) => write_dict(d, f),
+            Value::ObjectArray(o) => write!(f, "{o:?}"),
+            Value::Graph(g) => write!(f, "{g:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_compare_by_value() {
+        assert_eq!(Value::Int(5), Value::UInt(5));
+        assert_eq!(Value::from(u64::MAX), Value::UInt(u64::MAX));
+        assert_eq!(Value::from(7u64), Value::Int(7));
+        assert_ne!(Value::Int(-1), Value::UInt(u64::MAX));
+        assert_ne!(Value::Int(1), Value::Float(1.0));
+        assert_eq!(Value::Float(f64::NAN), Value::Float(f64::NAN));
+    }
+
+    #[test]
+    fn dict_keeps_order_and_replaces_in_place() {
+        let mut d = dict! { "b" => 1, "a" => 2 };
+        d.insert("b", 3);
+        assert_eq!(d.keys().collect::<Vec<_>>(), vec!["b", "a"]);
+        assert_eq!(d.get("b"), Some(&Value::Int(3)));
+        assert_eq!(d.remove("b"), Some(Value::Int(3)));
+        assert_eq!(d.len(), 1);
+    }
+
+    #[test]
+    fn tuples_and_display() {
+        let v = Value::from((1, 2.5, "x", (), true));
+        assert_eq!(v.to_string(), "(1, 2.5, \"x\", None, True)");
+        let one = Value::tuple([1]);
+        assert_eq!(one.to_string(), "(1,)");
+    }
+
+    #[test]
+    fn object_array_checks_count() {
+        assert!(ObjectArray::new(vec![2, 2], vec![Value::Null; 3]).is_err());
+        assert!(ObjectArray::new(vec![2, 0], vec![]).is_ok());
+        assert!(ObjectArray::new(vec![usize::MAX, 3], vec![]).is_err());
+    }
+
+    #[test]
+    fn truthiness() {
+        assert_eq!(Value::Null.truthy(), Some(false));
+        assert_eq!(Value::Dict(Dict::new()).truthy(), Some(false));
+        assert_eq!(Value::from(NdArray::scalar(0.0f32)).truthy(), Some(false));
+        assert_eq!(Value::from(NdArray::from_vec(vec![1, 2])).truthy(), None);
+    }
+}

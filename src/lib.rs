@@ -1,0 +1,14 @@
+//! # unienv-remote
+//!
+//! A server and client for UniEnv's remote environment protocol v1,
+//! byte-compatible with the Python reference implementation
+//! (`unienv==0.0.1b14`, module `unienv_interface.remote`).
+//!
+//! # Layout
+//! - [`codec`]: the value tree and the envelope codec (pure, no I/O).
+#![deny(missing_docs)]
+#![forbid(unsafe_op_in_unsafe_fn)]
+
+pub mod codec;
+
+pub use codec::{ByteOrder, Codec, CodecError, DType, Dict, Element, Graph, NdArray, ObjectArray, ScalarKind, Value};
