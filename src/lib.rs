@@ -10,5 +10,6 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 pub mod codec;
+pub mod host;
 
 pub use codec::{ByteOrder, Codec, CodecError, DType, Dict, Element, Graph, NdArray, ObjectArray, ScalarKind, Value};
