@@ -10,6 +10,13 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 pub mod codec;
+pub mod fixtures;
 pub mod host;
+pub mod protocol;
+pub mod server;
+pub mod transport;
 
-pub use codec::{ByteOrder, Codec, CodecError, DType, Dict, Element, Graph, NdArray, ObjectArray, ScalarKind, Value};
+pub use codec::{
+    ByteOrder, Codec, CodecError, DType, Dict, Element, Graph, NdArray, ObjectArray, ScalarKind,
+    Value,
+};

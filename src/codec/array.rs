@@ -133,7 +133,10 @@ impl NdArray {
 
     /// An array of the given shape that takes ownership of `values` (C order)
     /// without copying.
-    pub fn from_shape_vec<T: Element>(shape: Vec<usize>, values: Vec<T>) -> Result<NdArray, ArrayError> {
+    pub fn from_shape_vec<T: Element>(
+        shape: Vec<usize>,
+        values: Vec<T>,
+    ) -> Result<NdArray, ArrayError> {
         let nbytes = values.len() * T::DTYPE.itemsize();
         NdArray::from_bytes(T::DTYPE, shape, pod_bytes(values)).map_err(|e| match e {
             ArrayError::LengthMismatch {
@@ -278,7 +281,11 @@ impl NdArray {
         // SAFETY: `out` has capacity for n elements = n * size bytes, the source
         // holds exactly that many bytes, and the regions do not overlap.
         unsafe {
-            std::ptr::copy_nonoverlapping(self.data.as_ptr(), out.as_mut_ptr() as *mut u8, n * size);
+            std::ptr::copy_nonoverlapping(
+                self.data.as_ptr(),
+                out.as_mut_ptr() as *mut u8,
+                n * size,
+            );
             let bytes = std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, n * size);
             if T::DTYPE.kind() == ScalarKind::Bool {
                 for b in bytes.iter_mut() {
@@ -374,6 +381,15 @@ impl NdArray {
                 (re, im)
             }
         })
+    }
+
+    /// Every element converted to `f64` (complex values give their real
+    /// part), flat in C order.
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        if let Ok(view) = self.view::<f32>() {
+            return view.iter().map(|&x| x as f64).collect();
+        }
+        (0..self.len()).filter_map(|i| self.get_f64(i)).collect()
     }
 
     /// Element `index` formatted for people: integers exactly, floats in
@@ -472,7 +488,13 @@ fn pod_bytes<T: Element>(values: Vec<T>) -> Bytes {
     if std::mem::size_of::<T>() == 1 {
         // SAFETY: one-byte Element types (bool, i8, u8) have the layout of u8.
         let mut values = std::mem::ManuallyDrop::new(values);
-        let v = unsafe { Vec::from_raw_parts(values.as_mut_ptr() as *mut u8, values.len(), values.capacity()) };
+        let v = unsafe {
+            Vec::from_raw_parts(
+                values.as_mut_ptr() as *mut u8,
+                values.len(),
+                values.capacity(),
+            )
+        };
         return Bytes::from(v);
     }
     Bytes::from_owner(PodVec(values))
@@ -550,8 +572,16 @@ mod tests {
     #[test]
     fn big_endian_is_swapped_on_copy_and_refused_as_view() {
         let data = Bytes::from(vec![0x3f, 0x80, 0, 0, 0x40, 0, 0, 0]);
-        let a = NdArray::from_bytes(DType::F32.with_byte_order(crate::codec::ByteOrder::Big), vec![2], data).unwrap();
-        assert!(matches!(a.view::<f32>(), Err(ArrayError::NotViewable { .. })));
+        let a = NdArray::from_bytes(
+            DType::F32.with_byte_order(crate::codec::ByteOrder::Big),
+            vec![2],
+            data,
+        )
+        .unwrap();
+        assert!(matches!(
+            a.view::<f32>(),
+            Err(ArrayError::NotViewable { .. })
+        ));
         assert_eq!(a.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
         assert_eq!(a.as_cow::<f32>().unwrap().as_slice().unwrap(), &[1.0, 2.0]);
         let n = a.to_native();
@@ -564,15 +594,26 @@ mod tests {
         let c = NdArray::from_vec(vec![Complex::new(1.5f32, -2.0)]);
         let mut be = c.as_bytes().to_vec();
         swap_in_place(&mut be, 4);
-        let b = NdArray::from_bytes(DType::C64.with_byte_order(crate::codec::ByteOrder::Big), vec![1], Bytes::from(be)).unwrap();
-        assert_eq!(b.to_vec::<Complex<f32>>().unwrap(), vec![Complex::new(1.5, -2.0)]);
+        let b = NdArray::from_bytes(
+            DType::C64.with_byte_order(crate::codec::ByteOrder::Big),
+            vec![1],
+            Bytes::from(be),
+        )
+        .unwrap();
+        assert_eq!(
+            b.to_vec::<Complex<f32>>().unwrap(),
+            vec![Complex::new(1.5, -2.0)]
+        );
         assert_eq!(b.get_complex(0), Some((1.5, -2.0)));
     }
 
     #[test]
     fn dtype_mismatch_and_length_checks() {
         let a = NdArray::from_vec(vec![1u16, 2]);
-        assert!(matches!(a.view::<i16>(), Err(ArrayError::DTypeMismatch { .. })));
+        assert!(matches!(
+            a.view::<i16>(),
+            Err(ArrayError::DTypeMismatch { .. })
+        ));
         assert!(NdArray::from_bytes(DType::F32, vec![3], Bytes::from(vec![0u8; 8])).is_err());
         assert!(NdArray::from_bytes(DType::F32, vec![1; 33], Bytes::from(vec![0u8; 4])).is_err());
         assert!(NdArray::from_bytes(DType::F32, vec![usize::MAX, 2], Bytes::new()).is_err());
@@ -583,13 +624,22 @@ mod tests {
     #[test]
     fn bools_and_halves() {
         let b = NdArray::from_bytes(DType::BOOL, vec![3], Bytes::from(vec![0u8, 1, 2])).unwrap();
-        assert!(matches!(b.view::<bool>(), Err(ArrayError::InvalidBool { byte: 2 })));
+        assert!(matches!(
+            b.view::<bool>(),
+            Err(ArrayError::InvalidBool { byte: 2 })
+        ));
         assert_eq!(b.to_vec::<bool>().unwrap(), vec![false, true, true]);
         let h = NdArray::from_vec(vec![f16::from_f32(0.5)]);
         assert_eq!(h.get_f64(0), Some(0.5));
         let s = NdArray::scalar(7i64);
         assert_eq!(s.shape(), &[] as &[usize]);
-        assert_eq!(s.view::<i64>().unwrap().into_dimensionality::<ndarray::Ix0>().unwrap()[()], 7);
+        assert_eq!(
+            s.view::<i64>()
+                .unwrap()
+                .into_dimensionality::<ndarray::Ix0>()
+                .unwrap()[()],
+            7
+        );
     }
 
     #[test]

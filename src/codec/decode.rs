@@ -342,7 +342,9 @@ impl<'a> Parser<'a> {
                 b'"' => {
                     self.pos = i + 1;
                     // The header was validated as UTF-8 and `"` is a char boundary.
-                    return Ok(String::from(std::str::from_utf8(&s[start..i]).unwrap_or_default()));
+                    return Ok(String::from(
+                        std::str::from_utf8(&s[start..i]).unwrap_or_default(),
+                    ));
                 }
                 b'\\' => break,
                 0..=0x1f => {
@@ -421,7 +423,10 @@ impl<'a> Parser<'a> {
     }
 
     fn hex4(&mut self) -> Result<u32, CodecError> {
-        let digits = self.src.get(self.pos..self.pos + 4).ok_or_else(|| self.err("short \\u escape"))?;
+        let digits = self
+            .src
+            .get(self.pos..self.pos + 4)
+            .ok_or_else(|| self.err("short \\u escape"))?;
         let mut v = 0u32;
         for &d in digits {
             let x = match d {
@@ -494,7 +499,8 @@ impl<'a> Parser<'a> {
                         });
                     }
                     let t = self.string()?;
-                    let tag = Tag::parse(&t).ok_or_else(|| CodecError::UnknownTag { tag: truncate(&t) })?;
+                    let tag = Tag::parse(&t)
+                        .ok_or_else(|| CodecError::UnknownTag { tag: truncate(&t) })?;
                     // Members that came before the tag must belong to it.
                     let extra = m.seen & !(T | tag.members());
                     if extra != 0 {
@@ -584,7 +590,11 @@ impl<'a> Parser<'a> {
             }
             Tag::List | Tag::Tuple | Tag::ObjectArray => {
                 let items = self.items(tag, depth)?;
-                Ok(if tag == Tag::Tuple { Value::Tuple(items) } else { Value::List(items) })
+                Ok(if tag == Tag::Tuple {
+                    Value::Tuple(items)
+                } else {
+                    Value::List(items)
+                })
             }
             Tag::Dict => self.dict_entries(depth).map(Value::Dict),
             Tag::Graph => {
@@ -661,13 +671,20 @@ impl<'a> Parser<'a> {
                 None => {
                     let dup = dict.contains_key(&key);
                     if dict.len() >= 16 {
-                        index = Some(dict.keys().map(str::to_owned).chain([key.clone()]).collect());
+                        index = Some(
+                            dict.keys()
+                                .map(str::to_owned)
+                                .chain([key.clone()])
+                                .collect(),
+                        );
                     }
                     dup
                 }
             };
             if duplicate {
-                return Err(CodecError::DuplicateKey { key: truncate(&key) });
+                return Err(CodecError::DuplicateKey {
+                    key: truncate(&key),
+                });
             }
             self.ws();
             if self.peek() != Some(b',') {
@@ -783,7 +800,9 @@ impl<'a> Parser<'a> {
                         actual: values.len(),
                     });
                 }
-                Ok(Value::ObjectArray(ObjectArray::new_unchecked(shape, values)))
+                Ok(Value::ObjectArray(ObjectArray::new_unchecked(
+                    shape, values,
+                )))
             }
             Tag::Bytes => {
                 let data = self.attachment(m.offset.unwrap_or(0), m.length.unwrap_or(0))?;

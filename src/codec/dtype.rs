@@ -105,7 +105,7 @@ impl DType {
             ScalarKind::Float => matches!(size, 2 | 4 | 8),
             ScalarKind::Complex => matches!(size, 8 | 16),
         };
-        ok.then(|| DType {
+        ok.then_some(DType {
             kind,
             size: size as u8,
             // One-byte values have no byte order; keep a canonical value so
@@ -142,7 +142,9 @@ impl DType {
             _ => return Err(err("the kind must be one of b, i, u, f, c")),
         };
         let digits = &s[2..];
-        if !digits.bytes().all(|c| c.is_ascii_digit()) || digits.len() > 2 || digits.starts_with('0')
+        if !digits.bytes().all(|c| c.is_ascii_digit())
+            || digits.len() > 2
+            || digits.starts_with('0')
         {
             return Err(err("the item size must be a decimal number"));
         }

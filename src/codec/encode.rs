@@ -232,6 +232,60 @@ pub(crate) fn encode(value: &Value, max_message_size: usize) -> Result<Vec<u8>, 
     Ok(out)
 }
 
+/// Encodes a top-level dict given as borrowed entries (no tree is built).
+pub(crate) fn encode_entries(
+    entries: &[(&str, &Value)],
+    max_message_size: usize,
+) -> Result<Vec<u8>, CodecError> {
+    let mut measure = Writer {
+        sink: Counter(0),
+        offset: 0,
+        attachments: Some(Vec::new()),
+        max_message_size,
+    };
+    measure.dict(entries.iter().copied(), 0)?;
+    let header_len = measure.sink.0;
+    let attach_len = measure.offset;
+    let total = 4usize
+        .checked_add(header_len)
+        .and_then(|n| n.checked_add(attach_len))
+        .unwrap_or(usize::MAX);
+    if total > max_message_size || header_len > u32::MAX as usize {
+        return Err(CodecError::MessageTooLarge {
+            size: total,
+            max: max_message_size,
+        });
+    }
+    let attachments = measure.attachments.take().unwrap_or_default();
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(&(header_len as u32).to_be_bytes());
+    let mut write = Writer {
+        sink: out,
+        offset: 0,
+        attachments: None,
+        max_message_size,
+    };
+    write.dict(entries.iter().copied(), 0)?;
+    let mut out = write.sink;
+    for a in attachments {
+        out.extend_from_slice(a);
+    }
+    debug_assert_eq!(out.len(), total);
+    Ok(out)
+}
+
+/// Validates a value (depth, sizes) and returns its encoded size.
+pub(crate) fn measure(value: &Value, max_message_size: usize) -> Result<usize, CodecError> {
+    let mut m = Writer {
+        sink: Counter(0),
+        offset: 0,
+        attachments: None,
+        max_message_size,
+    };
+    m.value(value, 0)?;
+    Ok(4 + m.sink.0 + m.offset)
+}
+
 /// The header alone, as JSON text (used by tools and tests).
 pub(crate) fn encode_header(value: &Value) -> Result<String, CodecError> {
     let mut w = Writer {
@@ -307,7 +361,11 @@ pub(crate) fn python_float_repr(f: f64, out: &mut [u8; 32]) -> usize {
         *n += 1;
     };
     if f == 0.0 {
-        let s: &[u8] = if f.is_sign_negative() { b"-0.0" } else { b"0.0" };
+        let s: &[u8] = if f.is_sign_negative() {
+            b"-0.0"
+        } else {
+            b"0.0"
+        };
         out[..s.len()].copy_from_slice(s);
         return s.len();
     }

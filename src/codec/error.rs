@@ -227,7 +227,10 @@ pub enum CodecError {
 impl CodecError {
     /// Whether the message exceeded a size limit (rather than being malformed).
     pub fn is_too_large(&self) -> bool {
-        matches!(self, CodecError::MessageTooLarge { .. } | CodecError::ObjectArrayTooLarge { .. })
+        matches!(
+            self,
+            CodecError::MessageTooLarge { .. } | CodecError::ObjectArrayTooLarge { .. }
+        )
     }
 }
 

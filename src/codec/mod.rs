@@ -74,6 +74,18 @@ impl Codec {
         encode::encode(value, self.max_message_size)
     }
 
+    /// Encodes a dictionary given as borrowed `(key, value)` entries, without
+    /// building a [`Dict`]; equivalent to encoding the dict.
+    pub fn encode_entries(&self, entries: &[(&str, &Value)]) -> Result<Vec<u8>, CodecError> {
+        encode::encode_entries(entries, self.max_message_size)
+    }
+
+    /// Checks that a value can be encoded within the limit and returns the
+    /// size its envelope would have, without writing it.
+    pub fn measure(&self, value: &Value) -> Result<usize, CodecError> {
+        encode::measure(value, self.max_message_size)
+    }
+
     /// Decodes one envelope. Arrays and byte strings in the result are slices
     /// of `frame`.
     pub fn decode(&self, frame: Bytes) -> Result<Value, CodecError> {

@@ -136,7 +136,9 @@ impl Value {
     pub fn as_scalar_f64(&self) -> Option<f64> {
         match self {
             Value::Bool(b) => Some(*b as u8 as f64),
-            Value::Array(a) if a.len() == 1 && a.dtype().kind() != super::ScalarKind::Complex => a.get_f64(0),
+            Value::Array(a) if a.len() == 1 && a.dtype().kind() != super::ScalarKind::Complex => {
+                a.get_f64(0)
+            }
             other => other.as_f64(),
         }
     }
@@ -301,7 +303,10 @@ impl Dict {
 
     /// The value for `key`, mutably.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
-        self.entries.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.entries
+            .iter_mut()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
     }
 
     /// Whether `key` is present.
@@ -356,7 +361,10 @@ impl IntoIterator for Dict {
 
 impl<'a> IntoIterator for &'a Dict {
     type Item = (&'a str, &'a Value);
-    type IntoIter = std::iter::Map<std::slice::Iter<'a, (String, Value)>, fn(&'a (String, Value)) -> (&'a str, &'a Value)>;
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (String, Value)>,
+        fn(&'a (String, Value)) -> (&'a str, &'a Value),
+    >;
     fn into_iter(self) -> Self::IntoIter {
         self.entries.iter().map(|(k, v)| (k.as_str(), v))
     }
@@ -403,7 +411,11 @@ pub struct ObjectArrayError {
 impl ObjectArray {
     /// Builds an object array; `values` must hold exactly product(shape) items.
     pub fn new(shape: Vec<usize>, values: Vec<Value>) -> Result<ObjectArray, ObjectArrayError> {
-        let expected = if shape.len() > MAX_DIMS { None } else { element_count(&shape) };
+        let expected = if shape.len() > MAX_DIMS {
+            None
+        } else {
+            element_count(&shape)
+        };
         if expected != Some(values.len()) {
             return Err(ObjectArrayError {
                 shape,
@@ -451,7 +463,13 @@ pub struct Graph {
 
 impl Graph {
     /// The five field names, in wire order.
-    pub const FIELDS: [&'static str; 5] = ["n_nodes", "n_edges", "nodes_features", "edges_features", "edges"];
+    pub const FIELDS: [&'static str; 5] = [
+        "n_nodes",
+        "n_edges",
+        "nodes_features",
+        "edges_features",
+        "edges",
+    ];
 
     /// The fields in wire order.
     pub fn fields(&self) -> [(&'static str, &Value); 5] {
@@ -691,7 +709,9 @@ impl fmt::Display for Value {
             Value::Int(i) => write!(f, "{i}"),
             Value::UInt(u) => write!(f, "{u}"),
             Value::Float(x) if x.is_nan() => f.write_str("nan"),
-            Value::Float(x) if x.is_infinite() => f.write_str(if *x > 0.0 { "inf" } else { "-inf" }),
+            Value::Float(x) if x.is_infinite() => {
+                f.write_str(if *x > 0.0 { "inf" } else { "-inf" })
+            }
             Value::Float(x) => write!(f, "{x:?}"),
             Value::Str(s) => write!(f, "{s:?}"),
             Value::Bytes(b) => {

@@ -63,7 +63,11 @@ pub struct ResetResult {
 
 impl ResetResult {
     /// Builds a result from anything that converts into values.
-    pub fn new(context: impl Into<Value>, observation: impl Into<Value>, info: Dict) -> ResetResult {
+    pub fn new(
+        context: impl Into<Value>,
+        observation: impl Into<Value>,
+        info: Dict,
+    ) -> ResetResult {
         ResetResult {
             context: context.into(),
             observation: observation.into(),
@@ -154,7 +158,10 @@ fn next(items: &mut std::vec::IntoIter<Value>) -> Value {
 fn into_items(value: Value, n: usize, what: &str) -> Result<Vec<Value>, String> {
     match value {
         Value::Tuple(v) | Value::List(v) if v.len() == n => Ok(v),
-        other => Err(format!("{what} must be a {n}-tuple, got {}", other.type_name())),
+        other => Err(format!(
+            "{what} must be a {n}-tuple, got {}",
+            other.type_name()
+        )),
     }
 }
 
@@ -250,9 +257,12 @@ impl CallArgs {
 pub fn seed_arg(value: Option<Value>) -> HostResult<Option<i64>> {
     match value {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => integer(&v)
-            .map(Some)
-            .ok_or_else(|| HostError::invalid_argument(format!("seed must be an integer or None, got {}", v.type_name()))),
+        Some(v) => integer(&v).map(Some).ok_or_else(|| {
+            HostError::invalid_argument(format!(
+                "seed must be an integer or None, got {}",
+                v.type_name()
+            ))
+        }),
     }
 }
 
@@ -260,8 +270,12 @@ pub fn seed_arg(value: Option<Value>) -> HostResult<Option<i64>> {
 pub fn priority_arg(value: Option<Value>) -> HostResult<i64> {
     match value {
         None => Ok(0),
-        Some(v) => integer(&v)
-            .ok_or_else(|| HostError::invalid_argument(format!("priority must be an integer, got {}", v.type_name()))),
+        Some(v) => integer(&v).ok_or_else(|| {
+            HostError::invalid_argument(format!(
+                "priority must be an integer, got {}",
+                v.type_name()
+            ))
+        }),
     }
 }
 
@@ -285,14 +299,21 @@ pub fn dt_arg(value: Value) -> HostResult<Option<f64>> {
             .as_scalar_f64()
             .filter(|_| !matches!(v, Value::Bool(_)))
             .map(Some)
-            .ok_or_else(|| HostError::invalid_argument(format!("dt must be a number or None, got {}", v.type_name()))),
+            .ok_or_else(|| {
+                HostError::invalid_argument(format!(
+                    "dt must be a number or None, got {}",
+                    v.type_name()
+                ))
+            }),
     }
 }
 
 fn integer(v: &Value) -> Option<i64> {
     match v {
         Value::Array(a)
-            if a.len() == 1 && a.ndim() == 0 && matches!(a.dtype().kind(), ScalarKind::Int | ScalarKind::UInt) =>
+            if a.len() == 1
+                && a.ndim() == 0
+                && matches!(a.dtype().kind(), ScalarKind::Int | ScalarKind::UInt) =>
         {
             let f = a.format_element(0)?;
             f.parse().ok()
@@ -308,7 +329,11 @@ mod tests {
 
     #[test]
     fn binds_reset_arguments() {
-        let mut call = CallArgs::new("reset", vec![], dict! { "mask" => (), "seed" => 3, "extra" => "x" });
+        let mut call = CallArgs::new(
+            "reset",
+            vec![],
+            dict! { "mask" => (), "seed" => 3, "extra" => "x" },
+        );
         let args = ResetArgs::bind(&mut call).unwrap();
         assert_eq!(args.seed, Some(3));
         assert_eq!(args.mask, None);

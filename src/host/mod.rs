@@ -17,6 +17,7 @@ mod composer;
 mod error;
 pub mod space;
 mod traits;
+pub mod tree;
 
 pub use args::{CallArgs, ResetArgs, ResetResult, StepResult};
 pub use combined::CombinedNode;
@@ -24,3 +25,4 @@ pub use composer::WorldEnv;
 pub use error::{HostError, HostErrorKind, HostResult};
 pub use space::Space;
 pub use traits::{Env, Field, Node, Phase, World, RESERVED_PRIORITY};
+pub use tree::{Detached, Tree};

@@ -184,10 +184,19 @@ impl Space {
     /// A box with array bounds, stored as given. The bounds must have the
     /// space's dtype and as many dimensions as `shape`, each axis the full
     /// dimension or 1.
-    pub fn box_with_bounds(dtype: DType, shape: Vec<usize>, low: NdArray, high: NdArray) -> Result<Space, SpaceError> {
+    pub fn box_with_bounds(
+        dtype: DType,
+        shape: Vec<usize>,
+        low: NdArray,
+        high: NdArray,
+    ) -> Result<Space, SpaceError> {
         for (name, b) in [("low", &low), ("high", &high)] {
             if b.dtype().to_native() != dtype.to_native() {
-                return Err(bad(format!("{name} has dtype {}, the space {}", b.dtype().name(), dtype.name())));
+                return Err(bad(format!(
+                    "{name} has dtype {}, the space {}",
+                    b.dtype().name(),
+                    dtype.name()
+                )));
             }
             check_broadcast(name, b.shape(), &shape)?;
         }
@@ -201,12 +210,17 @@ impl Space {
 
     /// A boolean space of the given shape.
     pub fn binary(shape: Vec<usize>) -> Space {
-        Space::Binary(BinarySpace { shape, dtype: DType::BOOL })
+        Space::Binary(BinarySpace {
+            shape,
+            dtype: DType::BOOL,
+        })
     }
 
     /// A dict space (keys get sorted).
     pub fn dict<K: Into<String>>(entries: impl IntoIterator<Item = (K, Space)>) -> Space {
-        Space::Dict(DictSpace::new(entries.into_iter().map(|(k, s)| (k.into(), s))))
+        Space::Dict(DictSpace::new(
+            entries.into_iter().map(|(k, s)| (k.into(), s)),
+        ))
     }
 
     /// A tuple space.
@@ -285,10 +299,17 @@ impl Space {
                 d.insert("fill_value", b.fill_value.clone());
             }
             Space::Tuple(spaces) | Space::Union(spaces) => {
-                d.insert("spaces", Value::List(spaces.iter().map(Space::to_value).collect()));
+                d.insert(
+                    "spaces",
+                    Value::List(spaces.iter().map(Space::to_value).collect()),
+                );
             }
             Space::Dict(s) => {
-                let spaces: Dict = s.entries.iter().map(|(k, v)| (k.clone(), v.to_value())).collect();
+                let spaces: Dict = s
+                    .entries
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_value()))
+                    .collect();
                 d.insert("spaces", spaces);
             }
             Space::Text(t) => {
@@ -303,7 +324,10 @@ impl Space {
                 d.insert("min_edges", g.min_edges);
                 d.insert("is_edge", g.is_edge);
                 d.insert("node_feature_space", g.node_feature_space.to_value());
-                d.insert("edge_feature_space", g.edge_feature_space.as_ref().map(Space::to_value));
+                d.insert(
+                    "edge_feature_space",
+                    g.edge_feature_space.as_ref().map(Space::to_value),
+                );
                 d.insert("batch_shape", shape_tuple(&g.batch_shape));
             }
             Space::Batched(b) => {
@@ -316,13 +340,21 @@ impl Space {
 
     /// Parses a `space_to_json` document.
     pub fn from_value(value: &Value) -> Result<Space, SpaceError> {
-        let d = value.as_dict().ok_or_else(|| bad("a space document must be a dict"))?;
-        let ty = d.get("type").and_then(Value::as_str).ok_or_else(|| bad("missing \"type\""))?;
+        let d = value
+            .as_dict()
+            .ok_or_else(|| bad("a space document must be a dict"))?;
+        let ty = d
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("missing \"type\""))?;
         let field = |k: &str| d.get(k).ok_or_else(|| bad(format!("{ty} lacks {k:?}")));
         Ok(match ty {
             "BoxSpace" => {
                 let dtype = dtype_field(field("dtype")?)?;
-                if !matches!(dtype.kind(), ScalarKind::Float | ScalarKind::Int | ScalarKind::UInt) {
+                if !matches!(
+                    dtype.kind(),
+                    ScalarKind::Float | ScalarKind::Int | ScalarKind::UInt
+                ) {
                     return Err(bad("BoxSpace dtype must be a real float or integer type"));
                 }
                 let shape = shape_field(field("shape")?)?;
@@ -349,8 +381,13 @@ impl Space {
                 })
             }
             "TupleSpace" | "UnionSpace" => {
-                let items = field("spaces")?.as_seq().ok_or_else(|| bad("spaces must be a list"))?;
-                let spaces = items.iter().map(Space::from_value).collect::<Result<Vec<_>, _>>()?;
+                let items = field("spaces")?
+                    .as_seq()
+                    .ok_or_else(|| bad("spaces must be a list"))?;
+                let spaces = items
+                    .iter()
+                    .map(Space::from_value)
+                    .collect::<Result<Vec<_>, _>>()?;
                 if ty == "TupleSpace" {
                     Space::Tuple(spaces)
                 } else {
@@ -361,7 +398,9 @@ impl Space {
                 }
             }
             "DictSpace" => {
-                let spaces = field("spaces")?.as_dict().ok_or_else(|| bad("spaces must be a dict"))?;
+                let spaces = field("spaces")?
+                    .as_dict()
+                    .ok_or_else(|| bad("spaces must be a dict"))?;
                 let entries = spaces
                     .iter()
                     .map(|(k, v)| Ok((k.to_string(), Space::from_value(v)?)))
@@ -382,7 +421,9 @@ impl Space {
                 min_nodes: int_field(field("min_nodes")?)?,
                 max_edges: opt_int(d.get("max_edges"))?,
                 min_edges: int_field(field("min_edges")?)?,
-                is_edge: field("is_edge")?.as_bool().ok_or_else(|| bad("is_edge must be a bool"))?,
+                is_edge: field("is_edge")?
+                    .as_bool()
+                    .ok_or_else(|| bad("is_edge must be a bool"))?,
                 node_feature_space: Space::from_value(field("node_feature_space")?)?,
                 edge_feature_space: match d.get("edge_feature_space") {
                     None | Some(Value::Null) => None,
@@ -410,7 +451,13 @@ impl fmt::Display for Space {
         match self {
             Space::Box(b) => write!(f, "Box({}, {:?})", b.dtype.name(), b.shape),
             Space::Binary(b) => write!(f, "Binary({:?})", b.shape),
-            Space::DynamicBox(b) => write!(f, "DynamicBox({}, {:?}..{:?})", b.dtype.name(), b.shape_low, b.shape_high),
+            Space::DynamicBox(b) => write!(
+                f,
+                "DynamicBox({}, {:?}..{:?})",
+                b.dtype.name(),
+                b.shape_low,
+                b.shape_high
+            ),
             Space::Tuple(s) => {
                 f.write_str("Tuple(")?;
                 for (i, s) in s.iter().enumerate() {
@@ -452,7 +499,9 @@ fn sorted_charset(c: &str) -> String {
 
 fn check_broadcast(name: &str, bounds: &[usize], shape: &[usize]) -> Result<(), SpaceError> {
     if bounds.len() != shape.len() || bounds.iter().zip(shape).any(|(&b, &s)| b != s && b != 1) {
-        return Err(bad(format!("{name} of shape {bounds:?} does not broadcast to {shape:?}")));
+        return Err(bad(format!(
+            "{name} of shape {bounds:?} does not broadcast to {shape:?}"
+        )));
     }
     Ok(())
 }
@@ -506,7 +555,11 @@ fn bounds_to_value(a: &NdArray) -> Value {
             None => element(a, start),
             Some((&n, rest)) => {
                 let inner = stride / n.max(1);
-                Value::List((0..n).map(|i| nest(a, rest, start + i * inner, inner)).collect())
+                Value::List(
+                    (0..n)
+                        .map(|i| nest(a, rest, start + i * inner, inner))
+                        .collect(),
+                )
             }
         }
     }
@@ -525,7 +578,12 @@ fn bounds_from_value(v: &Value, dtype: DType) -> Result<NdArray, SpaceError> {
         }
     }
     let mut flat = Vec::new();
-    fn collect(v: &Value, depth: usize, shape: &[usize], out: &mut Vec<f64>) -> Result<(), SpaceError> {
+    fn collect(
+        v: &Value,
+        depth: usize,
+        shape: &[usize],
+        out: &mut Vec<f64>,
+    ) -> Result<(), SpaceError> {
         if depth == shape.len() {
             let x = match v {
                 Value::Float(f) => *f,
@@ -536,7 +594,9 @@ fn bounds_from_value(v: &Value, dtype: DType) -> Result<NdArray, SpaceError> {
             out.push(x);
             return Ok(());
         }
-        let items = v.as_seq().ok_or_else(|| bad("bounds are not a regular nested list"))?;
+        let items = v
+            .as_seq()
+            .ok_or_else(|| bad("bounds are not a regular nested list"))?;
         if items.len() != shape[depth] {
             return Err(bad("bounds are not a regular nested list"));
         }
@@ -560,10 +620,17 @@ fn bounds_from_value(v: &Value, dtype: DType) -> Result<NdArray, SpaceError> {
     }
     collect(v, 0, &shape, &mut flat)?;
     let arr = match (dtype.kind(), dtype.itemsize()) {
-        (ScalarKind::Float, 2) => NdArray::from_shape_vec(shape, flat.iter().map(|&x| half::f16::from_f64(x)).collect()),
-        (ScalarKind::Float, 4) => NdArray::from_shape_vec(shape, flat.iter().map(|&x| x as f32).collect()),
+        (ScalarKind::Float, 2) => NdArray::from_shape_vec(
+            shape,
+            flat.iter().map(|&x| half::f16::from_f64(x)).collect(),
+        ),
+        (ScalarKind::Float, 4) => {
+            NdArray::from_shape_vec(shape, flat.iter().map(|&x| x as f32).collect())
+        }
         (ScalarKind::Float, _) => NdArray::from_shape_vec(shape, flat),
-        (ScalarKind::Bool, _) => NdArray::from_shape_vec(shape, flat.iter().map(|&x| x != 0.0).collect()),
+        (ScalarKind::Bool, _) => {
+            NdArray::from_shape_vec(shape, flat.iter().map(|&x| x != 0.0).collect())
+        }
         _ => return Err(bad(format!("unsupported bound dtype {}", dtype.name()))),
     };
     arr.map_err(|e| bad(e.to_string()))
@@ -602,10 +669,16 @@ fn dtype_field(v: &Value) -> Result<DType, SpaceError> {
 }
 
 fn shape_field(v: &Value) -> Result<Vec<usize>, SpaceError> {
-    let items = v.as_seq().ok_or_else(|| bad("shape must be a tuple or list"))?;
+    let items = v
+        .as_seq()
+        .ok_or_else(|| bad("shape must be a tuple or list"))?;
     items
         .iter()
-        .map(|d| d.as_u64().map(|u| u as usize).ok_or_else(|| bad("shape dimensions must be non-negative integers")))
+        .map(|d| {
+            d.as_u64()
+                .map(|u| u as usize)
+                .ok_or_else(|| bad("shape dimensions must be non-negative integers"))
+        })
         .collect()
 }
 
@@ -655,8 +728,20 @@ mod tests {
 
     #[test]
     fn dict_keys_sorted_and_nested_round_trip() {
-        let s = Space::dict([("b", Space::binary(vec![2])), ("", Space::unbounded_f32(vec![1])), ("a", Space::tuple(vec![]))]);
-        let keys: Vec<_> = s.to_value().get("spaces").unwrap().as_dict().unwrap().keys().map(String::from).collect();
+        let s = Space::dict([
+            ("b", Space::binary(vec![2])),
+            ("", Space::unbounded_f32(vec![1])),
+            ("a", Space::tuple(vec![])),
+        ]);
+        let keys: Vec<_> = s
+            .to_value()
+            .get("spaces")
+            .unwrap()
+            .as_dict()
+            .unwrap()
+            .keys()
+            .map(String::from)
+            .collect();
         assert_eq!(keys, vec!["", "a", "b"]);
         assert_eq!(Space::from_value(&s.to_value()).unwrap(), s);
     }

@@ -3,6 +3,7 @@
 use super::args::{ResetArgs, ResetResult, StepResult};
 use super::error::{HostError, HostResult};
 use super::space::Space;
+use super::tree::Tree;
 use crate::codec::{Dict, NdArray, Value};
 
 /// The priority UniEnv's combined node reserves for its own after-hooks
@@ -201,6 +202,29 @@ pub trait Env: 'static {
         d.insert("render_modes", Value::List(Vec::new()));
         d
     }
+
+    /// Whether the env has a `control_timestep` attribute (a `WorldEnv` has
+    /// one; a plain env or a wrapper does not), exported in its descriptor.
+    fn has_control_timestep(&self) -> bool {
+        false
+    }
+
+    /// The control timestep (see [`Env::has_control_timestep`]).
+    fn control_timestep(&self) -> Option<f64> {
+        None
+    }
+
+    /// The world and node tree this env is composed of, if any. The server
+    /// exports them as `ID/world`, `ID/node` and the node's descendants.
+    /// `WorldEnv` returns itself; a wrapper around one should forward this.
+    fn as_tree(&mut self) -> Option<&mut dyn Tree> {
+        None
+    }
+
+    /// Read-only form of [`Env::as_tree`].
+    fn tree(&self) -> Option<&dyn Tree> {
+        None
+    }
 }
 
 /// A simulated world, as UniEnv's `World`: it owns the physics and is advanced
@@ -364,13 +388,23 @@ pub trait Node<W: ?Sized = ()>: 'static {
     }
 
     /// Runs before the world steps; `dt` is the time since the previous world step.
-    fn pre_environment_step(&mut self, world: &mut W, dt: Option<f64>, priority: i64) -> HostResult<()> {
+    fn pre_environment_step(
+        &mut self,
+        world: &mut W,
+        dt: Option<f64>,
+        priority: i64,
+    ) -> HostResult<()> {
         let _ = (world, dt, priority);
         Ok(())
     }
 
     /// Runs after the world steps.
-    fn post_environment_step(&mut self, world: &mut W, dt: Option<f64>, priority: i64) -> HostResult<()> {
+    fn post_environment_step(
+        &mut self,
+        world: &mut W,
+        dt: Option<f64>,
+        priority: i64,
+    ) -> HostResult<()> {
         let _ = (world, dt, priority);
         Ok(())
     }
@@ -387,13 +421,23 @@ pub trait Node<W: ?Sized = ()>: 'static {
     }
 
     /// Runs after the world's after_reset.
-    fn after_reset(&mut self, world: &mut W, priority: i64, mask: Option<&NdArray>) -> HostResult<()> {
+    fn after_reset(
+        &mut self,
+        world: &mut W,
+        priority: i64,
+        mask: Option<&NdArray>,
+    ) -> HostResult<()> {
         let _ = (world, priority, mask);
         Ok(())
     }
 
     /// Runs after the world's after_reload; calls [`Node::after_reset`] by default.
-    fn after_reload(&mut self, world: &mut W, priority: i64, mask: Option<&NdArray>) -> HostResult<()> {
+    fn after_reload(
+        &mut self,
+        world: &mut W,
+        priority: i64,
+        mask: Option<&NdArray>,
+    ) -> HostResult<()> {
         self.after_reset(world, priority, mask)
     }
 
@@ -439,8 +483,9 @@ pub trait Node<W: ?Sized = ()>: 'static {
         Ok(Value::Null)
     }
 
-    /// Releases resources. The server calls it once per node at disposal
-    /// (a node that closes its children itself should make that idempotent).
+    /// Releases resources. The server closes only the root of a tree (and
+    /// a `WorldEnv` closes its root node): a node with children closes them,
+    /// as [`CombinedNode`](super::CombinedNode) does.
     fn close(&mut self, world: &mut W) {
         let _ = world;
     }

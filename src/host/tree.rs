@@ -1,0 +1,314 @@
+//! The type-erased view of a world and its node tree that the server drives.
+//!
+//! [`Tree`] hides the world type `W` so that one server can host worlds of
+//! any type. It is implemented by [`WorldEnv`](super::WorldEnv) (its world
+//! plus root node) and by [`Detached`] (a node tree without a world). An
+//! [`Env`](super::Env) that wraps a `WorldEnv` forwards
+//! [`Env::as_tree`](super::Env::as_tree) so that the server exports the
+//! wrapped world and nodes too.
+//!
+//! Nodes are addressed by their path of child indices from the root node.
+
+use super::args::{dt_arg, mask_arg, priority_arg, CallArgs, ResetArgs};
+use super::error::{HostError, HostResult};
+use super::space::Space;
+use super::traits::{Field, Node, Phase, World};
+use crate::codec::Value;
+
+/// Descriptor attributes of a node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeAttrs {
+    /// `name`
+    pub name: String,
+    /// `control_timestep`
+    pub control_timestep: Option<f64>,
+    /// `update_timestep`
+    pub update_timestep: Option<f64>,
+    /// `render_mode`
+    pub render_mode: Option<String>,
+    /// `supported_render_modes`
+    pub supported_render_modes: Vec<String>,
+    /// `has_reward`
+    pub has_reward: bool,
+    /// `has_termination_signal`
+    pub has_termination_signal: bool,
+    /// `has_truncation_signal`
+    pub has_truncation_signal: bool,
+    /// `action_space`
+    pub action_space: Option<Space>,
+    /// `observation_space`
+    pub observation_space: Option<Space>,
+    /// `context_space`
+    pub context_space: Option<Space>,
+    /// The six priority sets, in [`Phase::ALL`] order, sorted descending without duplicates.
+    pub priorities: [Vec<i64>; 6],
+    /// `remote_snapshot_fields`
+    pub remote_snapshot_fields: Option<Vec<Field>>,
+}
+
+/// Descriptor attributes of a world.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorldAttrs {
+    /// `batch_size`
+    pub batch_size: Option<usize>,
+    /// `world_timestep`
+    pub world_timestep: Option<f64>,
+    /// `world_subtimestep`
+    pub world_subtimestep: Option<f64>,
+}
+
+/// A world and a node tree, with the world type erased.
+pub trait Tree {
+    /// Whether there is a real world (`false` for detached node trees).
+    fn has_world(&self) -> bool;
+    /// The world's descriptor attributes.
+    fn world_attrs(&self) -> WorldAttrs;
+    /// Calls a world method by its protocol name.
+    fn world_call(&mut self, method: &str, args: CallArgs) -> HostResult<Value>;
+    /// Names of the children of the node at `path` (`None`: no such node).
+    fn node_children(&self, path: &[usize]) -> Option<Vec<String>>;
+    /// Descriptor attributes of the node at `path`.
+    fn node_attrs(&self, path: &[usize]) -> Option<NodeAttrs>;
+    /// Calls a node method by its protocol name.
+    fn node_call(&mut self, path: &[usize], method: &str, args: CallArgs) -> HostResult<Value>;
+    /// Reads a snapshot field of the node at `path` through its getter;
+    /// `Ok(None)` when the field does not apply (no such space or flag).
+    fn node_read(&mut self, path: &[usize], field: Field) -> HostResult<Option<Value>>;
+    /// Closes the node tree (root only; composite nodes close their
+    /// children), then the world.
+    fn close(&mut self);
+}
+
+fn find<'a, W: ?Sized + 'static>(root: &'a dyn Node<W>, path: &[usize]) -> Option<&'a dyn Node<W>> {
+    let mut cur = root;
+    for &i in path {
+        cur = cur.child(i)?;
+    }
+    Some(cur)
+}
+
+fn find_mut<'a, W: ?Sized + 'static>(
+    root: &'a mut dyn Node<W>,
+    path: &[usize],
+) -> Option<&'a mut dyn Node<W>> {
+    let mut cur = root;
+    for &i in path {
+        cur = cur.child_mut(i)?;
+    }
+    Some(cur)
+}
+
+fn no_node() -> HostError {
+    HostError::new("the node no longer exists in the tree")
+}
+
+/// Children names of a node.
+pub fn children_of<W: ?Sized + 'static>(root: &dyn Node<W>, path: &[usize]) -> Option<Vec<String>> {
+    let node = find(root, path)?;
+    Some(
+        (0..node.child_count())
+            .filter_map(|i| node.child(i).map(|c| c.name().to_string()))
+            .collect(),
+    )
+}
+
+/// Descriptor attributes of a node.
+pub fn attrs_of<W: ?Sized + 'static>(root: &dyn Node<W>, path: &[usize]) -> Option<NodeAttrs> {
+    let n = find(root, path)?;
+    let sorted = |phase| {
+        let mut v: Vec<i64> = n.priorities(phase);
+        v.sort_unstable_by(|a, b| b.cmp(a));
+        v.dedup();
+        v
+    };
+    Some(NodeAttrs {
+        name: n.name().to_string(),
+        control_timestep: n.control_timestep(),
+        update_timestep: n.update_timestep(),
+        render_mode: n.render_mode(),
+        supported_render_modes: n.supported_render_modes(),
+        has_reward: n.has_reward(),
+        has_termination_signal: n.has_termination_signal(),
+        has_truncation_signal: n.has_truncation_signal(),
+        action_space: n.action_space(),
+        observation_space: n.observation_space(),
+        context_space: n.context_space(),
+        priorities: Phase::ALL.map(sorted),
+        remote_snapshot_fields: n.remote_snapshot_fields(),
+    })
+}
+
+/// Calls a node method by its protocol name, binding the protocol arguments
+/// to the UniEnv signature first (a binding failure is an invalid-argument
+/// error and the method does not run).
+pub fn call_node<W: ?Sized + 'static>(
+    world: &mut W,
+    root: &mut dyn Node<W>,
+    path: &[usize],
+    method: &str,
+    args: CallArgs,
+) -> HostResult<Value> {
+    let node = find_mut(root, path).ok_or_else(no_node)?;
+    let mut args = args;
+    match method {
+        "set_next_action" => {
+            let action = args.required("action", 0)?;
+            args.finish()?;
+            node.set_next_action(world, action).map(|_| Value::Null)
+        }
+        "pre_environment_step" | "post_environment_step" => {
+            let dt = dt_arg(args.required("dt", 0)?)?;
+            let priority = priority_arg(args.keyword("priority"))?;
+            args.finish()?;
+            if method == "pre_environment_step" {
+                node.pre_environment_step(world, dt, priority)
+            } else {
+                node.post_environment_step(world, dt, priority)
+            }
+            .map(|_| Value::Null)
+        }
+        "reset" | "reload" => {
+            let priority = priority_arg(args.keyword("priority"))?;
+            let reset = ResetArgs::bind(&mut args)?;
+            if method == "reset" {
+                node.reset(world, priority, &reset)
+            } else {
+                node.reload(world, priority, &reset)
+            }
+            .map(|_| Value::Null)
+        }
+        "after_reset" | "after_reload" => {
+            let priority = priority_arg(args.keyword("priority"))?;
+            let mask = mask_arg(args.keyword("mask"))?;
+            args.finish()?;
+            if method == "after_reset" {
+                node.after_reset(world, priority, mask.as_ref())
+            } else {
+                node.after_reload(world, priority, mask.as_ref())
+            }
+            .map(|_| Value::Null)
+        }
+        "get_context" | "get_observation" | "get_reward" | "get_termination" | "get_truncation"
+        | "get_info" | "render" => {
+            args.finish()?;
+            match method {
+                "get_context" => node.get_context(world),
+                "get_observation" => node.get_observation(world),
+                "get_reward" => node.get_reward(world),
+                "get_termination" => node.get_termination(world),
+                "get_truncation" => node.get_truncation(world),
+                "get_info" => node.get_info(world),
+                _ => node.render(world),
+            }
+        }
+        other => Err(HostError::invalid_argument(format!(
+            "{other} is not a node method"
+        ))),
+    }
+}
+
+/// Reads a snapshot field through the node's getter, when it applies: the
+/// space exists (context, observation), the flag is set (reward, signals),
+/// the node can render (render); info always applies.
+pub fn read_node<W: ?Sized + 'static>(
+    world: &mut W,
+    root: &mut dyn Node<W>,
+    path: &[usize],
+    field: Field,
+) -> HostResult<Option<Value>> {
+    let node = find_mut(root, path).ok_or_else(no_node)?;
+    let value = match field {
+        Field::Context if node.context_space().is_some() => node.get_context(world)?,
+        Field::Observation if node.observation_space().is_some() => node.get_observation(world)?,
+        Field::Reward if node.has_reward() => node.get_reward(world)?,
+        Field::Terminated if node.has_termination_signal() => node.get_termination(world)?,
+        Field::Truncated if node.has_truncation_signal() => node.get_truncation(world)?,
+        Field::Info => node.get_info(world)?,
+        Field::Render if node.render_mode().is_some() => node.render(world)?,
+        _ => return Ok(None),
+    };
+    Ok(Some(value))
+}
+
+/// Calls a world method by its protocol name.
+pub fn call_world<W: World + ?Sized>(
+    world: &mut W,
+    method: &str,
+    args: CallArgs,
+) -> HostResult<Value> {
+    let mut args = args;
+    match method {
+        "step" => {
+            args.finish()?;
+            world.step().map(Value::Float)
+        }
+        "reset" | "reload" | "after_reset" | "after_reload" => {
+            let reset = ResetArgs::bind(&mut args)?;
+            match method {
+                "reset" => world.reset(&reset),
+                "reload" => world.reload(&reset),
+                "after_reset" => world.after_reset(&reset),
+                _ => world.after_reload(&reset),
+            }
+            .map(|_| Value::Null)
+        }
+        other => Err(HostError::invalid_argument(format!(
+            "{other} is not a world method"
+        ))),
+    }
+}
+
+/// The descriptor attributes of a world.
+pub fn world_attrs_of<W: World + ?Sized>(world: &W) -> WorldAttrs {
+    WorldAttrs {
+        batch_size: world.batch_size(),
+        world_timestep: world.world_timestep(),
+        world_subtimestep: world.world_subtimestep(),
+    }
+}
+
+/// A node tree without a world: a detached device, its own execution domain.
+pub struct Detached<N: Node<()>> {
+    root: N,
+}
+
+impl<N: Node<()>> Detached<N> {
+    /// Wraps a detached root node.
+    pub fn new(root: N) -> Detached<N> {
+        Detached { root }
+    }
+
+    /// The root node.
+    pub fn root(&self) -> &N {
+        &self.root
+    }
+}
+
+impl<N: Node<()>> Tree for Detached<N> {
+    fn has_world(&self) -> bool {
+        false
+    }
+    fn world_attrs(&self) -> WorldAttrs {
+        world_attrs_of(&())
+    }
+    fn world_call(&mut self, method: &str, _args: CallArgs) -> HostResult<Value> {
+        Err(HostError::invalid_argument(format!(
+            "a detached tree has no world to {method}"
+        )))
+    }
+    fn node_children(&self, path: &[usize]) -> Option<Vec<String>> {
+        children_of(&self.root, path)
+    }
+    fn node_attrs(&self, path: &[usize]) -> Option<NodeAttrs> {
+        attrs_of(&self.root, path)
+    }
+    fn node_call(&mut self, path: &[usize], method: &str, args: CallArgs) -> HostResult<Value> {
+        call_node(&mut (), &mut self.root, path, method, args)
+    }
+    fn node_read(&mut self, path: &[usize], field: Field) -> HostResult<Option<Value>> {
+        read_node(&mut (), &mut self.root, path, field)
+    }
+    fn close(&mut self) {
+        self.root.close(&mut ());
+    }
+}

@@ -1,0 +1,401 @@
+//! Protocol messages as plain Rust data: requests, responses, errors,
+//! snapshots and the stable error codes. Conversions to and from the value
+//! tree live here; nothing here touches bytes or sockets.
+
+use crate::codec::{Dict, Value};
+use std::borrow::Cow;
+use std::fmt;
+
+/// The one protocol version this crate speaks.
+pub const PROTOCOL_VERSION: i64 = 1;
+
+/// A stable error code. Unknown codes received from a peer are preserved.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ErrorCode(Cow<'static, str>);
+
+impl ErrorCode {
+    /// The request is malformed or has wrong types.
+    pub const INVALID_REQUEST: ErrorCode = ErrorCode(Cow::Borrowed("invalid_request"));
+    /// The request names another protocol version.
+    pub const VERSION_MISMATCH: ErrorCode = ErrorCode(Cow::Borrowed("version_mismatch"));
+    /// hello missing or repeated, or a wrong session ID.
+    pub const INVALID_SESSION: ErrorCode = ErrorCode(Cow::Borrowed("invalid_session"));
+    /// Unknown resource ID.
+    pub const NOT_FOUND: ErrorCode = ErrorCode(Cow::Borrowed("not_found"));
+    /// Unknown operation, or a method that is not exported.
+    pub const UNSUPPORTED_OPERATION: ErrorCode = ErrorCode(Cow::Borrowed("unsupported_operation"));
+    /// Another session (or another mode) controls the domain.
+    pub const OWNERSHIP_CONFLICT: ErrorCode = ErrorCode(Cow::Borrowed("ownership_conflict"));
+    /// A component operation is already open.
+    pub const OPERATION_IN_PROGRESS: ErrorCode = ErrorCode(Cow::Borrowed("operation_in_progress"));
+    /// The call does not fit the open operation (or none is open).
+    pub const INVALID_OPERATION: ErrorCode = ErrorCode(Cow::Borrowed("invalid_operation"));
+    /// The domain is faulted and needs a reset or reload.
+    pub const FAULTED: ErrorCode = ErrorCode(Cow::Borrowed("faulted"));
+    /// A value could not be encoded, converted or fit in the message limit.
+    pub const SERIALIZATION_ERROR: ErrorCode = ErrorCode(Cow::Borrowed("serialization_error"));
+    /// The hosted simulator failed.
+    pub const EXECUTION_ERROR: ErrorCode = ErrorCode(Cow::Borrowed("execution_error"));
+    /// A snapshot could not be captured or delivered (`subscription_error`).
+    pub const SNAPSHOT_ERROR: ErrorCode = ErrorCode(Cow::Borrowed("snapshot_error"));
+
+    /// A code from a string (known codes are interned).
+    pub fn new(code: impl Into<String>) -> ErrorCode {
+        let code = code.into();
+        for known in [
+            ErrorCode::INVALID_REQUEST,
+            ErrorCode::VERSION_MISMATCH,
+            ErrorCode::INVALID_SESSION,
+            ErrorCode::NOT_FOUND,
+            ErrorCode::UNSUPPORTED_OPERATION,
+            ErrorCode::OWNERSHIP_CONFLICT,
+            ErrorCode::OPERATION_IN_PROGRESS,
+            ErrorCode::INVALID_OPERATION,
+            ErrorCode::FAULTED,
+            ErrorCode::SERIALIZATION_ERROR,
+            ErrorCode::EXECUTION_ERROR,
+            ErrorCode::SNAPSHOT_ERROR,
+        ] {
+            if known.as_str() == code {
+                return known;
+            }
+        }
+        ErrorCode(Cow::Owned(code))
+    }
+
+    /// The wire spelling.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A protocol error: a stable code, a diagnostic message, and whether the
+/// outcome of a mutation is unknown.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}{}", if *.uncertain { " (outcome uncertain)" } else { "" })]
+pub struct ProtocolError {
+    /// The stable code.
+    pub code: ErrorCode,
+    /// Diagnostic text.
+    pub message: String,
+    /// True when a mutation had started: it may or may not have taken effect.
+    pub uncertain: bool,
+}
+
+impl ProtocolError {
+    /// A certain error (nothing was mutated).
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ProtocolError {
+        ProtocolError {
+            code,
+            message: message.into(),
+            uncertain: false,
+        }
+    }
+
+    /// An error after a mutation started.
+    pub fn uncertain(code: ErrorCode, message: impl Into<String>) -> ProtocolError {
+        ProtocolError {
+            code,
+            message: message.into(),
+            uncertain: true,
+        }
+    }
+
+    /// The `error` member of an error response.
+    pub fn to_value(&self) -> Value {
+        let mut d = Dict::with_capacity(3);
+        d.insert("code", self.code.as_str());
+        d.insert("message", self.message.as_str());
+        d.insert("uncertain", self.uncertain);
+        Value::Dict(d)
+    }
+
+    /// Parses the `error` member of an error response.
+    pub fn from_value(v: &Value) -> Option<ProtocolError> {
+        let d = v.as_dict()?;
+        Some(ProtocolError {
+            code: ErrorCode::new(d.get("code")?.as_str()?),
+            message: d
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            uncertain: d.get("uncertain").and_then(Value::as_bool).unwrap_or(false),
+        })
+    }
+}
+
+/// Shorthand for building errors.
+pub(crate) fn err(code: ErrorCode, message: impl Into<String>) -> ProtocolError {
+    ProtocolError::new(code, message)
+}
+
+/// Protocol operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `hello`
+    Hello,
+    /// `discover`
+    Discover,
+    /// `describe`
+    Describe,
+    /// `acquire`
+    Acquire,
+    /// `release`
+    Release,
+    /// `begin`
+    Begin,
+    /// `complete`
+    Complete,
+    /// `abort`
+    Abort,
+    /// `call`
+    Call,
+    /// `subscribe`
+    Subscribe,
+    /// `unsubscribe`
+    Unsubscribe,
+}
+
+impl Op {
+    /// Parses the wire name.
+    pub fn parse(s: &str) -> Option<Op> {
+        Some(match s {
+            "hello" => Op::Hello,
+            "discover" => Op::Discover,
+            "describe" => Op::Describe,
+            "acquire" => Op::Acquire,
+            "release" => Op::Release,
+            "begin" => Op::Begin,
+            "complete" => Op::Complete,
+            "abort" => Op::Abort,
+            "call" => Op::Call,
+            "subscribe" => Op::Subscribe,
+            "unsubscribe" => Op::Unsubscribe,
+            _ => return None,
+        })
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Hello => "hello",
+            Op::Discover => "discover",
+            Op::Describe => "describe",
+            Op::Acquire => "acquire",
+            Op::Release => "release",
+            Op::Begin => "begin",
+            Op::Complete => "complete",
+            Op::Abort => "abort",
+            Op::Call => "call",
+            Op::Subscribe => "subscribe",
+            Op::Unsubscribe => "unsubscribe",
+        }
+    }
+}
+
+/// Control modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Whole env methods.
+    Env,
+    /// World and node methods inside explicit operations.
+    Components,
+}
+
+impl Mode {
+    /// Parses the wire name.
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "env" => Some(Mode::Env),
+            "components" => Some(Mode::Components),
+            _ => None,
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Env => "env",
+            Mode::Components => "components",
+        }
+    }
+}
+
+/// Component operation kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OperationKind {
+    /// `reset`
+    Reset,
+    /// `reload`
+    Reload,
+    /// `step`
+    Step,
+}
+
+impl OperationKind {
+    /// Parses the wire name.
+    pub fn parse(s: &str) -> Option<OperationKind> {
+        match s {
+            "reset" => Some(OperationKind::Reset),
+            "reload" => Some(OperationKind::Reload),
+            "step" => Some(OperationKind::Step),
+            _ => None,
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OperationKind::Reset => "reset",
+            OperationKind::Reload => "reload",
+            OperationKind::Step => "step",
+        }
+    }
+
+    /// Whether this is a reset or reload operation.
+    pub fn is_reset_family(self) -> bool {
+        !matches!(self, OperationKind::Step)
+    }
+}
+
+/// Resource kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ResourceKind {
+    /// An environment.
+    Env,
+    /// A world.
+    World,
+    /// A node.
+    Node,
+}
+
+impl ResourceKind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResourceKind::Env => "env",
+            ResourceKind::World => "world",
+            ResourceKind::Node => "node",
+        }
+    }
+
+    /// Parses the wire name.
+    pub fn parse(s: &str) -> Option<ResourceKind> {
+        match s {
+            "env" => Some(ResourceKind::Env),
+            "world" => Some(ResourceKind::World),
+            "node" => Some(ResourceKind::Node),
+            _ => None,
+        }
+    }
+
+    /// The exported methods of this kind, with whether each mutates.
+    /// Env `reload` is exported only when the env implements it.
+    pub fn methods(self) -> &'static [(&'static str, bool)] {
+        match self {
+            ResourceKind::Env => &[
+                ("reset", true),
+                ("step", true),
+                ("render", false),
+                ("reload", true),
+            ],
+            ResourceKind::World => &[
+                ("step", true),
+                ("reset", true),
+                ("reload", true),
+                ("after_reset", true),
+                ("after_reload", true),
+            ],
+            ResourceKind::Node => &[
+                ("reset", true),
+                ("reload", true),
+                ("after_reset", true),
+                ("after_reload", true),
+                ("pre_environment_step", true),
+                ("post_environment_step", true),
+                ("set_next_action", true),
+                ("get_context", false),
+                ("get_observation", false),
+                ("get_reward", false),
+                ("get_termination", false),
+                ("get_truncation", false),
+                ("get_info", false),
+                ("render", false),
+            ],
+        }
+    }
+
+    /// Whether `method` of this kind mutates (`None` when not a method of the kind).
+    pub fn is_mutation(self, method: &str) -> Option<bool> {
+        self.methods()
+            .iter()
+            .find(|(m, _)| *m == method)
+            .map(|(_, mutation)| *mutation)
+    }
+
+    /// The snapshot fields of this kind.
+    pub fn fields(self) -> &'static [&'static str] {
+        match self {
+            ResourceKind::World => &["dt"],
+            _ => &[
+                "context",
+                "info",
+                "observation",
+                "render",
+                "reward",
+                "terminated",
+                "truncated",
+            ],
+        }
+    }
+}
+
+/// A decoded request, before op-specific validation.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The request dictionary as received.
+    pub body: Dict,
+}
+
+impl Request {
+    /// A string member, if present and a string.
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.body.get(key).and_then(Value::as_str)
+    }
+
+    /// The request ID (validated to be a string before dispatch).
+    pub fn request_id(&self) -> Value {
+        self.body.get("request_id").cloned().unwrap_or_default()
+    }
+}
+
+/// Builds the envelope of a response or an error for a request whose
+/// correlation fields are `request_id`, `resource_id` and `operation_id`,
+/// in the reference's member order.
+pub fn response_envelope(
+    session_id: &str,
+    request_id: Value,
+    resource_id: Value,
+    operation_id: Value,
+    outcome: Result<Value, &ProtocolError>,
+) -> Value {
+    let mut d = Dict::with_capacity(7);
+    d.insert("version", PROTOCOL_VERSION);
+    d.insert("type", if outcome.is_ok() { "response" } else { "error" });
+    d.insert("session_id", session_id);
+    d.insert("request_id", request_id);
+    d.insert("resource_id", resource_id);
+    d.insert("operation_id", operation_id);
+    match outcome {
+        Ok(result) => d.insert("result", result),
+        Err(e) => d.insert("error", e.to_value()),
+    };
+    Value::Dict(d)
+}

@@ -1,0 +1,413 @@
+//! The server: a registry of hosted simulators grouped into execution
+//! domains (one OS thread each), sessions over WebSocket or in-memory
+//! transports, and snapshot publication.
+//!
+//! ```no_run
+//! use unienv_remote::server::{Hosted, Server, ServerConfig};
+//! # use unienv_remote::host::*; use unienv_remote::*;
+//! # struct MyEnv;
+//! # impl Env for MyEnv {
+//! #   fn reset(&mut self, _: ResetArgs) -> HostResult<ResetResult> { Ok(ResetResult::default()) }
+//! #   fn step(&mut self, _: Value) -> HostResult<StepResult> { Ok(StepResult::default()) }
+//! #   fn action_space(&self) -> Option<Space> { None }
+//! #   fn observation_space(&self) -> Option<Space> { None }
+//! # }
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut builder = Server::builder(ServerConfig::default());
+//! builder.register_env("my_env", MyEnv)?;
+//! let server = builder.start();
+//! let listener = server.listen("127.0.0.1:0").await?;
+//! println!("serving on ws://{}", listener.local_addr());
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod domain;
+mod hosted;
+mod listener;
+mod session;
+mod snapshot;
+
+pub use hosted::Hosted;
+pub use listener::Listener;
+
+use crate::host::{Env, HostResult, Node};
+use crate::transport::MemoryTransport;
+use domain::{Domain, DomainSender, Job};
+use parking_lot::{Mutex, RwLock};
+use session::SessionShared;
+use std::collections::HashMap;
+use std::sync::{mpsc, Arc, Weak};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// The `server` member of the hello result.
+pub const SERVER_NAME: &str = "unienv-remote";
+
+/// Server settings. Every limit has a documented default.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Largest message in either direction (default 64 MiB). A client may
+    /// lower it for its session in `hello`.
+    pub max_message_size: usize,
+    /// Factory-registered domains with no activity, subscription or
+    /// controller for this long are disposed (default 60 s; `None` disables).
+    pub idle_timeout: Option<Duration>,
+    /// Most simultaneous connections (default 1024); more are refused.
+    pub max_connections: usize,
+    /// When set, WebSocket clients must send `Authorization: Bearer <token>`.
+    pub token: Option<String>,
+    /// Browser origins allowed besides loopback ones (`*` allows any).
+    pub allowed_origins: Vec<String>,
+    /// `Host` header values allowed besides loopback names and IP literals.
+    pub allowed_hosts: Vec<String>,
+    /// Time allowed for a WebSocket handshake (default 10 s).
+    pub handshake_timeout: Duration,
+    /// Largest handshake request, headers included (default 16 KiB).
+    pub max_handshake_bytes: usize,
+    /// Requests a session may have queued at domains at once (default 64).
+    pub max_in_flight: usize,
+    /// Subscriptions a session may hold (default 1024).
+    pub max_subscriptions_per_session: usize,
+    /// How long shutdown waits for each domain thread (default 10 s); a
+    /// simulator hung past it is left behind rather than blocking forever.
+    pub shutdown_timeout: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            max_message_size: crate::codec::DEFAULT_MAX_MESSAGE_SIZE,
+            idle_timeout: Some(Duration::from_secs(60)),
+            max_connections: 1024,
+            token: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            handshake_timeout: Duration::from_secs(10),
+            max_handshake_bytes: 16 * 1024,
+            max_in_flight: 64,
+            max_subscriptions_per_session: 1024,
+            shutdown_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why a registration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegisterError {
+    /// The ID is empty, too long or holds control characters.
+    #[error("invalid resource ID {0:?}: IDs are non-empty, at most 1024 bytes, without control characters")]
+    InvalidId(String),
+    /// The ID (or one of the IDs the object exports) is taken.
+    #[error("resource ID already registered: {0}")]
+    Taken(String),
+    /// The object could not be built or inspected.
+    #[error("registration failed: {0}")]
+    Failed(String),
+}
+
+/// Collects registrations, then starts the server.
+pub struct ServerBuilder {
+    core: Arc<Core>,
+    domains: Vec<(DomainSender, std::thread::JoinHandle<()>)>,
+    factory_roots: Vec<(String, usize)>,
+    roots: Vec<String>,
+}
+
+/// What domain threads share: the configuration and the registry.
+pub(crate) struct Core {
+    pub config: ServerConfig,
+    /// Resource ID → domain index. Grows when factories first instantiate;
+    /// entries stay across eviction so requests still route.
+    pub registry: RwLock<HashMap<String, usize>>,
+}
+
+/// State shared by sessions and listeners.
+pub(crate) struct ServerShared {
+    pub core: Arc<Core>,
+    /// The domain senders, by index.
+    pub domains: Vec<DomainSender>,
+    /// Factory root IDs (for routing IDs that appear only once built).
+    pub factory_roots: Vec<(String, usize)>,
+    pub sessions: Mutex<HashMap<Arc<str>, Weak<SessionShared>>>,
+    pub shutdown: watch::Sender<bool>,
+    pub connections: Arc<tokio::sync::Semaphore>,
+}
+
+impl ServerShared {
+    /// The domain serving a resource ID.
+    pub(crate) fn route(&self, resource_id: &str) -> Option<usize> {
+        if let Some(&d) = self.core.registry.read().get(resource_id) {
+            return Some(d);
+        }
+        self.factory_roots
+            .iter()
+            .filter(|(root, _)| {
+                resource_id.len() > root.len() + 1
+                    && resource_id.starts_with(root.as_str())
+                    && resource_id.as_bytes()[root.len()] == b'/'
+            })
+            .max_by_key(|(root, _)| root.len())
+            .map(|(_, d)| *d)
+    }
+}
+
+fn validate_id(id: &str) -> Result<(), RegisterError> {
+    if id.is_empty() || id.len() > 1024 || id.chars().any(char::is_control) {
+        return Err(RegisterError::InvalidId(id.chars().take(64).collect()));
+    }
+    Ok(())
+}
+
+impl ServerBuilder {
+    fn new(config: ServerConfig) -> ServerBuilder {
+        ServerBuilder {
+            core: Arc::new(Core {
+                config,
+                registry: RwLock::new(HashMap::new()),
+            }),
+            domains: Vec::new(),
+            factory_roots: Vec::new(),
+            roots: Vec::new(),
+        }
+    }
+
+    /// Registers an env (a plain env, or a `WorldEnv` whose world and nodes
+    /// are exported too). The instance moves to its domain's thread.
+    pub fn register_env(
+        &mut self,
+        id: &str,
+        env: impl Env + Send,
+    ) -> Result<String, RegisterError> {
+        self.register_with(id, move || Hosted::env(env))
+    }
+
+    /// Registers a detached node tree (its own domain, components mode only).
+    pub fn register_node(
+        &mut self,
+        id: &str,
+        node: impl Node<()> + Send,
+    ) -> Result<String, RegisterError> {
+        self.register_with(id, move || Hosted::detached(node))
+    }
+
+    /// Registers an object built by `build` on the domain's own thread, now;
+    /// the object need not be `Send` (GPU contexts, foreign handles). It is
+    /// never evicted.
+    pub fn register_with<F, H>(&mut self, id: &str, build: F) -> Result<String, RegisterError>
+    where
+        F: FnOnce() -> H + Send + 'static,
+        H: Into<Hosted>,
+    {
+        let mut build = Some(build);
+        let factory = move || -> HostResult<Hosted> {
+            match build.take() {
+                Some(b) => Ok(b().into()),
+                None => Err(crate::host::HostError::new("the object was already built")),
+            }
+        };
+        self.spawn(id, Box::new(factory), false)
+    }
+
+    /// Registers a lazy factory: it runs on the domain's thread at the first
+    /// request that needs the object (never at hello), again after idle
+    /// eviction, and after a failure on a later request.
+    pub fn register_factory<F>(&mut self, id: &str, factory: F) -> Result<String, RegisterError>
+    where
+        F: FnMut() -> HostResult<Hosted> + Send + 'static,
+    {
+        self.spawn(id, Box::new(factory), true)
+    }
+
+    fn spawn(
+        &mut self,
+        id: &str,
+        factory: domain::Factory,
+        lazy: bool,
+    ) -> Result<String, RegisterError> {
+        validate_id(id)?;
+        let taken = self.core.registry.read().contains_key(id)
+            || self.factory_roots.iter().any(|(r, _)| r == id);
+        if taken {
+            return Err(RegisterError::Taken(id.to_string()));
+        }
+        let index = self.domains.len();
+        let (tx, rx) = mpsc::channel();
+        let sender = DomainSender(tx);
+        let (core, root, own_sender) = (self.core.clone(), id.to_string(), sender.clone());
+        // The domain is built on its own thread: what it hosts need not be Send.
+        let thread = std::thread::Builder::new()
+            .name(format!("unienv-domain-{index}"))
+            .spawn(move || Domain::new(index, root, core, own_sender, factory, lazy).run(rx))
+            .map_err(|e| RegisterError::Failed(e.to_string()))?;
+        if lazy {
+            self.core.registry.write().insert(id.to_string(), index);
+            self.factory_roots.push((id.to_string(), index));
+        } else {
+            let (reply_tx, reply_rx) = mpsc::channel();
+            sender.send(domain::Job::Instantiate { reply: reply_tx });
+            let outcome = reply_rx
+                .recv()
+                .map_err(|_| RegisterError::Failed("the domain thread stopped".into()))
+                .and_then(|r| {
+                    r.map_err(|e| {
+                        if let Some(rest) =
+                            e.message.strip_prefix("Resource ID already registered: ")
+                        {
+                            RegisterError::Taken(rest.to_string())
+                        } else {
+                            RegisterError::Failed(e.message)
+                        }
+                    })
+                });
+            if let Err(e) = outcome {
+                sender.send(Job::Shutdown);
+                let _ = thread.join();
+                return Err(e);
+            }
+        }
+        self.domains.push((sender, thread));
+        self.roots.push(id.to_string());
+        Ok(id.to_string())
+    }
+
+    /// Freezes the registry and returns the running server. Domain threads
+    /// are already running; sessions need a tokio runtime.
+    pub fn start(self) -> Server {
+        let ServerBuilder {
+            core,
+            domains,
+            factory_roots,
+            roots,
+        } = self;
+        let (senders, threads): (Vec<_>, Vec<_>) = domains.into_iter().unzip();
+        let (shutdown, _) = watch::channel(false);
+        let connections = Arc::new(tokio::sync::Semaphore::new(core.config.max_connections));
+        let shared = Arc::new(ServerShared {
+            core,
+            domains: senders,
+            factory_roots,
+            sessions: Mutex::new(HashMap::new()),
+            shutdown,
+            connections,
+        });
+        Server {
+            inner: Arc::new(ServerInner {
+                shared,
+                threads: Mutex::new(threads),
+                roots,
+            }),
+        }
+    }
+}
+
+struct ServerInner {
+    shared: Arc<ServerShared>,
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    roots: Vec<String>,
+}
+
+/// A running server: cheap to clone; serves WebSocket listeners and
+/// in-memory connections until [`Server::shutdown`].
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<ServerInner>,
+}
+
+impl Server {
+    /// Starts collecting registrations.
+    pub fn builder(config: ServerConfig) -> ServerBuilder {
+        ServerBuilder::new(config)
+    }
+
+    /// The registered root IDs, in registration order.
+    pub fn roots(&self) -> &[String] {
+        &self.inner.roots
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.inner.shared.core.config
+    }
+
+    /// Starts a WebSocket listener on `addr` (e.g. `127.0.0.1:0`).
+    pub async fn listen(&self, addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<Listener> {
+        listener::listen(self.inner.shared.clone(), addr).await
+    }
+
+    /// Connects an in-memory client. Must be called inside a tokio runtime.
+    pub fn connect_memory(&self) -> MemoryTransport {
+        let (client, server) = MemoryTransport::pair();
+        let shared = self.inner.shared.clone();
+        let (reader, writer) = server.split();
+        tokio::spawn(async move {
+            session::run(shared, reader, writer).await;
+        });
+        client
+    }
+
+    /// Number of connected sessions.
+    pub fn session_count(&self) -> usize {
+        self.inner.shared.sessions.lock().len()
+    }
+
+    /// Stops listeners, closes every session, disposes every instantiated
+    /// domain on its own thread (each close hook once) and joins the threads
+    /// (waiting at most `shutdown_timeout` for each).
+    pub async fn shutdown(&self) {
+        self.inner.shared.shutdown.send_replace(true);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while self.session_count() > 0 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let threads: Vec<_> = std::mem::take(&mut *self.inner.threads.lock());
+        let senders = self.inner.shared.domains.clone();
+        let timeout = self.inner.shared.core.config.shutdown_timeout;
+        let _ = tokio::task::spawn_blocking(move || {
+            for s in &senders {
+                s.send(Job::Shutdown);
+            }
+            for t in threads {
+                join_with_timeout(t, timeout);
+            }
+        })
+        .await;
+    }
+}
+
+fn join_with_timeout(handle: std::thread::JoinHandle<()>, timeout: Duration) {
+    let deadline = std::time::Instant::now() + timeout;
+    while !handle.is_finished() {
+        if std::time::Instant::now() >= deadline {
+            eprintln!(
+                "unienv-remote: domain thread {:?} did not stop within {timeout:?}; leaving it",
+                handle.thread().name()
+            );
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let _ = handle.join();
+}
+
+/// 128 random bits as 32 lowercase hex digits (session IDs).
+pub(crate) fn random_hex() -> String {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut out = String::with_capacity(32);
+    for half in 0..2u64 {
+        let mut h = RandomState::new().build_hasher();
+        h.write_u64(n);
+        h.write_u64(half);
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        out.push_str(&format!("{:016x}", h.finish()));
+    }
+    out
+}

@@ -1,0 +1,107 @@
+//! Observer snapshots: what a boundary publishes, and its lazy encoding.
+//!
+//! A domain worker captures each (resource, field) once per boundary and
+//! hands every subscription a [`PendingSnapshot`] that shares the captured
+//! values. The subscriber's session writer encodes it only when it is about to
+//! be sent, so a slow observer whose snapshot is replaced never costs an
+//! encode, and the controller's worker never waits for observers.
+
+use super::domain::DomainSender;
+use super::session::SessionShared;
+use crate::codec::{Dict, Value};
+use crate::protocol::PROTOCOL_VERSION;
+use bytes::Bytes;
+use std::sync::Arc;
+
+/// What identifies a publication boundary.
+#[derive(Debug)]
+pub(crate) struct Boundary {
+    pub operation_id: Value,
+    pub kind: Value,
+    pub sequence: u64,
+    pub timestamp_ns: i64,
+    pub revision: u64,
+}
+
+/// A snapshot waiting in a session's latest-wins slot.
+pub(crate) struct PendingSnapshot {
+    pub domain: DomainSender,
+    pub subscription_id: Arc<str>,
+    pub resource_id: Arc<str>,
+    pub boundary: Arc<Boundary>,
+    pub data: Value,
+    pub descriptor: Arc<Value>,
+}
+
+impl PendingSnapshot {
+    fn header(&self, session: &SessionShared, kind: &'static str) -> [(&'static str, Value); 10] {
+        header(
+            session,
+            kind,
+            &self.subscription_id,
+            &self.resource_id,
+            &self.boundary,
+        )
+    }
+
+    /// The snapshot message for this session, or, when it cannot be sent
+    /// (over the session's limit), the `subscription_error` to send instead.
+    pub(crate) fn encode(&self, session: &SessionShared) -> Result<Bytes, Bytes> {
+        let head = self.header(session, "snapshot");
+        let mut entries: Vec<(&str, &Value)> = head.iter().map(|(k, v)| (*k, v)).collect();
+        entries.push(("data", &self.data));
+        entries.push(("descriptor", &self.descriptor));
+        match session.codec().encode_entries(&entries) {
+            Ok(bytes) => Ok(Bytes::from(bytes)),
+            Err(e) => Err(self.error(session, &e.to_string())),
+        }
+    }
+
+    /// A `subscription_error` for this subscription and boundary.
+    pub(crate) fn error(&self, session: &SessionShared, message: &str) -> Bytes {
+        subscription_error(session, self.header(session, "subscription_error"), message)
+    }
+}
+
+/// Encodes a `subscription_error` with the given correlation members.
+pub(crate) fn subscription_error(
+    session: &SessionShared,
+    head: [(&'static str, Value); 10],
+    message: &str,
+) -> Bytes {
+    let mut error = Dict::with_capacity(2);
+    error.insert("code", "snapshot_error");
+    error.insert("message", message.chars().take(512).collect::<String>());
+    let error = Value::Dict(error);
+    let mut entries: Vec<(&str, &Value)> = head.iter().map(|(k, v)| (*k, v)).collect();
+    entries.push(("error", &error));
+    // The error is small; if even it cannot be encoded the session's limit is
+    // absurdly low and the peer gets an empty frame list instead (closed).
+    session
+        .codec()
+        .encode_entries(&entries)
+        .map(Bytes::from)
+        .unwrap_or_default()
+}
+
+/// The correlation members of a snapshot or subscription error.
+pub(crate) fn header(
+    session: &SessionShared,
+    kind: &'static str,
+    subscription_id: &str,
+    resource_id: &str,
+    boundary: &Boundary,
+) -> [(&'static str, Value); 10] {
+    [
+        ("version", Value::Int(PROTOCOL_VERSION)),
+        ("type", Value::from(kind)),
+        ("session_id", Value::from(&*session.id)),
+        ("subscription_id", Value::from(subscription_id)),
+        ("resource_id", Value::from(resource_id)),
+        ("operation_id", boundary.operation_id.clone()),
+        ("kind", boundary.kind.clone()),
+        ("sequence", Value::from(boundary.sequence)),
+        ("timestamp_ns", Value::Int(boundary.timestamp_ns)),
+        ("descriptor_revision", Value::from(boundary.revision)),
+    ]
+}
