@@ -6,9 +6,12 @@
 //!
 //! # Layout
 //! - [`codec`]: the value tree and the envelope codec (pure, no I/O).
+//! - [`client`]: the async client, its proxies, subscriptions and boundary
+//!   cache, and a blocking facade ([`client::blocking`]).
 #![deny(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+pub mod client;
 pub mod codec;
 pub mod fixtures;
 pub mod host;

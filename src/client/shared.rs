@@ -1,0 +1,680 @@
+//! The connection core: the reader and writer tasks, request correlation,
+//! the descriptor store and the boundary snapshot cache.
+//!
+//! Everything a request needs is behind one short-lived lock ([`State`]),
+//! never held across an `await`. A request is encoded on the caller's task,
+//! handed to the writer task through an unbounded queue (bounded in practice
+//! by the callers awaiting their replies) and answered through a oneshot
+//! channel by the reader task, which does nothing else than decode, check and
+//! route messages.
+
+use super::descriptor::{BoundarySnapshot, Descriptor};
+use super::error::{ClientError, ClientResult};
+use super::subscription::SubShared;
+use super::ClientConfig;
+use crate::codec::{Codec, Dict, Value};
+use crate::protocol::{Op, ProtocolError, PROTOCOL_VERSION};
+use crate::transport::{Reader, TransportError, Writer};
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+
+/// What the writer task sends.
+pub(crate) enum Outgoing {
+    Frame(Bytes),
+    Close,
+}
+
+type Reply = Result<Dict, ClientError>;
+
+/// The client's view of the server, guarded by one lock.
+#[derive(Default)]
+pub(crate) struct State {
+    pub descriptors: HashMap<String, Arc<Descriptor>>,
+    /// Latest boundary version `(revision, sequence)` seen per domain.
+    versions: HashMap<String, (u64, u64)>,
+    /// The boundary snapshot cache, per resource.
+    pub snapshots: HashMap<String, BoundarySnapshot>,
+    /// Open component operations, per domain.
+    pub operations: HashMap<String, Arc<str>>,
+    pub subscriptions: HashMap<Arc<str>, Arc<SubShared>>,
+    pending: HashMap<u64, oneshot::Sender<Reply>>,
+    /// Why the connection closed.
+    failure: Option<ClientError>,
+}
+
+impl State {
+    /// The domain of a resource: its descriptor's `domain_id` when known,
+    /// else the ID itself.
+    pub fn domain_of<'a>(&'a self, resource_id: &'a str) -> &'a str {
+        self.descriptors
+            .get(resource_id)
+            .map_or(resource_id, |d| d.domain_id())
+    }
+
+    /// Drops the cached fields of a resource's whole domain (of every
+    /// domain when `resource_id` is `None`).
+    pub fn drop_snapshots(&mut self, resource_id: Option<&str>) {
+        match resource_id {
+            None => self.snapshots.clear(),
+            Some(id) => {
+                let domain = self.domain_of(id).to_string();
+                self.drop_domain(&domain);
+            }
+        }
+    }
+
+    fn drop_domain(&mut self, domain: &str) {
+        if self.snapshots.is_empty() {
+            return;
+        }
+        let descriptors = &self.descriptors;
+        self.snapshots.retain(|id, _| {
+            descriptors
+                .get(id.as_str())
+                .map_or(id.as_str(), |d| d.domain_id())
+                != domain
+        });
+    }
+
+    /// Records a boundary version seen for a domain. An older version is
+    /// refused (`false`); a different one drops the domain's cached fields.
+    pub fn observe_boundary(&mut self, domain: &str, version: (u64, u64)) -> bool {
+        match self.versions.get(domain) {
+            Some(previous) if *previous > version => false,
+            Some(previous) if *previous == version => true,
+            _ => {
+                self.drop_domain(domain);
+                self.versions.insert(domain.to_string(), version);
+                true
+            }
+        }
+    }
+
+    /// Stores a descriptor unless an older boundary version than what was
+    /// already seen; keeps its snapshot when `snapshot` is given.
+    /// Returns the descriptor and whether it was stored.
+    fn accept(
+        &mut self,
+        descriptor: Descriptor,
+        snapshot: Option<BoundarySnapshot>,
+    ) -> (Arc<Descriptor>, bool) {
+        let fresh = self.observe_boundary(descriptor.domain_id(), descriptor.version());
+        let descriptor = Arc::new(descriptor);
+        if fresh {
+            let id = descriptor.id().to_string();
+            if let Some(s) = snapshot {
+                self.snapshots.insert(id.clone(), s);
+            }
+            self.descriptors.insert(id, descriptor.clone());
+        }
+        (descriptor, fresh)
+    }
+
+    /// The reason for refusing requests once closed.
+    fn closed_error(&self) -> ClientError {
+        match &self.failure {
+            Some(ClientError::Closed(m)) => ClientError::Closed(m.clone()),
+            Some(other) => ClientError::Closed(other.to_string()),
+            None => ClientError::Closed("client closed".into()),
+        }
+    }
+}
+
+/// State shared by the client handles and the two tasks.
+pub(crate) struct Shared {
+    pub config: ClientConfig,
+    limit: AtomicUsize,
+    session: OnceLock<Value>,
+    outgoing: mpsc::UnboundedSender<Outgoing>,
+    closed: AtomicBool,
+    shutdown: watch::Sender<bool>,
+    pub state: Mutex<State>,
+    next_request: AtomicU64,
+    requests_sent: AtomicU64,
+    ids: IdSource,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+static VERSION: Value = Value::Int(PROTOCOL_VERSION);
+
+impl Shared {
+    /// Starts the reader and writer tasks on the current runtime.
+    pub fn start(reader: Reader, writer: Writer, config: ClientConfig) -> Arc<Shared> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            limit: AtomicUsize::new(config.max_message_size),
+            config,
+            session: OnceLock::new(),
+            outgoing: tx,
+            closed: AtomicBool::new(false),
+            shutdown,
+            state: Mutex::new(State::default()),
+            next_request: AtomicU64::new(1),
+            requests_sent: AtomicU64::new(0),
+            ids: IdSource::new(),
+            tasks: Mutex::new(Vec::new()),
+        });
+        let reader_task = tokio::spawn(read_loop(shared.clone(), reader, shutdown_rx));
+        let writer_task = tokio::spawn(write_loop(shared.clone(), writer, rx));
+        shared.tasks.lock().extend([reader_task, writer_task]);
+        shared
+    }
+
+    /// Completes the hello exchange: the session ID and the message limit.
+    pub fn set_session(&self, session_id: &str, limit: usize) {
+        let _ = self.session.set(Value::from(session_id));
+        self.limit.fetch_min(limit, Ordering::Relaxed);
+    }
+
+    /// The session ID, once hello has completed.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session.get().and_then(Value::as_str)
+    }
+
+    /// The message size limit in force.
+    pub fn max_message_size(&self) -> usize {
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    fn codec(&self) -> Codec {
+        Codec::new(self.max_message_size()).unwrap_or_default()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    pub fn requests_sent(&self) -> u64 {
+        self.requests_sent.load(Ordering::Relaxed)
+    }
+
+    /// A fresh 32-hex-digit ID (operations, subscriptions, env calls).
+    pub fn fresh_id(&self) -> String {
+        self.ids.next()
+    }
+
+    /// Closes the connection (idempotent): pending requests fail with
+    /// `reason`, subscriptions end with it, the cache is cleared, and both
+    /// tasks stop.
+    pub fn close(&self, reason: ClientError) {
+        let (pending, subscriptions) = {
+            let mut st = self.state.lock();
+            if self.closed.swap(true, Ordering::AcqRel) {
+                return;
+            }
+            st.failure = Some(reason.clone());
+            st.snapshots.clear();
+            st.versions.clear();
+            st.operations.clear();
+            let pending: Vec<_> = st.pending.drain().map(|(_, tx)| tx).collect();
+            let subscriptions: Vec<_> = st.subscriptions.drain().map(|(_, s)| s).collect();
+            (pending, subscriptions)
+        };
+        for tx in pending {
+            let _ = tx.send(Err(reason.clone()));
+        }
+        for s in subscriptions {
+            s.finish(Some(reason.clone()));
+        }
+        let _ = self.outgoing.send(Outgoing::Close);
+        self.shutdown.send_replace(true);
+    }
+
+    /// Waits for both tasks to stop (at most about a second for the writer
+    /// to say goodbye).
+    pub async fn join(&self) {
+        let tasks: Vec<_> = std::mem::take(&mut *self.tasks.lock());
+        for task in tasks {
+            let abort = task.abort_handle();
+            if tokio::time::timeout(Duration::from_secs(1), task)
+                .await
+                .is_err()
+            {
+                abort.abort();
+            }
+        }
+    }
+
+    fn encode_request(
+        &self,
+        request_id: u64,
+        op: Op,
+        resource_id: Option<&str>,
+        params: &[(&str, &Value)],
+    ) -> ClientResult<Bytes> {
+        let id = Value::Str(format!("{request_id:x}"));
+        let kind = Value::from("request");
+        let op = Value::from(op.as_str());
+        let resource = resource_id.map_or(Value::Null, Value::from);
+        let session = self.session.get().unwrap_or(&Value::Null);
+        let mut entries: Vec<(&str, &Value)> = Vec::with_capacity(6 + params.len());
+        entries.extend([
+            ("version", &VERSION),
+            ("type", &kind),
+            ("request_id", &id),
+            ("session_id", session),
+            ("op", &op),
+            ("resource_id", &resource),
+        ]);
+        entries.extend_from_slice(params);
+        Ok(Bytes::from(self.codec().encode_entries(&entries)?))
+    }
+
+    /// Sends one request and waits for its reply. Mutations drop the
+    /// domain's cached fields first. A timeout or a connection failure closes
+    /// the connection; for a mutation the error is then
+    /// [`ClientError::Uncertain`]. A server error drops the domain's cached
+    /// fields and is returned as [`ClientError::Remote`].
+    pub async fn request(
+        self: &Arc<Self>,
+        op: Op,
+        resource_id: Option<&str>,
+        params: &[(&str, &Value)],
+        mutation: bool,
+    ) -> ClientResult<Value> {
+        if self.is_closed() {
+            return Err(self.state.lock().closed_error());
+        }
+        let id = self.next_request.fetch_add(1, Ordering::Relaxed);
+        let frame = self.encode_request(id, op, resource_id, params)?;
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut st = self.state.lock();
+            if self.is_closed() {
+                return Err(st.closed_error());
+            }
+            if mutation && resource_id.is_some() {
+                st.drop_snapshots(resource_id);
+            }
+            st.pending.insert(id, tx);
+        }
+        let mut guard = InFlight {
+            shared: self,
+            id,
+            mutation,
+            armed: true,
+        };
+        self.requests_sent.fetch_add(1, Ordering::Relaxed);
+        let outcome = if self.outgoing.send(Outgoing::Frame(frame)).is_err() {
+            Err(ClientError::Closed("the writer has stopped".into()))
+        } else {
+            let received = match self.config.timeout {
+                Some(limit) => match tokio::time::timeout(limit, rx).await {
+                    Ok(r) => r,
+                    Err(_) => Ok(Err(ClientError::Timeout(limit))),
+                },
+                None => rx.await,
+            };
+            received.unwrap_or_else(|_| Err(self.state.lock().closed_error()))
+        };
+        guard.armed = false;
+        drop(guard);
+        let mut message = match outcome {
+            Ok(m) => m,
+            Err(failure) => {
+                self.close(failure.clone());
+                return Err(if mutation {
+                    ClientError::Uncertain(Box::new(failure))
+                } else {
+                    failure
+                });
+            }
+        };
+        if message.get("type").and_then(Value::as_str) == Some("error") {
+            self.state.lock().drop_snapshots(resource_id);
+            let error = message
+                .get("error")
+                .and_then(ProtocolError::from_value)
+                .ok_or_else(|| ClientError::Protocol("malformed error response".into()))?;
+            return Err(ClientError::Remote(error));
+        }
+        Ok(message.remove("result").unwrap_or_default())
+    }
+
+    /// Sends a request whose reply is not awaited (an abort or unsubscribe
+    /// from a destructor); the reply is ignored when it arrives. Messages
+    /// keep their order with every other request.
+    pub fn send_detached(
+        &self,
+        op: Op,
+        resource_id: &str,
+        params: &[(&str, &Value)],
+        mutation: bool,
+    ) {
+        if self.is_closed() {
+            return;
+        }
+        let id = self.next_request.fetch_add(1, Ordering::Relaxed);
+        let Ok(frame) = self.encode_request(id, op, Some(resource_id), params) else {
+            return;
+        };
+        if mutation {
+            self.state.lock().drop_snapshots(Some(resource_id));
+        }
+        self.requests_sent.fetch_add(1, Ordering::Relaxed);
+        let _ = self.outgoing.send(Outgoing::Frame(frame));
+    }
+
+    /// Refreshes descriptors from a response. Descriptors older than a
+    /// version already seen for their domain are ignored; boundary snapshots
+    /// they carry fill the cache when `with_snapshots` (controller
+    /// responses), never otherwise (observer events).
+    pub fn apply_descriptors(
+        &self,
+        descriptors: Value,
+        with_snapshots: bool,
+    ) -> ClientResult<Vec<Arc<Descriptor>>> {
+        let items = match descriptors {
+            Value::List(items) | Value::Tuple(items) => items,
+            other => {
+                return Err(ClientError::Protocol(format!(
+                    "descriptors must be a list, got {}",
+                    other.type_name()
+                )))
+            }
+        };
+        let mut st = self.state.lock();
+        let keep_snapshots = with_snapshots && !self.is_closed();
+        let mut accepted = Vec::with_capacity(items.len());
+        for item in items {
+            let previous = item
+                .get("id")
+                .and_then(Value::as_str)
+                .and_then(|id| st.descriptors.get(id).cloned());
+            let (descriptor, snapshot) =
+                Descriptor::parse(item, previous.as_deref()).map_err(ClientError::Protocol)?;
+            let (descriptor, fresh) = st.accept(descriptor, snapshot.filter(|_| keep_snapshots));
+            if fresh {
+                accepted.push(descriptor);
+            }
+        }
+        Ok(accepted)
+    }
+
+    /// Parses one descriptor of an observer event and refreshes the store
+    /// with it (never the cache); returns the parsed descriptor.
+    pub fn apply_observed(&self, descriptor: Value) -> ClientResult<Arc<Descriptor>> {
+        let mut st = self.state.lock();
+        let previous = descriptor
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|id| st.descriptors.get(id).cloned());
+        let (descriptor, _) =
+            Descriptor::parse(descriptor, previous.as_deref()).map_err(ClientError::Protocol)?;
+        Ok(st.accept(descriptor, None).0)
+    }
+
+    /// Routes one received envelope; an error closes the connection.
+    fn dispatch(&self, frame: Bytes) -> ClientResult<()> {
+        let Value::Dict(message) = self.codec().decode(frame)? else {
+            return Err(ClientError::Protocol(
+                "a server message must be a dict".into(),
+            ));
+        };
+        let version_ok =
+            matches!(message.get("version"), Some(Value::Int(v)) if *v == PROTOCOL_VERSION);
+        if !version_ok {
+            return Err(ClientError::Protocol(
+                "invalid response version or envelope".into(),
+            ));
+        }
+        if let Some(session) = self.session_id() {
+            if message.get("session_id").and_then(Value::as_str) != Some(session) {
+                return Err(ClientError::Protocol(
+                    "a message has the wrong session ID".into(),
+                ));
+            }
+        }
+        match message.get("type").and_then(Value::as_str) {
+            Some("response" | "error") => {
+                let id = message
+                    .get("request_id")
+                    .and_then(Value::as_str)
+                    .and_then(|s| u64::from_str_radix(s, 16).ok());
+                let waiter = id.and_then(|id| self.state.lock().pending.remove(&id));
+                if let Some(tx) = waiter {
+                    let _ = tx.send(Ok(message));
+                }
+                Ok(())
+            }
+            Some(kind @ ("snapshot" | "subscription_error")) => {
+                let is_error = kind == "subscription_error";
+                self.on_event(message, is_error)
+            }
+            _ => Err(ClientError::Protocol("unknown server message type".into())),
+        }
+    }
+
+    fn on_event(&self, message: Dict, is_error: bool) -> ClientResult<()> {
+        let resource_id = message
+            .get("resource_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ClientError::Protocol("an event without a resource_id".into()))?;
+        let subscription = {
+            let mut st = self.state.lock();
+            if is_error {
+                st.drop_snapshots(Some(resource_id));
+            } else if st.descriptors.contains_key(resource_id) {
+                let number = |key: &str| {
+                    message.get(key).and_then(Value::as_u64).ok_or_else(|| {
+                        ClientError::Protocol(format!("a snapshot without a valid {key}"))
+                    })
+                };
+                let version = (number("descriptor_revision")?, number("sequence")?);
+                let domain = st.domain_of(resource_id).to_string();
+                st.observe_boundary(&domain, version);
+            }
+            message
+                .get("subscription_id")
+                .and_then(Value::as_str)
+                .and_then(|id| st.subscriptions.get(id).cloned())
+        };
+        if let Some(s) = subscription {
+            s.push(message, is_error);
+        }
+        Ok(())
+    }
+
+    /// The cached value of a field of a resource, when the cache may serve
+    /// it: outside operations on its domain, from the latest boundary.
+    pub fn cached_field(&self, resource_id: &str, field: &str) -> ClientResult<Option<Value>> {
+        let st = self.state.lock();
+        if self.is_closed() {
+            return Err(st.closed_error());
+        }
+        if st.operations.contains_key(st.domain_of(resource_id)) {
+            return Ok(None);
+        }
+        Ok(st
+            .snapshots
+            .get(resource_id)
+            .and_then(|s| s.data.get(field))
+            .cloned())
+    }
+}
+
+/// Removes a request's waiter if its future is dropped before the reply;
+/// a mutation whose reply is abandoned closes the connection (its outcome
+/// is unknown and a later response could not be attributed).
+struct InFlight<'a> {
+    shared: &'a Arc<Shared>,
+    id: u64,
+    mutation: bool,
+    armed: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let removed = self.shared.state.lock().pending.remove(&self.id).is_some();
+        if removed && self.mutation {
+            self.shared.close(ClientError::Closed(
+                "a mutation request was cancelled before its reply arrived".into(),
+            ));
+        }
+    }
+}
+
+async fn read_loop(shared: Arc<Shared>, mut reader: Reader, mut shutdown: watch::Receiver<bool>) {
+    let failure = loop {
+        let frame = tokio::select! {
+            biased;
+            _ = shutdown.wait_for(|stop| *stop) => return,
+            frame = reader.recv() => frame,
+        };
+        match frame {
+            Ok(frame) => {
+                if let Err(e) = shared.dispatch(frame) {
+                    break e;
+                }
+            }
+            Err(TransportError::Closed) => {
+                break ClientError::Closed("the server closed the connection".into())
+            }
+            Err(e) => break ClientError::Closed(format!("transport failure: {e}")),
+        }
+    };
+    shared.close(failure);
+}
+
+async fn write_loop(
+    shared: Arc<Shared>,
+    mut writer: Writer,
+    mut queue: mpsc::UnboundedReceiver<Outgoing>,
+) {
+    'outer: while let Some(item) = queue.recv().await {
+        let mut next = Some(item);
+        // Feed everything already queued, then flush once.
+        while let Some(item) = next.take() {
+            match item {
+                Outgoing::Close => break 'outer,
+                Outgoing::Frame(frame) => {
+                    if let Err(e) = writer.feed(frame).await {
+                        shared.close(ClientError::Closed(format!("transport failure: {e}")));
+                        break 'outer;
+                    }
+                }
+            }
+            next = queue.try_recv().ok();
+        }
+        if let Err(e) = writer.flush().await {
+            shared.close(ClientError::Closed(format!("transport failure: {e}")));
+            break;
+        }
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(1), writer.close(None)).await;
+}
+
+/// Fresh random-looking 128-bit IDs: a per-client random prefix and a counter,
+/// mixed so that IDs of different clients and processes do not collide.
+struct IdSource {
+    seed: u64,
+    counter: AtomicU64,
+}
+
+impl IdSource {
+    fn new() -> IdSource {
+        use std::collections::hash_map::RandomState;
+        use std::hash::BuildHasher;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        IdSource {
+            seed: RandomState::new().hash_one(nanos),
+            counter: AtomicU64::new(0),
+        }
+    }
+
+    fn next(&self) -> String {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        let mixed = splitmix(self.seed ^ n.rotate_left(32));
+        format!("{:016x}{:016x}", self.seed ^ splitmix(n), mixed)
+    }
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dict;
+
+    fn descriptor(id: &str, domain: &str, revision: u64, sequence: u64, snapshot: bool) -> Value {
+        let mut d = dict! {
+            "id" => id, "kind" => "node", "world_id" => (), "node_id" => (),
+            "children" => Dict::new(), "revision" => revision, "sequence" => sequence,
+            "domain_id" => domain,
+        };
+        if snapshot {
+            d.insert(
+                "snapshot",
+                dict! {
+                    "sequence" => sequence, "revision" => revision,
+                    "fields" => Value::list(["reward"]),
+                    "data" => dict! { "reward" => sequence as f64 },
+                },
+            );
+        }
+        Value::Dict(d)
+    }
+
+    fn accept(st: &mut State, v: Value) -> bool {
+        let previous = v
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|id| st.descriptors.get(id).cloned());
+        let (d, s) = Descriptor::parse(v, previous.as_deref()).unwrap();
+        st.accept(d, s).1
+    }
+
+    #[test]
+    fn boundaries_replace_and_never_go_back() {
+        let mut st = State::default();
+        assert!(accept(&mut st, descriptor("a", "d", 1, 1, true)));
+        assert!(accept(&mut st, descriptor("a/x", "d", 1, 1, true)));
+        assert!(accept(&mut st, descriptor("b", "other", 0, 4, true)));
+        assert_eq!(st.snapshots.len(), 3);
+        // A newer boundary replaces the domain's fields: `a/x` has none now.
+        assert!(accept(&mut st, descriptor("a", "d", 1, 2, true)));
+        assert!(!st.snapshots.contains_key("a/x"));
+        assert_eq!(st.snapshots["a"].sequence, 2);
+        assert!(st.snapshots.contains_key("b"));
+        // An older version is refused and restores nothing.
+        assert!(!accept(&mut st, descriptor("a/x", "d", 1, 1, true)));
+        assert!(!st.snapshots.contains_key("a/x"));
+        assert_eq!(st.descriptors["a/x"].sequence(), 1);
+        // A newer revision with the same sequence invalidates too.
+        assert!(accept(&mut st, descriptor("a/x", "d", 2, 2, false)));
+        assert!(!st.snapshots.contains_key("a"));
+        // Dropping by resource drops the whole domain only.
+        assert!(accept(&mut st, descriptor("a", "d", 2, 3, true)));
+        st.drop_snapshots(Some("a/x"));
+        assert!(!st.snapshots.contains_key("a") && st.snapshots.contains_key("b"));
+        st.drop_snapshots(None);
+        assert!(st.snapshots.is_empty());
+    }
+
+    #[test]
+    fn ids_are_fresh() {
+        let ids = IdSource::new();
+        let a = ids.next();
+        let b = ids.next();
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+        assert_ne!(IdSource::new().next(), a);
+    }
+}
