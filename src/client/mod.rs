@@ -74,7 +74,7 @@
 //! # Ok(()) }
 //! ```
 
-// pub mod blocking;
+pub mod blocking;
 mod descriptor;
 mod error;
 mod operation;

@@ -148,7 +148,16 @@ pub async fn targets() -> Vec<Target> {
 }
 
 /// Asserts that every target produced the same transcript.
+/// Set `UNIENV_PRINT_TRANSCRIPTS=1` to print them.
 pub fn assert_same(transcripts: &[(Kind, Vec<String>)]) {
+    if std::env::var_os("UNIENV_PRINT_TRANSCRIPTS").is_some() {
+        for (kind, lines) in transcripts {
+            eprintln!("--- {kind:?}");
+            for line in lines {
+                eprintln!("{line}");
+            }
+        }
+    }
     if let Some((first_kind, first)) = transcripts.first() {
         for (kind, other) in &transcripts[1..] {
             for (i, (a, b)) in first.iter().zip(other).enumerate() {
