@@ -215,3 +215,57 @@ fn blocking_over_memory_and_drop_closes() {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+#[test]
+fn the_idle_driver_services_the_connection_between_calls() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let mut target = runtime.block_on(client_support::ours());
+    let client = blocking::Client::connect(&target.url, ClientConfig::default()).expect("connect");
+    client.env("counter").expect("env");
+    // No call is in progress when the server goes away; the idle driver
+    // reads the closure.
+    runtime.block_on(target.stop());
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !client.is_closed() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "closure went unnoticed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn threads_share_one_blocking_client() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let target = runtime.block_on(client_support::ours());
+    let client = blocking::Client::connect(&target.url, ClientConfig::default()).expect("connect");
+    let workers: Vec<_> = ["counter", "counter3"]
+        .into_iter()
+        .map(|id| {
+            let client = client.clone();
+            std::thread::spawn(move || {
+                let env = client.env(id).expect("env");
+                env.reset(ResetArgs::with_seed(0)).expect("reset");
+                let action = match env.batch_size() {
+                    Some(b) => {
+                        NdArray::from_shape_vec(vec![b, 2], vec![1.0f32; b * 2]).expect("action")
+                    }
+                    None => NdArray::from_vec(vec![1.0f32, 1.0]),
+                };
+                let mut last = Value::Null;
+                for _ in 0..50 {
+                    last = env.step(action.clone()).expect("step").reward;
+                }
+                last
+            })
+        })
+        .collect();
+    let rewards: Vec<Value> = workers
+        .into_iter()
+        .map(|w| w.join().expect("worker"))
+        .collect();
+    assert_eq!(rewards[0], Value::Float(100.0));
+    assert_eq!(floats(&rewards[1]), vec![100.0; 3]);
+    client.close();
+}

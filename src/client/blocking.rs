@@ -1,11 +1,15 @@
 //! A blocking facade over the async client, for plain training loops.
 //!
-//! [`Client`] owns a small tokio runtime (one worker thread, which runs the
-//! connection's reader and writer tasks so that the connection stays
-//! serviced between calls); every method blocks the calling thread until
-//! the async operation completes. The semantics are exactly those of the
-//! async [`client`](super) module. Do not call these methods from async code
-//! (blocking inside a runtime panics): use the async client there.
+//! [`Client`] owns a small current-thread tokio runtime. Every method blocks
+//! the calling thread until the async operation completes, and the calling
+//! thread itself runs the connection's writer and reader tasks meanwhile: a
+//! request costs no thread handoff on the client side. When no call has been
+//! made for a short while (200 ms), an idle thread drives the connection
+//! instead (answering pings, receiving snapshots, noticing closure) until the
+//! next call takes over. Several threads may share one client. The semantics
+//! are exactly those of the async [`client`](super) module. Do not call these
+//! methods from async code (blocking inside a runtime panics): use the async
+//! client there.
 //!
 //! [`WorldProxy`] implements the crate's [`World`] trait and [`NodeProxy`]
 //! implements [`Node<W>`](Node) for any world type `W` (the world argument is
@@ -53,47 +57,153 @@ use crate::host::{
 };
 use crate::protocol::ResourceKind;
 use crate::transport::MemoryTransport;
+use parking_lot::{Condvar, Mutex};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// The runtime and the async client it serves; closed gracefully when the
-/// last blocking handle goes away.
-struct Core {
-    client: super::Client,
+/// How long a connection may go without calls before the idle driver
+/// thread services it.
+const IDLE_AFTER: Duration = Duration::from_millis(200);
+
+/// A current-thread runtime, driven by the threads that call into it (so a
+/// request costs no thread handoff on the client side: the caller's thread
+/// runs the writer and reader tasks itself) and, after [`IDLE_AFTER`] without
+/// calls, by an idle driver thread, so that the connection keeps answering
+/// pings, receiving snapshots and noticing closure between calls. A call
+/// arriving while the idle driver runs takes the runtime back from it.
+struct Driver {
     runtime: Option<tokio::runtime::Runtime>,
+    state: Mutex<DriverState>,
+    wake: Condvar,
+    kick: tokio::sync::Notify,
 }
 
-impl Core {
-    fn block_on<F: Future>(&self, future: F) -> F::Output {
+struct DriverState {
+    calls: usize,
+    idling: bool,
+    last_call: Instant,
+    stop: bool,
+}
+
+impl Driver {
+    fn new() -> ClientResult<Arc<Driver>> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| ClientError::Connect(format!("cannot start the client runtime: {e}")))?;
+        Ok(Arc::new(Driver {
+            runtime: Some(runtime),
+            state: Mutex::new(DriverState {
+                calls: 0,
+                idling: false,
+                last_call: Instant::now(),
+                stop: false,
+            }),
+            wake: Condvar::new(),
+            kick: tokio::sync::Notify::new(),
+        }))
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
         match &self.runtime {
-            Some(rt) => rt.block_on(future),
-            None => unreachable!("the runtime lives as long as the core"),
+            Some(rt) => rt,
+            None => unreachable!("the runtime is only taken when the driver is dropped"),
         }
+    }
+
+    fn block_on<F: Future>(&self, future: F) -> F::Output {
+        struct Call<'a>(&'a Driver);
+        impl Drop for Call<'_> {
+            fn drop(&mut self) {
+                let mut st = self.0.state.lock();
+                st.calls -= 1;
+                st.last_call = Instant::now();
+            }
+        }
+        {
+            let mut st = self.state.lock();
+            st.calls += 1;
+            if st.idling {
+                self.kick.notify_one();
+            }
+        }
+        let _call = Call(self);
+        self.runtime().block_on(future)
+    }
+
+    /// The idle driver thread's loop.
+    fn idle(&self) {
+        loop {
+            {
+                let mut st = self.state.lock();
+                loop {
+                    if st.stop {
+                        return;
+                    }
+                    let quiet = st.last_call.elapsed();
+                    if st.calls == 0 && quiet >= IDLE_AFTER {
+                        break;
+                    }
+                    let wait = if st.calls > 0 {
+                        IDLE_AFTER
+                    } else {
+                        IDLE_AFTER.saturating_sub(quiet)
+                    };
+                    self.wake.wait_for(&mut st, wait);
+                }
+                st.idling = true;
+            }
+            self.runtime().block_on(self.kick.notified());
+            self.state.lock().idling = false;
+        }
+    }
+
+    fn stop(&self) {
+        let mut st = self.state.lock();
+        st.stop = true;
+        if st.idling {
+            self.kick.notify_one();
+        }
+        self.wake.notify_all();
     }
 }
 
-impl Drop for Core {
+impl Drop for Driver {
     fn drop(&mut self) {
         if let Some(rt) = self.runtime.take() {
-            if tokio::runtime::Handle::try_current().is_err() {
-                let client = self.client.clone();
-                rt.block_on(async move {
-                    let _ = tokio::time::timeout(Duration::from_secs(1), client.close()).await;
-                });
-            }
             rt.shutdown_background();
         }
     }
 }
 
-fn runtime() -> ClientResult<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("unienv-client")
-        .enable_all()
-        .build()
-        .map_err(|e| ClientError::Connect(format!("cannot start the client runtime: {e}")))
+/// The driver and the async client it serves; closed gracefully when the
+/// last blocking handle goes away.
+struct Core {
+    client: super::Client,
+    driver: Arc<Driver>,
+    idler: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Core {
+    fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.driver.block_on(future)
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        self.driver.stop();
+        if let Some(idler) = self.idler.take() {
+            let _ = idler.join();
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            let client = self.client.clone();
+            self.driver.block_on(async move {
+                let _ = tokio::time::timeout(Duration::from_secs(1), client.close()).await;
+            });
+        }
+    }
 }
 
 /// A blocking connection (see [`super::Client`]). Cheap to clone.
@@ -105,31 +215,40 @@ pub struct Client {
 impl Client {
     /// Connects over WebSocket (see [`super::Client::connect`]).
     pub fn connect(url: &str, config: ClientConfig) -> ClientResult<Client> {
-        let runtime = runtime()?;
-        let client = runtime.block_on(super::Client::connect(url, config))?;
-        Ok(Client::wrap(client, runtime))
+        let driver = Driver::new()?;
+        let client = driver.block_on(super::Client::connect(url, config))?;
+        Client::wrap(client, driver)
     }
 
     /// Connects through an in-memory transport (see
     /// [`super::Client::over_memory`]).
     pub fn over_memory(transport: MemoryTransport, config: ClientConfig) -> ClientResult<Client> {
-        let runtime = runtime()?;
-        let client = runtime.block_on(super::Client::over_memory(transport, config))?;
-        Ok(Client::wrap(client, runtime))
+        let driver = Driver::new()?;
+        let client = driver.block_on(super::Client::over_memory(transport, config))?;
+        Client::wrap(client, driver)
     }
 
-    fn wrap(client: super::Client, runtime: tokio::runtime::Runtime) -> Client {
-        Client {
+    fn wrap(client: super::Client, driver: Arc<Driver>) -> ClientResult<Client> {
+        let idle = driver.clone();
+        let idler = std::thread::Builder::new()
+            .name("unienv-client-idle".into())
+            .spawn(move || idle.idle());
+        let idler = match idler {
+            Ok(handle) => handle,
+            Err(e) => {
+                driver.block_on(client.close());
+                return Err(ClientError::Connect(format!(
+                    "cannot start the client's idle thread: {e}"
+                )));
+            }
+        };
+        Ok(Client {
             core: Arc::new(Core {
                 client,
-                runtime: Some(runtime),
+                driver,
+                idler: Some(idler),
             }),
-        }
-    }
-
-    /// The async client underneath (usable from async code on any runtime).
-    pub fn as_async(&self) -> &super::Client {
-        &self.core.client
+        })
     }
 
     fn block_on<F: Future>(&self, future: F) -> F::Output {
@@ -445,11 +564,6 @@ pub struct EnvProxy {
 }
 
 impl EnvProxy {
-    /// The async proxy underneath.
-    pub fn as_async(&self) -> &super::EnvProxy {
-        &self.inner
-    }
-
     /// The resource ID.
     pub fn id(&self) -> &str {
         self.inner.id()
@@ -547,11 +661,6 @@ pub struct WorldProxy {
 }
 
 impl WorldProxy {
-    /// The async proxy underneath.
-    pub fn as_async(&self) -> &super::WorldProxy {
-        &self.inner
-    }
-
     /// The client.
     pub fn client(&self) -> &Client {
         &self.client
@@ -614,11 +723,6 @@ pub struct NodeProxy {
 }
 
 impl NodeProxy {
-    /// The async proxy underneath.
-    pub fn as_async(&self) -> &super::NodeProxy {
-        &self.inner
-    }
-
     /// The client.
     pub fn client(&self) -> &Client {
         &self.client
