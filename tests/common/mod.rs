@@ -30,12 +30,19 @@ pub fn ref_python() -> Option<PathBuf> {
 
 /// Path of a file under `tests/py/`.
 pub fn py_script(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/py")
+        .join(name)
 }
 
 /// Runs a Python script from `tests/py/` with the reference interpreter and
 /// returns its standard output; panics with its standard error on failure.
-pub fn run_python(python: &std::path::Path, script: &str, args: &[&str], stdin: Option<&[u8]>) -> Vec<u8> {
+pub fn run_python(
+    python: &std::path::Path,
+    script: &str,
+    args: &[&str],
+    stdin: Option<&[u8]>,
+) -> Vec<u8> {
     use std::io::Write;
     let mut cmd = Command::new(python);
     cmd.arg(py_script(script)).args(args);
@@ -44,7 +51,12 @@ pub fn run_python(python: &std::path::Path, script: &str, args: &[&str], stdin: 
         .stderr(std::process::Stdio::piped());
     let mut child = cmd.spawn().expect("start python");
     if let Some(input) = stdin {
-        child.stdin.take().expect("stdin").write_all(input).expect("write stdin");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input)
+            .expect("write stdin");
     } else {
         drop(child.stdin.take());
     }
@@ -56,3 +68,6 @@ pub fn run_python(python: &std::path::Path, script: &str, args: &[&str], stdin: 
     );
     out.stdout
 }
+
+pub mod envs;
+pub mod raw;
