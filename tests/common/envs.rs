@@ -113,6 +113,7 @@ pub struct RecNode {
     pub value: f64,
     pub children: Vec<RecNode>,
     pub fail_getter: bool,
+    pub snapshot_fields: Option<Vec<unienv_remote::host::Field>>,
 }
 
 impl RecNode {
@@ -123,6 +124,7 @@ impl RecNode {
             value: 0.0,
             children,
             fail_getter: false,
+            snapshot_fields: None,
         }
     }
 }
@@ -145,6 +147,9 @@ impl Node<()> for RecNode {
             Phase::PreStep => vec![],
             _ => vec![0],
         }
+    }
+    fn remote_snapshot_fields(&self) -> Option<Vec<unienv_remote::host::Field>> {
+        self.snapshot_fields.clone()
     }
     fn child_count(&self) -> usize {
         self.children.len()
