@@ -6,13 +6,19 @@ mod support;
 
 use support::{box1, Log, RecNode, RecWorld, Traced};
 use unienv_remote::host::{
-    find_node_mut, CombinedNode, Env, HostErrorKind, Phase, RenderModeArg, ResetArgs, Space, WorldEnv,
-    RESERVED_PRIORITY,
+    find_node_mut, CombinedNode, Env, HostErrorKind, Phase, RenderModeArg, ResetArgs, Space,
+    WorldEnv, RESERVED_PRIORITY,
 };
 use unienv_remote::{dict, DType, Dict, NdArray, Value};
 
 /// Child `a` or `b` of the worked example (§7.1).
-fn example_child(log: &Log, name: &str, variant_a: bool, termination: bool, truncation: bool) -> RecNode {
+fn example_child(
+    log: &Log,
+    name: &str,
+    variant_a: bool,
+    termination: bool,
+    truncation: bool,
+) -> RecNode {
     let mut node = RecNode::new(log, name)
         .timesteps(Some(0.5), Some(0.25))
         .prio(Phase::Reset, &[1, 0])
@@ -22,13 +28,19 @@ fn example_child(log: &Log, name: &str, variant_a: bool, termination: bool, trun
         .context(box1(), format!("ctx_{name}"))
         .observation(box1(), format!("obs_{name}"))
         .action(box1())
-        .reward(if name == "a" { Value::Float(1.5) } else { Value::Int(2) })
+        .reward(if name == "a" {
+            Value::Float(1.5)
+        } else {
+            Value::Int(2)
+        })
         .termination(termination)
         .truncation(truncation)
         .info(dict! { "who" => name })
         .render("rgb_array", format!("frame_{name}"));
     if variant_a {
-        node = node.prio(Phase::Reload, &[1, 0]).prio(Phase::AfterReload, &[0]);
+        node = node
+            .prio(Phase::Reload, &[1, 0])
+            .prio(Phase::AfterReload, &[0]);
     }
     node
 }
@@ -46,7 +58,11 @@ fn example_env(log: &Log, variant_a: bool) -> WorldEnv<RecWorld> {
 }
 
 fn lines(text: &str) -> Vec<String> {
-    text.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect()
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 const READ_RESET: &str = "
@@ -73,11 +89,17 @@ fn worked_example_derived_values() {
         assert_eq!(env.render_mode().as_deref(), Some("dict"));
         assert_eq!(env.batch_size(), None);
         assert!(env.supports_reload());
-        assert_eq!(env.metadata(), dict! { "render_modes" => Value::List(vec![]) });
+        assert_eq!(
+            env.metadata(),
+            dict! { "render_modes" => Value::List(vec![]) }
+        );
         let node = env.node();
         assert_eq!(node.control_timestep(), Some(0.5));
         assert_eq!(node.update_timestep(), Some(0.25));
-        assert_eq!(node.supported_render_modes(), vec!["dict".to_owned(), "auto".to_owned()]);
+        assert_eq!(
+            node.supported_render_modes(),
+            vec!["dict".to_owned(), "auto".to_owned()]
+        );
         let (reload, after_reload): (Vec<i64>, Vec<i64>) = if variant_a {
             (vec![1, 0], vec![0, RESERVED_PRIORITY])
         } else {
@@ -86,7 +108,10 @@ fn worked_example_derived_values() {
         assert_eq!(node.priorities(Phase::Reload), reload);
         assert_eq!(node.priorities(Phase::AfterReload), after_reload);
         assert_eq!(node.priorities(Phase::Reset), vec![1, 0]);
-        assert_eq!(node.priorities(Phase::AfterReset), vec![0, RESERVED_PRIORITY]);
+        assert_eq!(
+            node.priorities(Phase::AfterReset),
+            vec![0, RESERVED_PRIORITY]
+        );
         assert_eq!(node.priorities(Phase::PreStep), vec![2, 0]);
         assert_eq!(node.priorities(Phase::PostStep), vec![0, -1]);
         let dict_space = Space::dict([("a", box1()), ("b", box1())]);
@@ -119,9 +144,18 @@ fn worked_example_first_reset_variant_a() {
         {READ_RESET}"
     ));
     assert_eq!(log.take(), expected);
-    assert_eq!(r.context, Value::from(dict! { "a" => "ctx_a", "b" => "ctx_b" }));
-    assert_eq!(r.observation, Value::from(dict! { "a" => "obs_a", "b" => "obs_b" }));
-    assert_eq!(r.info, dict! { "a" => dict! { "who" => "a" }, "b" => dict! { "who" => "b" } });
+    assert_eq!(
+        r.context,
+        Value::from(dict! { "a" => "ctx_a", "b" => "ctx_b" })
+    );
+    assert_eq!(
+        r.observation,
+        Value::from(dict! { "a" => "obs_a", "b" => "obs_b" })
+    );
+    assert_eq!(
+        r.info,
+        dict! { "a" => dict! { "who" => "a" }, "b" => dict! { "who" => "b" } }
+    );
     assert!(!env.is_first_reset());
 }
 
@@ -165,7 +199,10 @@ fn worked_example_later_reset_both_variants() {
             {READ_RESET}"
         ));
         assert_eq!(log.take(), expected, "variant A: {variant_a}");
-        assert_eq!(r.observation, Value::from(dict! { "a" => "obs_a", "b" => "obs_b" }));
+        assert_eq!(
+            r.observation,
+            Value::from(dict! { "a" => "obs_a", "b" => "obs_b" })
+        );
     }
 }
 
@@ -176,7 +213,9 @@ fn worked_example_step_render_close_both_variants() {
         let mut env = example_env(&log, variant_a);
         env.reset(ResetArgs::with_seed(7)).unwrap();
         log.take();
-        let s = env.step(Value::from(dict! { "a" => 1.0, "b" => 2.0 })).unwrap();
+        let s = env
+            .step(Value::from(dict! { "a" => 1.0, "b" => 2.0 }))
+            .unwrap();
         let substep = "
             root.pre_environment_step(0.25, priority=2)
             a.pre_environment_step(0.25, priority=2)
@@ -216,7 +255,10 @@ fn worked_example_step_render_close_both_variants() {
             b.get_info()"
         ));
         assert_eq!(log.take(), expected, "variant A: {variant_a}");
-        assert_eq!(s.observation, Value::from(dict! { "a" => "obs_a", "b" => "obs_b" }));
+        assert_eq!(
+            s.observation,
+            Value::from(dict! { "a" => "obs_a", "b" => "obs_b" })
+        );
         assert!(matches!(s.reward, Value::Float(r) if r == 3.5));
         assert_eq!(s.terminated, Value::Bool(true));
         assert_eq!(s.truncated, Value::Bool(true));
@@ -230,10 +272,16 @@ fn worked_example_step_render_close_both_variants() {
         );
 
         let frame = env.render().unwrap();
-        assert_eq!(frame, Value::from(dict! { "a" => "frame_a", "b" => "frame_b" }));
+        assert_eq!(
+            frame,
+            Value::from(dict! { "a" => "frame_a", "b" => "frame_b" })
+        );
         assert_eq!(log.take(), lines("root.render()\na.render()\nb.render()"));
         env.close();
-        assert_eq!(log.take(), lines("root.close()\na.close()\nb.close()\nworld.close()"));
+        assert_eq!(
+            log.take(),
+            lines("root.close()\na.close()\nb.close()\nworld.close()")
+        );
     }
 }
 
@@ -252,7 +300,12 @@ fn multi_rate_illustration() {
     };
     let mut world = RecWorld::new(&log, Some(0.125));
     world.step_dt = 0.125;
-    let mut env = WorldEnv::from_nodes(world, vec![child("A", 0.5, 0.25), child("B", 1.0, 0.5)], "auto").unwrap();
+    let mut env = WorldEnv::from_nodes(
+        world,
+        vec![child("A", 0.5, 0.25), child("B", 1.0, 0.5)],
+        "auto",
+    )
+    .unwrap();
     assert_eq!(env.n_update_substeps(), 2);
     assert_eq!(env.n_world_substeps(), 2);
     env.reset(ResetArgs::default()).unwrap();
@@ -295,11 +348,20 @@ fn multi_rate_illustration() {
     env.reset(ResetArgs::default()).unwrap();
     log.take();
     env.step(Value::from(dict! { "A" => 4 })).unwrap();
-    assert_eq!(log.take_matching(&["A.set", "B.set"]), lines("A.set_next_action(4)"));
+    assert_eq!(
+        log.take_matching(&["A.set", "B.set"]),
+        lines("A.set_next_action(4)")
+    );
     env.step(Value::from(dict! { "B" => 5 })).unwrap();
-    assert_eq!(log.take_matching(&["A.set", "B.set"]), lines("A.set_next_action(4)"));
+    assert_eq!(
+        log.take_matching(&["A.set", "B.set"]),
+        lines("A.set_next_action(4)")
+    );
     env.step(Value::from(dict! {})).unwrap();
-    assert_eq!(log.take_matching(&["A.set", "B.set"]), lines("A.set_next_action(4)\nB.set_next_action(5)"));
+    assert_eq!(
+        log.take_matching(&["A.set", "B.set"]),
+        lines("A.set_next_action(4)\nB.set_next_action(5)")
+    );
 }
 
 #[test]
@@ -342,7 +404,9 @@ fn plain_root_node_uses_its_own_sorted_priorities() {
 #[test]
 fn reload_keyword_takes_the_reload_path_without_being_forwarded() {
     let log = Log::default();
-    let node = RecNode::new(&log, "n").prio(Phase::Reload, &[0]).prio(Phase::Reset, &[0]);
+    let node = RecNode::new(&log, "n")
+        .prio(Phase::Reload, &[0])
+        .prio(Phase::Reset, &[0]);
     let mut env = WorldEnv::new(RecWorld::new(&log, None), node.boxed()).unwrap();
     env.reset(ResetArgs::default()).unwrap();
     log.take();
@@ -398,11 +462,15 @@ fn incompatible_timesteps_are_rejected() {
     let log = Log::default();
     // 0.3 % 0.1 != 0 in floating point.
     let node = RecNode::new(&log, "n").timesteps(Some(0.3), None);
-    let err = WorldEnv::new(RecWorld::new(&log, Some(0.1)), node.boxed()).err().unwrap();
+    let err = WorldEnv::new(RecWorld::new(&log, Some(0.1)), node.boxed())
+        .err()
+        .unwrap();
     assert!(err.message().contains("Control timestep 0.3"), "{err}");
     // The control timestep fits but the update timestep does not.
     let node = RecNode::new(&log, "n").timesteps(Some(0.5), Some(0.2));
-    let err = WorldEnv::new(RecWorld::new(&log, Some(0.125)), node.boxed()).err().unwrap();
+    let err = WorldEnv::new(RecWorld::new(&log, Some(0.125)), node.boxed())
+        .err()
+        .unwrap();
     assert!(err.message().contains("Update timestep 0.2"), "{err}");
     // 0.5 % 0.125 == 0 is fine; with no world timestep anything goes.
     let node = RecNode::new(&log, "n").timesteps(Some(0.5), None);
@@ -444,7 +512,9 @@ fn python_falsy_timesteps() {
     let log = Log::default();
     // An update timestep of 0.0 counts as missing for update_dt / control_dt,
     // but it still makes round(0.0 / 0.125) == 0 world substeps.
-    let node = RecNode::new(&log, "n").timesteps(None, Some(0.0)).prio(Phase::PreStep, &[0]);
+    let node = RecNode::new(&log, "n")
+        .timesteps(None, Some(0.0))
+        .prio(Phase::PreStep, &[0]);
     let mut world = RecWorld::new(&log, Some(0.125));
     world.step_dt = 0.125;
     let mut env = WorldEnv::new(world, node.boxed()).unwrap();
@@ -455,7 +525,10 @@ fn python_falsy_timesteps() {
     env.reset(ResetArgs::default()).unwrap();
     log.take();
     env.step(Value::Null).unwrap();
-    assert_eq!(log.take(), lines("n.pre_environment_step(0.125, priority=0)\nn.get_info()"));
+    assert_eq!(
+        log.take(),
+        lines("n.pre_environment_step(0.125, priority=0)\nn.get_info()")
+    );
 
     // A control timestep of 0.0 falls back to the update timestep.
     let node = RecNode::new(&log, "n").timesteps(Some(0.0), Some(0.25));
@@ -494,7 +567,10 @@ fn post_dt_falls_back_to_the_last_world_step_and_elapsed_sums() {
         )
     );
     // The node's key keeps its position and is overwritten.
-    assert_eq!(s.info, dict! { "control_step_elapsed_time" => 0.3, "k" => 1 });
+    assert_eq!(
+        s.info,
+        dict! { "control_step_elapsed_time" => 0.3, "k" => 1 }
+    );
 
     // Elapsed time is the sum of every world step of the control step.
     let node = RecNode::new(&log, "n").timesteps(Some(0.75), Some(0.25));
@@ -504,14 +580,20 @@ fn post_dt_falls_back_to_the_last_world_step_and_elapsed_sums() {
     assert_eq!((env.n_update_substeps(), env.n_world_substeps()), (3, 2));
     env.reset(ResetArgs::default()).unwrap();
     let s = env.step(Value::Null).unwrap();
-    let expected = (0..6).fold(None, |acc: Option<f64>, _| Some(acc.map_or(0.1, |e| e + 0.1)));
-    assert_eq!(s.info.get("control_step_elapsed_time"), Some(&Value::from(expected)));
+    let expected = (0..6).fold(None, |acc: Option<f64>, _| {
+        Some(acc.map_or(0.1, |e| e + 0.1))
+    });
+    assert_eq!(
+        s.info.get("control_step_elapsed_time"),
+        Some(&Value::from(expected))
+    );
 }
 
 #[test]
 fn action_is_ignored_without_an_action_space() {
     let log = Log::default();
-    let mut env = WorldEnv::new(RecWorld::new(&log, None), RecNode::new(&log, "n").boxed()).unwrap();
+    let mut env =
+        WorldEnv::new(RecWorld::new(&log, None), RecNode::new(&log, "n").boxed()).unwrap();
     env.reset(ResetArgs::default()).unwrap();
     log.take();
     env.step(Value::from(42)).unwrap();
@@ -534,15 +616,24 @@ fn batched_fallbacks_are_zero_arrays() {
     assert_eq!(env.batch_size(), Some(3));
     env.reset(ResetArgs::default()).unwrap();
     let s = env.step(Value::Null).unwrap();
-    assert_eq!(s.reward, Value::Array(NdArray::zeros(DType::F64, vec![3]).unwrap()));
-    assert_eq!(s.terminated, Value::Array(NdArray::from_vec(vec![false; 3])));
+    assert_eq!(
+        s.reward,
+        Value::Array(NdArray::zeros(DType::F64, vec![3]).unwrap())
+    );
+    assert_eq!(
+        s.terminated,
+        Value::Array(NdArray::from_vec(vec![false; 3]))
+    );
     assert_eq!(s.truncated, Value::Array(NdArray::from_vec(vec![false; 3])));
 }
 
 #[test]
 fn node_flags_select_the_getters() {
     let log = Log::default();
-    let node = RecNode::new(&log, "n").reward(2).termination(1).truncation(Value::Null);
+    let node = RecNode::new(&log, "n")
+        .reward(2)
+        .termination(1)
+        .truncation(Value::Null);
     let mut env = WorldEnv::new(RecWorld::new(&log, None), node.boxed()).unwrap();
     env.reset(ResetArgs::default()).unwrap();
     log.take();
@@ -553,14 +644,17 @@ fn node_flags_select_the_getters() {
     assert_eq!(s.truncated, Value::Null);
     assert_eq!(
         log.take(),
-        lines("world.step()\nn.get_reward()\nn.get_termination()\nn.get_truncation()\nn.get_info()")
+        lines(
+            "world.step()\nn.get_reward()\nn.get_termination()\nn.get_truncation()\nn.get_info()"
+        )
     );
 }
 
 #[test]
 fn render_only_when_the_node_can_render() {
     let log = Log::default();
-    let mut env = WorldEnv::new(RecWorld::new(&log, None), RecNode::new(&log, "n").boxed()).unwrap();
+    let mut env =
+        WorldEnv::new(RecWorld::new(&log, None), RecNode::new(&log, "n").boxed()).unwrap();
     assert_eq!(env.render().unwrap(), Value::Null);
     assert!(log.take().is_empty());
     let node = RecNode::new(&log, "n").render("rgb_array", "img");
@@ -572,16 +666,27 @@ fn render_only_when_the_node_can_render() {
 #[test]
 fn from_nodes_wraps_in_a_combined_node() {
     let log = Log::default();
-    let a = RecNode::new(&log, "a").render("rgb_array", "fa").observation(box1(), 1.0);
+    let a = RecNode::new(&log, "a")
+        .render("rgb_array", "fa")
+        .observation(box1(), 1.0);
     let b = RecNode::new(&log, "b").render("depth", "fb");
-    let env = WorldEnv::from_nodes(RecWorld::new(&log, None), vec![a.boxed(), b.boxed()], "auto").unwrap();
+    let env = WorldEnv::from_nodes(
+        RecWorld::new(&log, None),
+        vec![a.boxed(), b.boxed()],
+        "auto",
+    )
+    .unwrap();
     assert_eq!(env.node().name(), "combined");
     assert_eq!(env.render_mode().as_deref(), Some("dict"));
     // direct_return = true: the only observation passes through.
     assert_eq!(env.observation_space(), Some(box1()));
     let a = RecNode::new(&log, "a").render("rgb_array", "fa");
-    let env =
-        WorldEnv::from_nodes(RecWorld::new(&log, None), vec![a.boxed()], RenderModeArg::Custom(None)).unwrap();
+    let env = WorldEnv::from_nodes(
+        RecWorld::new(&log, None),
+        vec![a.boxed()],
+        RenderModeArg::Custom(None),
+    )
+    .unwrap();
     assert_eq!(env.render_mode(), None);
     assert!(WorldEnv::from_nodes(RecWorld::new(&log, None), vec![], "auto").is_err());
 }
@@ -589,9 +694,16 @@ fn from_nodes_wraps_in_a_combined_node() {
 #[test]
 fn extra_keyword_arguments_reach_the_world_and_are_checked_by_the_combined_node() {
     let log = Log::default();
-    let a = RecNode::new(&log, "a").prio(Phase::Reset, &[0]).prio(Phase::Reload, &[0]);
+    let a = RecNode::new(&log, "a")
+        .prio(Phase::Reset, &[0])
+        .prio(Phase::Reload, &[0]);
     let b = RecNode::new(&log, "b").prio(Phase::Reset, &[0]);
-    let mut env = WorldEnv::from_nodes(RecWorld::new(&log, None), vec![a.boxed(), b.boxed()], "auto").unwrap();
+    let mut env = WorldEnv::from_nodes(
+        RecWorld::new(&log, None),
+        vec![a.boxed(), b.boxed()],
+        "auto",
+    )
+    .unwrap();
     let pernode = dict! { "pernode_kwargs" => dict! { "a" => dict! { "speed" => 2 } } };
     env.reset(ResetArgs {
         kwargs: pernode.clone(),
@@ -627,29 +739,52 @@ fn extra_keyword_arguments_reach_the_world_and_are_checked_by_the_combined_node(
         })
         .unwrap_err();
     assert_eq!(err.kind(), HostErrorKind::InvalidArgument);
-    assert!(err.message().contains("unexpected keyword argument 'level'"), "{err}");
-    assert_eq!(log.take(), lines("world.reset(seed=None, mask=None, level=1)"));
+    assert!(
+        err.message()
+            .contains("unexpected keyword argument 'level'"),
+        "{err}"
+    );
+    assert_eq!(
+        log.take(),
+        lines("world.reset(seed=None, mask=None, level=1)")
+    );
 }
 
 #[test]
 fn close_closes_the_tree_then_the_world() {
     let log = Log::default();
-    let root = CombinedNode::builder("root", vec![RecNode::new(&log, "a").boxed(), RecNode::new(&log, "b").boxed()])
-        .root_node(RecNode::new(&log, "r").boxed())
-        .build()
-        .unwrap();
+    let root = CombinedNode::builder(
+        "root",
+        vec![
+            RecNode::new(&log, "a").boxed(),
+            RecNode::new(&log, "b").boxed(),
+        ],
+    )
+    .root_node(RecNode::new(&log, "r").boxed())
+    .build()
+    .unwrap();
     let mut env = WorldEnv::new(RecWorld::new(&log, None), Box::new(root)).unwrap();
     env.close();
-    assert_eq!(log.take(), lines("a.close()\nb.close()\nr.close()\nworld.close()"));
+    assert_eq!(
+        log.take(),
+        lines("a.close()\nb.close()\nr.close()\nworld.close()")
+    );
 }
 
 #[test]
 fn world_and_any_node_are_reachable_together() {
     let log = Log::default();
     let inner = CombinedNode::new("inner", vec![RecNode::new(&log, "leaf").boxed()]).unwrap();
-    let root = CombinedNode::new("root", vec![Box::new(inner), RecNode::new(&log, "b").boxed()]).unwrap();
+    let root = CombinedNode::new(
+        "root",
+        vec![Box::new(inner), RecNode::new(&log, "b").boxed()],
+    )
+    .unwrap();
     let mut env = WorldEnv::new(RecWorld::new(&log, Some(0.1)), Box::new(root)).unwrap();
-    assert_eq!(env.get_node(&["inner", "leaf"]).map(|n| n.name()), Some("leaf"));
+    assert_eq!(
+        env.get_node(&["inner", "leaf"]).map(|n| n.name()),
+        Some("leaf")
+    );
     assert_eq!(env.get_node(&[]).map(|n| n.name()), Some("root"));
     assert!(env.get_node(&["b", "x"]).is_none());
     assert!(env.get_node(&["nope"]).is_none());
@@ -657,7 +792,10 @@ fn world_and_any_node_are_reachable_together() {
     let leaf = find_node_mut(root, &["inner", "leaf"]).unwrap();
     leaf.pre_environment_step(world, Some(0.1), 7).unwrap();
     world.step_dt = 0.5;
-    assert_eq!(log.take(), lines("leaf.pre_environment_step(0.1, priority=7)"));
+    assert_eq!(
+        log.take(),
+        lines("leaf.pre_environment_step(0.1, priority=7)")
+    );
     assert_eq!(env.world().step_dt, 0.5);
     env.world_mut().step_dt = 0.25;
     assert_eq!(env.node_mut().child_count(), 2);

@@ -46,7 +46,8 @@ fn py_mask(mask: Option<&NdArray>) -> String {
 fn args_repr(args: &ResetArgs) -> String {
     let mut s = format!(
         "seed={}, mask={}",
-        args.seed.map_or_else(|| "None".to_owned(), |s| s.to_string()),
+        args.seed
+            .map_or_else(|| "None".to_owned(), |s| s.to_string()),
         py_mask(args.mask.as_ref())
     );
     for (k, v) in args.kwargs.iter() {
@@ -92,11 +93,13 @@ impl World for RecWorld {
         Ok(())
     }
     fn after_reset(&mut self, args: &ResetArgs) -> HostResult<()> {
-        self.log.push(format!("world.after_reset({})", args_repr(args)));
+        self.log
+            .push(format!("world.after_reset({})", args_repr(args)));
         Ok(())
     }
     fn after_reload(&mut self, args: &ResetArgs) -> HostResult<()> {
-        self.log.push(format!("world.after_reload({})", args_repr(args)));
+        self.log
+            .push(format!("world.after_reload({})", args_repr(args)));
         if self.fail_after_reload > 0 {
             self.fail_after_reload -= 1;
             return Err(HostError::new("scene compilation failed"));
@@ -121,13 +124,16 @@ pub fn cell(space: Option<Space>) -> SpaceCell {
     Rc::new(RefCell::new(space))
 }
 
+/// Priority sets the test can change while the node is owned by a tree.
+pub type PriorityCell = Rc<RefCell<Vec<(Phase, Vec<i64>)>>>;
+
 /// A configurable node whose every call is logged.
 pub struct RecNode {
     pub log: Log,
     pub name: String,
     pub control_timestep: Option<f64>,
     pub update_timestep: Option<f64>,
-    pub priorities: Rc<RefCell<Vec<(Phase, Vec<i64>)>>>,
+    pub priorities: PriorityCell,
     pub context_space: SpaceCell,
     pub observation_space: SpaceCell,
     pub action_space: SpaceCell,
@@ -279,12 +285,28 @@ impl<W: ?Sized + 'static> Node<W> for RecNode {
         self.call(format!("set_next_action({action})"));
         Ok(())
     }
-    fn pre_environment_step(&mut self, _: &mut W, dt: Option<f64>, priority: i64) -> HostResult<()> {
-        self.call(format!("pre_environment_step({}, priority={priority})", py_f(dt)));
+    fn pre_environment_step(
+        &mut self,
+        _: &mut W,
+        dt: Option<f64>,
+        priority: i64,
+    ) -> HostResult<()> {
+        self.call(format!(
+            "pre_environment_step({}, priority={priority})",
+            py_f(dt)
+        ));
         Ok(())
     }
-    fn post_environment_step(&mut self, _: &mut W, dt: Option<f64>, priority: i64) -> HostResult<()> {
-        self.call(format!("post_environment_step({}, priority={priority})", py_f(dt)));
+    fn post_environment_step(
+        &mut self,
+        _: &mut W,
+        dt: Option<f64>,
+        priority: i64,
+    ) -> HostResult<()> {
+        self.call(format!(
+            "post_environment_step({}, priority={priority})",
+            py_f(dt)
+        ));
         Ok(())
     }
     fn reset(&mut self, _: &mut W, priority: i64, args: &ResetArgs) -> HostResult<()> {
@@ -296,11 +318,17 @@ impl<W: ?Sized + 'static> Node<W> for RecNode {
         Ok(())
     }
     fn after_reset(&mut self, _: &mut W, priority: i64, mask: Option<&NdArray>) -> HostResult<()> {
-        self.call(format!("after_reset(priority={priority}, mask={})", py_mask(mask)));
+        self.call(format!(
+            "after_reset(priority={priority}, mask={})",
+            py_mask(mask)
+        ));
         Ok(())
     }
     fn after_reload(&mut self, _: &mut W, priority: i64, mask: Option<&NdArray>) -> HostResult<()> {
-        self.call(format!("after_reload(priority={priority}, mask={})", py_mask(mask)));
+        self.call(format!(
+            "after_reload(priority={priority}, mask={})",
+            py_mask(mask)
+        ));
         Ok(())
     }
     fn get_context(&mut self, _: &mut W) -> HostResult<Value> {
@@ -411,12 +439,28 @@ impl<W: ?Sized + 'static, N: Node<W>> Node<W> for Traced<N> {
         self.call(format!("set_next_action({action})"));
         self.inner.set_next_action(world, action)
     }
-    fn pre_environment_step(&mut self, world: &mut W, dt: Option<f64>, priority: i64) -> HostResult<()> {
-        self.call(format!("pre_environment_step({}, priority={priority})", py_f(dt)));
+    fn pre_environment_step(
+        &mut self,
+        world: &mut W,
+        dt: Option<f64>,
+        priority: i64,
+    ) -> HostResult<()> {
+        self.call(format!(
+            "pre_environment_step({}, priority={priority})",
+            py_f(dt)
+        ));
         self.inner.pre_environment_step(world, dt, priority)
     }
-    fn post_environment_step(&mut self, world: &mut W, dt: Option<f64>, priority: i64) -> HostResult<()> {
-        self.call(format!("post_environment_step({}, priority={priority})", py_f(dt)));
+    fn post_environment_step(
+        &mut self,
+        world: &mut W,
+        dt: Option<f64>,
+        priority: i64,
+    ) -> HostResult<()> {
+        self.call(format!(
+            "post_environment_step({}, priority={priority})",
+            py_f(dt)
+        ));
         self.inner.post_environment_step(world, dt, priority)
     }
     fn reset(&mut self, world: &mut W, priority: i64, args: &ResetArgs) -> HostResult<()> {
@@ -427,12 +471,28 @@ impl<W: ?Sized + 'static, N: Node<W>> Node<W> for Traced<N> {
         self.call(format!("reload(priority={priority}, {})", args_repr(args)));
         self.inner.reload(world, priority, args)
     }
-    fn after_reset(&mut self, world: &mut W, priority: i64, mask: Option<&NdArray>) -> HostResult<()> {
-        self.call(format!("after_reset(priority={priority}, mask={})", py_mask(mask)));
+    fn after_reset(
+        &mut self,
+        world: &mut W,
+        priority: i64,
+        mask: Option<&NdArray>,
+    ) -> HostResult<()> {
+        self.call(format!(
+            "after_reset(priority={priority}, mask={})",
+            py_mask(mask)
+        ));
         self.inner.after_reset(world, priority, mask)
     }
-    fn after_reload(&mut self, world: &mut W, priority: i64, mask: Option<&NdArray>) -> HostResult<()> {
-        self.call(format!("after_reload(priority={priority}, mask={})", py_mask(mask)));
+    fn after_reload(
+        &mut self,
+        world: &mut W,
+        priority: i64,
+        mask: Option<&NdArray>,
+    ) -> HostResult<()> {
+        self.call(format!(
+            "after_reload(priority={priority}, mask={})",
+            py_mask(mask)
+        ));
         self.inner.after_reload(world, priority, mask)
     }
     fn get_context(&mut self, world: &mut W) -> HostResult<Value> {
