@@ -423,6 +423,22 @@ impl<W: World> Env for WorldEnv<W> {
     fn render_fps(&self) -> Option<i64> {
         self.control_dt.and_then(fps)
     }
+
+    fn has_control_timestep(&self) -> bool {
+        true
+    }
+
+    fn control_timestep(&self) -> Option<f64> {
+        self.control_dt
+    }
+
+    fn as_tree(&mut self) -> Option<&mut dyn crate::host::Tree> {
+        Some(self)
+    }
+
+    fn tree(&self) -> Option<&dyn crate::host::Tree> {
+        Some(self)
+    }
 }
 
 #[cfg(test)]

@@ -312,3 +312,34 @@ impl<N: Node<()>> Tree for Detached<N> {
         self.root.close(&mut ());
     }
 }
+
+impl<W: World> Tree for super::WorldEnv<W> {
+    fn has_world(&self) -> bool {
+        true
+    }
+    fn world_attrs(&self) -> WorldAttrs {
+        world_attrs_of(self.world())
+    }
+    fn world_call(&mut self, method: &str, args: CallArgs) -> HostResult<Value> {
+        call_world(self.world_mut(), method, args)
+    }
+    fn node_children(&self, path: &[usize]) -> Option<Vec<String>> {
+        children_of(self.node(), path)
+    }
+    fn node_attrs(&self, path: &[usize]) -> Option<NodeAttrs> {
+        attrs_of(self.node(), path)
+    }
+    fn node_call(&mut self, path: &[usize], method: &str, args: CallArgs) -> HostResult<Value> {
+        let (world, root) = self.parts_mut();
+        call_node(world, root, path, method, args)
+    }
+    fn node_read(&mut self, path: &[usize], field: Field) -> HostResult<Option<Value>> {
+        let (world, root) = self.parts_mut();
+        read_node(world, root, path, field)
+    }
+    fn close(&mut self) {
+        let (world, root) = self.parts_mut();
+        root.close(world);
+        world.close();
+    }
+}

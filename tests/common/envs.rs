@@ -129,6 +129,7 @@ impl RecNode {
     }
 }
 
+#[allow(clippy::only_used_in_recursion)]
 impl Node<()> for RecNode {
     fn name(&self) -> &str {
         &self.name
