@@ -660,6 +660,13 @@ pub fn register(builder: &mut ServerBuilder) -> Result<(), RegisterError> {
     builder.register_factory("lazy", || {
         Ok(Hosted::env(CounterEnv::new(None, CounterVariant::Plain)))
     })?;
+    // The first child's observation is box((n,)), n = how many times the
+    // factory has run, this run included.
+    let mut runs = 0;
+    builder.register_factory("lazy_composed", move || {
+        runs += 1;
+        make_composed("a/b", runs).map(Hosted::env)
+    })?;
     builder.register_env("bench_state", BenchEnv::new(None, None))?;
     builder.register_env("bench_image", BenchEnv::new(None, Some([84, 84, 3])))?;
     builder.register_env("bench_batch64", BenchEnv::new(Some(64), Some([84, 84, 3])))?;
