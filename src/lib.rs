@@ -9,6 +9,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+pub mod cli;
 pub mod codec;
 pub mod fixtures;
 pub mod host;

@@ -324,6 +324,11 @@ impl Server {
         &self.inner.roots
     }
 
+    /// Whether `id` is a factory registration (built on first use).
+    pub fn is_lazy(&self, id: &str) -> bool {
+        self.inner.shared.factory_roots.iter().any(|(r, _)| r == id)
+    }
+
     /// The configuration.
     pub fn config(&self) -> &ServerConfig {
         &self.inner.shared.core.config
