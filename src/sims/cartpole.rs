@@ -649,8 +649,10 @@ mod tests {
         let mut bad = ResetArgs::default();
         bad.kwargs.insert("bogus", 1);
         assert!(env.reset(bad).unwrap_err().message().contains("bogus"));
-        let mut bad = ResetArgs::default();
-        bad.mask = Some(NdArray::from_vec(vec![true]));
+        let bad = ResetArgs {
+            mask: Some(NdArray::from_vec(vec![true])),
+            ..ResetArgs::default()
+        };
         assert!(env.reset(bad).is_err());
     }
 

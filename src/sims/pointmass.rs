@@ -640,8 +640,10 @@ mod tests {
         b.reset(&ResetArgs::default()).unwrap();
         assert_eq!(a.goal(), b.goal());
         assert_ne!(a.goal(), first);
-        let mut masked = ResetArgs::default();
-        masked.mask = Some(NdArray::from_vec(vec![true]));
+        let masked = ResetArgs {
+            mask: Some(NdArray::from_vec(vec![true])),
+            ..ResetArgs::default()
+        };
         assert!(a.reset(&masked).is_err());
     }
 
