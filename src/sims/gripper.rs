@@ -14,10 +14,12 @@
 //!   of the openings); info `{"target_width": ..}`; its hooks run its
 //!   fingers' hooks with the same `dt` and priority.
 //!
-//! A device has no task: no reward, termination or truncation signal. All
-//! hooks use the robots band priority 50: `reset`/`reload` open the fingers
-//! fully (holding there), `post_environment_step` moves them. An action of
-//! `None` holds the current opening. `dt = None` means one update timestep
+//! A device has no task: no reward, termination or truncation signal. The
+//! hooks declare the robots band priority 50: `reset`/`reload` open the
+//! fingers fully (holding there), `post_environment_step` moves them. Each
+//! declares a single priority, so the hooks act whatever priority they are
+//! called with: a client driving the detached device directly need not pass
+//! it. An action of `None` holds the current opening. `dt = None` means one update timestep
 //! (0.01 s); the control timestep is 0.02 s.
 
 use crate::codec::{DType, Dict, NdArray, ScalarKind, Value};
@@ -274,25 +276,19 @@ impl Node<()> for Gripper {
         priority: i64,
     ) -> HostResult<()> {
         for finger in &mut self.fingers {
-            if finger.priorities(Phase::PostStep).contains(&priority) {
-                finger.post_environment_step(world, dt, priority)?;
-            }
+            finger.post_environment_step(world, dt, priority)?;
         }
         Ok(())
     }
     fn reset(&mut self, world: &mut (), priority: i64, args: &ResetArgs) -> HostResult<()> {
         for finger in &mut self.fingers {
-            if finger.priorities(Phase::Reset).contains(&priority) {
-                finger.reset(world, priority, args)?;
-            }
+            finger.reset(world, priority, args)?;
         }
         Ok(())
     }
     fn reload(&mut self, world: &mut (), priority: i64, args: &ResetArgs) -> HostResult<()> {
         for finger in &mut self.fingers {
-            if finger.priorities(Phase::Reload).contains(&priority) {
-                finger.reload(world, priority, args)?;
-            }
+            finger.reload(world, priority, args)?;
         }
         Ok(())
     }
@@ -403,10 +399,14 @@ mod tests {
             g.get_info(&mut ()).unwrap().get("target_width"),
             Some(&Value::Float(0.02))
         );
-        // Hooks at other priorities do nothing.
-        let w = g.width();
-        g.post_environment_step(&mut (), Some(1.0), 0).unwrap();
-        assert_eq!(g.width(), w);
+        // The hooks act at any priority (they declare only one): a direct
+        // call with the default priority 0 moves the fingers too.
+        let mut h = g.clone();
+        g.post_environment_step(&mut (), Some(0.01), 0).unwrap();
+        h.post_environment_step(&mut (), Some(0.01), PRIORITY)
+            .unwrap();
+        assert_eq!(g.width(), h.width());
+        assert!(g.width() < expected);
         // A finger driven on its own moves alone.
         g.child_mut(1)
             .unwrap()

@@ -124,6 +124,12 @@ assert not (gripper.has_reward or gripper.has_termination_signal or gripper.has_
 assert gripper.action_space.shape == (1,) and gripper.post_environment_step_priorities == {50}
 with client.operation("gripper", "reset"):
     gripper.reset(priority=50, seed=0)
+with client.operation("gripper", "step"):
+    gripper.set_next_action(np.array([0.0], np.float32))
+    gripper.post_environment_step(0.01, priority=50)
+assert float(gripper.get_observation()[0]) < 0.08
+with client.operation("gripper", "reset"):
+    gripper.reset(seed=0)  # the default priority 0 works too: the hooks declare one priority
 assert np.allclose(gripper.get_observation(), [0.08])
 # Close to 2 cm over five control steps of two 10 ms updates each.
 for _ in range(5):
