@@ -6,6 +6,7 @@
 //!
 //! # Layout
 //! - [`codec`]: the value tree and the envelope codec (pure, no I/O).
+//! - [`sims`]: the built-in simulators (`cartpole`, `pointmass`, `gripper`).
 #![deny(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
 
@@ -15,6 +16,7 @@ pub mod fixtures;
 pub mod host;
 pub mod protocol;
 pub mod server;
+pub mod sims;
 pub mod transport;
 
 pub use codec::{
