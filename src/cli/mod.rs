@@ -108,7 +108,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     let registered = if args.fixtures {
         crate::fixtures::register(&mut builder)
     } else {
-        crate::fixtures::register(&mut builder)
+        crate::sims::register(&mut builder)
     };
     if let Err(e) = registered {
         return fail(e);
