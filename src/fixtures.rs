@@ -7,7 +7,8 @@
 
 use crate::codec::{DType, Dict, NdArray, Value};
 use crate::host::{
-    Env, HostError, HostResult, Node, Phase, ResetArgs, ResetResult, Space, StepResult,
+    CombinedNode, Env, HostError, HostResult, Node, Phase, ResetArgs, ResetResult, Space,
+    StepResult, World, WorldEnv,
 };
 use crate::server::{Hosted, RegisterError, ServerBuilder};
 use bytes::Bytes;
@@ -473,10 +474,165 @@ impl Env for BenchEnv {
     }
 }
 
+/// `TickWorld`: both timesteps 0.125; `tick` counts world steps (reset sets
+/// it to the seed); each reload widens the observation of the tick nodes.
+pub struct TickWorld {
+    /// Steps since the last reset (or the seed).
+    pub tick: i64,
+    /// The observation width set at the next after_reload.
+    pub width: usize,
+}
+
+impl World for TickWorld {
+    fn step(&mut self) -> HostResult<f64> {
+        self.tick += 1;
+        Ok(0.125)
+    }
+    fn reset(&mut self, args: &ResetArgs) -> HostResult<()> {
+        self.tick = args.seed.unwrap_or(0);
+        Ok(())
+    }
+    fn reload(&mut self, args: &ResetArgs) -> HostResult<()> {
+        self.width += 1;
+        self.tick = args.seed.unwrap_or(0);
+        Ok(())
+    }
+    fn world_timestep(&self) -> Option<f64> {
+        Some(0.125)
+    }
+    fn world_subtimestep(&self) -> Option<f64> {
+        Some(0.125)
+    }
+}
+
+/// `TickNode`: reads the world's tick; control 0.5 s, update 0.25 s.
+pub struct TickNode {
+    name: String,
+    observation: Space,
+    action: Value,
+}
+
+impl TickNode {
+    /// A tick node whose observation space starts as box((width,)).
+    pub fn new(name: &str, width: usize) -> TickNode {
+        TickNode {
+            name: name.to_string(),
+            observation: unbounded(vec![width]),
+            action: f32_array(&[1], vec![0.0]),
+        }
+    }
+}
+
+impl Node<TickWorld> for TickNode {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn control_timestep(&self) -> Option<f64> {
+        Some(0.5)
+    }
+    fn update_timestep(&self) -> Option<f64> {
+        Some(0.25)
+    }
+    fn context_space(&self) -> Option<Space> {
+        Some(unbounded(vec![1]))
+    }
+    fn observation_space(&self) -> Option<Space> {
+        Some(self.observation.clone())
+    }
+    fn action_space(&self) -> Option<Space> {
+        Some(unbounded(vec![1]))
+    }
+    fn has_reward(&self) -> bool {
+        true
+    }
+    fn has_termination_signal(&self) -> bool {
+        true
+    }
+    fn has_truncation_signal(&self) -> bool {
+        true
+    }
+    fn render_mode(&self) -> Option<String> {
+        Some("rgb_array".into())
+    }
+    fn priorities(&self, phase: Phase) -> Vec<i64> {
+        match phase {
+            Phase::Reset | Phase::Reload => vec![1, 0],
+            Phase::AfterReset | Phase::AfterReload => vec![0],
+            Phase::PreStep => vec![2, 0],
+            Phase::PostStep => vec![0, -1],
+        }
+    }
+    fn set_next_action(&mut self, _: &mut TickWorld, action: Value) -> HostResult<()> {
+        self.action = action;
+        Ok(())
+    }
+    fn reload(&mut self, _: &mut TickWorld, _: i64, _: &ResetArgs) -> HostResult<()> {
+        Ok(())
+    }
+    fn after_reload(
+        &mut self,
+        world: &mut TickWorld,
+        _: i64,
+        _: Option<&NdArray>,
+    ) -> HostResult<()> {
+        self.observation = unbounded(vec![world.width]);
+        Ok(())
+    }
+    fn get_observation(&mut self, world: &mut TickWorld) -> HostResult<Value> {
+        let shape = self.observation.shape().unwrap_or_default();
+        let n = shape.iter().product();
+        Ok(f32_array(&shape, vec![world.tick as f32; n]))
+    }
+    fn get_context(&mut self, _: &mut TickWorld) -> HostResult<Value> {
+        Ok(f32_array(&[1], vec![7.0]))
+    }
+    fn get_info(&mut self, world: &mut TickWorld) -> HostResult<Value> {
+        let mut d = Dict::new();
+        d.insert("tick", world.tick);
+        Ok(Value::Dict(d))
+    }
+    fn get_reward(&mut self, world: &mut TickWorld) -> HostResult<Value> {
+        Ok(Value::Float(world.tick as f64))
+    }
+    fn get_termination(&mut self, world: &mut TickWorld) -> HostResult<Value> {
+        Ok(Value::Bool(world.tick > 7))
+    }
+    fn get_truncation(&mut self, world: &mut TickWorld) -> HostResult<Value> {
+        Ok(Value::Bool(world.tick > 12))
+    }
+    fn render(&mut self, world: &mut TickWorld) -> HostResult<Value> {
+        let tick = u8::try_from(world.tick).map_err(|_| {
+            HostError::new(format!(
+                "Python integer {} out of bounds for uint8",
+                world.tick
+            ))
+        })?;
+        Ok(Value::Array(NdArray::from_shape_vec(
+            vec![2, 2, 3],
+            vec![tick; 12],
+        )?))
+    }
+}
+
+/// `composed`: a WorldEnv of a TickWorld and `CombinedNode("root", [TickNode
+/// first, TickNode "b"], direct_return=false)`; the first node's observation
+/// starts as box((first_width,)).
+pub fn make_composed(first: &str, first_width: usize) -> HostResult<WorldEnv<TickWorld>> {
+    let children: Vec<Box<dyn Node<TickWorld>>> = vec![
+        Box::new(TickNode::new(first, first_width)),
+        Box::new(TickNode::new("b", 1)),
+    ];
+    let root = CombinedNode::builder("root", children)
+        .direct_return(false)
+        .build()?;
+    WorldEnv::new(TickWorld { tick: 0, width: 1 }, Box::new(root))
+}
+
 /// Registers the whole fixture registry, in the reference host's order.
 pub fn register(builder: &mut ServerBuilder) -> Result<(), RegisterError> {
     builder.register_env("counter", CounterEnv::new(None, CounterVariant::Plain))?;
     builder.register_env("counter3", CounterEnv::new(Some(3), CounterVariant::Plain))?;
+    builder.register_with("composed", || make_composed("a", 1).map(Hosted::env))?;
     builder.register_node("arm", DeviceNode::new("arm", vec![]))?;
     builder.register_node("hand", DeviceNode::new("hand", vec![]))?;
     builder.register_node(
@@ -503,6 +659,13 @@ pub fn register(builder: &mut ServerBuilder) -> Result<(), RegisterError> {
     )?;
     builder.register_factory("lazy", || {
         Ok(Hosted::env(CounterEnv::new(None, CounterVariant::Plain)))
+    })?;
+    // The first child's observation is box((n,)), n = how many times the
+    // factory has run, this run included.
+    let mut runs = 0;
+    builder.register_factory("lazy_composed", move || {
+        runs += 1;
+        make_composed("a/b", runs).map(Hosted::env)
     })?;
     builder.register_env("bench_state", BenchEnv::new(None, None))?;
     builder.register_env("bench_image", BenchEnv::new(None, Some([84, 84, 3])))?;

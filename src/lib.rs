@@ -8,15 +8,18 @@
 //! - [`codec`]: the value tree and the envelope codec (pure, no I/O).
 //! - [`client`]: the async client, its proxies, subscriptions and boundary
 //!   cache, and a blocking facade ([`client::blocking`]).
+//! - [`sims`]: the built-in simulators (`cartpole`, `pointmass`, `gripper`).
 #![deny(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+pub mod cli;
 pub mod client;
 pub mod codec;
 pub mod fixtures;
 pub mod host;
 pub mod protocol;
 pub mod server;
+pub mod sims;
 pub mod transport;
 
 pub use codec::{

@@ -20,7 +20,7 @@ mod traits;
 pub mod tree;
 
 pub use args::{CallArgs, ResetArgs, ResetResult, StepResult};
-pub use combined::CombinedNode;
+pub use combined::{find_node, find_node_mut, CombinedNode, CombinedNodeBuilder, RenderModeArg};
 pub use composer::WorldEnv;
 pub use error::{HostError, HostErrorKind, HostResult};
 pub use space::Space;

@@ -114,7 +114,10 @@ impl DictSpace {
 }
 
 /// A string space.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Two text spaces are equal when they allow the same characters, whatever
+/// the order or repetitions of `charset` (UniEnv keeps a set).
+#[derive(Debug, Clone)]
 pub struct TextSpace {
     /// Shortest length.
     pub min_length: i64,
@@ -122,6 +125,15 @@ pub struct TextSpace {
     pub max_length: i64,
     /// The allowed characters, `None` for any.
     pub charset: Option<String>,
+}
+
+impl PartialEq for TextSpace {
+    fn eq(&self, other: &TextSpace) -> bool {
+        self.min_length == other.min_length
+            && self.max_length == other.max_length
+            && self.charset.as_deref().map(sorted_charset)
+                == other.charset.as_deref().map(sorted_charset)
+    }
 }
 
 /// A graph space.
@@ -744,5 +756,22 @@ mod tests {
             .collect();
         assert_eq!(keys, vec!["", "a", "b"]);
         assert_eq!(Space::from_value(&s.to_value()).unwrap(), s);
+    }
+
+    #[test]
+    fn text_spaces_compare_their_character_sets() {
+        let text = |c: &str| {
+            Space::Text(TextSpace {
+                min_length: 0,
+                max_length: 3,
+                charset: Some(c.into()),
+            })
+        };
+        assert_eq!(text("hello"), text("ehlo"));
+        assert_ne!(text("hello"), text("help"));
+        assert_eq!(
+            Space::from_value(&text("hello").to_value()).unwrap(),
+            text("hello")
+        );
     }
 }

@@ -98,6 +98,17 @@ fn find_mut<'a, W: ?Sized + 'static>(
     Some(cur)
 }
 
+/// The outcome of a hosted method once it has started: an invalid-argument
+/// error it returns (e.g. a composite rejecting a keyword after its world
+/// already reset) is an execution failure, since state may have changed.
+/// Only the binding done before invocation reports invalid arguments.
+pub fn ran<T>(result: HostResult<T>) -> HostResult<T> {
+    result.map_err(|e| match e.kind() {
+        crate::host::HostErrorKind::InvalidArgument => HostError::new(e.message()),
+        _ => e,
+    })
+}
+
 fn no_node() -> HostError {
     HostError::new("the node no longer exists in the tree")
 }
@@ -154,44 +165,44 @@ pub fn call_node<W: ?Sized + 'static>(
         "set_next_action" => {
             let action = args.required("action", 0)?;
             args.finish()?;
-            node.set_next_action(world, action).map(|_| Value::Null)
+            ran(node.set_next_action(world, action)).map(|_| Value::Null)
         }
         "pre_environment_step" | "post_environment_step" => {
             let dt = dt_arg(args.required("dt", 0)?)?;
             let priority = priority_arg(args.keyword("priority"))?;
             args.finish()?;
-            if method == "pre_environment_step" {
+            ran(if method == "pre_environment_step" {
                 node.pre_environment_step(world, dt, priority)
             } else {
                 node.post_environment_step(world, dt, priority)
-            }
+            })
             .map(|_| Value::Null)
         }
         "reset" | "reload" => {
             let priority = priority_arg(args.keyword("priority"))?;
             let reset = ResetArgs::bind(&mut args)?;
-            if method == "reset" {
+            ran(if method == "reset" {
                 node.reset(world, priority, &reset)
             } else {
                 node.reload(world, priority, &reset)
-            }
+            })
             .map(|_| Value::Null)
         }
         "after_reset" | "after_reload" => {
             let priority = priority_arg(args.keyword("priority"))?;
             let mask = mask_arg(args.keyword("mask"))?;
             args.finish()?;
-            if method == "after_reset" {
+            ran(if method == "after_reset" {
                 node.after_reset(world, priority, mask.as_ref())
             } else {
                 node.after_reload(world, priority, mask.as_ref())
-            }
+            })
             .map(|_| Value::Null)
         }
         "get_context" | "get_observation" | "get_reward" | "get_termination" | "get_truncation"
         | "get_info" | "render" => {
             args.finish()?;
-            match method {
+            ran(match method {
                 "get_context" => node.get_context(world),
                 "get_observation" => node.get_observation(world),
                 "get_reward" => node.get_reward(world),
@@ -199,7 +210,7 @@ pub fn call_node<W: ?Sized + 'static>(
                 "get_truncation" => node.get_truncation(world),
                 "get_info" => node.get_info(world),
                 _ => node.render(world),
-            }
+            })
         }
         other => Err(HostError::invalid_argument(format!(
             "{other} is not a node method"
@@ -240,16 +251,16 @@ pub fn call_world<W: World + ?Sized>(
     match method {
         "step" => {
             args.finish()?;
-            world.step().map(Value::Float)
+            ran(world.step()).map(Value::Float)
         }
         "reset" | "reload" | "after_reset" | "after_reload" => {
             let reset = ResetArgs::bind(&mut args)?;
-            match method {
+            ran(match method {
                 "reset" => world.reset(&reset),
                 "reload" => world.reload(&reset),
                 "after_reset" => world.after_reset(&reset),
                 _ => world.after_reload(&reset),
-            }
+            })
             .map(|_| Value::Null)
         }
         other => Err(HostError::invalid_argument(format!(
@@ -310,5 +321,36 @@ impl<N: Node<()>> Tree for Detached<N> {
     }
     fn close(&mut self) {
         self.root.close(&mut ());
+    }
+}
+
+impl<W: World> Tree for super::WorldEnv<W> {
+    fn has_world(&self) -> bool {
+        true
+    }
+    fn world_attrs(&self) -> WorldAttrs {
+        world_attrs_of(self.world())
+    }
+    fn world_call(&mut self, method: &str, args: CallArgs) -> HostResult<Value> {
+        call_world(self.world_mut(), method, args)
+    }
+    fn node_children(&self, path: &[usize]) -> Option<Vec<String>> {
+        children_of(self.node(), path)
+    }
+    fn node_attrs(&self, path: &[usize]) -> Option<NodeAttrs> {
+        attrs_of(self.node(), path)
+    }
+    fn node_call(&mut self, path: &[usize], method: &str, args: CallArgs) -> HostResult<Value> {
+        let (world, root) = self.parts_mut();
+        call_node(world, root, path, method, args)
+    }
+    fn node_read(&mut self, path: &[usize], field: Field) -> HostResult<Option<Value>> {
+        let (world, root) = self.parts_mut();
+        read_node(world, root, path, field)
+    }
+    fn close(&mut self) {
+        let (world, root) = self.parts_mut();
+        root.close(world);
+        world.close();
     }
 }

@@ -335,23 +335,24 @@ fn node_attrs_into(a: NodeAttrs, d: &mut Dict) {
 }
 
 fn call_env(env: &mut dyn Env, method: &str, mut args: CallArgs) -> HostResult<Value> {
+    use crate::host::tree::ran;
     match method {
         "reset" => {
             let a = ResetArgs::bind(&mut args)?;
-            env.reset(a).map(|r| r.into_value())
+            ran(env.reset(a)).map(|r| r.into_value())
         }
         "reload" => {
             let a = ResetArgs::bind(&mut args)?;
-            env.reload(a).map(|r| r.into_value())
+            ran(env.reload(a)).map(|r| r.into_value())
         }
         "step" => {
             let action = args.required("action", 0)?;
             args.finish()?;
-            env.step(action).map(|r| r.into_value())
+            ran(env.step(action)).map(|r| r.into_value())
         }
         "render" => {
             args.finish()?;
-            env.render()
+            ran(env.render())
         }
         other => Err(HostError::invalid_argument(format!(
             "{other} is not an env method"

@@ -179,7 +179,7 @@ impl ServerBuilder {
         id: &str,
         env: impl Env + Send,
     ) -> Result<String, RegisterError> {
-        self.register_with(id, move || Hosted::env(env))
+        self.register_with(id, move || Ok(Hosted::env(env)))
     }
 
     /// Registers a detached node tree (its own domain, components mode only).
@@ -188,21 +188,20 @@ impl ServerBuilder {
         id: &str,
         node: impl Node<()> + Send,
     ) -> Result<String, RegisterError> {
-        self.register_with(id, move || Hosted::detached(node))
+        self.register_with(id, move || Ok(Hosted::detached(node)))
     }
 
     /// Registers an object built by `build` on the domain's own thread, now;
     /// the object need not be `Send` (GPU contexts, foreign handles). It is
-    /// never evicted.
-    pub fn register_with<F, H>(&mut self, id: &str, build: F) -> Result<String, RegisterError>
+    /// never evicted. A build error is returned as [`RegisterError::Failed`].
+    pub fn register_with<F>(&mut self, id: &str, build: F) -> Result<String, RegisterError>
     where
-        F: FnOnce() -> H + Send + 'static,
-        H: Into<Hosted>,
+        F: FnOnce() -> HostResult<Hosted> + Send + 'static,
     {
         let mut build = Some(build);
         let factory = move || -> HostResult<Hosted> {
             match build.take() {
-                Some(b) => Ok(b().into()),
+                Some(b) => b(),
                 None => Err(crate::host::HostError::new("the object was already built")),
             }
         };
@@ -323,6 +322,11 @@ impl Server {
     /// The registered root IDs, in registration order.
     pub fn roots(&self) -> &[String] {
         &self.inner.roots
+    }
+
+    /// Whether `id` is a factory registration (built on first use).
+    pub fn is_lazy(&self, id: &str) -> bool {
+        self.inner.shared.factory_roots.iter().any(|(r, _)| r == id)
     }
 
     /// The configuration.

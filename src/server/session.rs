@@ -219,6 +219,7 @@ pub(crate) async fn run(
         }
     };
     session.close(reason.clone());
+    drop(reader);
     let _ = writer_task.await;
     let touched: Vec<usize> = session.touched.lock().drain().collect();
     for index in touched {
@@ -393,16 +394,17 @@ fn hello(
 }
 
 async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
+    let mut closed = session.close_tx.subscribe();
     let mut unflushed = false;
     loop {
         if session.is_closed() {
             break;
         }
         let item = session.next_outbound();
-        let result = match item {
-            Some(Outgoing::Reliable(bytes)) => writer.feed(bytes).await,
+        let bytes = match item {
+            Some(Outgoing::Reliable(bytes)) => bytes,
             Some(Outgoing::Snapshot(id, snap)) => match snap.encode(&session) {
-                Ok(bytes) => writer.feed(bytes).await,
+                Ok(bytes) => bytes,
                 Err(failure) => {
                     // Too large (or otherwise unencodable) for this peer: the
                     // subscription ends with a reliable subscription_error.
@@ -412,23 +414,36 @@ async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
                         subscription_id: id,
                     });
                     session.send_reliable(failure);
-                    Ok(())
-                }
-            },
-            None => {
-                if unflushed {
-                    if writer.flush().await.is_err() {
-                        session.close(CloseReason::Transport("write failed".into()));
-                        break;
-                    }
-                    unflushed = false;
                     continue;
                 }
-                session.notify.notified().await;
+            },
+            None if unflushed => {
+                let flushed = tokio::select! {
+                    r = writer.flush() => r,
+                    _ = closed.changed() => break,
+                };
+                if flushed.is_err() {
+                    session.close(CloseReason::Transport("write failed".into()));
+                    break;
+                }
+                unflushed = false;
+                continue;
+            }
+            None => {
+                tokio::select! {
+                    _ = session.notify.notified() => {}
+                    _ = closed.changed() => break,
+                }
                 continue;
             }
         };
-        match result {
+        // A peer that stops reading blocks this write; closing the session
+        // (queue overflow, shutdown) must still end it.
+        let fed = tokio::select! {
+            r = writer.feed(bytes) => r,
+            _ = closed.changed() => break,
+        };
+        match fed {
             Ok(()) => unflushed = true,
             Err(e) => {
                 session.close(CloseReason::Transport(e.to_string()));
@@ -446,5 +461,7 @@ async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
         }
         _ => None,
     };
-    writer.close(close_frame).await;
+    // Bounded: a peer that does not read cannot hold the close forever.
+    let _ =
+        tokio::time::timeout(std::time::Duration::from_secs(2), writer.close(close_frame)).await;
 }

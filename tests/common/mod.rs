@@ -68,3 +68,55 @@ pub fn run_python(
     );
     out.stdout
 }
+
+pub mod envs;
+pub mod raw;
+
+/// A reference (Python) fixture server on a free loopback port, killed on drop.
+pub struct RefServer {
+    child: std::process::Child,
+    /// Its ws:// URL.
+    pub url: String,
+}
+
+impl RefServer {
+    /// Starts `tests/py/ref_fixture_server.py` and waits for its URL.
+    pub fn start(python: &std::path::Path, idle_timeout: Option<f64>) -> RefServer {
+        use std::io::BufRead;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let mut cmd = Command::new(python);
+        cmd.arg(py_script("ref_fixture_server.py"))
+            .arg(port.to_string());
+        if let Some(idle) = idle_timeout {
+            cmd.arg(idle.to_string());
+        }
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("start the reference server");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("reference server URL");
+        assert!(
+            line.starts_with("ws://"),
+            "unexpected reference server output: {line:?}"
+        );
+        RefServer {
+            child,
+            url: line.trim().to_string(),
+        }
+    }
+}
+
+impl Drop for RefServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,276 @@
+//! The `unienv-remote` command line: `serve` the built-in simulators (or the
+//! conformance fixtures), poke at any UniEnv server, and `inspect` captured
+//! envelopes.
+
+mod pretty;
+
+pub use pretty::{array_summary, indent_json, pretty};
+
+use crate::codec::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
+use crate::server::{Server, ServerConfig};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The default address of `serve`.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:8765";
+
+/// Server and client for UniEnv's remote environment protocol v1.
+#[derive(Debug, Parser)]
+#[command(name = "unienv-remote", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Host the built-in simulators (or, with --fixtures, the conformance registry).
+    Serve(ServeArgs),
+    /// Print a captured envelope readably and name its first problem.
+    Inspect(InspectArgs),
+}
+
+/// Options of `serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = DEFAULT_ADDR)]
+    pub addr: String,
+    /// Require `Authorization: Bearer TOKEN` from clients.
+    #[arg(long)]
+    pub token: Option<String>,
+    /// Dispose idle factory-built simulators after SECONDS (0 disables).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    pub idle_timeout: f64,
+    /// Largest message in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE_SIZE)]
+    pub max_message_size: usize,
+    /// Also accept this browser origin (repeatable; `*` allows any).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+    /// Also accept this Host header name (repeatable), e.g. when serving on a LAN name.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// Most simultaneous connections.
+    #[arg(long, default_value_t = 1024)]
+    pub max_connections: usize,
+    /// Host the conformance fixture registry instead of the built-in simulators.
+    #[arg(long)]
+    pub fixtures: bool,
+}
+
+/// Options of `inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The envelope file (4-byte length, JSON header, attachments).
+    pub file: PathBuf,
+    /// Print the tagged JSON header instead of the decoded values.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the command line and returns the process exit code.
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Serve(args) => serve(args),
+        Command::Inspect(args) => inspect(args),
+    }
+}
+
+fn fail(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::FAILURE
+}
+
+/// `serve`: registers the simulators, listens, prints how to connect, and
+/// shuts down cleanly on Ctrl-C (simulators closed, threads joined).
+pub fn serve(args: ServeArgs) -> ExitCode {
+    if !(args.idle_timeout.is_finite() && args.idle_timeout >= 0.0) {
+        return fail("--idle-timeout must be a non-negative number of seconds");
+    }
+    if args.max_message_size < crate::codec::MIN_MAX_MESSAGE_SIZE {
+        return fail("--max-message-size must be at least 8");
+    }
+    let config = ServerConfig {
+        max_message_size: args.max_message_size,
+        idle_timeout: (args.idle_timeout > 0.0).then(|| Duration::from_secs_f64(args.idle_timeout)),
+        max_connections: args.max_connections,
+        token: args.token.clone(),
+        allowed_origins: args.allow_origin.clone(),
+        allowed_hosts: args.allow_host.clone(),
+        ..ServerConfig::default()
+    };
+    let mut builder = Server::builder(config);
+    let registered = if args.fixtures {
+        crate::fixtures::register(&mut builder)
+    } else {
+        crate::sims::register(&mut builder)
+    };
+    if let Err(e) = registered {
+        return fail(e);
+    }
+    let server = builder.start();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    runtime.block_on(async move {
+        let listener = match server.listen(args.addr.as_str()).await {
+            Ok(l) => l,
+            Err(e) => return fail(format!("cannot listen on {}: {e}", args.addr)),
+        };
+        print_banner(
+            &server,
+            &listener.url(),
+            args.token.is_some(),
+            args.fixtures,
+        )
+        .await;
+        let _ = tokio::signal::ctrl_c().await;
+        eprintln!("\nshutting down: closing simulators…");
+        server.shutdown().await;
+        eprintln!("stopped");
+        ExitCode::SUCCESS
+    })
+}
+
+async fn print_banner(server: &Server, url: &str, token: bool, fixtures: bool) {
+    let what = if fixtures {
+        "the conformance fixture registry"
+    } else {
+        "the built-in simulators"
+    };
+    println!(
+        "unienv-remote {} serving {what} on {url}",
+        env!("CARGO_PKG_VERSION")
+    );
+    let descriptors = describe_eager(server).await;
+    for root in server.roots().iter().filter(|r| server.is_lazy(r)) {
+        println!("  lazy  {root}  (built on first use, disposed when idle)");
+    }
+    for d in &descriptors {
+        let id = d.get("id").and_then(crate::Value::as_str).unwrap_or("?");
+        let kind = d.get("kind").and_then(crate::Value::as_str).unwrap_or("?");
+        let obs = d
+            .get("observation_space")
+            .and_then(|s| crate::host::Space::from_value(s).ok())
+            .map(|s| format!("  observation {s}"))
+            .unwrap_or_default();
+        println!("  {kind:5} {id}{obs}");
+    }
+    let header = if token {
+        ", additional_headers={\"Authorization\": \"Bearer <TOKEN>\"}"
+    } else {
+        ""
+    };
+    let first_env = descriptors
+        .iter()
+        .find(|d| d.get("kind").and_then(crate::Value::as_str) == Some("env"))
+        .and_then(|d| d.get("id").and_then(crate::Value::as_str))
+        .unwrap_or("cartpole")
+        .to_string();
+    println!();
+    println!("Python (pip install \"unienv[network]==0.0.1b14\"):");
+    if token {
+        println!("  from unienv_interface.remote import RemoteClient, WebSocketTransport");
+        println!("  client = RemoteClient(WebSocketTransport.connect(\"{url}\"{header}))");
+    } else {
+        println!("  from unienv_interface.remote import RemoteClient");
+        println!("  client = RemoteClient.connect(\"{url}\")");
+    }
+    println!("  env = client.env(\"{first_env}\"); context, obs, info = env.reset(seed=0)");
+    println!();
+    println!(
+        "Rust: unienv_remote::client::blocking::Client::connect(\"{url}\", Default::default())"
+    );
+    println!("Watch: unienv-remote watch {url} {first_env}");
+    println!("Press Ctrl-C to stop.");
+}
+
+/// The descriptors of every eager registration, through an in-memory
+/// session (factories stay pending).
+async fn describe_eager(server: &Server) -> Vec<crate::Value> {
+    use crate::codec::{Dict, Value};
+    let codec = Codec::default();
+    let mut t = server.connect_memory();
+    let request = |op: &str, session: &Value, resource: Option<&str>| {
+        let mut d = Dict::new();
+        d.insert("version", 1);
+        d.insert("type", "request");
+        d.insert("request_id", op);
+        d.insert("session_id", session.clone());
+        d.insert("op", op);
+        d.insert("resource_id", resource);
+        codec.encode(&Value::Dict(d)).map(bytes::Bytes::from)
+    };
+    let mut result = Vec::new();
+    let Ok(hello) = request("hello", &Value::Null, None) else {
+        return result;
+    };
+    if t.send(hello).await.is_err() {
+        return result;
+    }
+    let session = match t.recv().await.map(|f| codec.decode(f)) {
+        Ok(Ok(v)) => v
+            .get("result")
+            .and_then(|r| r.get("session_id"))
+            .cloned()
+            .unwrap_or_default(),
+        _ => return result,
+    };
+    for root in server.roots().iter().filter(|r| !server.is_lazy(r)) {
+        let Ok(describe) = request("describe", &session, Some(root)) else {
+            continue;
+        };
+        if t.send(describe).await.is_err() {
+            break;
+        }
+        if let Ok(Ok(v)) = t.recv().await.map(|f| codec.decode(f)) {
+            if let Some(list) = v.get("result").and_then(Value::as_seq) {
+                result.extend(list.iter().cloned());
+            }
+        }
+    }
+    result
+}
+
+/// `inspect`: decodes a captured envelope and prints it, or names its first
+/// problem (exit code 1).
+pub fn inspect(args: InspectArgs) -> ExitCode {
+    let bytes = match std::fs::read(&args.file) {
+        Ok(b) => b,
+        Err(e) => return fail(format!("cannot read {}: {e}", args.file.display())),
+    };
+    let size = bytes.len();
+    if args.json {
+        match crate::codec::envelope_header(&bytes) {
+            Ok(header) => {
+                println!("{}", indent_json(header));
+                println!(
+                    "-- {} header bytes, {} attachment bytes",
+                    header.len(),
+                    size - 4 - header.len()
+                );
+            }
+            Err(e) => return fail(format!("invalid envelope: {e}")),
+        }
+    }
+    let codec = Codec::new(size.max(DEFAULT_MAX_MESSAGE_SIZE)).unwrap_or_default();
+    match codec.decode(bytes::Bytes::from(bytes)) {
+        Ok(value) => {
+            if !args.json {
+                println!("{}", pretty(&value));
+                println!("-- valid envelope, {size} bytes");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!("invalid envelope: {e}")),
+    }
+}

@@ -1,0 +1,216 @@
+//! Human-readable printing of value trees: nested containers indented,
+//! arrays summarized by dtype, shape and a few values.
+
+use crate::codec::{NdArray, Value};
+use std::fmt::Write;
+
+/// How many array elements a summary shows.
+const SHOWN: usize = 6;
+
+/// A one-line summary of an array: `float32 (84, 84, 3) [0.0, 1.0, … ]`.
+pub fn array_summary(a: &NdArray) -> String {
+    let shape: Vec<String> = a.shape().iter().map(ToString::to_string).collect();
+    let shape = match shape.len() {
+        1 => format!("({},)", shape[0]),
+        _ => format!("({})", shape.join(", ")),
+    };
+    let order = match a.dtype().byte_order() {
+        Some(o) if !a.dtype().is_native() => format!(" {o:?}-endian"),
+        _ => String::new(),
+    };
+    let n = a.len();
+    let mut values: Vec<String> = (0..n.min(SHOWN))
+        .filter_map(|i| a.format_element(i))
+        .collect();
+    if n > SHOWN {
+        values.push(format!("… {} more", n - SHOWN));
+    }
+    let mut stats = String::new();
+    if n > SHOWN && a.dtype().kind() != crate::codec::ScalarKind::Complex {
+        let v = a.to_f64_vec();
+        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let mean = v.iter().sum::<f64>() / n as f64;
+        stats = format!("  min {min} max {max} mean {mean:.4}");
+    }
+    format!(
+        "{}{order} {shape} [{}]{stats}",
+        a.dtype().name(),
+        values.join(", ")
+    )
+}
+
+/// Writes `value` indented by `indent` levels.
+pub fn pretty(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value, 0);
+    out
+}
+
+fn pad(out: &mut String, indent: usize) {
+    for _ in 0..indent {
+        out.push_str("  ");
+    }
+}
+
+fn is_simple(v: &Value) -> bool {
+    match v {
+        Value::List(items) | Value::Tuple(items) => items.len() <= 8 && items.iter().all(is_scalar),
+        Value::Dict(d) => d.is_empty(),
+        other => is_scalar(other) || matches!(other, Value::Array(_)),
+    }
+}
+
+fn is_scalar(v: &Value) -> bool {
+    !matches!(
+        v,
+        Value::List(_)
+            | Value::Tuple(_)
+            | Value::Dict(_)
+            | Value::ObjectArray(_)
+            | Value::Graph(_)
+            | Value::Array(_)
+    )
+}
+
+fn write_value(out: &mut String, v: &Value, indent: usize) {
+    match v {
+        Value::Array(a) => out.push_str(&array_summary(a)),
+        v if is_simple(v) => {
+            let _ = write!(out, "{v}");
+        }
+        Value::List(items) | Value::Tuple(items) => {
+            let (open, close) = if matches!(v, Value::List(_)) {
+                ("[", "]")
+            } else {
+                ("(", ")")
+            };
+            out.push_str(open);
+            out.push('\n');
+            for item in items {
+                pad(out, indent + 1);
+                write_value(out, item, indent + 1);
+                out.push_str(",\n");
+            }
+            pad(out, indent);
+            out.push_str(close);
+        }
+        Value::Dict(d) => {
+            out.push_str("{\n");
+            for (k, item) in d.iter() {
+                pad(out, indent + 1);
+                let _ = write!(out, "{k:?}: ");
+                write_value(out, item, indent + 1);
+                out.push_str(",\n");
+            }
+            pad(out, indent);
+            out.push('}');
+        }
+        Value::ObjectArray(o) => {
+            let _ = writeln!(out, "object_array(shape={:?}) [", o.shape());
+            for item in o.values() {
+                pad(out, indent + 1);
+                write_value(out, item, indent + 1);
+                out.push_str(",\n");
+            }
+            pad(out, indent);
+            out.push(']');
+        }
+        Value::Graph(g) => {
+            out.push_str("GraphInstance(\n");
+            for (k, item) in g.fields() {
+                pad(out, indent + 1);
+                let _ = write!(out, "{k}=");
+                write_value(out, item, indent + 1);
+                out.push_str(",\n");
+            }
+            pad(out, indent);
+            out.push(')');
+        }
+        other => {
+            let _ = write!(out, "{other}");
+        }
+    }
+}
+
+/// Re-indents compact JSON text (two spaces per level), leaving every token
+/// exactly as written.
+pub fn indent_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                out.push(c);
+                if matches!(chars.peek(), Some('}') | Some(']')) {
+                    if let Some(close) = chars.next() {
+                        out.push(close);
+                    }
+                    continue;
+                }
+                depth += 1;
+                out.push('\n');
+                out.push_str(&"  ".repeat(depth));
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                out.push('\n');
+                out.push_str(&"  ".repeat(depth));
+                out.push(c);
+            }
+            ',' => {
+                out.push(c);
+                out.push('\n');
+                out.push_str(&"  ".repeat(depth));
+            }
+            ':' => out.push_str(": "),
+            c if c.is_whitespace() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dict;
+
+    #[test]
+    fn summaries() {
+        let a = NdArray::from_vec((0..10).map(|i| i as f32).collect());
+        let s = array_summary(&a);
+        assert!(
+            s.starts_with("float32 (10,) [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, … 4 more]"),
+            "{s}"
+        );
+        assert!(s.contains("mean 4.5"), "{s}");
+        let v = Value::from(dict! { "a" => 1, "b" => Value::list([1, 2]) });
+        assert_eq!(pretty(&v), "{\n  \"a\": 1,\n  \"b\": [1, 2],\n}");
+    }
+
+    #[test]
+    fn json_indentation_keeps_tokens() {
+        let s = indent_json(r#"{"t":"list","v":[1,"a,b",{"t":"dict","v":[]}]}"#);
+        assert!(s.contains("\"a,b\""));
+        assert!(s.contains("\"v\": []"));
+    }
+}

@@ -1,0 +1,254 @@
+//! The WebSocket listener's defences: Host and Origin checks against DNS
+//! rebinding, the bearer token (checked before the upgrade), handshake size
+//! and time limits, no compression, binary messages only, the message size
+//! limit and the connection cap.
+
+use futures_util::{SinkExt, StreamExt};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{self, Message};
+use unienv_remote::server::{Listener, Server, ServerConfig};
+
+async fn serve(config: ServerConfig) -> (Server, Listener) {
+    let mut b = Server::builder(config);
+    unienv_remote::fixtures::register(&mut b).unwrap();
+    let server = b.start();
+    let listener = server.listen("127.0.0.1:0").await.unwrap();
+    (server, listener)
+}
+
+async fn connect(
+    url: &str,
+    headers: &[(&str, &str)],
+) -> Result<
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>,
+    tungstenite::Error,
+> {
+    let mut req = url.into_client_request().unwrap();
+    for (k, v) in headers {
+        req.headers_mut().insert(
+            tungstenite::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
+    }
+    tokio_tungstenite::connect_async(req)
+        .await
+        .map(|(ws, _)| ws)
+}
+
+fn status(e: &tungstenite::Error) -> u16 {
+    match e {
+        tungstenite::Error::Http(resp) => resp.status().as_u16(),
+        other => panic!("expected an HTTP refusal, got {other:?}"),
+    }
+}
+
+/// Reads a raw HTTP response head.
+async fn raw_handshake(addr: std::net::SocketAddr, request: String) -> String {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let mut got = Vec::new();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf)).await {
+            Ok(Ok(0)) | Err(_) => break,
+            Ok(Ok(n)) => {
+                got.extend_from_slice(&buf[..n]);
+                if got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    break;
+                }
+            }
+            Ok(Err(_)) => break,
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+fn upgrade_request(host: &str, extra: &str) -> String {
+    format!(
+        "GET / HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn origins_and_hosts_are_checked() {
+    let config = ServerConfig {
+        allowed_origins: vec!["https://dashboard.example".into()],
+        ..ServerConfig::default()
+    };
+    let (server, l) = serve(config).await;
+    let url = l.url();
+    // Non-browser clients send no Origin.
+    assert!(connect(&url, &[]).await.is_ok());
+    assert!(connect(&url, &[("Origin", "http://localhost:3000")])
+        .await
+        .is_ok());
+    assert!(connect(&url, &[("Origin", "https://dashboard.example")])
+        .await
+        .is_ok());
+    let e = connect(&url, &[("Origin", "https://evil.example")])
+        .await
+        .unwrap_err();
+    assert_eq!(status(&e), 403);
+    let e = connect(&url, &[("Origin", "null")]).await.unwrap_err();
+    assert_eq!(status(&e), 403);
+    // A DNS name that rebinds to loopback.
+    let head = raw_handshake(
+        l.local_addr(),
+        upgrade_request("rebind.attacker.test:80", ""),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    let head = raw_handshake(
+        l.local_addr(),
+        upgrade_request(&format!("localhost:{}", l.local_addr().port()), ""),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bearer_token_is_required_before_the_upgrade() {
+    let config = ServerConfig {
+        token: Some("correct horse".into()),
+        ..ServerConfig::default()
+    };
+    let (server, l) = serve(config).await;
+    let url = l.url();
+    assert_eq!(status(&connect(&url, &[]).await.unwrap_err()), 401);
+    assert_eq!(
+        status(
+            &connect(&url, &[("Authorization", "Bearer wrong")])
+                .await
+                .unwrap_err()
+        ),
+        401
+    );
+    assert_eq!(
+        status(
+            &connect(&url, &[("Authorization", "Basic Y29ycmVjdCBob3JzZQ==")])
+                .await
+                .unwrap_err()
+        ),
+        401
+    );
+    assert!(connect(&url, &[("Authorization", "Bearer correct horse")])
+        .await
+        .is_ok());
+    assert_eq!(server.session_count(), 1);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compression_offers_are_not_accepted() {
+    let (server, l) = serve(ServerConfig::default()).await;
+    let head = raw_handshake(
+        l.local_addr(),
+        upgrade_request(
+            "127.0.0.1",
+            "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n",
+        ),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    assert!(
+        !head
+            .to_ascii_lowercase()
+            .contains("sec-websocket-extensions"),
+        "{head}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_and_stalled_handshakes_are_dropped() {
+    let config = ServerConfig {
+        handshake_timeout: Duration::from_millis(300),
+        ..ServerConfig::default()
+    };
+    let (server, l) = serve(config).await;
+    let big = format!("X-Padding: {}\r\n", "a".repeat(20_000));
+    let head = raw_handshake(l.local_addr(), upgrade_request("127.0.0.1", &big)).await;
+    assert!(
+        !head.contains("101"),
+        "an oversized handshake must not be upgraded: {head:.80}"
+    );
+    // A connection that never completes its handshake is closed.
+    let mut s = TcpStream::connect(l.local_addr()).await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+    let mut buf = [0u8; 64];
+    let started = std::time::Instant::now();
+    let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap_or(0);
+    assert_eq!(n, 0, "closed without a response");
+    assert!(started.elapsed() < Duration::from_secs(4));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_and_oversized_messages_close_the_connection() {
+    let config = ServerConfig {
+        max_message_size: 4096,
+        ..ServerConfig::default()
+    };
+    let (server, l) = serve(config).await;
+    let mut ws = connect(&l.url(), &[]).await.unwrap();
+    ws.send(Message::text("{\"op\":\"hello\"}")).await.unwrap();
+    let mut closed = false;
+    while let Ok(Some(msg)) = tokio::time::timeout(Duration::from_secs(5), ws.next()).await {
+        match msg {
+            Ok(Message::Close(frame)) => {
+                assert_eq!(frame.map(|f| u16::from(f.code)), Some(1003));
+                closed = true;
+                break;
+            }
+            Err(_) => {
+                closed = true;
+                break;
+            }
+            Ok(_) => {}
+        }
+    }
+    assert!(closed, "a text message closes the connection");
+    let mut ws = connect(&l.url(), &[]).await.unwrap();
+    let _ = ws.send(Message::binary(vec![0u8; 8192])).await;
+    let next = tokio::time::timeout(Duration::from_secs(5), ws.next())
+        .await
+        .unwrap();
+    assert!(
+        matches!(next, None | Some(Err(_)) | Some(Ok(Message::Close(_)))),
+        "an oversized message closes the connection: {next:?}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_capped() {
+    let config = ServerConfig {
+        max_connections: 2,
+        ..ServerConfig::default()
+    };
+    let (server, l) = serve(config).await;
+    let a = connect(&l.url(), &[]).await.unwrap();
+    let _b = connect(&l.url(), &[]).await.unwrap();
+    let e = connect(&l.url(), &[]).await.unwrap_err();
+    assert_eq!(status(&e), 503);
+    drop(a);
+    // The slot frees once the first connection is gone.
+    let mut ok = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        if connect(&l.url(), &[]).await.is_ok() {
+            ok = true;
+            break;
+        }
+    }
+    assert!(ok);
+    server.shutdown().await;
+}
