@@ -14,7 +14,10 @@
 //! [`WorldProxy`] implements the crate's [`World`] trait and [`NodeProxy`]
 //! implements [`Node<W>`](Node) for any world type `W` (the world argument is
 //! ignored: the node's world is remote), so that remote components can be
-//! driven by code written against the host traits.
+//! driven by code written against the host traits — in particular by the
+//! crate's [`WorldEnv`](crate::host::WorldEnv) composer, which
+//! [`RemoteWorldEnv`] runs client-side with one operation per reset, reload
+//! and step.
 //!
 //! ```
 //! use unienv_remote::client::{blocking, ClientConfig, OperationKind};
@@ -46,6 +49,8 @@
 //! runtime.block_on(server.shutdown());
 //! # Ok(()) }
 //! ```
+
+pub use super::remote_env::RemoteWorldEnv;
 
 use super::{
     BoundarySnapshot, ClientConfig, ClientError, ClientResult, Descriptor, Mode, OperationKind,
@@ -253,6 +258,11 @@ impl Client {
 
     fn block_on<F: Future>(&self, future: F) -> F::Output {
         self.core.block_on(future)
+    }
+
+    /// Whether both handles share one connection.
+    pub fn same_connection(&self, other: &Client) -> bool {
+        Arc::ptr_eq(&self.core, &other.core)
     }
 
     /// See [`super::Client::server_info`].
@@ -877,7 +887,7 @@ impl std::fmt::Debug for NodeProxy {
 /// A client error as a host error: `invalid_request` becomes an invalid
 /// argument, everything else an execution failure carrying the message
 /// (with its code).
-fn host(e: ClientError) -> HostError {
+pub(crate) fn host_error(e: ClientError) -> HostError {
     if e.code() == "invalid_request" {
         HostError::invalid_argument(e.to_string())
     } else {
@@ -891,26 +901,26 @@ fn space(s: Option<Arc<Space>>) -> Option<Space> {
 
 impl World for WorldProxy {
     fn step(&mut self) -> HostResult<f64> {
-        let dt = WorldProxy::step(self).map_err(host)?;
+        let dt = WorldProxy::step(self).map_err(host_error)?;
         dt.as_scalar_f64().ok_or_else(|| {
             HostError::new(format!("the remote world step returned {dt}, not a number"))
         })
     }
 
     fn reset(&mut self, args: &ResetArgs) -> HostResult<()> {
-        WorldProxy::reset(self, args).map_err(host)
+        WorldProxy::reset(self, args).map_err(host_error)
     }
 
     fn reload(&mut self, args: &ResetArgs) -> HostResult<()> {
-        WorldProxy::reload(self, args).map_err(host)
+        WorldProxy::reload(self, args).map_err(host_error)
     }
 
     fn after_reset(&mut self, args: &ResetArgs) -> HostResult<()> {
-        WorldProxy::after_reset(self, args).map_err(host)
+        WorldProxy::after_reset(self, args).map_err(host_error)
     }
 
     fn after_reload(&mut self, args: &ResetArgs) -> HostResult<()> {
-        WorldProxy::after_reload(self, args).map_err(host)
+        WorldProxy::after_reload(self, args).map_err(host_error)
     }
 
     /// Releases control of the remote domain (as the reference proxies'
@@ -1004,7 +1014,7 @@ impl<W: ?Sized + 'static> Node<W> for NodeProxy {
     }
 
     fn set_next_action(&mut self, _world: &mut W, action: Value) -> HostResult<()> {
-        NodeProxy::set_next_action(self, action).map_err(host)
+        NodeProxy::set_next_action(self, action).map_err(host_error)
     }
 
     fn pre_environment_step(
@@ -1013,7 +1023,7 @@ impl<W: ?Sized + 'static> Node<W> for NodeProxy {
         dt: Option<f64>,
         priority: i64,
     ) -> HostResult<()> {
-        NodeProxy::pre_environment_step(self, dt, priority).map_err(host)
+        NodeProxy::pre_environment_step(self, dt, priority).map_err(host_error)
     }
 
     fn post_environment_step(
@@ -1022,15 +1032,15 @@ impl<W: ?Sized + 'static> Node<W> for NodeProxy {
         dt: Option<f64>,
         priority: i64,
     ) -> HostResult<()> {
-        NodeProxy::post_environment_step(self, dt, priority).map_err(host)
+        NodeProxy::post_environment_step(self, dt, priority).map_err(host_error)
     }
 
     fn reset(&mut self, _world: &mut W, priority: i64, args: &ResetArgs) -> HostResult<()> {
-        NodeProxy::reset(self, priority, args).map_err(host)
+        NodeProxy::reset(self, priority, args).map_err(host_error)
     }
 
     fn reload(&mut self, _world: &mut W, priority: i64, args: &ResetArgs) -> HostResult<()> {
-        NodeProxy::reload(self, priority, args).map_err(host)
+        NodeProxy::reload(self, priority, args).map_err(host_error)
     }
 
     fn after_reset(
@@ -1039,7 +1049,7 @@ impl<W: ?Sized + 'static> Node<W> for NodeProxy {
         priority: i64,
         mask: Option<&NdArray>,
     ) -> HostResult<()> {
-        NodeProxy::after_reset(self, priority, mask).map_err(host)
+        NodeProxy::after_reset(self, priority, mask).map_err(host_error)
     }
 
     fn after_reload(
@@ -1048,35 +1058,35 @@ impl<W: ?Sized + 'static> Node<W> for NodeProxy {
         priority: i64,
         mask: Option<&NdArray>,
     ) -> HostResult<()> {
-        NodeProxy::after_reload(self, priority, mask).map_err(host)
+        NodeProxy::after_reload(self, priority, mask).map_err(host_error)
     }
 
     fn get_context(&mut self, _world: &mut W) -> HostResult<Value> {
-        NodeProxy::get_context(self).map_err(host)
+        NodeProxy::get_context(self).map_err(host_error)
     }
 
     fn get_observation(&mut self, _world: &mut W) -> HostResult<Value> {
-        NodeProxy::get_observation(self).map_err(host)
+        NodeProxy::get_observation(self).map_err(host_error)
     }
 
     fn get_reward(&mut self, _world: &mut W) -> HostResult<Value> {
-        NodeProxy::get_reward(self).map_err(host)
+        NodeProxy::get_reward(self).map_err(host_error)
     }
 
     fn get_termination(&mut self, _world: &mut W) -> HostResult<Value> {
-        NodeProxy::get_termination(self).map_err(host)
+        NodeProxy::get_termination(self).map_err(host_error)
     }
 
     fn get_truncation(&mut self, _world: &mut W) -> HostResult<Value> {
-        NodeProxy::get_truncation(self).map_err(host)
+        NodeProxy::get_truncation(self).map_err(host_error)
     }
 
     fn get_info(&mut self, _world: &mut W) -> HostResult<Value> {
-        NodeProxy::get_info(self).map_err(host)
+        NodeProxy::get_info(self).map_err(host_error)
     }
 
     fn render(&mut self, _world: &mut W) -> HostResult<Value> {
-        NodeProxy::render(self).map_err(host)
+        NodeProxy::render(self).map_err(host_error)
     }
 
     /// Releases control of the remote domain (as the reference proxies'

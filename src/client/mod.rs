@@ -26,6 +26,9 @@
 //!   claims it explicitly and [`Client::release`] gives it back (keeping
 //!   subscriptions unless asked). Component mutations run inside an
 //!   [`Operation`] ([`Client::with_operation`] or [`Client::operation`]).
+//!   [`blocking::RemoteWorldEnv`] runs the crate's `WorldEnv` composer
+//!   client-side over a remote world and its nodes, one operation per
+//!   reset, reload and step.
 //! - **Boundary snapshot cache.** Completed boundaries (env mutations and
 //!   completed operations) bring the captured fields of the domain's
 //!   resources; outside operations, node getters are served from them
@@ -79,6 +82,7 @@ mod descriptor;
 mod error;
 mod operation;
 mod proxy;
+mod remote_env;
 mod shared;
 mod subscription;
 
