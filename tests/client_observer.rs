@@ -245,3 +245,55 @@ async fn streams_end_with_errors_and_closing() {
     }
     assert_same(&transcripts);
 }
+
+async fn release_keeps(t: &Target) -> Vec<String> {
+    let mut log = Vec::new();
+    let a = t.client().await;
+    let b = t.client().await;
+    let env_a = a.env("counter").await.expect("counter");
+    env_a
+        .reset(ResetArgs::with_seed(0))
+        .await
+        .expect("a controls");
+    let mut sub = a
+        .subscribe("counter", Some(&["reward"]))
+        .await
+        .expect("subscribe");
+    // Releasing keeps the former controller's subscriptions.
+    a.release("counter", false).await.expect("release");
+    assert!(!sub.is_closed());
+    let env_b = b.env("counter").await.expect("counter");
+    env_b
+        .reset(ResetArgs::with_seed(1))
+        .await
+        .expect("b controls");
+    env_b
+        .step(NdArray::from_vec(vec![1.0f32, 1.0]))
+        .await
+        .expect("step");
+    let target = env_b.descriptor().sequence();
+    let event = loop {
+        let event = next(&mut sub).await;
+        if event.sequence >= target {
+            break event;
+        }
+    };
+    log.push(describe(&event));
+    assert!(
+        a.boundary_snapshot("counter").is_none(),
+        "observers never fill it"
+    );
+    a.close().await;
+    b.close().await;
+    log
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_keeps_subscriptions_unless_asked() {
+    let targets = targets().await;
+    let mut transcripts = Vec::new();
+    for t in &targets {
+        transcripts.push((t.kind, release_keeps(t).await));
+    }
+    assert_same(&transcripts);
+}

@@ -96,6 +96,11 @@ fn free_port() -> u16 {
 /// The reference server, or `None` when interop tests are skipped
 /// (`UNIENV_SKIP_INTEROP=1`). Panics when the reference is missing.
 pub fn reference() -> Option<Target> {
+    reference_with_idle(None)
+}
+
+/// The reference server with an idle timeout (seconds) for factory domains.
+pub fn reference_with_idle(idle_timeout: Option<f64>) -> Option<Target> {
     let python = crate::common::ref_python()?;
     let script = crate::common::py_script("ref_fixture_server.py");
     for _attempt in 0..3 {
@@ -104,6 +109,7 @@ pub fn reference() -> Option<Target> {
             .arg("-u")
             .arg(&script)
             .arg(port.to_string())
+            .args(idle_timeout.map(|t| t.to_string()))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
