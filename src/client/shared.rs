@@ -319,7 +319,14 @@ impl Shared {
         let mut message = match outcome {
             Ok(m) => m,
             Err(failure) => {
-                self.close(failure.clone());
+                // Others (pending requests, subscriptions) learn that the
+                // connection closed, and why.
+                self.close(match &failure {
+                    ClientError::Timeout(limit) => ClientError::Closed(format!(
+                        "a request timed out after {limit:?}; the connection was closed"
+                    )),
+                    other => other.clone(),
+                });
                 return Err(if mutation {
                     ClientError::Uncertain(Box::new(failure))
                 } else {

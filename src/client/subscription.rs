@@ -146,6 +146,10 @@ impl SubShared {
 /// Receiving snapshots refreshes the client's descriptors and invalidates
 /// cached boundary fields older than the observed boundary, but never fills
 /// the controller's cache.
+///
+/// It is also a [`Stream`] of `ClientResult<SnapshotEvent>`; since the
+/// inherent [`Subscription::next`] takes a timeout, call the stream's as
+/// `StreamExt::next(&mut subscription)` (or use any stream combinator).
 pub struct Subscription {
     client: Client,
     shared: Arc<SubShared>,
