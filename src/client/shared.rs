@@ -295,25 +295,28 @@ impl Shared {
             }
             st.pending.insert(id, tx);
         }
+        if self.outgoing.send(Outgoing::Frame(frame)).is_err() {
+            // Nothing was sent: certainly not executed.
+            self.state.lock().pending.remove(&id);
+            return Err(ClientError::Closed(
+                "the connection's writer has stopped".into(),
+            ));
+        }
+        self.requests_sent.fetch_add(1, Ordering::Relaxed);
         let mut guard = InFlight {
             shared: self,
             id,
             mutation,
             armed: true,
         };
-        self.requests_sent.fetch_add(1, Ordering::Relaxed);
-        let outcome = if self.outgoing.send(Outgoing::Frame(frame)).is_err() {
-            Err(ClientError::Closed("the writer has stopped".into()))
-        } else {
-            let received = match self.config.timeout {
-                Some(limit) => match tokio::time::timeout(limit, rx).await {
-                    Ok(r) => r,
-                    Err(_) => Ok(Err(ClientError::Timeout(limit))),
-                },
-                None => rx.await,
-            };
-            received.unwrap_or_else(|_| Err(self.state.lock().closed_error()))
+        let received = match self.config.timeout {
+            Some(limit) => match tokio::time::timeout(limit, rx).await {
+                Ok(r) => r,
+                Err(_) => Ok(Err(ClientError::Timeout(limit))),
+            },
+            None => rx.await,
         };
+        let outcome = received.unwrap_or_else(|_| Err(self.state.lock().closed_error()));
         guard.armed = false;
         drop(guard);
         let mut message = match outcome {
