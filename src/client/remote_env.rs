@@ -29,7 +29,7 @@ use crate::host::{
 /// use unienv_remote::client::{blocking, ClientConfig};
 /// use unienv_remote::host::{Env, ResetArgs};
 /// use unienv_remote::server::{Server, ServerConfig};
-/// use unienv_remote::{fixtures, NdArray};
+/// use unienv_remote::{dict, fixtures, NdArray, Value};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let runtime = tokio::runtime::Runtime::new()?;
@@ -42,9 +42,11 @@ use crate::host::{
 /// let root = client.node("composed/node")?;
 /// let mut env = blocking::RemoteWorldEnv::new(world, root)?;
 /// env.reset(ResetArgs::with_seed(1))?; // one `reload` operation
-/// let step = env.step(NdArray::from_vec(vec![0.0f32]).into())?; // one `step` operation
+/// // The root node combines two nodes: one action each.
+/// let action = dict! { "a" => NdArray::from_vec(vec![0.0f32]), "b" => NdArray::from_vec(vec![0.0f32]) };
+/// let step = env.step(Value::Dict(action))?; // one `step` operation
 /// assert_eq!(step.info.get("control_step_elapsed_time").and_then(|v| v.as_f64()), Some(0.5));
-/// env.close(); // releases control of the world's domain
+/// env.close()?; // releases control of the world's domain
 /// # runtime.block_on(server.shutdown());
 /// # Ok(()) }
 /// ```
