@@ -105,7 +105,7 @@ impl DType {
             ScalarKind::Float => matches!(size, 2 | 4 | 8),
             ScalarKind::Complex => matches!(size, 8 | 16),
         };
-        ok.then(|| DType {
+        ok.then_some(DType {
             kind,
             size: size as u8,
             // One-byte values have no byte order; keep a canonical value so
