@@ -202,6 +202,13 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Whether `NaN` or `Infinity` starts at `at` (JSON's non-standard
+    /// constants, which Python's json module would read).
+    fn at_constant(&self, at: usize) -> bool {
+        let rest = &self.src[at.min(self.src.len())..];
+        rest.starts_with(b"NaN") || rest.starts_with(b"Infinity")
+    }
+
     fn literal(&mut self, word: &'static [u8]) -> Result<(), CodecError> {
         if self.src[self.pos..].starts_with(word) {
             self.pos += word.len();
@@ -223,7 +230,7 @@ impl<'a> Parser<'a> {
             Some(b'f') => self.literal(b"false").map(|_| Value::Bool(false)),
             Some(b'"') => self.string().map(Value::Str),
             Some(b'-' | b'0'..=b'9') => self.number(),
-            Some(b'N' | b'I') => Err(CodecError::NonStandardConstant { offset: self.pos }),
+            Some(b'N' | b'I') if self.at_constant(self.pos) => Err(CodecError::NonStandardConstant { offset: self.pos }),
             Some(b'{') => self.tagged(depth),
             Some(b'[') => Err(CodecError::BareArray { offset: self.pos }),
             Some(_) => Err(self.err("expected a value")),
@@ -238,7 +245,7 @@ impl<'a> Parser<'a> {
         let negative = s[i] == b'-';
         if negative {
             i += 1;
-            if matches!(s.get(i), Some(b'I')) {
+            if self.at_constant(i) {
                 return Err(CodecError::NonStandardConstant { offset: start });
             }
         }
@@ -825,7 +832,7 @@ impl<'a> Parser<'a> {
             Some(b'f') => self.literal(b"false"),
             Some(b'"') => self.string().map(drop),
             Some(b'-' | b'0'..=b'9') => self.number().map(drop),
-            Some(b'N' | b'I') => Err(CodecError::NonStandardConstant { offset: self.pos }),
+            Some(b'N' | b'I') if self.at_constant(self.pos) => Err(CodecError::NonStandardConstant { offset: self.pos }),
             Some(open @ (b'[' | b'{')) => {
                 let close = if open == b'[' { b']' } else { b'}' };
                 self.pos += 1;
