@@ -583,7 +583,8 @@ mod tests {
         assert!(NdArray::from_bytes(DType::F32, vec![3], Bytes::from(vec![0u8; 8])).is_err());
         assert!(NdArray::from_bytes(DType::F32, vec![1; 33], Bytes::from(vec![0u8; 4])).is_err());
         assert!(NdArray::from_bytes(DType::F32, vec![usize::MAX, 2], Bytes::new()).is_err());
-        let empty = NdArray::from_bytes(DType::F64, vec![i64::MAX as usize, 0], Bytes::new()).unwrap();
+        let empty =
+            NdArray::from_bytes(DType::F64, vec![i64::MAX as usize, 0], Bytes::new()).unwrap();
         assert!(empty.is_empty());
         assert!(NdArray::from_bytes(DType::F64, vec![usize::MAX, 0], Bytes::new()).is_err());
     }

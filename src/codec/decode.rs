@@ -237,7 +237,9 @@ impl<'a> Parser<'a> {
             Some(b'f') => self.literal(b"false").map(|_| Value::Bool(false)),
             Some(b'"') => self.string().map(Value::Str),
             Some(b'-' | b'0'..=b'9') => self.number(),
-            Some(b'N' | b'I') if self.at_constant(self.pos) => Err(CodecError::NonStandardConstant { offset: self.pos }),
+            Some(b'N' | b'I') if self.at_constant(self.pos) => {
+                Err(CodecError::NonStandardConstant { offset: self.pos })
+            }
             Some(b'{') => self.tagged(depth),
             Some(b'[') => Err(CodecError::BareArray { offset: self.pos }),
             Some(_) => Err(self.err("expected a value")),
@@ -835,7 +837,9 @@ impl<'a> Parser<'a> {
             Some(b'f') => self.literal(b"false"),
             Some(b'"') => self.str_token().map(drop),
             Some(b'-' | b'0'..=b'9') => self.number().map(drop),
-            Some(b'N' | b'I') if self.at_constant(self.pos) => Err(CodecError::NonStandardConstant { offset: self.pos }),
+            Some(b'N' | b'I') if self.at_constant(self.pos) => {
+                Err(CodecError::NonStandardConstant { offset: self.pos })
+            }
             Some(open @ (b'[' | b'{')) => {
                 let close = if open == b'[' { b']' } else { b'}' };
                 self.pos += 1;
