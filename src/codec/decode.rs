@@ -800,7 +800,7 @@ impl<'a> Parser<'a> {
                 let count = element_count(&shape);
                 if count
                     .and_then(|n| n.checked_mul(8))
-                    .map_or(true, |bytes| bytes > self.max_message_size)
+                    .is_none_or(|bytes| bytes > self.max_message_size)
                 {
                     return Err(CodecError::ObjectArrayTooLarge { shape });
                 }

@@ -27,7 +27,7 @@ pub fn arr<T: Element>(shape: &[usize], values: Vec<T>) -> NdArray {
 /// The same array with its bytes in the given order.
 pub fn with_order(a: NdArray, order: ByteOrder) -> NdArray {
     let dtype = a.dtype();
-    if dtype.byte_order().map_or(true, |o| o == order) {
+    if dtype.byte_order().is_none_or(|o| o == order) {
         return a;
     }
     let unit = match dtype.kind() {
