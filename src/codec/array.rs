@@ -19,7 +19,8 @@ pub enum ArrayError {
         /// Dimensions given.
         ndim: usize,
     },
-    /// The element count times the item size does not fit in memory.
+    /// The element count times the item size does not fit in memory, or a
+    /// dimension exceeds `i64::MAX`.
     #[error("array shape {shape:?} with item size {itemsize} overflows")]
     SizeOverflow {
         /// The shape.
@@ -64,8 +65,14 @@ pub enum ArrayError {
 }
 
 /// Product of the dimensions, as Python's `math.prod` would compute it: zero
-/// if any dimension is zero, otherwise the checked product.
+/// if any dimension is zero, otherwise the checked product. `None` when the
+/// product overflows or when a dimension exceeds `i64::MAX`, the largest one
+/// the wire allows (NumPy's `intp`): with a zero dimension elsewhere such a
+/// shape would hold no bytes, yet no decoder would accept it.
 pub(crate) fn element_count(shape: &[usize]) -> Option<usize> {
+    if shape.iter().any(|&d| d as u64 > i64::MAX as u64) {
+        return None;
+    }
     if shape.contains(&0) {
         return Some(0);
     }
@@ -617,8 +624,10 @@ mod tests {
         assert!(NdArray::from_bytes(DType::F32, vec![3], Bytes::from(vec![0u8; 8])).is_err());
         assert!(NdArray::from_bytes(DType::F32, vec![1; 33], Bytes::from(vec![0u8; 4])).is_err());
         assert!(NdArray::from_bytes(DType::F32, vec![usize::MAX, 2], Bytes::new()).is_err());
-        let empty = NdArray::from_bytes(DType::F64, vec![usize::MAX, 0], Bytes::new()).unwrap();
+        let empty =
+            NdArray::from_bytes(DType::F64, vec![i64::MAX as usize, 0], Bytes::new()).unwrap();
         assert!(empty.is_empty());
+        assert!(NdArray::from_bytes(DType::F64, vec![usize::MAX, 0], Bytes::new()).is_err());
     }
 
     #[test]

@@ -16,6 +16,7 @@ use super::error::{truncate, CodecError};
 use super::value::{Dict, Graph, ObjectArray, Value};
 use super::MAX_DEPTH;
 use bytes::Bytes;
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 /// Deepest raw JSON nesting tolerated while skipping text (tagged values nest
@@ -42,14 +43,17 @@ pub(crate) fn decode(frame: Bytes, max_message_size: usize) -> Result<Value, Cod
             available: len - 4,
         });
     }
-    let header = &frame[4..4 + header_len];
-    if let Err(e) = std::str::from_utf8(header) {
-        return Err(CodecError::Utf8 {
-            offset: e.valid_up_to(),
-        });
-    }
+    let header = match std::str::from_utf8(&frame[4..4 + header_len]) {
+        Ok(text) => text,
+        Err(e) => {
+            return Err(CodecError::Utf8 {
+                offset: e.valid_up_to(),
+            })
+        }
+    };
     let mut p = Parser {
-        src: header,
+        src: header.as_bytes(),
+        text: header,
         pos: 0,
         frame: &frame,
         attach_base: 4 + header_len,
@@ -145,13 +149,14 @@ fn member_name(bit: u8) -> &'static str {
 
 /// What a tagged object's members held, before the tag is applied.
 #[derive(Default)]
-struct Members {
+struct Members<'a> {
     seen: u8,
     tag: Option<Tag>,
     v: Option<Value>,
     /// Header position of a `v` that preceded the tag.
     deferred_v: Option<usize>,
-    dtype: Option<(DType, String)>,
+    /// The dtype and its spelling (kept for error messages).
+    dtype: Option<(DType, Cow<'a, str>)>,
     shape: Option<Vec<usize>>,
     offset: Option<usize>,
     length: Option<usize>,
@@ -159,6 +164,8 @@ struct Members {
 
 struct Parser<'a> {
     src: &'a [u8],
+    /// `src` as text (validated once, up front).
+    text: &'a str,
     pos: usize,
     frame: &'a Bytes,
     attach_base: usize,
@@ -202,6 +209,13 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Whether `NaN` or `Infinity` starts at `at` (JSON's non-standard
+    /// constants, which Python's json module would read).
+    fn at_constant(&self, at: usize) -> bool {
+        let rest = &self.src[at.min(self.src.len())..];
+        rest.starts_with(b"NaN") || rest.starts_with(b"Infinity")
+    }
+
     fn literal(&mut self, word: &'static [u8]) -> Result<(), CodecError> {
         if self.src[self.pos..].starts_with(word) {
             self.pos += word.len();
@@ -223,7 +237,9 @@ impl<'a> Parser<'a> {
             Some(b'f') => self.literal(b"false").map(|_| Value::Bool(false)),
             Some(b'"') => self.string().map(Value::Str),
             Some(b'-' | b'0'..=b'9') => self.number(),
-            Some(b'N' | b'I') => Err(CodecError::NonStandardConstant { offset: self.pos }),
+            Some(b'N' | b'I') if self.at_constant(self.pos) => {
+                Err(CodecError::NonStandardConstant { offset: self.pos })
+            }
             Some(b'{') => self.tagged(depth),
             Some(b'[') => Err(CodecError::BareArray { offset: self.pos }),
             Some(_) => Err(self.err("expected a value")),
@@ -238,7 +254,7 @@ impl<'a> Parser<'a> {
         let negative = s[i] == b'-';
         if negative {
             i += 1;
-            if matches!(s.get(i), Some(b'I')) {
+            if self.at_constant(i) {
                 return Err(CodecError::NonStandardConstant { offset: start });
             }
         }
@@ -283,7 +299,8 @@ impl<'a> Parser<'a> {
         }
         self.pos = i;
         // The token is ASCII digits and signs only.
-        let text = std::str::from_utf8(&s[start..i]).map_err(|_| self.err("invalid number"))?;
+        // The token is ASCII, so both ends are character boundaries.
+        let text = &self.text[start..i];
         if is_float {
             let f: f64 = text.parse().map_err(|_| self.err("invalid number"))?;
             if !f.is_finite() {
@@ -330,56 +347,51 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A JSON string as an owned `String`.
     fn string(&mut self) -> Result<String, CodecError> {
+        self.str_token().map(Cow::into_owned)
+    }
+
+    /// A JSON string, borrowed from the header when it has no escapes (member
+    /// names, tags and dtypes never do), so that it costs no allocation.
+    fn str_token(&mut self) -> Result<Cow<'a, str>, CodecError> {
         debug_assert_eq!(self.peek(), Some(b'"'));
-        self.pos += 1;
-        let start = self.pos;
         let s = self.src;
-        // Fast path: no escapes.
-        let mut i = start;
-        while let Some(&b) = s.get(i) {
-            match b {
-                b'"' => {
-                    self.pos = i + 1;
-                    // The header was validated as UTF-8 and `"` is a char boundary.
-                    return Ok(String::from(
-                        std::str::from_utf8(&s[start..i]).unwrap_or_default(),
-                    ));
-                }
-                b'\\' => break,
-                0..=0x1f => {
-                    self.pos = i;
-                    return Err(self.err("control character in string"));
-                }
-                _ => i += 1,
-            }
+        let text = self.text;
+        let start = self.pos + 1;
+        let mut i = plain_run(s, start);
+        if s.get(i) == Some(&b'"') {
+            self.pos = i + 1;
+            // Stop bytes are ASCII, so these are character boundaries.
+            return Ok(Cow::Borrowed(&text[start..i]));
         }
-        let mut out: Vec<u8> = s[start..i].to_vec();
+        let mut out = String::with_capacity(i - start + 16);
+        out.push_str(&text[start..i]);
         loop {
-            let Some(&b) = s.get(i) else {
-                self.pos = i;
-                return Err(self.err("unterminated string"));
-            };
-            match b {
-                b'"' => {
-                    self.pos = i + 1;
-                    return String::from_utf8(out).map_err(|_| self.err("invalid string"));
+            match s.get(i) {
+                None => {
+                    self.pos = i;
+                    return Err(self.err("unterminated string"));
                 }
-                b'\\' => {
+                Some(b'"') => {
+                    self.pos = i + 1;
+                    return Ok(Cow::Owned(out));
+                }
+                Some(b'\\') => {
                     let Some(&e) = s.get(i + 1) else {
                         self.pos = i;
                         return Err(self.err("unterminated escape"));
                     };
                     i += 2;
                     match e {
-                        b'"' => out.push(b'"'),
-                        b'\\' => out.push(b'\\'),
-                        b'/' => out.push(b'/'),
-                        b'b' => out.push(8),
-                        b'f' => out.push(12),
-                        b'n' => out.push(b'\n'),
-                        b'r' => out.push(b'\r'),
-                        b't' => out.push(b'\t'),
+                        b'"' => out.push('"'),
+                        b'\\' => out.push('\\'),
+                        b'/' => out.push('/'),
+                        b'b' => out.push('\u{8}'),
+                        b'f' => out.push('\u{c}'),
+                        b'n' => out.push('\n'),
+                        b'r' => out.push('\r'),
+                        b't' => out.push('\t'),
                         b'u' => {
                             self.pos = i;
                             let hi = self.hex4()?;
@@ -401,8 +413,7 @@ impl<'a> Parser<'a> {
                             let Some(c) = c else {
                                 return Err(self.err("unpaired surrogate in \\u escape"));
                             };
-                            let mut buf = [0u8; 4];
-                            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                            out.push(c);
                         }
                         _ => {
                             self.pos = i - 1;
@@ -410,15 +421,14 @@ impl<'a> Parser<'a> {
                         }
                     }
                 }
-                0..=0x1f => {
+                Some(_) => {
                     self.pos = i;
                     return Err(self.err("control character in string"));
                 }
-                _ => {
-                    out.push(b);
-                    i += 1;
-                }
             }
+            let next = plain_run(s, i);
+            out.push_str(&text[i..next]);
+            i = next;
         }
     }
 
@@ -456,10 +466,10 @@ impl<'a> Parser<'a> {
                 return Err(self.err("expected a member name"));
             }
             let key_at = self.pos;
-            let key = self.string()?;
+            let key = self.str_token()?;
             self.expect(b':', "expected ':'")?;
             self.ws();
-            let bit = match key.as_str() {
+            let bit = match key.as_ref() {
                 "t" => T,
                 "v" => V,
                 "dtype" => DTYPE,
@@ -476,7 +486,7 @@ impl<'a> Parser<'a> {
             if m.seen & bit != 0 {
                 return Err(CodecError::DuplicateMember {
                     offset: key_at,
-                    field: key,
+                    field: key.into_owned(),
                 });
             }
             m.seen |= bit;
@@ -484,7 +494,7 @@ impl<'a> Parser<'a> {
                 if bit != T && tag.members() & bit == 0 {
                     return Err(CodecError::UnexpectedField {
                         tag: tag.name(),
-                        field: key,
+                        field: key.into_owned(),
                     });
                 }
             }
@@ -498,7 +508,7 @@ impl<'a> Parser<'a> {
                             reason: "must be a string",
                         });
                     }
-                    let t = self.string()?;
+                    let t = self.str_token()?;
                     let tag = Tag::parse(&t)
                         .ok_or_else(|| CodecError::UnknownTag { tag: truncate(&t) })?;
                     // Members that came before the tag must belong to it.
@@ -526,7 +536,7 @@ impl<'a> Parser<'a> {
                             reason: "must be a string",
                         });
                     }
-                    let s = self.string()?;
+                    let s = self.str_token()?;
                     m.dtype = Some((DType::parse(&s)?, s));
                 }
                 SHAPE => m.shape = Some(self.shape(tag_name)?),
@@ -574,8 +584,8 @@ impl<'a> Parser<'a> {
                         reason: "must be \"nan\", \"inf\" or \"-inf\"",
                     });
                 }
-                let s = self.string()?;
-                Ok(Value::Float(match s.as_str() {
+                let s = self.str_token()?;
+                Ok(Value::Float(match s.as_ref() {
                     "nan" => f64::NAN,
                     "inf" => f64::INFINITY,
                     "-inf" => f64::NEG_INFINITY,
@@ -774,7 +784,7 @@ impl<'a> Parser<'a> {
         Ok(self.frame.slice(start..start + length))
     }
 
-    fn build(&mut self, tag: Tag, m: Members) -> Result<Value, CodecError> {
+    fn build(&mut self, tag: Tag, m: Members<'_>) -> Result<Value, CodecError> {
         match tag {
             Tag::Float | Tag::List | Tag::Tuple | Tag::Dict => Ok(m.v.unwrap_or_default()),
             Tag::Graph => match m.v {
@@ -809,7 +819,7 @@ impl<'a> Parser<'a> {
                 Ok(Value::Bytes(data))
             }
             Tag::Array => {
-                let (dtype, dtype_str) = m.dtype.unwrap_or((DType::U8, String::new()));
+                let (dtype, dtype_str) = m.dtype.unwrap_or((DType::U8, Cow::Borrowed("")));
                 let shape = m.shape.unwrap_or_default();
                 let (offset, length) = (m.offset.unwrap_or(0), m.length.unwrap_or(0));
                 let expected = element_count(&shape)
@@ -820,7 +830,7 @@ impl<'a> Parser<'a> {
                     })?;
                 if expected != length {
                     return Err(CodecError::LengthMismatch {
-                        dtype: dtype_str,
+                        dtype: dtype_str.into_owned(),
                         shape,
                         expected,
                         length,
@@ -842,9 +852,11 @@ impl<'a> Parser<'a> {
             Some(b'n') => self.literal(b"null"),
             Some(b't') => self.literal(b"true"),
             Some(b'f') => self.literal(b"false"),
-            Some(b'"') => self.string().map(drop),
+            Some(b'"') => self.str_token().map(drop),
             Some(b'-' | b'0'..=b'9') => self.number().map(drop),
-            Some(b'N' | b'I') => Err(CodecError::NonStandardConstant { offset: self.pos }),
+            Some(b'N' | b'I') if self.at_constant(self.pos) => {
+                Err(CodecError::NonStandardConstant { offset: self.pos })
+            }
             Some(open @ (b'[' | b'{')) => {
                 let close = if open == b'[' { b']' } else { b'}' };
                 self.pos += 1;
@@ -859,7 +871,7 @@ impl<'a> Parser<'a> {
                         if self.peek() != Some(b'"') {
                             return Err(self.err("expected a member name"));
                         }
-                        self.string()?;
+                        self.str_token()?;
                         self.expect(b':', "expected ':'")?;
                     }
                     self.skip(json_depth + 1)?;
@@ -878,6 +890,29 @@ impl<'a> Parser<'a> {
             None => Err(self.err("unexpected end of header")),
         }
     }
+}
+
+/// Bytes that end a run of plain string bytes: `"`, `\` and the control
+/// characters JSON forbids in strings.
+static STRING_STOP: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
+/// The position of the first stop byte at or after `from`, or `s.len()`.
+#[inline]
+fn plain_run(s: &[u8], from: usize) -> usize {
+    s[from.min(s.len())..]
+        .iter()
+        .position(|&b| STRING_STOP[b as usize])
+        .map_or(s.len(), |n| from + n)
 }
 
 fn graph_from(d: Dict) -> Result<Value, CodecError> {

@@ -1,9 +1,11 @@
 //! Value tree → envelope bytes.
 //!
-//! One traversal measures the message exactly (and validates depth, sizes
-//! and the limit) while collecting the attachment slices; a second writes the
-//! JSON header into a buffer allocated once at its final size; the attachments
-//! are then appended. The JSON text is what Python's
+//! A cheap walk (no formatting) validates the depth and sums the attachment
+//! bytes and string lengths, a lower bound of the message size, so that an
+//! oversized message fails before anything is allocated. The JSON header is
+//! then formatted once, straight into the output buffer (allocated for the
+//! attachments plus an estimate of the header), followed by the attachments.
+//! The JSON text is what Python's
 //! `json.dumps(..., allow_nan=False, separators=(",", ":"))` writes for the
 //! same tree, byte for byte: ASCII-only strings and Python's float `repr`.
 
@@ -45,7 +47,7 @@ struct Writer<'v, S> {
     sink: S,
     /// Running attachment offset.
     offset: usize,
-    /// Attachment slices in traversal order (collected by the measuring pass).
+    /// Attachment slices in traversal order, when the caller wants them.
     attachments: Option<Vec<&'v [u8]>>,
     max_message_size: usize,
 }
@@ -192,98 +194,187 @@ impl<'v, S: Sink> Writer<'v, S> {
     }
 }
 
-/// Encodes `value` into one envelope no larger than `max_message_size`.
-pub(crate) fn encode(value: &Value, max_message_size: usize) -> Result<Vec<u8>, CodecError> {
+/// What a walk of the tree learns before anything is formatted.
+#[derive(Default)]
+struct Plan {
+    /// Total attachment bytes.
+    attachments: usize,
+    /// Number of attachments.
+    count: usize,
+    /// Total bytes of strings and dict keys: the header is at least this long.
+    strings: usize,
+    /// A rough guess of the header length, to size the output buffer.
+    header_estimate: usize,
+}
+
+impl Plan {
+    /// Walks `v` at `depth`, with the encoder's depth rule.
+    fn walk(&mut self, v: &Value, depth: usize) -> Result<(), CodecError> {
+        if depth > MAX_DEPTH {
+            return Err(CodecError::TooDeep { max: MAX_DEPTH });
+        }
+        let guess = match v {
+            Value::Null | Value::Bool(_) | Value::Int(_) | Value::UInt(_) => 8,
+            Value::Float(f) if f.is_finite() => 12,
+            Value::Float(_) => 24,
+            Value::Str(s) => {
+                self.strings = self.strings.saturating_add(s.len());
+                s.len() + 2
+            }
+            Value::Bytes(b) => {
+                self.attachments = self.attachments.saturating_add(b.len());
+                self.count += 1;
+                44
+            }
+            Value::Array(a) => {
+                self.attachments = self.attachments.saturating_add(a.as_bytes().len());
+                self.count += 1;
+                64 + 4 * a.ndim()
+            }
+            Value::List(items) | Value::Tuple(items) => {
+                for item in items {
+                    self.walk(item, depth + 1)?;
+                }
+                16 + items.len()
+            }
+            Value::ObjectArray(o) => {
+                for item in o.values() {
+                    self.walk(item, depth + 1)?;
+                }
+                32 + 4 * o.shape().len() + o.values().len()
+            }
+            Value::Dict(d) => {
+                for (k, item) in d.iter() {
+                    self.strings = self.strings.saturating_add(k.len());
+                    self.header_estimate = self.header_estimate.saturating_add(k.len() + 6);
+                    self.walk(item, depth + 1)?;
+                }
+                20
+            }
+            Value::Graph(g) => {
+                if depth + 1 > MAX_DEPTH {
+                    return Err(CodecError::TooDeep { max: MAX_DEPTH });
+                }
+                for (k, item) in g.fields() {
+                    self.strings += k.len();
+                    self.header_estimate += k.len() + 6;
+                    self.walk(item, depth + 2)?;
+                }
+                36
+            }
+        };
+        self.header_estimate = self.header_estimate.saturating_add(guess);
+        Ok(())
+    }
+}
+
+/// The exact size `value` would encode to, or the error encoding it meets
+/// first (depth, sizes), without writing it.
+pub(crate) fn measure(value: &Value, max_message_size: usize) -> Result<usize, CodecError> {
     let mut measure = Writer {
         sink: Counter(0),
-        offset: 0,
-        attachments: Some(Vec::new()),
-        max_message_size,
-    };
-    measure.value(value, 0)?;
-    let header_len = measure.sink.0;
-    let attach_len = measure.offset;
-    let total = 4usize
-        .checked_add(header_len)
-        .and_then(|n| n.checked_add(attach_len))
-        .unwrap_or(usize::MAX);
-    if total > max_message_size || header_len > u32::MAX as usize {
-        return Err(CodecError::MessageTooLarge {
-            size: total,
-            max: max_message_size,
-        });
-    }
-    let attachments = measure.attachments.take().unwrap_or_default();
-    let mut out = Vec::with_capacity(total);
-    out.extend_from_slice(&(header_len as u32).to_be_bytes());
-    let mut write = Writer {
-        sink: out,
         offset: 0,
         attachments: None,
         max_message_size,
     };
-    write.value(value, 0)?;
-    let mut out = write.sink;
-    debug_assert_eq!(out.len(), 4 + header_len);
-    for a in attachments {
-        out.extend_from_slice(a);
-    }
-    debug_assert_eq!(out.len(), total);
-    Ok(out)
+    measure.value(value, 0)?;
+    Ok(4usize
+        .saturating_add(measure.sink.0)
+        .saturating_add(measure.offset))
 }
 
-/// Encodes a top-level dict given as borrowed entries (no tree is built).
+/// Encodes `value` into one envelope no larger than `max_message_size`.
+pub(crate) fn encode(value: &Value, max_message_size: usize) -> Result<Vec<u8>, CodecError> {
+    let mut plan = Plan::default();
+    plan.walk(value, 0)?;
+    encode_planned(
+        plan,
+        max_message_size,
+        |w| w.value(value, 0),
+        || measure(value, max_message_size),
+    )
+}
+
+/// Encodes a top-level dict given as borrowed `(key, value)` entries, exactly
+/// as encoding the same `Dict` would, without building it.
 pub(crate) fn encode_entries(
     entries: &[(&str, &Value)],
     max_message_size: usize,
 ) -> Result<Vec<u8>, CodecError> {
-    let mut measure = Writer {
-        sink: Counter(0),
+    let mut plan = Plan::default();
+    for (k, v) in entries {
+        plan.strings = plan.strings.saturating_add(k.len());
+        plan.header_estimate = plan.header_estimate.saturating_add(k.len() + 6);
+        plan.walk(v, 1)?;
+    }
+    plan.header_estimate = plan.header_estimate.saturating_add(20);
+    let measure_entries = || {
+        let mut m = Writer {
+            sink: Counter(0),
+            offset: 0,
+            attachments: None,
+            max_message_size,
+        };
+        m.dict(entries.iter().copied(), 0)?;
+        Ok(4usize.saturating_add(m.sink.0).saturating_add(m.offset))
+    };
+    encode_planned(
+        plan,
+        max_message_size,
+        |w| w.dict(entries.iter().copied(), 0),
+        measure_entries,
+    )
+}
+
+/// Writes a planned message: the header is formatted once into a buffer
+/// reserved for the attachments and an estimate of the header, then the
+/// attachments are appended. A message over the limit is refused before the
+/// buffer is allocated whenever its strings and attachments alone exceed it.
+fn encode_planned<'v>(
+    plan: Plan,
+    max_message_size: usize,
+    write_header: impl FnOnce(&mut Writer<'v, Vec<u8>>) -> Result<(), CodecError>,
+    measure: impl FnOnce() -> Result<usize, CodecError>,
+) -> Result<Vec<u8>, CodecError> {
+    let lower_bound = 4usize
+        .saturating_add(plan.strings)
+        .saturating_add(plan.attachments);
+    if lower_bound > max_message_size {
+        let size = measure()?;
+        return Err(CodecError::MessageTooLarge {
+            size,
+            max: max_message_size,
+        });
+    }
+    // A low estimate only costs the header a copy when the buffer grows.
+    let header_estimate = plan.header_estimate.min(max_message_size - lower_bound);
+    let mut out = Vec::with_capacity(4 + header_estimate + plan.attachments);
+    out.extend_from_slice(&[0; 4]);
+    let mut write = Writer {
+        sink: out,
         offset: 0,
-        attachments: Some(Vec::new()),
+        attachments: (plan.count > 0).then(|| Vec::with_capacity(plan.count)),
         max_message_size,
     };
-    measure.dict(entries.iter().copied(), 0)?;
-    let header_len = measure.sink.0;
-    let attach_len = measure.offset;
-    let total = 4usize
-        .checked_add(header_len)
-        .and_then(|n| n.checked_add(attach_len))
-        .unwrap_or(usize::MAX);
+    write_header(&mut write)?;
+    let attachments = write.attachments.take().unwrap_or_default();
+    let mut out = write.sink;
+    debug_assert_eq!(write.offset, plan.attachments);
+    let header_len = out.len() - 4;
+    let total = out.len().saturating_add(plan.attachments);
     if total > max_message_size || header_len > u32::MAX as usize {
         return Err(CodecError::MessageTooLarge {
             size: total,
             max: max_message_size,
         });
     }
-    let attachments = measure.attachments.take().unwrap_or_default();
-    let mut out = Vec::with_capacity(total);
-    out.extend_from_slice(&(header_len as u32).to_be_bytes());
-    let mut write = Writer {
-        sink: out,
-        offset: 0,
-        attachments: None,
-        max_message_size,
-    };
-    write.dict(entries.iter().copied(), 0)?;
-    let mut out = write.sink;
+    out[..4].copy_from_slice(&(header_len as u32).to_be_bytes());
+    out.reserve_exact(plan.attachments);
     for a in attachments {
         out.extend_from_slice(a);
     }
     debug_assert_eq!(out.len(), total);
     Ok(out)
-}
-
-/// Validates a value (depth, sizes) and returns its encoded size.
-pub(crate) fn measure(value: &Value, max_message_size: usize) -> Result<usize, CodecError> {
-    let mut m = Writer {
-        sink: Counter(0),
-        offset: 0,
-        attachments: None,
-        max_message_size,
-    };
-    m.value(value, 0)?;
-    Ok(4 + m.sink.0 + m.offset)
 }
 
 /// The header alone, as JSON text (used by tools and tests).
@@ -301,6 +392,20 @@ pub(crate) fn encode_header(value: &Value) -> Result<String, CodecError> {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Bytes that Python's `json.dumps` (with `ensure_ascii`) does not copy as
+/// they are: control characters, `"`, `\`, DEL and every non-ASCII byte.
+static ESCAPED: [bool; 256] = {
+    let mut table = [true; 256];
+    let mut b = 0x20;
+    while b < 0x7f {
+        table[b] = false;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
 /// Writes a JSON string the way Python's `json.dumps` does with
 /// `ensure_ascii=True`: printable ASCII as is, the short escapes for
 /// `"`, `\`, `\n`, `\r`, `\t`, `\b`, `\f`, and `\uXXXX` (lowercase, surrogate
@@ -308,16 +413,14 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 fn write_str<S: Sink>(sink: &mut S, s: &str) {
     sink.byte(b'"');
     let bytes = s.as_bytes();
-    let plain = |b: u8| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\';
-    if bytes.iter().all(|&b| plain(b)) {
+    if !bytes.iter().any(|&b| ESCAPED[b as usize]) {
         sink.put(bytes);
         sink.byte(b'"');
         return;
     }
     let mut start = 0;
     for (i, c) in s.char_indices() {
-        let simple = (c as u32) < 0x80 && plain(c as u8);
-        if simple {
+        if (c as u32) < 0x80 && !ESCAPED[c as usize] {
             continue;
         }
         sink.put(&bytes[start..i]);
@@ -505,6 +608,25 @@ mod tests {
         for (f, s) in cases {
             assert_eq!(repr(f), s, "{f:e}");
         }
+    }
+
+    #[test]
+    fn entries_encode_like_the_dict() {
+        use crate::codec::{Dict, NdArray};
+        let arr = Value::Array(NdArray::from_vec(vec![1.5f32, 2.0]));
+        let nested = Value::List(vec![Value::Float(f64::NAN), Value::bytes(vec![1u8, 2, 3]), arr.clone()]);
+        let entries: Vec<(&str, &Value)> = vec![("a", &arr), ("é", &nested), ("c", &Value::Null)];
+        let mut d = Dict::new();
+        for (k, v) in &entries {
+            d.insert(*k, (*v).clone());
+        }
+        let whole = encode(&Value::Dict(d), 1 << 20).unwrap();
+        assert_eq!(encode_entries(&entries, 1 << 20).unwrap(), whole);
+        assert!(matches!(
+            encode_entries(&entries, whole.len() - 1),
+            Err(CodecError::MessageTooLarge { .. })
+        ));
+        assert_eq!(measure(&Value::Null, 100).unwrap(), 8);
     }
 
     #[test]

@@ -402,7 +402,8 @@ pub struct ObjectArray {
 pub struct ObjectArrayError {
     /// The shape.
     pub shape: Vec<usize>,
-    /// product(shape), or `None` when it overflows or the shape has too many dimensions.
+    /// product(shape), or `None` when it overflows, a dimension exceeds
+    /// `i64::MAX`, or the shape has too many dimensions.
     pub expected: Option<usize>,
     /// Values given.
     pub actual: usize,

@@ -1,0 +1,164 @@
+"""Rust → Python golden check (run by tests/codec_golden.rs).
+
+    golden_check.py check DIR   decode every DIR/<case>.bin (written by the Rust
+                                encoder) with the reference Codec().decode,
+                                compare with the value golden_cases.py builds,
+                                and re-encode it with the reference expecting
+                                the very same bytes; prints "ok <case>" per case
+                                and exits 1 listing every mismatch.
+    golden_check.py write DIR   write the reference encoding of the stress
+                                cases into DIR, for the Rust side to decode.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from typing import Any, List, Optional
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from golden_cases import CASES, stress_cases  # noqa: E402
+from unienv_interface.remote.codec import Codec  # noqa: E402
+from unienv_interface.space.spaces.graph import GraphInstance  # noqa: E402
+
+GRAPH_FIELDS = ("n_nodes", "n_edges", "nodes_features", "edges_features", "edges")
+
+
+def diff(expected: Any, actual: Any, path: str = "$") -> Optional[str]:
+    """Where two decoded values differ, or None. Strict: exact Python types
+    (tuple vs list, bool vs int vs float), float bits (any NaN matches any
+    NaN, -0.0 differs from 0.0), NumPy dtype including byte order, shape and
+    raw bytes, GraphInstance fields, object array elements."""
+    if type(expected) is not type(actual):
+        return f"{path}: expected {type(expected).__name__} {expected!r}, got {type(actual).__name__} {actual!r}"
+    if expected is None:
+        return None
+    if isinstance(expected, float):
+        if math.isnan(expected) and math.isnan(actual):
+            return None
+        if expected == actual and math.copysign(1.0, expected) == math.copysign(1.0, actual):
+            return None
+        return f"{path}: expected {expected!r}, got {actual!r}"
+    if isinstance(expected, (bool, int, str, bytes)):
+        return None if expected == actual else f"{path}: expected {expected!r}, got {actual!r}"
+    if isinstance(expected, (list, tuple)):
+        if len(expected) != len(actual):
+            return f"{path}: expected {len(expected)} items, got {len(actual)}"
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            d = diff(e, a, f"{path}[{i}]")
+            if d:
+                return d
+        return None
+    if isinstance(expected, dict):
+        if list(expected) != list(actual):
+            return f"{path}: expected keys {list(expected)}, got {list(actual)}"
+        for k in expected:
+            d = diff(expected[k], actual[k], f"{path}[{k!r}]")
+            if d:
+                return d
+        return None
+    if isinstance(expected, GraphInstance):
+        for k in GRAPH_FIELDS:
+            d = diff(getattr(expected, k), getattr(actual, k), f"{path}.{k}")
+            if d:
+                return d
+        return None
+    if isinstance(expected, np.ndarray):
+        # Expected 0-d arrays stand for NumPy scalars too: both decode as arrays.
+        if expected.dtype == object:
+            if actual.dtype != object or expected.shape != actual.shape:
+                return f"{path}: expected object array {expected.shape}, got {actual.dtype} {actual.shape}"
+            for i, (e, a) in enumerate(zip(expected.flat, actual.flat)):
+                d = diff(e, a, f"{path}.flat[{i}]")
+                if d:
+                    return d
+            return None
+        if expected.dtype.str != actual.dtype.str or expected.shape != actual.shape:
+            return f"{path}: expected {expected.dtype.str} {expected.shape}, got {actual.dtype.str} {actual.shape}"
+        if expected.tobytes() != actual.tobytes():
+            return f"{path}: array bytes differ: expected {expected!r}, got {actual!r}"
+        return None
+    return f"{path}: cannot compare {type(expected).__name__}"
+
+
+def as_decoded(value: Any) -> Any:
+    """What the reference decoder yields for a value it encodes: NumPy scalars
+    become 0-d arrays (np.float64 is a float and stays one)."""
+    if isinstance(value, np.generic) and not isinstance(value, float):
+        return np.asarray(value)
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        return value.copy(order="C")  # (np.ascontiguousarray would make 0-d arrays 1-d)
+    if isinstance(value, np.ndarray):
+        out = np.empty(value.shape, dtype=object)
+        for i, item in enumerate(value.flat):
+            out.flat[i] = as_decoded(item)
+        return out
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: as_decoded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(as_decoded(v) for v in value)
+    if isinstance(value, GraphInstance):
+        return GraphInstance(**{k: as_decoded(getattr(value, k)) for k in GRAPH_FIELDS})
+    return value
+
+
+def check(directory: str) -> int:
+    codec = Codec()
+    cases = dict(CASES)
+    cases.update(stress_cases())
+    failures: List[str] = []
+    for name, build in cases.items():
+        path = os.path.join(directory, name + ".bin")
+        if not os.path.exists(path):
+            failures.append(f"{name}: {path} is missing")
+            continue
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            decoded = codec.decode(data)
+        except Exception as exc:  # report every case, not just the first
+            failures.append(f"{name}: the reference failed to decode our envelope: {exc!r}")
+            continue
+        d = diff(as_decoded(build()), decoded)
+        if d:
+            failures.append(f"{name}: {d}")
+            continue
+        again = codec.encode(decoded)
+        if again != data:
+            n = int.from_bytes(data[:4], "big")
+            m = int.from_bytes(again[:4], "big")
+            ours, ref = data[4:4 + n].decode(), again[4:4 + m].decode()
+            at = next((i for i, (a, b) in enumerate(zip(ours, ref)) if a != b), min(len(ours), len(ref)))
+            failures.append(f"{name}: the reference re-encodes our envelope differently; headers differ at "
+                            f"{at}:\n  ours:      {ours[max(0, at - 40):at + 40]}\n  reference: {ref[max(0, at - 40):at + 40]}")
+            continue
+        print(f"ok {name}")
+    if failures:
+        print("golden_check: MISMATCH\n" + "\n".join(failures), file=sys.stderr)
+        return 1
+    return 0
+
+
+def write(directory: str) -> int:
+    codec = Codec()
+    for name, build in stress_cases().items():
+        with open(os.path.join(directory, name + ".bin"), "wb") as f:
+            f.write(codec.encode(build()))
+    return 0
+
+
+def main() -> int:
+    if len(sys.argv) != 3 or sys.argv[1] not in ("check", "write"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    return check(sys.argv[2]) if sys.argv[1] == "check" else write(sys.argv[2])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
