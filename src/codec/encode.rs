@@ -614,7 +614,11 @@ mod tests {
     fn entries_encode_like_the_dict() {
         use crate::codec::{Dict, NdArray};
         let arr = Value::Array(NdArray::from_vec(vec![1.5f32, 2.0]));
-        let nested = Value::List(vec![Value::Float(f64::NAN), Value::bytes(vec![1u8, 2, 3]), arr.clone()]);
+        let nested = Value::List(vec![
+            Value::Float(f64::NAN),
+            Value::bytes(vec![1u8, 2, 3]),
+            arr.clone(),
+        ]);
         let entries: Vec<(&str, &Value)> = vec![("a", &arr), ("é", &nested), ("c", &Value::Null)];
         let mut d = Dict::new();
         for (k, v) in &entries {
