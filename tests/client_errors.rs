@@ -121,7 +121,7 @@ async fn ownership_scenario(t: &Target) -> Vec<String> {
     // Disconnecting releases control.
     a.close().await;
     let mut ok = false;
-    for _ in 0..100 {
+    for _ in 0..500 {
         if b.acquire("arm", None).await.is_ok() {
             ok = true;
             break;
