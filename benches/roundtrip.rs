@@ -1,0 +1,434 @@
+//! Step round trips side by side, in one run on one machine:
+//!
+//! - (a) our client ↔ our server, loopback WebSocket;
+//! - (b) the reference Python client ↔ our server;
+//! - (c) the reference Python client ↔ the reference Python server;
+//! - (d) the floor: a raw TCP ping-pong with the same request and response sizes;
+//!
+//! on `bench_state`, `bench_image` and `bench_batch64`, with the ratios a/d and
+//! c/b; then the controller's step with 0, 16 and 64 observers subscribed and
+//! with one observer that never reads; server memory per idle session (1,000
+//! sessions); and the in-memory transport's round trip.
+//!
+//! Run: `cargo bench --bench roundtrip` (needs `.venv-ref`, which
+//! `scripts/test.sh` creates, for (b) and (c); `UNIENV_REF_PYTHON` overrides).
+//! `ROUNDTRIP_SECONDS` sets the time per measurement (default 3).
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use std::io::{BufRead, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::Message;
+use unienv_remote::client::{blocking, ClientConfig};
+use unienv_remote::server::{Server, ServerConfig};
+use unienv_remote::{dict, Codec, Dict, NdArray, Value};
+
+const ENVS: [&str; 3] = ["bench_state", "bench_image", "bench_batch64"];
+
+#[derive(Clone, Copy, Debug)]
+struct Stats {
+    median_us: f64,
+    p99_us: f64,
+    steps_per_s: f64,
+    n: usize,
+}
+
+impl Stats {
+    fn from(mut samples: Vec<Duration>, elapsed: Duration) -> Stats {
+        samples.sort();
+        let n = samples.len();
+        let at = |q: f64| samples[((n as f64 * q) as usize).min(n - 1)].as_secs_f64() * 1e6;
+        Stats {
+            median_us: at(0.5),
+            p99_us: at(0.99),
+            steps_per_s: n as f64 / elapsed.as_secs_f64(),
+            n,
+        }
+    }
+}
+
+fn seconds() -> f64 {
+    std::env::var("ROUNDTRIP_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3.0)
+}
+
+/// Times `step` repeatedly for the configured duration, after a warm-up.
+fn measure(mut step: impl FnMut()) -> Stats {
+    let warm = Instant::now();
+    while warm.elapsed() < Duration::from_millis(300) {
+        step();
+    }
+    let total = Duration::from_secs_f64(seconds());
+    let mut samples = Vec::new();
+    let start = Instant::now();
+    loop {
+        let t = Instant::now();
+        step();
+        samples.push(t.elapsed());
+        if start.elapsed() >= total && samples.len() >= 20 {
+            break;
+        }
+    }
+    Stats::from(samples, start.elapsed())
+}
+
+fn action(env: &str) -> Value {
+    if env == "bench_batch64" {
+        Value::Array(NdArray::from_shape_vec(vec![64, 4], vec![0.0f32; 256]).unwrap())
+    } else {
+        Value::Array(NdArray::from_vec(vec![0.0f32; 4]))
+    }
+}
+
+fn python() -> Option<PathBuf> {
+    let p = std::env::var_os("UNIENV_REF_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv-ref/bin/python"));
+    p.exists().then_some(p)
+}
+
+/// Runs `benches/py/ref_roundtrip.py` against `url`.
+fn python_roundtrips(python: &PathBuf, url: &str) -> Vec<(String, Stats)> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/py/ref_roundtrip.py");
+    let out = Command::new(python)
+        .arg(script)
+        .arg(url)
+        .arg(seconds().to_string())
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run the reference client");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            Some((
+                v["env"].as_str()?.to_string(),
+                Stats {
+                    median_us: v["median_us"].as_f64()?,
+                    p99_us: v["p99_us"].as_f64()?,
+                    steps_per_s: v["steps_per_s"].as_f64()?,
+                    n: v["n"].as_u64()? as usize,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// Starts the reference fixture server; returns the child and its URL.
+fn reference_server(python: &PathBuf) -> (std::process::Child, String) {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/ref_fixture_server.py");
+    let mut child = Command::new(python)
+        .arg(script)
+        .arg(port.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the reference server");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    (child, line.trim().to_string())
+}
+
+/// The request and response sizes of one step of `env` on our server
+/// (the exact envelopes our client and server exchange).
+fn message_sizes(rt: &tokio::runtime::Runtime, url: &str, env: &str) -> (usize, usize) {
+    rt.block_on(async {
+        let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+        let codec = Codec::default();
+        let mut send = |d: Dict| {
+            let bytes = codec.encode(&Value::Dict(d)).unwrap();
+            (bytes.len(), Message::Binary(Bytes::from(bytes)))
+        };
+        let mut req = dict! { "version" => 1, "type" => "request", "request_id" => "h", "session_id" => (), "op" => "hello", "resource_id" => () };
+        let (_, m) = send(req.clone());
+        ws.send(m).await.unwrap();
+        let hello = ws.next().await.unwrap().unwrap().into_data();
+        let hello = codec.decode(hello).unwrap();
+        let session = hello.get("result").unwrap().get("session_id").cloned().unwrap();
+        for (i, method) in ["reset", "step"].iter().enumerate() {
+            req = dict! {
+                "version" => 1, "type" => "request", "request_id" => format!("0123456789abcdef0123456789abcde{i}"),
+                "session_id" => session.clone(), "op" => "call", "resource_id" => env,
+                "method" => *method,
+                "args" => if *method == "step" { Value::Tuple(vec![action(env)]) } else { Value::Tuple(vec![]) },
+                "kwargs" => Dict::new(), "operation_id" => "0123456789abcdef0123456789abcdef",
+            };
+            let (n, m) = send(req.clone());
+            ws.send(m).await.unwrap();
+            let resp = ws.next().await.unwrap().unwrap().into_data();
+            if *method == "step" {
+                return (n, resp.len());
+            }
+        }
+        unreachable!()
+    })
+}
+
+/// (d): a blocking TCP ping-pong on loopback with TCP_NODELAY, a 4-byte
+/// length prefix and the given payload sizes each way.
+fn tcp_pingpong(request: usize, response: usize) -> Stats {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_nodelay(true).unwrap();
+        let mut req = vec![0u8; request];
+        let mut resp = vec![7u8; response + 4];
+        resp[..4].copy_from_slice(&(response as u32).to_be_bytes());
+        let mut len = [0u8; 4];
+        while s.read_exact(&mut len).is_ok() {
+            if s.read_exact(&mut req).is_err() {
+                break;
+            }
+            if s.write_all(&resp).is_err() {
+                break;
+            }
+        }
+    });
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_nodelay(true).unwrap();
+    let mut msg = vec![1u8; request + 4];
+    msg[..4].copy_from_slice(&(request as u32).to_be_bytes());
+    let mut resp = vec![0u8; response + 4];
+    let stats = measure(|| {
+        c.write_all(&msg).unwrap();
+        c.read_exact(&mut resp).unwrap();
+    });
+    drop(c);
+    server.join().unwrap();
+    stats
+}
+
+fn our_client(url: &str) -> blocking::Client {
+    blocking::Client::connect(url, ClientConfig::default()).unwrap()
+}
+
+fn our_roundtrip(client: &blocking::Client, env: &str) -> Stats {
+    let proxy = client.env(env).unwrap();
+    proxy.reset(Default::default()).unwrap();
+    let a = action(env);
+    let stats = measure(|| {
+        proxy.step(a.clone()).unwrap();
+    });
+    client.release(env, false).unwrap();
+    stats
+}
+
+/// An observer over a raw WebSocket that subscribes and then never reads.
+fn stalled_observer(rt: &tokio::runtime::Runtime, url: &str, env: &str) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+    rt.block_on(async {
+        let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+        let codec = Codec::default();
+        let hello = dict! { "version" => 1, "type" => "request", "request_id" => "h", "session_id" => (), "op" => "hello", "resource_id" => () };
+        ws.send(Message::Binary(codec.encode(&Value::Dict(hello)).unwrap().into())).await.unwrap();
+        let reply = codec.decode(ws.next().await.unwrap().unwrap().into_data()).unwrap();
+        let session = reply.get("result").unwrap().get("session_id").cloned().unwrap();
+        let sub = dict! { "version" => 1, "type" => "request", "request_id" => "s", "session_id" => session, "op" => "subscribe", "resource_id" => env, "subscription_id" => "never-read" };
+        ws.send(Message::Binary(codec.encode(&Value::Dict(sub)).unwrap().into())).await.unwrap();
+        let _ = ws.next().await;
+        ws
+    })
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// Memory of a separate server process before and after `n` idle sessions
+/// (WebSocket connected, hello done).
+fn memory_per_session(n: usize) -> Option<(u64, u64)> {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/unienv-remote");
+    if !bin.exists() {
+        eprintln!("memory: build the CLI first (cargo build --release) to measure a separate server process");
+        return None;
+    }
+    let mut child = Command::new(bin)
+        .args(["serve", "--fixtures", "--addr", "127.0.0.1:0", "--max-connections", "4096"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take()?).read_line(&mut first).ok()?;
+    let url = first.split_whitespace().find(|w| w.starts_with("ws://"))?.to_string();
+    let pid = child.id();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+    let result = rt.block_on(async {
+        // Settle the allocator with one connection first.
+        let mut warm = Vec::new();
+        for _ in 0..10 {
+            warm.push(connect_hello(&url).await);
+        }
+        drop(warm);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let before = rss_kib(pid);
+        let mut conns = Vec::with_capacity(n);
+        for _ in 0..n {
+            conns.push(connect_hello(&url).await);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let after = rss_kib(pid);
+        drop(conns);
+        (before, after)
+    });
+    let _ = Command::new("kill").arg("-INT").arg(pid.to_string()).status();
+    let _ = child.wait();
+    Some(result)
+}
+
+async fn connect_hello(url: &str) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let codec = Codec::default();
+    let hello = dict! { "version" => 1, "type" => "request", "request_id" => "h", "session_id" => (), "op" => "hello", "resource_id" => () };
+    ws.send(Message::Binary(codec.encode(&Value::Dict(hello)).unwrap().into())).await.unwrap();
+    let _ = ws.next().await;
+    ws
+}
+
+fn row(name: &str, s: &Stats) {
+    println!(
+        "  {name:<44} median {:>9.1} µs   p99 {:>9.1} µs   {:>8.0} steps/s   (n={})",
+        s.median_us, s.p99_us, s.steps_per_s, s.n
+    );
+}
+
+fn main() {
+    // `cargo bench` passes --bench; anything else (e.g. a filter) is ignored.
+    println!("machine: {} cores, {}", num_cpus(), cpu_model());
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let (server, listener) = rt.block_on(async {
+        let mut b = Server::builder(ServerConfig::default());
+        unienv_remote::fixtures::register(&mut b).unwrap();
+        let server = b.start();
+        let listener = server.listen("127.0.0.1:0").await.unwrap();
+        (server, listener)
+    });
+    let url = listener.url();
+    let python = python();
+    let reference = python.as_ref().map(reference_server);
+
+    let mut ours = Vec::new();
+    let mut floor = Vec::new();
+    let client = our_client(&url);
+    println!("\nstep round trips ({} s per measurement)", seconds());
+    for env in ENVS {
+        println!("{env}");
+        let (req, resp) = message_sizes(&rt, &url, env);
+        let a = our_roundtrip(&client, env);
+        row("(a) our client <-> our server", &a);
+        let d = tcp_pingpong(req, resp);
+        row(&format!("(d) raw TCP ping-pong {req} B / {resp} B"), &d);
+        ours.push(a);
+        floor.push(d);
+    }
+    client.close();
+    let (b, c) = match (&python, &reference) {
+        (Some(py), Some((_, ref_url))) => (python_roundtrips(py, &url), python_roundtrips(py, ref_url)),
+        _ => {
+            eprintln!("reference Python not found: skipping (b) and (c); run ./scripts/test.sh once to create .venv-ref");
+            (Vec::new(), Vec::new())
+        }
+    };
+    println!("\nreference Python client");
+    for (env, s) in &b {
+        row(&format!("(b) reference client <-> our server: {env}"), s);
+    }
+    for (env, s) in &c {
+        row(&format!("(c) reference client <-> reference server: {env}"), s);
+    }
+    println!("\nratios (medians)");
+    for (i, env) in ENVS.iter().enumerate() {
+        let ad = ours[i].median_us / floor[i].median_us;
+        let cb = match (b.iter().find(|(e, _)| e == env), c.iter().find(|(e, _)| e == env)) {
+            (Some((_, b)), Some((_, c))) => format!("{:.2}", c.median_us / b.median_us),
+            _ => "n/a".into(),
+        };
+        println!("  {env:<14} a/d = {ad:.2}   c/b = {cb}");
+    }
+
+    // Observer fan-out on bench_image.
+    println!("\nobserver fan-out (controller steps bench_image)");
+    let controller = our_client(&url);
+    let base = our_roundtrip(&controller, "bench_image");
+    row("0 observers", &base);
+    for k in [16usize, 64] {
+        let observers: Vec<blocking::Client> = (0..k).map(|_| our_client(&url)).collect();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut readers = Vec::new();
+        for (i, o) in observers.iter().enumerate() {
+            let mut sub = o.subscribe("bench_image", None).unwrap();
+            let stop = stop.clone();
+            let _ = i;
+            readers.push(std::thread::spawn(move || {
+                let mut seen = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if let Ok(Some(_)) = sub.next(Some(Duration::from_millis(100))) {
+                        seen += 1;
+                    }
+                }
+                seen
+            }));
+        }
+        let s = our_roundtrip(&controller, "bench_image");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let seen: u64 = readers.into_iter().map(|r| r.join().unwrap_or(0)).sum();
+        row(&format!("{k} observers ({seen} snapshots delivered)"), &s);
+        println!("    slowdown vs 0 observers: {:+.1} %", (s.median_us / base.median_us - 1.0) * 100.0);
+        for o in observers {
+            o.close();
+        }
+    }
+    let stalled = stalled_observer(&rt, &url, "bench_image");
+    let s = our_roundtrip(&controller, "bench_image");
+    row("1 observer that never reads", &s);
+    println!("    slowdown vs 0 observers: {:+.1} %", (s.median_us / base.median_us - 1.0) * 100.0);
+    drop(stalled);
+    controller.close();
+
+    // In-memory transport.
+    println!("\nin-memory transport (embedded use)");
+    let mem = rt.block_on(async { server.connect_memory() });
+    let mem_client = blocking::Client::over_memory(mem, ClientConfig::default()).unwrap();
+    for env in ENVS {
+        let s = our_roundtrip(&mem_client, env);
+        row(&format!("our client <-> our server in memory: {env}"), &s);
+    }
+    mem_client.close();
+
+    // Memory per idle session.
+    println!("\nserver memory per idle session (1,000 sessions, separate server process)");
+    match memory_per_session(1000) {
+        Some((before, after)) => {
+            let per = (after.saturating_sub(before)) as f64 * 1024.0 / 1000.0;
+            println!("  RSS before {before} KiB, after {after} KiB: {:.1} KiB per session", per / 1024.0);
+        }
+        None => println!("  not measured"),
+    }
+
+    rt.block_on(server.shutdown());
+    if let Some((mut child, _)) = reference {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+fn num_cpus() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .unwrap_or_else(|| "unknown CPU".into())
+}
