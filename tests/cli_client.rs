@@ -345,6 +345,19 @@ fn watch_and_bench_cartpole() {
     assert!(rest.is_empty(), "{rest:?}");
     assert!(stderr.contains("watching cartpole (env)"), "{stderr}");
 
+    // Ctrl-C ends it cleanly.
+    let mut watch = Streaming::spawn(&["watch", &url, "cartpole"]);
+    let lines = step_until_lines(&mut watch, &env, &action, 1);
+    check_snapshot_line(&lines[0], &["observation", "reward", "terminated"]);
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &watch.pid().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+    let (status, _, stderr) = watch.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.trim_end().ends_with("interrupted"), "{stderr}");
+
     // Without --count, watch ends when the subscription does (here: the
     // server shuts down), saying why.
     let mut watch = Streaming::spawn(&["watch", &url, "pointmass/node/camera"]);

@@ -110,6 +110,22 @@ fn serve_fixtures_with_a_token() {
 }
 
 #[test]
+fn call_help_documents_the_json_conventions() {
+    let out = run(&["call", "--help"]);
+    let help = out.ok();
+    for form in [
+        "\"$array\"",
+        "\"dtype\"",
+        "\"$tuple\"",
+        "\"$bytes\"",
+        "float32",
+        "operation",
+    ] {
+        assert!(help.contains(form), "{form} missing:\n{help}");
+    }
+}
+
+#[test]
 fn serve_reports_an_address_it_cannot_use() {
     let out = run(&["serve", "--addr", "not-an-address"]);
     assert!(!out.status.success());

@@ -28,28 +28,31 @@ use half::f16;
 use serde_json::Value as Json;
 
 /// The conventions, for `call --help`.
-pub const CONVENTIONS: &str = "\
-JSON arguments: null, booleans, strings and objects become None, bool, str and \
-dict (object keys sorted); numbers become int (no fraction or exponent) or float. \
-A non-empty, rectangular JSON array of numbers (any depth) becomes a NumPy \
-array: of the dtype of the resource's action space for the action of \
-step/set_next_action, bool for a `mask` or an array of booleans, float32 \
-otherwise. Other arrays become lists. Special forms: \
-{\"$array\": [[1, 2]], \"dtype\": \"int64\"} forces a dtype (NumPy name or \
-dtype string, e.g. uint8 or <f8; {\"$array\": 3, ...} is zero-dimensional), \
-{\"$tuple\": [...]} builds a tuple, {\"$bytes\": \"BASE64\"} builds bytes.
+pub const CONVENTIONS: &str = r#"JSON arguments:
+  null, true/false, strings, objects   None, bool, str, dict (keys sorted)
+  numbers                              int (no fraction or exponent), else float
+  [[1, 2], [3, 4]]                     a NumPy array (non-empty, rectangular, any
+                                       depth): of the action space's dtype for the
+                                       action of step/set_next_action, bool for
+                                       `mask` or booleans, float32 otherwise
+  other arrays                         lists
+  {"$array": [1, 2], "dtype": "int64"} an array of that dtype (NumPy name or
+                                       dtype string such as <f8); {"$array": 3,
+                                       ...} is zero-dimensional
+  {"$tuple": [...]}                    a tuple
+  {"$bytes": "BASE64"}                 bytes
 
-Component mutations (world/node reset, reload, after_reset, after_reload, \
-step, set_next_action, pre/post_environment_step) run inside an operation of \
-the matching kind (reset, reload or step) after acquiring components mode; a \
-reset/reload operation completes only when the world's (or the detached \
-root's) reset/reload ran in it. Env calls and component reads run directly.
+Operations: world and node mutations (reset, reload, after_reset, after_reload,
+step, set_next_action, pre/post_environment_step) run in components mode inside
+an operation of the matching kind (reset, reload or step); a reset/reload
+operation completes only when the world's (or the detached root's) reset/reload
+ran in it. Env calls and world/node reads run directly.
 
 Examples:
-  unienv-remote call ws://127.0.0.1:8765 cartpole reset --kwargs '{\"seed\": 1}'
+  unienv-remote call ws://127.0.0.1:8765 cartpole reset --kwargs '{"seed": 1}'
   unienv-remote call ws://127.0.0.1:8765 cartpole step --args '[1]'
   unienv-remote call ws://127.0.0.1:8765 pointmass step --args '[[0.5, -0.5]]'
-  unienv-remote call ws://127.0.0.1:8765 gripper reset --kwargs '{\"seed\": 3}'";
+  unienv-remote call ws://127.0.0.1:8765 gripper reset --kwargs '{"seed": 3}'"#;
 
 /// Positional and keyword arguments of a call, converted.
 #[derive(Debug, Clone, PartialEq)]
