@@ -152,6 +152,7 @@ fn fail(message: impl std::fmt::Display) -> ExitCode {
 pub fn client_fail(error: &ClientError) -> ExitCode {
     match error {
         ClientError::Remote(e) => eprintln!("error: {e}"),
+        ClientError::InvalidUse(message) => eprintln!("error: {}: {message}", error.code()),
         other => {
             let uncertain = if other.is_uncertain() {
                 " (outcome uncertain)"
