@@ -133,6 +133,72 @@ fn write_value(out: &mut String, v: &Value, indent: usize) {
     }
 }
 
+/// A one-line summary of `value`: scalars as Python prints them, arrays via
+/// [`array_summary`], containers with their items summarized likewise, and
+/// anything longer than `width` characters cut with `…`.
+pub fn compact(value: &Value, width: usize) -> String {
+    let mut out = String::new();
+    write_compact(&mut out, value);
+    if out.chars().count() > width {
+        let mut cut: String = out.chars().take(width.saturating_sub(1)).collect();
+        cut.push('…');
+        return cut;
+    }
+    out
+}
+
+fn write_compact(out: &mut String, v: &Value) {
+    let items = |out: &mut String, items: &[Value]| {
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            write_compact(out, item);
+        }
+    };
+    match v {
+        Value::Array(a) => out.push_str(&array_summary(a)),
+        Value::List(v) => {
+            out.push('[');
+            items(out, v);
+            out.push(']');
+        }
+        Value::Tuple(v) => {
+            out.push('(');
+            items(out, v);
+            out.push_str(if v.len() == 1 { ",)" } else { ")" });
+        }
+        Value::Dict(d) => {
+            out.push('{');
+            for (i, (k, item)) in d.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                let _ = write!(out, "{k}: ");
+                write_compact(out, item);
+            }
+            out.push('}');
+        }
+        Value::ObjectArray(o) => {
+            let _ = write!(out, "object_array(shape={:?})", o.shape());
+        }
+        Value::Graph(g) => {
+            out.push_str("GraphInstance(");
+            for (i, (k, item)) in g.fields().iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                let _ = write!(out, "{k}=");
+                write_compact(out, item);
+            }
+            out.push(')');
+        }
+        other => {
+            let _ = write!(out, "{other}");
+        }
+    }
+}
+
 /// Re-indents compact JSON text (two spaces per level), leaving every token
 /// exactly as written.
 pub fn indent_json(text: &str) -> String {
@@ -205,6 +271,22 @@ mod tests {
         assert!(s.contains("mean 4.5"), "{s}");
         let v = Value::from(dict! { "a" => 1, "b" => Value::list([1, 2]) });
         assert_eq!(pretty(&v), "{\n  \"a\": 1,\n  \"b\": [1, 2],\n}");
+    }
+
+    #[test]
+    fn compact_lines() {
+        let v = Value::from(dict! {
+            "position" => NdArray::from_vec(vec![0.5f32, -1.0]),
+            "pair" => Value::tuple([1]),
+            "flag" => true,
+        });
+        assert_eq!(
+            compact(&v, 200),
+            "{position: float32 (2,) [0.5, -1.0], pair: (1,), flag: True}"
+        );
+        let cut = compact(&v, 10);
+        assert_eq!(cut.chars().count(), 10);
+        assert!(cut.ends_with('…'));
     }
 
     #[test]

@@ -1,0 +1,316 @@
+//! `discover`, `describe` and `call`: one-shot requests to any UniEnv server.
+
+use super::json_args::{convert_arguments, parse_json_arguments};
+use super::{pretty, run_client, space_summary, ClientArgs};
+use crate::client::{ClientError, Descriptor, Mode, OperationKind};
+use crate::codec::{header_json, Value};
+use crate::host::Space;
+use crate::protocol::ResourceKind;
+use clap::Args;
+use std::fmt::Write;
+use std::process::ExitCode;
+
+/// Options of `discover`.
+#[derive(Debug, Args)]
+pub struct DiscoverArgs {
+    /// Connection options.
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// Options of `describe`.
+#[derive(Debug, Args)]
+pub struct DescribeArgs {
+    /// Connection options.
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The resource ID, e.g. `pointmass/node/camera`.
+    pub id: String,
+    /// Print the descriptor as the tagged JSON header the server sent.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Options of `call`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// Connection options.
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The resource ID.
+    pub id: String,
+    /// The method, e.g. `reset`, `step`, `get_observation`.
+    pub method: String,
+    /// Positional arguments: a JSON array (see below).
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// Keyword arguments: a JSON object (see below).
+    #[arg(long, value_name = "JSON")]
+    pub kwargs: Option<String>,
+}
+
+/// `discover`: a table of every resource the server hosts, in the server's
+/// order.
+pub fn discover(args: DiscoverArgs) -> ExitCode {
+    run_client(async move {
+        let client = args.client.connect(false).await?;
+        let outcome = client.discover().await;
+        let info = client.server_info().clone();
+        client.close().await;
+        let descriptors = outcome?;
+        println!(
+            "{} {} at {}: {} resources",
+            info.server,
+            info.server_version,
+            args.client.url,
+            descriptors.len()
+        );
+        print!("{}", resource_table(&descriptors));
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// The `discover` table: one row per descriptor.
+fn resource_table(descriptors: &[std::sync::Arc<Descriptor>]) -> String {
+    let header = ["ID", "KIND", "DOMAIN", "REV", "SEQ", "SPACES"];
+    let rows: Vec<[String; 6]> = descriptors
+        .iter()
+        .map(|d| {
+            let spaces: Vec<String> = [
+                ("action", "action_space"),
+                ("observation", "observation_space"),
+                ("context", "context_space"),
+            ]
+            .iter()
+            .filter_map(|(label, key)| space_summary(d, key).map(|s| format!("{label} {s}")))
+            .collect();
+            let spaces = match d.kind() {
+                ResourceKind::World => {
+                    let dt = d
+                        .world_timestep()
+                        .map_or_else(|| "-".to_string(), |t| t.to_string());
+                    format!("world_timestep {dt}")
+                }
+                _ if spaces.is_empty() => "-".to_string(),
+                _ => spaces.join("; "),
+            };
+            [
+                d.id().to_string(),
+                d.kind().as_str().to_string(),
+                d.domain_id().to_string(),
+                d.revision().to_string(),
+                d.sequence().to_string(),
+                spaces,
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: [&str; 6]| {
+        let _ = writeln!(
+            out,
+            "{:<w0$}  {:<w1$}  {:<w2$}  {:>w3$}  {:>w4$}  {}",
+            cells[0],
+            cells[1],
+            cells[2],
+            cells[3],
+            cells[4],
+            cells[5],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+            w4 = widths[4],
+        );
+    };
+    line(header);
+    for row in &rows {
+        line([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]);
+    }
+    out
+}
+
+/// `describe`: one resource's descriptor, readably (spaces summarized,
+/// containers indented) or, with `--json`, as the tagged JSON the protocol
+/// carries.
+pub fn describe(args: DescribeArgs) -> ExitCode {
+    run_client(async move {
+        let client = args.client.connect(false).await?;
+        let outcome = client.describe(&args.id).await;
+        client.close().await;
+        let descriptor = outcome?;
+        if args.json {
+            let value = Value::Dict(descriptor.raw().clone());
+            let text = header_json(&value).map_err(ClientError::Codec)?;
+            println!("{}", super::indent_json(&text));
+        } else {
+            print!("{}", readable_descriptor(&descriptor));
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// A descriptor as `key  value` lines in the server's order.
+fn readable_descriptor(d: &Descriptor) -> String {
+    let width = d.raw().keys().map(str::len).max().unwrap_or(0);
+    let mut out = String::new();
+    for (key, value) in d.raw().iter() {
+        let shown = if key.ends_with("_space") {
+            match space_summary(d, key) {
+                Some(summary) => {
+                    let bounds = match Space::from_value(value) {
+                        Ok(Space::Box(b)) => uniform_bounds(&b.low, &b.high),
+                        _ => String::new(),
+                    };
+                    format!("{summary}{bounds}")
+                }
+                None => "None".to_string(),
+            }
+        } else if key == "operations" {
+            d.operations().join(", ")
+        } else if key == "children" {
+            if d.children().is_empty() {
+                "{}".to_string()
+            } else {
+                d.children()
+                    .iter()
+                    .map(|(name, id)| format!("{name} → {id}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        } else if let Value::Str(text) = value {
+            text.clone()
+        } else {
+            indent_continuation(&pretty(value), width + 2)
+        };
+        let _ = writeln!(out, "{key:<width$}  {shown}");
+    }
+    out
+}
+
+/// ` in [low, high]` when every bound element is the same, else the bounds
+/// as lists.
+fn uniform_bounds(low: &crate::NdArray, high: &crate::NdArray) -> String {
+    let elements = |a: &crate::NdArray| -> Vec<String> {
+        (0..a.len()).filter_map(|i| a.format_element(i)).collect()
+    };
+    let (lo, hi) = (elements(low), elements(high));
+    let uniform = |v: &[String]| v.windows(2).all(|w| w[0] == w[1]);
+    match (lo.first(), hi.first()) {
+        (Some(l), Some(h)) if uniform(&lo) && uniform(&hi) => format!(" in [{l}, {h}]"),
+        _ if lo.len() <= 8 => format!(" low [{}] high [{}]", lo.join(", "), hi.join(", ")),
+        _ => String::new(),
+    }
+}
+
+/// Indents every line after the first by `by` spaces.
+fn indent_continuation(text: &str, by: usize) -> String {
+    text.replace('\n', &format!("\n{}", " ".repeat(by)))
+}
+
+/// Which operation a call of `method` on a `kind` resource must run in:
+/// `None` for env calls and component reads (and for names the kind does
+/// not export, which the server refuses).
+pub(crate) fn operation_for(kind: ResourceKind, method: &str) -> Option<OperationKind> {
+    if kind == ResourceKind::Env || kind.is_mutation(method) != Some(true) {
+        return None;
+    }
+    Some(match method {
+        "reset" | "after_reset" => OperationKind::Reset,
+        "reload" | "after_reload" => OperationKind::Reload,
+        _ => OperationKind::Step,
+    })
+}
+
+/// `call`: runs one method and prints its result. Component mutations run
+/// inside an operation of the matching kind, in components mode.
+pub fn call(args: CallArgs) -> ExitCode {
+    let parsed = match parse_json_arguments(args.args.as_deref(), args.kwargs.as_deref()) {
+        Ok(parsed) => parsed,
+        Err(e) => return super::fail(e),
+    };
+    run_client(async move {
+        let client = args.client.connect(false).await?;
+        let outcome = async {
+            let descriptor = client.describe(&args.id).await?;
+            let action_space = descriptor.action_space();
+            let call = convert_arguments(&args.method, &parsed, action_space.as_deref())
+                .map_err(ClientError::InvalidUse)?;
+            let (id, method) = (args.id.as_str(), args.method.as_str());
+            match operation_for(descriptor.kind(), method) {
+                None => client.call(id, method, call.args, call.kwargs).await,
+                Some(kind) => {
+                    client.acquire(id, Some(Mode::Components)).await?;
+                    let outcome = client
+                        .with_operation(id, kind, async |op| {
+                            eprintln!(
+                                "(in a {} operation {} on {})",
+                                kind.as_str(),
+                                op.id(),
+                                op.domain_id()
+                            );
+                            client.call(id, method, call.args, call.kwargs).await
+                        })
+                        .await;
+                    if let Err(e) = &outcome {
+                        if e.code() == "invalid_operation" && kind.is_reset_family() {
+                            eprintln!(
+                                "hint: a {} operation completes only when the world's (or the \
+                                 detached root's) {} ran in it",
+                                kind.as_str(),
+                                kind.as_str()
+                            );
+                        }
+                    }
+                    outcome
+                }
+            }
+        }
+        .await;
+        client.close().await;
+        println!("{}", pretty(&outcome?));
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_by_method() {
+        assert_eq!(operation_for(ResourceKind::Env, "reset"), None);
+        assert_eq!(operation_for(ResourceKind::Node, "get_observation"), None);
+        assert_eq!(operation_for(ResourceKind::Node, "frobnicate"), None);
+        assert_eq!(
+            operation_for(ResourceKind::Node, "after_reset"),
+            Some(OperationKind::Reset)
+        );
+        assert_eq!(
+            operation_for(ResourceKind::World, "reload"),
+            Some(OperationKind::Reload)
+        );
+        assert_eq!(
+            operation_for(ResourceKind::World, "step"),
+            Some(OperationKind::Step)
+        );
+        assert_eq!(
+            operation_for(ResourceKind::Node, "set_next_action"),
+            Some(OperationKind::Step)
+        );
+    }
+
+    #[test]
+    fn bounds() {
+        let low = crate::NdArray::from_vec(vec![0i64, 0]);
+        let high = crate::NdArray::from_vec(vec![1i64, 1]);
+        assert_eq!(uniform_bounds(&low, &high), " in [0, 1]");
+        let high = crate::NdArray::from_vec(vec![1i64, 2]);
+        assert_eq!(uniform_bounds(&low, &high), " low [0, 0] high [1, 2]");
+    }
+}
