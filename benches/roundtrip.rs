@@ -51,7 +51,10 @@ impl Stats {
 }
 
 fn seconds() -> f64 {
-    std::env::var("ROUNDTRIP_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3.0)
+    std::env::var("ROUNDTRIP_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3.0)
 }
 
 /// Times `step` repeatedly for the configured duration, after a warm-up.
@@ -118,7 +121,11 @@ fn python_roundtrips(python: &PathBuf, url: &str) -> Vec<(String, Stats)> {
 
 /// Starts the reference fixture server; returns the child and its URL.
 fn reference_server(python: &PathBuf) -> (std::process::Child, String) {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/ref_fixture_server.py");
     let mut child = Command::new(python)
         .arg(script)
@@ -128,7 +135,9 @@ fn reference_server(python: &PathBuf) -> (std::process::Child, String) {
         .spawn()
         .expect("start the reference server");
     let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     (child, line.trim().to_string())
 }
 
@@ -138,7 +147,7 @@ fn message_sizes(rt: &tokio::runtime::Runtime, url: &str, env: &str) -> (usize, 
     rt.block_on(async {
         let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
         let codec = Codec::default();
-        let mut send = |d: Dict| {
+        let send = |d: Dict| {
             let bytes = codec.encode(&Value::Dict(d)).unwrap();
             (bytes.len(), Message::Binary(Bytes::from(bytes)))
         };
@@ -160,6 +169,13 @@ fn message_sizes(rt: &tokio::runtime::Runtime, url: &str, env: &str) -> (usize, 
             ws.send(m).await.unwrap();
             let resp = ws.next().await.unwrap().unwrap().into_data();
             if *method == "step" {
+                let release = dict! {
+                    "version" => 1, "type" => "request", "request_id" => "rel",
+                    "session_id" => session.clone(), "op" => "release", "resource_id" => env,
+                };
+                ws.send(send(release).1).await.unwrap();
+                let _ = ws.next().await;
+                let _ = ws.close(None).await;
                 return (n, resp.len());
             }
         }
@@ -218,7 +234,11 @@ fn our_roundtrip(client: &blocking::Client, env: &str) -> Stats {
 }
 
 /// An observer over a raw WebSocket that subscribes and then never reads.
-fn stalled_observer(rt: &tokio::runtime::Runtime, url: &str, env: &str) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+fn stalled_observer(
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    env: &str,
+) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
     rt.block_on(async {
         let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
         let codec = Codec::default();
@@ -253,16 +273,31 @@ fn memory_per_session(n: usize) -> Option<(u64, u64)> {
         return None;
     }
     let mut child = Command::new(bin)
-        .args(["serve", "--fixtures", "--addr", "127.0.0.1:0", "--max-connections", "4096"])
+        .args([
+            "serve",
+            "--fixtures",
+            "--addr",
+            "127.0.0.1:0",
+            "--max-connections",
+            "4096",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
     let mut first = String::new();
-    std::io::BufReader::new(child.stdout.take()?).read_line(&mut first).ok()?;
-    let url = first.split_whitespace().find(|w| w.starts_with("ws://"))?.to_string();
+    std::io::BufReader::new(child.stdout.take()?)
+        .read_line(&mut first)
+        .ok()?;
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("ws://"))?
+        .to_string();
     let pid = child.id();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
     let result = rt.block_on(async {
         // Settle the allocator with one connection first.
         let mut warm = Vec::new();
@@ -281,16 +316,25 @@ fn memory_per_session(n: usize) -> Option<(u64, u64)> {
         drop(conns);
         (before, after)
     });
-    let _ = Command::new("kill").arg("-INT").arg(pid.to_string()).status();
+    let _ = Command::new("kill")
+        .arg("-INT")
+        .arg(pid.to_string())
+        .status();
     let _ = child.wait();
     Some(result)
 }
 
-async fn connect_hello(url: &str) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+async fn connect_hello(
+    url: &str,
+) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
     let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
     let codec = Codec::default();
     let hello = dict! { "version" => 1, "type" => "request", "request_id" => "h", "session_id" => (), "op" => "hello", "resource_id" => () };
-    ws.send(Message::Binary(codec.encode(&Value::Dict(hello)).unwrap().into())).await.unwrap();
+    ws.send(Message::Binary(
+        codec.encode(&Value::Dict(hello)).unwrap().into(),
+    ))
+    .await
+    .unwrap();
     let _ = ws.next().await;
     ws
 }
@@ -305,7 +349,11 @@ fn row(name: &str, s: &Stats) {
 fn main() {
     // `cargo bench` passes --bench; anything else (e.g. a filter) is ignored.
     println!("machine: {} cores, {}", num_cpus(), cpu_model());
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let (server, listener) = rt.block_on(async {
         let mut b = Server::builder(ServerConfig::default());
         unienv_remote::fixtures::register(&mut b).unwrap();
@@ -333,7 +381,9 @@ fn main() {
     }
     client.close();
     let (b, c) = match (&python, &reference) {
-        (Some(py), Some((_, ref_url))) => (python_roundtrips(py, &url), python_roundtrips(py, ref_url)),
+        (Some(py), Some((_, ref_url))) => {
+            (python_roundtrips(py, &url), python_roundtrips(py, ref_url))
+        }
         _ => {
             eprintln!("reference Python not found: skipping (b) and (c); run ./scripts/test.sh once to create .venv-ref");
             (Vec::new(), Vec::new())
@@ -344,12 +394,18 @@ fn main() {
         row(&format!("(b) reference client <-> our server: {env}"), s);
     }
     for (env, s) in &c {
-        row(&format!("(c) reference client <-> reference server: {env}"), s);
+        row(
+            &format!("(c) reference client <-> reference server: {env}"),
+            s,
+        );
     }
     println!("\nratios (medians)");
     for (i, env) in ENVS.iter().enumerate() {
         let ad = ours[i].median_us / floor[i].median_us;
-        let cb = match (b.iter().find(|(e, _)| e == env), c.iter().find(|(e, _)| e == env)) {
+        let cb = match (
+            b.iter().find(|(e, _)| e == env),
+            c.iter().find(|(e, _)| e == env),
+        ) {
             (Some((_, b)), Some((_, c))) => format!("{:.2}", c.median_us / b.median_us),
             _ => "n/a".into(),
         };
@@ -383,7 +439,10 @@ fn main() {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         let seen: u64 = readers.into_iter().map(|r| r.join().unwrap_or(0)).sum();
         row(&format!("{k} observers ({seen} snapshots delivered)"), &s);
-        println!("    slowdown vs 0 observers: {:+.1} %", (s.median_us / base.median_us - 1.0) * 100.0);
+        println!(
+            "    slowdown vs 0 observers: {:+.1} %",
+            (s.median_us / base.median_us - 1.0) * 100.0
+        );
         for o in observers {
             o.close();
         }
@@ -391,7 +450,10 @@ fn main() {
     let stalled = stalled_observer(&rt, &url, "bench_image");
     let s = our_roundtrip(&controller, "bench_image");
     row("1 observer that never reads", &s);
-    println!("    slowdown vs 0 observers: {:+.1} %", (s.median_us / base.median_us - 1.0) * 100.0);
+    println!(
+        "    slowdown vs 0 observers: {:+.1} %",
+        (s.median_us / base.median_us - 1.0) * 100.0
+    );
     drop(stalled);
     controller.close();
 
@@ -410,7 +472,10 @@ fn main() {
     match memory_per_session(1000) {
         Some((before, after)) => {
             let per = (after.saturating_sub(before)) as f64 * 1024.0 / 1000.0;
-            println!("  RSS before {before} KiB, after {after} KiB: {:.1} KiB per session", per / 1024.0);
+            println!(
+                "  RSS before {before} KiB, after {after} KiB: {:.1} KiB per session",
+                per / 1024.0
+            );
         }
         None => println!("  not measured"),
     }
@@ -423,12 +488,18 @@ fn main() {
 }
 
 fn num_cpus() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_else(|| "unknown CPU".into())
 }
