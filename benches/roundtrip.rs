@@ -50,6 +50,11 @@ impl Stats {
     }
 }
 
+/// `ROUNDTRIP_ONLY=ours` runs only (a) (for profiling).
+fn only_ours() -> bool {
+    std::env::var("ROUNDTRIP_ONLY").as_deref() == Ok("ours")
+}
+
 fn seconds() -> f64 {
     std::env::var("ROUNDTRIP_SECONDS")
         .ok()
@@ -362,7 +367,7 @@ fn main() {
         (server, listener)
     });
     let url = listener.url();
-    let python = python();
+    let python = python().filter(|_| !only_ours());
     let reference = python.as_ref().map(reference_server);
 
     let mut ours = Vec::new();
@@ -371,6 +376,13 @@ fn main() {
     println!("\nstep round trips ({} s per measurement)", seconds());
     for env in ENVS {
         println!("{env}");
+        if only_ours() {
+            row(
+                "(a) our client <-> our server",
+                &our_roundtrip(&client, env),
+            );
+            continue;
+        }
         let (req, resp) = message_sizes(&rt, &url, env);
         let a = our_roundtrip(&client, env);
         row("(a) our client <-> our server", &a);
@@ -380,6 +392,10 @@ fn main() {
         floor.push(d);
     }
     client.close();
+    if only_ours() {
+        rt.block_on(server.shutdown());
+        return;
+    }
     let (b, c) = match (&python, &reference) {
         (Some(py), Some((_, ref_url))) => {
             (python_roundtrips(py, &url), python_roundtrips(py, ref_url))

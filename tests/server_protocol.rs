@@ -212,8 +212,33 @@ async fn discover_and_describe() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn env_mode_calls() {
+async fn env_snapshots_are_omitted_by_default() {
     let server = fixture_server();
+    let mut raw = Raw::connect(&server).await;
+    let r = raw.env_call("composed", "reset", vec![], seed(2)).await;
+    let res = result(&r);
+    let descs = res.get("descriptors").unwrap().as_seq().unwrap();
+    assert!(
+        descs[0].get("snapshot").is_none(),
+        "no env snapshot by default"
+    );
+    // Worlds and nodes still carry theirs.
+    assert!(descs[1..].iter().all(|d| d.get("snapshot").is_some()));
+    assert_eq!(
+        descs[1].get("snapshot").unwrap().get("data"),
+        Some(&Value::Dict(Dict::new()))
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn env_mode_calls() {
+    let mut b = Server::builder(ServerConfig {
+        env_boundary_snapshots: true,
+        ..ServerConfig::default()
+    });
+    fixtures::register(&mut b).unwrap();
+    let server = b.start();
     let mut raw = Raw::connect(&server).await;
     let r = raw.env_call("counter", "reset", vec![], seed(2)).await;
     let res = result(&r);

@@ -982,6 +982,11 @@ impl Domain {
             if meta.kind == ResourceKind::Env && Some(index) != env_resource {
                 continue;
             }
+            // The env's own fields are exactly the call's value: repeating
+            // them is optional and off unless configured (SPEC 8.3).
+            if meta.kind == ResourceKind::Env && !self.server.config.env_boundary_snapshots {
+                continue;
+            }
             let kind_fields: Vec<Field> = meta
                 .kind
                 .fields()

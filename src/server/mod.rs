@@ -69,6 +69,12 @@ pub struct ServerConfig {
     pub max_in_flight: usize,
     /// Subscriptions a session may hold (default 1024).
     pub max_subscriptions_per_session: usize,
+    /// Whether env-mutation responses also carry the mutated env's own
+    /// controller snapshot (default `false`). Its data would repeat the call's
+    /// value — for an image observation, doubling the response — and no
+    /// protocol read is served from it; node and world snapshots are always
+    /// sent. `true` reproduces the reference byte for byte.
+    pub env_boundary_snapshots: bool,
     /// How long shutdown waits for each domain thread (default 10 s); a
     /// simulator hung past it is left behind rather than blocking forever.
     pub shutdown_timeout: Duration,
@@ -87,6 +93,7 @@ impl Default for ServerConfig {
             max_handshake_bytes: 16 * 1024,
             max_in_flight: 64,
             max_subscriptions_per_session: 1024,
+            env_boundary_snapshots: false,
             shutdown_timeout: Duration::from_secs(10),
         }
     }
