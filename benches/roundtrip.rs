@@ -28,6 +28,18 @@ use unienv_remote::{dict, Codec, Dict, NdArray, Value};
 
 const ENVS: [&str; 3] = ["bench_state", "bench_image", "bench_batch64"];
 
+/// The envs to measure (`ROUNDTRIP_ENVS=bench_state,...` narrows them).
+fn envs() -> Vec<&'static str> {
+    match std::env::var("ROUNDTRIP_ENVS") {
+        Ok(list) => ENVS
+            .iter()
+            .copied()
+            .filter(|e| list.split(',').any(|x| x == *e))
+            .collect(),
+        Err(_) => ENVS.to_vec(),
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Stats {
     median_us: f64,
@@ -50,9 +62,14 @@ impl Stats {
     }
 }
 
-/// `ROUNDTRIP_ONLY=ours` runs only (a) (for profiling).
+/// `ROUNDTRIP_ONLY=ours` runs only (a), `ROUNDTRIP_ONLY=memory` only the
+/// in-memory round trip (for profiling).
 fn only_ours() -> bool {
     std::env::var("ROUNDTRIP_ONLY").as_deref() == Ok("ours")
+}
+
+fn only_memory() -> bool {
+    std::env::var("ROUNDTRIP_ONLY").as_deref() == Ok("memory")
 }
 
 fn seconds() -> f64 {
@@ -62,8 +79,23 @@ fn seconds() -> f64 {
         .unwrap_or(3.0)
 }
 
-/// Times `step` repeatedly for the configured duration, after a warm-up.
+/// Times `step` repeatedly for the configured duration, after a warm-up
+/// (or exactly `ROUNDTRIP_STEPS` times, for instruction counting).
 fn measure(mut step: impl FnMut()) -> Stats {
+    if let Some(n) = std::env::var("ROUNDTRIP_STEPS")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+    {
+        let start = Instant::now();
+        let samples: Vec<Duration> = (0..n.max(1))
+            .map(|_| {
+                let t = Instant::now();
+                step();
+                t.elapsed()
+            })
+            .collect();
+        return Stats::from(samples, start.elapsed());
+    }
     let warm = Instant::now();
     while warm.elapsed() < Duration::from_millis(300) {
         step();
@@ -367,14 +399,27 @@ fn main() {
         (server, listener)
     });
     let url = listener.url();
-    let python = python().filter(|_| !only_ours());
+    let python = python().filter(|_| !only_ours() && !only_memory());
     let reference = python.as_ref().map(reference_server);
 
+    if only_memory() {
+        let mem = rt.block_on(async { server.connect_memory() });
+        let mem_client = blocking::Client::over_memory(mem, ClientConfig::default()).unwrap();
+        for env in envs() {
+            row(
+                &format!("in memory: {env}"),
+                &our_roundtrip(&mem_client, env),
+            );
+        }
+        mem_client.close();
+        rt.block_on(server.shutdown());
+        return;
+    }
     let mut ours = Vec::new();
     let mut floor = Vec::new();
     let client = our_client(&url);
     println!("\nstep round trips ({} s per measurement)", seconds());
-    for env in ENVS {
+    for env in envs() {
         println!("{env}");
         if only_ours() {
             row(
@@ -477,7 +522,7 @@ fn main() {
     println!("\nin-memory transport (embedded use)");
     let mem = rt.block_on(async { server.connect_memory() });
     let mem_client = blocking::Client::over_memory(mem, ClientConfig::default()).unwrap();
-    for env in ENVS {
+    for env in envs() {
         let s = our_roundtrip(&mem_client, env);
         row(&format!("our client <-> our server in memory: {env}"), &s);
     }

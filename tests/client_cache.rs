@@ -5,10 +5,11 @@
 mod client_support;
 mod common;
 
-use client_support::{floats, targets, Target};
+use client_support::{floats, ours_with, targets, Target};
 use std::time::Duration;
 use unienv_remote::client::{Client, NodeProxy, OperationKind};
 use unienv_remote::host::ResetArgs;
+use unienv_remote::server::ServerConfig;
 use unienv_remote::{Dict, NdArray, Value};
 
 async fn reset(client: &Client, node: &NodeProxy, seed: i64) {
@@ -293,7 +294,22 @@ async fn invalidation_rules() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn env_boundaries_and_observers() {
+    // `targets()` configures our server to repeat an env's own fields in its
+    // boundary snapshot, as the reference always does.
     for t in targets().await {
         env_and_observers(&t).await;
     }
+    // By default it does not.
+    env_default_omits_own_snapshot(&ours_with(ServerConfig::default()).await).await;
+}
+
+async fn env_default_omits_own_snapshot(t: &Target) {
+    let controller = t.client().await;
+    let env = controller.env("counter").await.expect("counter");
+    env.reset(ResetArgs::with_seed(0)).await.expect("reset");
+    assert!(controller.boundary_snapshot("counter").is_none());
+    env.step(NdArray::from_vec(vec![1.0f32, 1.0]))
+        .await
+        .expect("step");
+    assert!(controller.boundary_snapshot("counter").is_none());
 }

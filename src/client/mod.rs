@@ -95,15 +95,11 @@ pub use subscription::{SnapshotEvent, Subscription};
 
 use crate::codec::{Dict, Value, DEFAULT_MAX_MESSAGE_SIZE, MIN_MAX_MESSAGE_SIZE};
 use crate::protocol::{Op, ResourceKind};
-use crate::transport::{split_ws, MemoryTransport, Reader, Writer};
+use crate::transport::{MemoryTransport, Reader, Writer};
 use shared::Shared;
 use std::sync::Arc;
 use std::time::Duration;
 use subscription::SubShared;
-use tokio_tungstenite::tungstenite;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 /// Client settings. Every field has a documented default.
 #[derive(Debug, Clone)]
@@ -215,36 +211,20 @@ impl Client {
     /// the connection's reader and writer tasks are spawned on it.
     pub async fn connect(url: &str, config: ClientConfig) -> ClientResult<Client> {
         check_limit(&config)?;
-        let mut request = url
-            .into_client_request()
-            .map_err(|e| ClientError::Connect(e.to_string()))?;
-        let headers = request.headers_mut();
-        for (name, value) in &config.headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| ClientError::Connect(format!("header {name:?}: {e}")))?;
-            let value = HeaderValue::from_str(value)
-                .map_err(|e| ClientError::Connect(format!("header {name}: {e}")))?;
-            headers.append(name, value);
-        }
+        let mut headers = config.headers.clone();
         if let Some(token) = &config.token {
-            let value = HeaderValue::from_str(&format!("Bearer {token}"))
-                .map_err(|e| ClientError::Connect(format!("token: {e}")))?;
-            headers.insert(tungstenite::http::header::AUTHORIZATION, value);
+            headers.retain(|(n, _)| !n.eq_ignore_ascii_case("authorization"));
+            headers.push(("Authorization".to_string(), format!("Bearer {token}")));
         }
-        let ws_config = WebSocketConfig::default()
-            .max_message_size(Some(config.max_message_size))
-            .max_frame_size(Some(config.max_message_size));
-        let handshake =
-            tokio_tungstenite::connect_async_with_config(request, Some(ws_config), true);
+        let handshake = crate::transport::ws::connect(url, &headers, config.max_message_size);
         let connected = match config.timeout {
             Some(limit) => tokio::time::timeout(limit, handshake).await.map_err(|_| {
                 ClientError::Connect(format!("handshake timed out after {limit:?}"))
             })?,
             None => handshake.await,
         };
-        let (ws, _response) = connected.map_err(|e| ClientError::Connect(describe_ws_error(e)))?;
-        let (reader, writer) = split_ws(ws);
-        Client::start(reader, writer, config).await
+        let (reader, writer) = connected.map_err(|e| ClientError::Connect(e.to_string()))?;
+        Client::start(Reader::Ws(reader), Writer::Ws(writer), config).await
     }
 
     /// Connects through an in-memory transport (for example
@@ -714,14 +694,4 @@ fn wrong_kind(id: &str, kind: ResourceKind, wanted: &str) -> ClientError {
         "resource {id} is a {}, not {wanted}",
         kind.as_str()
     ))
-}
-
-fn describe_ws_error(e: tungstenite::Error) -> String {
-    match e {
-        tungstenite::Error::Http(response) => format!(
-            "the server refused the WebSocket handshake with HTTP {}",
-            response.status()
-        ),
-        other => other.to_string(),
-    }
 }

@@ -4,18 +4,14 @@
 
 use super::session;
 use super::ServerShared;
-use crate::transport::split_ws;
+use crate::transport::ws::{self, Refusal, RequestHead};
+use crate::transport::{Reader, Writer};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
-use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
-use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode};
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 /// A running WebSocket listener.
 pub struct Listener {
@@ -87,26 +83,18 @@ async fn serve_connection(shared: Arc<ServerShared>, mut stream: TcpStream) {
     };
     let _ = stream.set_nodelay(true);
     let config = &shared.core.config;
-    let limited = Limited {
-        inner: stream,
-        remaining: Some(config.max_handshake_bytes),
-    };
-    let ws_config = WebSocketConfig::default()
-        .max_message_size(Some(config.max_message_size))
-        .max_frame_size(Some(config.max_message_size))
-        .write_buffer_size(0);
     let policy = Policy::from_config(config);
-    #[allow(clippy::result_large_err)] // the error type is tungstenite's
-    let callback = move |req: &Request, resp: Response| policy.check(req, resp);
-    let handshake =
-        tokio_tungstenite::accept_hdr_async_with_config(limited, callback, Some(ws_config));
-    let mut ws = match tokio::time::timeout(config.handshake_timeout, handshake).await {
-        Ok(Ok(ws)) => ws,
+    let handshake = ws::accept(
+        stream,
+        config.max_handshake_bytes,
+        config.max_message_size,
+        |req| policy.check(req),
+    );
+    let (reader, writer) = match tokio::time::timeout(config.handshake_timeout, handshake).await {
+        Ok(Ok(halves)) => halves,
         _ => return,
     };
-    ws.get_mut().remaining = None;
-    let (reader, writer) = split_ws(ws);
-    session::run(shared, reader, writer).await;
+    session::run(shared, Reader::Ws(reader), Writer::Ws(writer)).await;
 }
 
 /// Who may connect.
@@ -115,15 +103,6 @@ struct Policy {
     token: Option<String>,
     origins: Vec<String>,
     hosts: Vec<String>,
-}
-
-#[allow(clippy::result_large_err)]
-fn reject(status: StatusCode, message: &str) -> ErrorResponse {
-    let mut r = ErrorResponse::new(Some(message.to_string()));
-    *r.status_mut() = status;
-    r.headers_mut()
-        .insert("Connection", HeaderValue::from_static("close"));
-    r
 }
 
 impl Policy {
@@ -143,34 +122,32 @@ impl Policy {
         }
     }
 
-    #[allow(clippy::result_large_err)] // the error type is tungstenite's
-    fn check(&self, req: &Request, resp: Response) -> Result<Response, ErrorResponse> {
-        let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
-        match header("host") {
+    /// Host, Origin and token checks, before the upgrade.
+    fn check(&self, req: &RequestHead) -> Result<(), Refusal> {
+        match req.header("host") {
             Some(host) if self.host_allowed(host) => {}
-            _ => return Err(reject(StatusCode::FORBIDDEN, "Host not allowed")),
+            _ => return Err(Refusal::new(403, "Forbidden", "Host not allowed")),
         }
-        if let Some(origin) = req.headers().get("origin") {
-            let ok = origin.to_str().is_ok_and(|o| self.origin_allowed(o));
-            if !ok {
-                return Err(reject(StatusCode::FORBIDDEN, "Origin not allowed"));
+        if let Some(origin) = req.header("origin") {
+            if !self.origin_allowed(origin) {
+                return Err(Refusal::new(403, "Forbidden", "Origin not allowed"));
             }
         }
         if let Some(token) = &self.token {
-            let given = header("authorization")
+            let given = req
+                .header("authorization")
                 .and_then(|v| {
                     v.strip_prefix("Bearer ")
                         .or_else(|| v.strip_prefix("bearer "))
                 })
                 .unwrap_or("");
             if !constant_time_eq(given.trim().as_bytes(), token.as_bytes()) {
-                let mut r = reject(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
-                r.headers_mut()
-                    .insert("WWW-Authenticate", HeaderValue::from_static("Bearer"));
+                let mut r = Refusal::new(401, "Unauthorized", "missing or wrong bearer token");
+                r.extra_headers.push(("WWW-Authenticate", "Bearer"));
                 return Err(r);
             }
         }
-        Ok(resp)
+        Ok(())
     }
 
     fn host_allowed(&self, host: &str) -> bool {
@@ -223,67 +200,6 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
         diff |= (a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0)) as u64;
     }
     std::hint::black_box(diff) == 0
-}
-
-/// A TCP stream that refuses to read more than `remaining` bytes while the
-/// handshake is in progress.
-struct Limited {
-    inner: TcpStream,
-    remaining: Option<usize>,
-}
-
-impl AsyncRead for Limited {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = &mut *self;
-        match this.remaining {
-            None => Pin::new(&mut this.inner).poll_read(cx, buf),
-            Some(0) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "handshake too large",
-            ))),
-            Some(left) => {
-                // During the handshake only: read through a small bounded buffer.
-                let mut tmp = [0u8; 2048];
-                let cap = left.min(tmp.len()).min(buf.remaining());
-                let mut rb = ReadBuf::new(&mut tmp[..cap]);
-                let poll = Pin::new(&mut this.inner).poll_read(cx, &mut rb);
-                let n = rb.filled().len();
-                buf.put_slice(rb.filled());
-                this.remaining = Some(left - n);
-                poll
-            }
-        }
-    }
-}
-
-impl AsyncWrite for Limited {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, data)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
-    }
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
 }
 
 #[cfg(test)]

@@ -6,11 +6,10 @@
 //! - In-memory pairs ([`MemoryTransport::pair`]) with 16-message bounded
 //!   queues in each direction, for embedding and fast tests.
 
+pub(crate) mod ws;
+
 use bytes::Bytes;
-use futures_util::{Sink, SinkExt, Stream, StreamExt};
-use std::pin::Pin;
 use tokio::sync::mpsc;
-use tokio_tungstenite::tungstenite::{self, Message};
 
 /// Capacity of each direction of an in-memory pair, as in the reference.
 pub const MEMORY_QUEUE_CAPACITY: usize = 16;
@@ -30,18 +29,6 @@ pub enum TransportError {
     /// Any other I/O or WebSocket protocol failure.
     #[error("transport failure: {0}")]
     Io(String),
-}
-
-impl From<tungstenite::Error> for TransportError {
-    fn from(e: tungstenite::Error) -> TransportError {
-        match e {
-            tungstenite::Error::ConnectionClosed | tungstenite::Error::AlreadyClosed => {
-                TransportError::Closed
-            }
-            tungstenite::Error::Capacity(_) => TransportError::TooLarge,
-            other => TransportError::Io(other.to_string()),
-        }
-    }
 }
 
 /// One end of an in-memory transport pair.
@@ -81,50 +68,36 @@ impl MemoryTransport {
     }
 }
 
-type WsStream = Pin<Box<dyn Stream<Item = Result<Message, tungstenite::Error>> + Send>>;
-type WsSink = Pin<Box<dyn Sink<Message, Error = tungstenite::Error> + Send>>;
-
 /// The receiving half of a connection.
 pub(crate) enum Reader {
-    Ws(WsStream),
+    Ws(ws::WsReader),
     Memory(mpsc::Receiver<Bytes>),
 }
 
 /// The sending half of a connection.
 pub(crate) enum Writer {
-    Ws(WsSink),
+    Ws(ws::WsWriter),
     Memory(mpsc::Sender<Bytes>),
 }
 
 impl Reader {
-    /// The next envelope. Pings and pongs are skipped; a close frame or the
-    /// end of the stream is `Closed`; a text message is an error.
+    /// The next envelope. Pings are answered and skipped; a close frame or
+    /// the end of the stream is `Closed`; a text message is an error.
     pub(crate) async fn recv(&mut self) -> Result<Bytes, TransportError> {
         match self {
             Reader::Memory(rx) => rx.recv().await.ok_or(TransportError::Closed),
-            Reader::Ws(stream) => loop {
-                match stream.next().await {
-                    None => return Err(TransportError::Closed),
-                    Some(Err(e)) => return Err(e.into()),
-                    Some(Ok(Message::Binary(b))) => return Ok(b),
-                    Some(Ok(Message::Text(_))) => return Err(TransportError::TextMessage),
-                    Some(Ok(Message::Close(_))) => return Err(TransportError::Closed),
-                    Some(Ok(_)) => continue,
-                }
-            },
+            Reader::Ws(r) => r.recv().await,
         }
     }
 }
 
 impl Writer {
-    /// Queues one envelope without flushing (WebSocket) or sends it (memory).
+    /// Queues one envelope (small WebSocket messages are gathered until
+    /// `flush`) or sends it (memory).
     pub(crate) async fn feed(&mut self, message: Bytes) -> Result<(), TransportError> {
         match self {
             Writer::Memory(tx) => tx.send(message).await.map_err(|_| TransportError::Closed),
-            Writer::Ws(sink) => sink
-                .feed(Message::Binary(message))
-                .await
-                .map_err(Into::into),
+            Writer::Ws(w) => w.feed(message).await,
         }
     }
 
@@ -132,28 +105,14 @@ impl Writer {
     pub(crate) async fn flush(&mut self) -> Result<(), TransportError> {
         match self {
             Writer::Memory(_) => Ok(()),
-            Writer::Ws(sink) => sink.flush().await.map_err(Into::into),
+            Writer::Ws(w) => w.flush().await,
         }
     }
 
     /// Closes the connection (a close frame for WebSocket).
     pub(crate) async fn close(&mut self, reason: Option<(u16, &str)>) {
-        if let Writer::Ws(sink) = self {
-            let frame = reason.map(|(code, text)| tungstenite::protocol::CloseFrame {
-                code: code.into(),
-                reason: text.chars().take(120).collect::<String>().into(),
-            });
-            let _ = sink.send(Message::Close(frame)).await;
-            let _ = sink.close().await;
+        if let Writer::Ws(w) = self {
+            w.close(reason).await;
         }
     }
-}
-
-/// Splits a WebSocket stream into the crate's reader and writer halves.
-pub(crate) fn split_ws<S>(ws: tokio_tungstenite::WebSocketStream<S>) -> (Reader, Writer)
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let (sink, stream) = ws.split();
-    (Reader::Ws(Box::pin(stream)), Writer::Ws(Box::pin(sink)))
 }
