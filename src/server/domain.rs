@@ -5,15 +5,13 @@
 //! fault, revision, sequence, subscriptions) lives on that thread too, so
 //! none of it needs a lock.
 
-use super::hosted::{topology, Addr, Hosted, ResourceMeta};
+use super::hosted::{topology, Addr, Attrs, Hosted, ResourceMeta};
 use super::session::SessionShared;
 use super::snapshot::{self, Boundary, PendingSnapshot};
 use super::Core;
 use crate::codec::{Codec, Dict, NdArray, Value};
 use crate::host::{CallArgs, Field, HostError, HostErrorKind, HostResult};
-use crate::protocol::{
-    err, response_envelope, ErrorCode, Mode, Op, OperationKind, ProtocolError, ResourceKind,
-};
+use crate::protocol::{err, ErrorCode, Mode, Op, OperationKind, ProtocolError, ResourceKind};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -123,6 +121,10 @@ pub(crate) struct Domain {
     subscriptions: Vec<Subscription>,
     /// Per resource: the frozen fields of the last env mutation, or a world's dt.
     latest: Vec<Dict>,
+    /// Per resource: the attributes its cached descriptor was built from.
+    desc_attrs: Vec<Option<Attrs>>,
+    /// Per resource: the cached descriptor (`Null` when it must be rebuilt).
+    desc_values: Vec<Value>,
     last_activity: Instant,
 }
 
@@ -152,6 +154,8 @@ impl Domain {
             sequence: 0,
             subscriptions: Vec::new(),
             latest: Vec::new(),
+            desc_attrs: Vec::new(),
+            desc_values: Vec::new(),
             last_activity: Instant::now(),
         }
     }
@@ -335,6 +339,8 @@ impl Domain {
             .map(|(i, r)| (r.id.clone(), i))
             .collect();
         self.latest = vec![Dict::new(); topo.len()];
+        self.desc_attrs = Vec::new();
+        self.desc_values = Vec::new();
         self.resources = topo;
         self.hosted = Some(product);
         self.faulted = false;
@@ -658,12 +664,13 @@ impl Domain {
         self.faulted = false;
         let mut captures = Captures::new();
         let sequence = self.sequence + 1;
-        let mut descriptors = self.descriptors(Some(sequence));
+        let mut descriptors = self.take_descriptors(Some(sequence));
         self.boundary_snapshots(session, &mut descriptors, sequence, None, &mut captures);
-        let bytes =
-            self.encode_with_snapshots(session, request, Value::List(descriptors), |result| {
-                result.as_seq().map(<[Value]>::to_vec).unwrap_or_default()
-            });
+        let mut result = Value::List(descriptors);
+        let bytes = encode_response(session, request, &mut result);
+        if let Value::List(descriptors) = result {
+            self.restore_descriptors(descriptors);
+        }
         let publish = Publish {
             operation_id,
             kind,
@@ -830,7 +837,7 @@ impl Domain {
         } else {
             self.sequence
         };
-        let mut descriptors = self.descriptors(Some(sequence));
+        let mut descriptors = self.take_descriptors(Some(sequence));
         if env_mutation {
             self.boundary_snapshots(
                 session,
@@ -843,13 +850,13 @@ impl Domain {
         let mut result = Dict::with_capacity(2);
         result.insert("value", value);
         result.insert("descriptors", Value::List(descriptors));
-        let encoded = self.encode_with_snapshots(session, request, Value::Dict(result), |result| {
-            result
-                .get("descriptors")
-                .and_then(Value::as_seq)
-                .map(<[Value]>::to_vec)
-                .unwrap_or_default()
-        });
+        let mut result = Value::Dict(result);
+        let encoded = encode_response(session, request, &mut result);
+        if let Value::Dict(mut d) = result {
+            if let Some(Value::List(descriptors)) = d.remove("descriptors") {
+                self.restore_descriptors(descriptors);
+            }
+        }
         let bytes = match encoded {
             Ok(b) => b,
             Err(message) => {
@@ -882,38 +889,6 @@ impl Domain {
         }
     }
 
-    /// Encodes the response; if it does not fit, drops the optional
-    /// snapshots from its descriptors and tries again.
-    fn encode_with_snapshots(
-        &self,
-        session: &SessionShared,
-        request: &Dict,
-        result: Value,
-        descriptors_of: impl Fn(&Value) -> Vec<Value>,
-    ) -> Result<Vec<u8>, String> {
-        let codec = session.codec();
-        let envelope = |result: Value| {
-            response_envelope(
-                &session.id,
-                request.get("request_id").cloned().unwrap_or_default(),
-                request.get("resource_id").cloned().unwrap_or_default(),
-                request.get("operation_id").cloned().unwrap_or_default(),
-                Ok(result),
-            )
-        };
-        let has_snapshots = descriptors_of(&result)
-            .iter()
-            .any(|d| d.get("snapshot").is_some());
-        let mut result = result;
-        match codec.encode(&envelope(result.clone())) {
-            Ok(b) => return Ok(b),
-            Err(e) if !has_snapshots => return Err(e.to_string()),
-            Err(_) => {}
-        }
-        strip_snapshots(&mut result);
-        codec.encode(&envelope(result)).map_err(|e| e.to_string())
-    }
-
     // ---- descriptors and snapshots ----
 
     fn domain_id(&self) -> &str {
@@ -921,46 +896,90 @@ impl Domain {
         root.world_id.as_deref().unwrap_or(&root.id)
     }
 
-    fn descriptor(&self, index: usize, sequence: u64) -> Value {
+    /// Brings the cached descriptor of resource `index` up to date: it is
+    /// rebuilt only when the resource's attributes differ from the last
+    /// ones; identity, revision and sequence are set in place.
+    fn refresh_descriptor(&mut self, index: usize, sequence: u64) {
         let meta = &self.resources[index];
-        let mut d = Dict::with_capacity(32);
-        d.insert("id", meta.id.as_str());
-        d.insert("kind", meta.kind.as_str());
-        d.insert("world_id", meta.world_id.as_deref());
-        d.insert("node_id", meta.node_id.as_deref());
-        d.insert(
-            "children",
-            Value::Dict(
-                meta.children
-                    .iter()
-                    .map(|(n, id)| (n.clone(), Value::from(id)))
-                    .collect(),
-            ),
-        );
-        d.insert("revision", self.revision);
-        d.insert("sequence", sequence);
-        d.insert("domain_id", self.domain_id());
-        if let Some(hosted) = &self.hosted {
-            hosted.descriptor_attrs(meta, &mut d);
+        let attrs = match &self.hosted {
+            Some(h) => h.attrs(meta),
+            None => Attrs::Missing,
+        };
+        let stale = self.desc_values.get(index).is_none_or(Value::is_null)
+            || self
+                .desc_attrs
+                .get(index)
+                .is_none_or(|a| a.as_ref() != Some(&attrs));
+        if stale {
+            let mut d = Dict::with_capacity(32);
+            d.insert("id", meta.id.as_str());
+            d.insert("kind", meta.kind.as_str());
+            d.insert("world_id", meta.world_id.as_deref());
+            d.insert("node_id", meta.node_id.as_deref());
             d.insert(
-                "operations",
-                Value::List(
-                    hosted
-                        .operations(meta)
-                        .into_iter()
-                        .map(Value::from)
+                "children",
+                Value::Dict(
+                    meta.children
+                        .iter()
+                        .map(|(n, id)| (n.clone(), Value::from(id)))
                         .collect(),
                 ),
             );
+            d.insert("revision", self.revision);
+            d.insert("sequence", sequence);
+            d.insert("domain_id", self.domain_id());
+            attrs.write(meta.kind, &mut d);
+            let n = self.resources.len();
+            self.desc_values.resize(n, Value::Null);
+            self.desc_attrs.resize(n, None);
+            self.desc_values[index] = Value::Dict(d);
+            self.desc_attrs[index] = Some(attrs);
         }
-        Value::Dict(d)
+        if let Some(d) = self.desc_values[index].as_dict_mut() {
+            if let Some(v) = d.get_mut("revision") {
+                *v = Value::from(self.revision);
+            }
+            if let Some(v) = d.get_mut("sequence") {
+                *v = Value::from(sequence);
+            }
+        }
     }
 
-    fn descriptors(&self, sequence: Option<u64>) -> Vec<Value> {
+    /// Moves the up-to-date descriptors out of the cache (give them back with
+    /// [`Domain::restore_descriptors`]; if not, they are rebuilt next time).
+    fn take_descriptors(&mut self, sequence: Option<u64>) -> Vec<Value> {
         let sequence = sequence.unwrap_or(self.sequence);
-        (0..self.resources.len())
-            .map(|i| self.descriptor(i, sequence))
-            .collect()
+        for i in 0..self.resources.len() {
+            self.refresh_descriptor(i, sequence);
+        }
+        std::mem::take(&mut self.desc_values)
+    }
+
+    /// Returns descriptors to the cache, without any boundary snapshot.
+    fn restore_descriptors(&mut self, mut descriptors: Vec<Value>) {
+        if descriptors.len() != self.resources.len() {
+            return;
+        }
+        for d in &mut descriptors {
+            if let Some(d) = d.as_dict_mut() {
+                d.remove("snapshot");
+            }
+        }
+        self.desc_values = descriptors;
+    }
+
+    /// A copy of every descriptor (describe, discover).
+    fn descriptors(&mut self, sequence: Option<u64>) -> Vec<Value> {
+        let all = self.take_descriptors(sequence);
+        let copy = all.clone();
+        self.restore_descriptors(all);
+        copy
+    }
+
+    /// A copy of one descriptor.
+    fn descriptor(&mut self, index: usize, sequence: u64) -> Value {
+        self.refresh_descriptor(index, sequence);
+        self.desc_values[index].clone()
     }
 
     /// Adds controller snapshots to the descriptors of a completed boundary.
@@ -1111,14 +1130,15 @@ impl Domain {
                 continue;
             }
             let data = self.capture(resource, &fields, &mut captures);
+            if data.is_ok() && !descriptor_cache.contains_key(&resource) {
+                let d = self.descriptor(resource, self.sequence);
+                descriptor_cache.insert(resource, Arc::new(d));
+            }
             let sub = &self.subscriptions[i];
             let resource_id = self.resources[resource].id.as_str();
             match data {
                 Ok(data) => {
-                    let descriptor = descriptor_cache
-                        .entry(resource)
-                        .or_insert_with(|| Arc::new(self.descriptor(resource, self.sequence)))
-                        .clone();
+                    let descriptor = descriptor_cache.get(&resource).cloned().unwrap_or_default();
                     sub.session.send_snapshot(
                         sub.id.clone(),
                         PendingSnapshot {
@@ -1180,20 +1200,63 @@ fn native(v: &Value) -> Value {
     }
 }
 
-fn strip_snapshots(result: &mut Value) {
+/// Encodes a response envelope around `result` without copying it; if it
+/// does not fit, drops the optional snapshots from its descriptors and tries
+/// again.
+fn encode_response(
+    session: &SessionShared,
+    request: &Dict,
+    result: &mut Value,
+) -> Result<Vec<u8>, String> {
+    let codec = session.codec();
+    let attempt = |result: &Value| {
+        let head = response_head(session, request);
+        let mut entries: Vec<(&str, &Value)> = head.iter().map(|(k, v)| (*k, v)).collect();
+        entries.push(("result", result));
+        codec.encode_entries(&entries)
+    };
+    match attempt(result) {
+        Ok(bytes) => Ok(bytes),
+        Err(e) => {
+            if !strip_snapshots(result) {
+                return Err(e.to_string());
+            }
+            attempt(result).map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// The members of a response before `result`.
+fn response_head(session: &SessionShared, request: &Dict) -> [(&'static str, Value); 6] {
+    let echo = |k: &str| request.get(k).cloned().unwrap_or_default();
+    [
+        ("version", Value::Int(crate::protocol::PROTOCOL_VERSION)),
+        ("type", Value::from("response")),
+        ("session_id", Value::from(&*session.id)),
+        ("request_id", echo("request_id")),
+        ("resource_id", echo("resource_id")),
+        ("operation_id", echo("operation_id")),
+    ]
+}
+
+/// Removes every boundary snapshot from a result's descriptors; whether
+/// there was any.
+fn strip_snapshots(result: &mut Value) -> bool {
     let descriptors = match result {
         Value::List(d) => d,
         Value::Dict(d) => match d.get_mut("descriptors") {
             Some(Value::List(d)) => d,
-            _ => return,
+            _ => return false,
         },
-        _ => return,
+        _ => return false,
     };
+    let mut any = false;
     for d in descriptors {
         if let Some(d) = d.as_dict_mut() {
-            d.remove("snapshot");
+            any |= d.remove("snapshot").is_some();
         }
     }
+    any
 }
 
 /// The text of a caught panic.

@@ -191,51 +191,32 @@ impl Hosted {
         }
     }
 
-    /// The sorted exported method names.
-    pub(crate) fn operations(&self, meta: &ResourceMeta) -> Vec<&'static str> {
-        let mut ops: Vec<&'static str> = meta
-            .kind
-            .methods()
-            .iter()
-            .map(|(m, _)| *m)
-            .filter(|m| self.exports(meta, m))
-            .collect();
-        ops.sort_unstable();
-        ops
-    }
-
-    /// The kind-specific descriptor members (everything after `domain_id`
-    /// and before `operations`), in the reference's order.
-    pub(crate) fn descriptor_attrs(&self, meta: &ResourceMeta, d: &mut Dict) {
-        let space = |s: Option<Space>| s.map_or(Value::Null, |s| s.to_value());
+    /// The resource's current descriptor attributes, as comparable data.
+    pub(crate) fn attrs(&self, meta: &ResourceMeta) -> Attrs {
         match &meta.addr {
-            Addr::Env => {
-                if let Some(env) = self.env_ref() {
-                    d.insert("batch_size", env.batch_size());
-                    if env.has_control_timestep() {
-                        d.insert("control_timestep", env.control_timestep());
-                    }
-                    d.insert("render_mode", env.render_mode());
-                    d.insert("render_fps", env.render_fps());
-                    d.insert("metadata", env.metadata());
-                    d.insert("action_space", space(env.action_space()));
-                    d.insert("observation_space", space(env.observation_space()));
-                    d.insert("context_space", space(env.context_space()));
-                }
-            }
-            Addr::World => {
-                if let Some(tree) = self.tree() {
-                    let w = tree.world_attrs();
-                    d.insert("batch_size", w.batch_size);
-                    d.insert("world_timestep", w.world_timestep);
-                    d.insert("world_subtimestep", w.world_subtimestep);
-                }
-            }
-            Addr::Node(path) => {
-                if let Some(a) = self.tree().and_then(|t| t.node_attrs(path)) {
-                    node_attrs_into(a, d);
-                }
-            }
+            Addr::Env => match self.env_ref() {
+                Some(env) => Attrs::Env(Box::new(EnvAttrs {
+                    batch_size: env.batch_size(),
+                    control_timestep: env.has_control_timestep().then(|| env.control_timestep()),
+                    render_mode: env.render_mode(),
+                    render_fps: env.render_fps(),
+                    metadata: env.metadata(),
+                    spaces: [
+                        env.action_space(),
+                        env.observation_space(),
+                        env.context_space(),
+                    ],
+                    reload: env.supports_reload(),
+                })),
+                None => Attrs::Missing,
+            },
+            Addr::World => self
+                .tree()
+                .map_or(Attrs::Missing, |t| Attrs::World(t.world_attrs())),
+            Addr::Node(path) => self
+                .tree()
+                .and_then(|t| t.node_attrs(path))
+                .map_or(Attrs::Missing, |a| Attrs::Node(Box::new(a))),
         }
     }
 
@@ -305,31 +286,92 @@ impl Hosted {
     }
 }
 
-fn node_attrs_into(a: NodeAttrs, d: &mut Dict) {
-    let space = |s: Option<Space>| s.map_or(Value::Null, |s| s.to_value());
-    d.insert("name", a.name);
+/// A resource's descriptor attributes as data: compared with the last ones
+/// to reuse the last descriptor when nothing changed.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Attrs {
+    Env(Box<EnvAttrs>),
+    World(crate::host::tree::WorldAttrs),
+    Node(Box<NodeAttrs>),
+    /// The hosted object is gone (disposed).
+    Missing,
+}
+
+/// An env's descriptor attributes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct EnvAttrs {
+    batch_size: Option<usize>,
+    /// `Some` when the env has the attribute (a `WorldEnv`).
+    control_timestep: Option<Option<f64>>,
+    render_mode: Option<String>,
+    render_fps: Option<i64>,
+    metadata: Dict,
+    /// action, observation, context.
+    spaces: [Option<Space>; 3],
+    reload: bool,
+}
+
+impl Attrs {
+    /// Writes the kind-specific descriptor members (everything after
+    /// `domain_id`, `operations` included), in the reference's order.
+    pub(crate) fn write(&self, kind: ResourceKind, d: &mut Dict) {
+        let space = |s: &Option<Space>| s.as_ref().map_or(Value::Null, Space::to_value);
+        match self {
+            Attrs::Env(e) => {
+                d.insert("batch_size", e.batch_size);
+                if let Some(ct) = e.control_timestep {
+                    d.insert("control_timestep", ct);
+                }
+                d.insert("render_mode", e.render_mode.clone());
+                d.insert("render_fps", e.render_fps);
+                d.insert("metadata", e.metadata.clone());
+                d.insert("action_space", space(&e.spaces[0]));
+                d.insert("observation_space", space(&e.spaces[1]));
+                d.insert("context_space", space(&e.spaces[2]));
+            }
+            Attrs::World(w) => {
+                d.insert("batch_size", w.batch_size);
+                d.insert("world_timestep", w.world_timestep);
+                d.insert("world_subtimestep", w.world_subtimestep);
+            }
+            Attrs::Node(a) => node_attrs_into(a, d),
+            Attrs::Missing => return,
+        }
+        let reload = matches!(self, Attrs::Env(e) if e.reload);
+        let mut ops: Vec<&'static str> = kind
+            .methods()
+            .iter()
+            .map(|(m, _)| *m)
+            .filter(|m| kind != ResourceKind::Env || *m != "reload" || reload)
+            .collect();
+        ops.sort_unstable();
+        d.insert(
+            "operations",
+            Value::List(ops.into_iter().map(Value::from).collect()),
+        );
+    }
+}
+
+fn node_attrs_into(a: &NodeAttrs, d: &mut Dict) {
+    let space = |s: &Option<Space>| s.as_ref().map_or(Value::Null, Space::to_value);
+    d.insert("name", a.name.as_str());
     d.insert("control_timestep", a.control_timestep);
     d.insert("update_timestep", a.update_timestep);
-    d.insert("render_mode", a.render_mode);
+    d.insert("render_mode", a.render_mode.clone());
     d.insert(
         "supported_render_modes",
-        Value::Tuple(
-            a.supported_render_modes
-                .into_iter()
-                .map(Value::Str)
-                .collect(),
-        ),
+        Value::Tuple(a.supported_render_modes.iter().map(Value::from).collect()),
     );
     d.insert("has_reward", a.has_reward);
     d.insert("has_termination_signal", a.has_termination_signal);
     d.insert("has_truncation_signal", a.has_truncation_signal);
-    d.insert("action_space", space(a.action_space));
-    d.insert("observation_space", space(a.observation_space));
-    d.insert("context_space", space(a.context_space));
-    for (phase, prios) in Phase::ALL.iter().zip(a.priorities) {
+    d.insert("action_space", space(&a.action_space));
+    d.insert("observation_space", space(&a.observation_space));
+    d.insert("context_space", space(&a.context_space));
+    for (phase, prios) in Phase::ALL.iter().zip(&a.priorities) {
         d.insert(
             phase.descriptor_key(),
-            Value::List(prios.into_iter().map(Value::Int).collect()),
+            Value::List(prios.iter().map(|p| Value::Int(*p)).collect()),
         );
     }
 }
