@@ -2,6 +2,7 @@
 //! conformance fixtures), poke at any UniEnv server, and `inspect` captured
 //! envelopes.
 
+pub mod load;
 mod pretty;
 
 pub use pretty::{array_summary, indent_json, pretty};
@@ -32,6 +33,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Print a captured envelope readably and name its first problem.
     Inspect(InspectArgs),
+    /// Load-test a server (in process, or a running one on loopback) and check that nothing is lost.
+    Load(load::LoadArgs),
 }
 
 /// Options of `serve`.
@@ -78,6 +81,7 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Inspect(args) => inspect(args),
+        Command::Load(args) => load::load(args),
     }
 }
 
