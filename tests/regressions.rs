@@ -76,3 +76,38 @@ async fn a_hello_whose_own_answer_cannot_fit_closes_the_session() {
     result(&raw.op("describe", Some("counter"), Dict::new()).await);
     server.shutdown().await;
 }
+
+/// A session that started after shutdown had begun (an in-memory connect,
+/// or a WebSocket handshake that completed late) never saw the shutdown
+/// signal: it answered hello, then sent its requests to stopped domains,
+/// where they were dropped unanswered, and the connection stayed open. It
+/// must be closed at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_that_starts_during_shutdown_is_closed() {
+    let mut b = Server::builder(ServerConfig::default());
+    unienv_remote::fixtures::register(&mut b).unwrap();
+    let server = b.start();
+    server.shutdown().await;
+    let mut raw = Raw::new(server.connect_memory());
+    let hello = raw.request("hello", None, Dict::new());
+    let _ = raw.transport.send(encode(&hello)).await;
+    let describe = raw.request("describe", Some("counter"), Dict::new());
+    let _ = raw.transport.send(encode(&describe)).await;
+    // Whatever was answered, the connection ends; nothing waits forever.
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), raw.transport.recv()).await {
+            Ok(Err(TransportError::Closed)) => break,
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => panic!("{e}"),
+            Err(_) => panic!("the session outlived the server"),
+        }
+    }
+}
+
+fn encode(d: &Dict) -> bytes::Bytes {
+    bytes::Bytes::from(
+        unienv_remote::Codec::default()
+            .encode(&Value::Dict(d.clone()))
+            .unwrap(),
+    )
+}

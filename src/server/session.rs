@@ -201,7 +201,8 @@ pub(crate) async fn run(
         let frame = tokio::select! {
             biased;
             _ = close_rx.changed() => break close_rx.borrow().clone().unwrap_or(CloseReason::Shutdown),
-            _ = shutdown_rx.changed() => break CloseReason::Shutdown,
+            // `wait_for` sees a shutdown that began before this session did.
+            _ = shutdown_rx.wait_for(|stop| *stop) => break CloseReason::Shutdown,
             frame = reader.recv() => frame,
         };
         let frame = match frame {
