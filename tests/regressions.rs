@@ -104,6 +104,49 @@ async fn a_session_that_starts_during_shutdown_is_closed() {
     }
 }
 
+/// A session with more requests queued at a hung domain than it may have
+/// in flight (64) waits for a slot before reading on; that wait ignored
+/// shutdown, so the session was never closed and its peer waited forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_closes_a_session_waiting_for_an_in_flight_slot() {
+    let gate = common::faults::Gate::new();
+    let config = ServerConfig {
+        shutdown_timeout: Duration::from_millis(200),
+        ..ServerConfig::default()
+    };
+    let mut b = Server::builder(config);
+    b.register_env("hung", common::faults::GatedEnv::new(gate.clone()))
+        .unwrap();
+    let server = b.start();
+    let mut raw = Raw::connect(&server).await;
+    for i in 0..70 {
+        let r = raw.request(
+            "call",
+            Some("hung"),
+            fields(&[
+                ("method", Value::from("step")),
+                ("args", Value::Tuple(vec![Value::Float(5.0)])),
+                ("operation_id", Value::from(format!("o{i}"))),
+            ]),
+        );
+        raw.send_value(&Value::Dict(r)).await;
+    }
+    gate.wait_reached(1).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    tokio::time::timeout(Duration::from_secs(15), server.shutdown())
+        .await
+        .expect("shutdown returns");
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), raw.transport.recv()).await {
+            Ok(Err(TransportError::Closed)) => break,
+            Ok(Ok(frame)) => panic!("answered a request of a hung domain: {frame:?}"),
+            Ok(Err(e)) => panic!("{e}"),
+            Err(_) => panic!("the session was not closed by shutdown"),
+        }
+    }
+    gate.open();
+}
+
 fn encode(d: &Dict) -> bytes::Bytes {
     bytes::Bytes::from(
         unienv_remote::Codec::default()
