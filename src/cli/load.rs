@@ -407,6 +407,10 @@ async fn run(args: LoadArgs) -> Result<bool, String> {
         let left = end.saturating_duration_since(Instant::now());
         tokio::time::sleep(left.min(Duration::from_millis(250))).await;
     }
+    // The last sample is taken under load, before connections close.
+    if let Some(kib) = rss_kib() {
+        samples.push((started.elapsed().as_secs_f64(), kib));
+    }
     let mut latency = Histogram::new();
     let mut reports = Vec::new();
     for c in controllers {
@@ -415,9 +419,6 @@ async fn run(args: LoadArgs) -> Result<bool, String> {
         reports.push(report);
     }
     let elapsed = started.elapsed().as_secs_f64();
-    if let Some(kib) = rss_kib() {
-        samples.push((elapsed, kib));
-    }
 
     // Observers converge on the final state of their domain.
     let deadline = Instant::now() + SETTLE;
@@ -478,7 +479,8 @@ fn print_report(
         );
     }
     // Memory: the baseline is the first sample after a fifth of the run
-    // (sockets, buffers and allocator pools warmed up).
+    // (sockets, buffers and allocator pools warmed up); the last is taken at
+    // the end of the load, before connections close.
     let peak = samples.iter().map(|s| s.1).max().unwrap_or(0);
     let baseline = samples
         .iter()
@@ -488,7 +490,7 @@ fn print_report(
     let last = samples.last().map_or(0, |s| s.1);
     let growth_mib = (last as f64 - baseline as f64) / 1024.0;
     println!(
-        "rss: start {:.1} MiB, after warm-up {:.1} MiB, peak {:.1} MiB, end {:.1} MiB, growth after warm-up {growth_mib:+.1} MiB ({} samples{})",
+        "rss: start {:.1} MiB, after warm-up {:.1} MiB, peak {:.1} MiB, end of load {:.1} MiB, growth after warm-up {growth_mib:+.1} MiB ({} samples{})",
         samples.first().map_or(0.0, |s| s.1 as f64 / 1024.0),
         baseline as f64 / 1024.0,
         peak as f64 / 1024.0,
