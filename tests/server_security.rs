@@ -252,3 +252,140 @@ async fn connections_are_capped() {
     assert!(ok);
     server.shutdown().await;
 }
+
+/// Completes a WebSocket handshake by hand and returns the raw stream.
+async fn raw_ws(addr: std::net::SocketAddr) -> TcpStream {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(upgrade_request("127.0.0.1", "").as_bytes())
+        .await
+        .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(s.read(&mut byte).await.unwrap(), 1, "handshake answer");
+        head.push(byte[0]);
+    }
+    assert!(head.starts_with(b"HTTP/1.1 101"));
+    s
+}
+
+/// A client frame: FIN bit, opcode, optional mask (zero key), payload.
+fn ws_frame(fin: bool, opcode: u8, payload: &[u8], masked: bool) -> Vec<u8> {
+    let mut out = vec![(u8::from(fin) << 7) | opcode];
+    let mask_bit = if masked { 0x80 } else { 0 };
+    match payload.len() {
+        n if n < 126 => out.push(mask_bit | n as u8),
+        n if n <= 0xFFFF => {
+            out.push(mask_bit | 126);
+            out.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            out.push(mask_bit | 127);
+            out.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    if masked {
+        out.extend_from_slice(&[0, 0, 0, 0]);
+    }
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Whether the server ends the connection within `secs` (a close frame,
+/// EOF or a reset), reading and discarding whatever comes first.
+async fn closed_within(s: &mut TcpStream, secs: u64) -> bool {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout_at(deadline, s.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            Ok(Ok(_)) => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_frames_close_only_their_connection() {
+    let config = ServerConfig {
+        max_message_size: 4096,
+        ..ServerConfig::default()
+    };
+    let (server, l) = serve(config).await;
+    let mut bystander = connect(&l.url(), &[]).await.unwrap();
+    // A frame header declaring 1 TiB, with nothing after it: refused on the
+    // header, before anything is buffered.
+    let mut s = raw_ws(l.local_addr()).await;
+    let mut header = vec![0x82, 0x80 | 127];
+    header.extend_from_slice(&(1u64 << 40).to_be_bytes());
+    header.extend_from_slice(&[0, 0, 0, 0]);
+    s.write_all(&header).await.unwrap();
+    assert!(closed_within(&mut s, 5).await, "a 1 TiB frame header");
+    // Fragments each under the limit whose message is over it.
+    let mut s = raw_ws(l.local_addr()).await;
+    s.write_all(&ws_frame(false, 0x2, &[0; 3000], true))
+        .await
+        .unwrap();
+    let _ = s.write_all(&ws_frame(true, 0x0, &[0; 3000], true)).await;
+    assert!(
+        closed_within(&mut s, 5).await,
+        "a fragmented 6000-byte message"
+    );
+    // An unmasked client frame is a protocol violation.
+    let mut s = raw_ws(l.local_addr()).await;
+    s.write_all(&ws_frame(true, 0x2, b"\x00\x00\x00\x02{}", false))
+        .await
+        .unwrap();
+    assert!(closed_within(&mut s, 5).await, "an unmasked frame");
+    // A continuation frame with no message to continue.
+    let mut s = raw_ws(l.local_addr()).await;
+    s.write_all(&ws_frame(true, 0x0, b"abc", true))
+        .await
+        .unwrap();
+    assert!(closed_within(&mut s, 5).await, "a stray continuation frame");
+    // The bystander's connection is untouched: a ping is answered.
+    bystander.send(Message::Ping(vec![1].into())).await.unwrap();
+    let pong = tokio::time::timeout(Duration::from_secs(5), bystander.next())
+        .await
+        .unwrap();
+    assert!(matches!(pong, Some(Ok(Message::Pong(_)))), "{pong:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_handshakes_hold_connection_slots_only_until_their_timeout() {
+    let config = ServerConfig {
+        max_connections: 2,
+        handshake_timeout: Duration::from_millis(300),
+        ..ServerConfig::default()
+    };
+    let (server, l) = serve(config).await;
+    let mut stalled = Vec::new();
+    for _ in 0..2 {
+        let mut s = TcpStream::connect(l.local_addr()).await.unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            .await
+            .unwrap();
+        stalled.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let e = connect(&l.url(), &[]).await.unwrap_err();
+    assert_eq!(
+        status(&e),
+        503,
+        "both slots are taken by stalled handshakes"
+    );
+    for s in &mut stalled {
+        assert!(closed_within(s, 5).await, "a stalled handshake is dropped");
+    }
+    let mut ok = false;
+    for _ in 0..100 {
+        if connect(&l.url(), &[]).await.is_ok() {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(ok, "the slots are free again");
+    server.shutdown().await;
+}

@@ -5,6 +5,7 @@
 mod bench;
 mod client_cmds;
 mod json_args;
+pub mod load;
 mod pretty;
 mod watch;
 
@@ -53,6 +54,8 @@ pub enum Command {
     Bench(BenchArgs),
     /// Print a captured envelope readably and name its first problem.
     Inspect(InspectArgs),
+    /// Load-test a server (in process, or a running one on loopback) and check that nothing is lost.
+    Load(load::LoadArgs),
 }
 
 /// The connection options every client command takes.
@@ -139,6 +142,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Watch(args) => watch(args),
         Command::Bench(args) => bench(args),
         Command::Inspect(args) => inspect(args),
+        Command::Load(args) => load::load(args),
     }
 }
 

@@ -201,7 +201,8 @@ pub(crate) async fn run(
         let frame = tokio::select! {
             biased;
             _ = close_rx.changed() => break close_rx.borrow().clone().unwrap_or(CloseReason::Shutdown),
-            _ = shutdown_rx.changed() => break CloseReason::Shutdown,
+            // `wait_for` sees a shutdown that began before this session did.
+            _ = shutdown_rx.wait_for(|stop| *stop) => break CloseReason::Shutdown,
             frame = reader.recv() => frame,
         };
         let frame = match frame {
@@ -309,9 +310,23 @@ async fn handle_message(
                 return session.respond(&request, Err(&e));
             };
             // Bounded work per session: at most `max_in_flight` requests
-            // queued at domains; the reader waits for a slot.
-            let Ok(permit) = in_flight.clone().acquire_owned().await else {
-                return;
+            // queued at domains; the reader waits for a slot, unless the
+            // session closes or the server shuts down meanwhile (a hung
+            // domain may never free one).
+            let permit = match in_flight.clone().try_acquire_owned() {
+                Ok(permit) => permit,
+                Err(_) => {
+                    let mut shutdown = server.shutdown.subscribe();
+                    let mut closed = session.close_tx.subscribe();
+                    tokio::select! {
+                        permit = in_flight.clone().acquire_owned() => match permit {
+                            Ok(permit) => permit,
+                            Err(_) => return,
+                        },
+                        _ = shutdown.wait_for(|stop| *stop) => return,
+                        _ = closed.wait_for(Option::is_some) => return,
+                    }
+                }
             };
             session.touched.lock().insert(index);
             server.domains[index].send(Job::Request {

@@ -7,7 +7,7 @@
 //! encode, and the controller's worker never waits for observers.
 
 use super::domain::DomainSender;
-use super::session::SessionShared;
+use super::session::{CloseReason, SessionShared};
 use crate::codec::{Dict, Value};
 use crate::protocol::PROTOCOL_VERSION;
 use bytes::Bytes;
@@ -75,13 +75,17 @@ pub(crate) fn subscription_error(
     let error = Value::Dict(error);
     let mut entries: Vec<(&str, &Value)> = head.iter().map(|(k, v)| (*k, v)).collect();
     entries.push(("error", &error));
-    // The error is small; if even it cannot be encoded the session's limit is
-    // absurdly low and the peer gets an empty frame list instead (closed).
-    session
-        .codec()
-        .encode_entries(&entries)
-        .map(Bytes::from)
-        .unwrap_or_default()
+    match session.codec().encode_entries(&entries) {
+        Ok(bytes) => Bytes::from(bytes),
+        Err(e) => {
+            // Not even the error fits the session's limit: the session is
+            // closed (as for a response), and the empty result is never sent.
+            session.close(CloseReason::InvalidEnvelope(format!(
+                "cannot encode even a subscription_error: {e}"
+            )));
+            Bytes::new()
+        }
+    }
 }
 
 /// The correlation members of a snapshot or subscription error.

@@ -715,7 +715,7 @@ impl std::fmt::Display for ConnectError {
 }
 
 /// Splits `ws://host[:port][/path]` into (host for TCP, Host header, path).
-fn parse_url(url: &str) -> Result<(String, String, String), ConnectError> {
+pub(crate) fn parse_url(url: &str) -> Result<(String, String, String), ConnectError> {
     let rest = url
         .strip_prefix("ws://")
         .ok_or_else(|| ConnectError::Url(format!("{url} (only ws:// is supported)")))?;

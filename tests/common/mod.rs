@@ -70,6 +70,7 @@ pub fn run_python(
 }
 
 pub mod envs;
+pub mod faults;
 pub mod raw;
 
 /// A reference (Python) fixture server on a free loopback port, killed on drop.
