@@ -270,6 +270,91 @@ fn our_roundtrip(client: &blocking::Client, env: &str) -> Stats {
     stats
 }
 
+/// `k` observers of `env` on one thread of their own (a dashboard process),
+/// each a raw WebSocket session that decodes every snapshot it reads, either
+/// as fast as it can or one every `period`. Returns the stop flag and the
+/// thread, which yields (snapshots decoded, bytes decoded).
+fn observers(
+    url: &str,
+    env: &str,
+    k: usize,
+    period: Option<Duration>,
+) -> (
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    std::thread::JoinHandle<(u64, u64)>,
+) {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (url, env, flag) = (url.to_string(), env.to_string(), stop.clone());
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let mut tasks = Vec::new();
+            for i in 0..k {
+                let mut ws = connect_hello(&url).await;
+                let codec = Codec::default();
+                let sub = dict! { "version" => 1, "type" => "request", "request_id" => "s", "session_id" => session_of(&mut ws).await, "op" => "subscribe", "resource_id" => env.as_str(), "subscription_id" => format!("obs{i}") };
+                ws.send(Message::Binary(codec.encode(&Value::Dict(sub)).unwrap().into())).await.unwrap();
+                let _ = ws.next().await;
+                let flag = flag.clone();
+                tasks.push(tokio::spawn(async move {
+                    let (mut seen, mut bytes) = (0u64, 0u64);
+                    while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                        if let Some(p) = period {
+                            tokio::time::sleep(p).await;
+                        }
+                        match tokio::time::timeout(Duration::from_millis(100), ws.next()).await {
+                            Ok(Some(Ok(Message::Binary(frame)))) => {
+                                bytes += frame.len() as u64;
+                                if codec.decode(frame).is_ok() {
+                                    seen += 1;
+                                }
+                            }
+                            Ok(None) | Ok(Some(Err(_))) => break,
+                            _ => {}
+                        }
+                    }
+                    (seen, bytes)
+                }));
+            }
+            let _ = ready_tx.send(());
+            let mut total = (0, 0);
+            for t in tasks {
+                if let Ok((s, b)) = t.await {
+                    total.0 += s;
+                    total.1 += b;
+                }
+            }
+            total
+        })
+    });
+    let _ = ready_rx.recv();
+    (stop, handle)
+}
+
+/// The session ID a hello-completed raw connection got (asks again).
+async fn session_of(
+    ws: &mut tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+) -> Value {
+    let codec = Codec::default();
+    let hello = dict! { "version" => 1, "type" => "request", "request_id" => "h2", "session_id" => (), "op" => "hello", "resource_id" => () };
+    // A second hello is refused, but the error echoes our session ID.
+    ws.send(Message::Binary(
+        codec.encode(&Value::Dict(hello)).unwrap().into(),
+    ))
+    .await
+    .unwrap();
+    let reply = codec
+        .decode(ws.next().await.unwrap().unwrap().into_data())
+        .unwrap();
+    reply.get("session_id").cloned().unwrap_or_default()
+}
+
 /// An observer over a raw WebSocket that subscribes and then never reads.
 fn stalled_observer(
     rt: &tokio::runtime::Runtime,
@@ -402,6 +487,11 @@ fn main() {
     let python = python().filter(|_| !only_ours() && !only_memory());
     let reference = python.as_ref().map(reference_server);
 
+    if std::env::var("ROUNDTRIP_ONLY").as_deref() == Ok("sessions") {
+        report_sessions();
+        rt.block_on(server.shutdown());
+        return;
+    }
     if only_memory() {
         let mem = rt.block_on(async { server.connect_memory() });
         let mem_client = blocking::Client::over_memory(mem, ClientConfig::default()).unwrap();
@@ -478,41 +568,36 @@ fn main() {
     let controller = our_client(&url);
     let base = our_roundtrip(&controller, "bench_image");
     row("0 observers", &base);
-    for k in [16usize, 64] {
-        let observers: Vec<blocking::Client> = (0..k).map(|_| our_client(&url)).collect();
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let mut readers = Vec::new();
-        for (i, o) in observers.iter().enumerate() {
-            let mut sub = o.subscribe("bench_image", None).unwrap();
-            let stop = stop.clone();
-            let _ = i;
-            readers.push(std::thread::spawn(move || {
-                let mut seen = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    if let Ok(Some(_)) = sub.next(Some(Duration::from_millis(100))) {
-                        seen += 1;
-                    }
-                }
-                seen
-            }));
-        }
+    for (k, period) in [
+        (16usize, None),
+        (64, None),
+        (16, Some(Duration::from_micros(16_667))),
+        (64, Some(Duration::from_micros(16_667))),
+    ] {
+        let base = our_roundtrip(&controller, "bench_image");
+        let (stop, observers) = observers(&url, "bench_image", k, period);
         let s = our_roundtrip(&controller, "bench_image");
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let seen: u64 = readers.into_iter().map(|r| r.join().unwrap_or(0)).sum();
-        row(&format!("{k} observers ({seen} snapshots delivered)"), &s);
+        let (seen, bytes) = observers.join().unwrap_or((0, 0));
+        let how = match period {
+            None => "reading as fast as they can".to_string(),
+            Some(p) => format!("each reading every {:.1} ms", p.as_secs_f64() * 1e3),
+        };
+        row(&format!("{k} observers, {how}"), &s);
         println!(
-            "    slowdown vs 0 observers: {:+.1} %",
+            "    {seen} snapshots ({:.0} MB) decoded; vs 0 observers just before ({:.1} µs): {:+.1} %",
+            bytes as f64 / 1e6,
+            base.median_us,
             (s.median_us / base.median_us - 1.0) * 100.0
         );
-        for o in observers {
-            o.close();
-        }
     }
+    let base = our_roundtrip(&controller, "bench_image");
     let stalled = stalled_observer(&rt, &url, "bench_image");
     let s = our_roundtrip(&controller, "bench_image");
     row("1 observer that never reads", &s);
     println!(
-        "    slowdown vs 0 observers: {:+.1} %",
+        "    vs 0 observers just before ({:.1} µs): {:+.1} %",
+        base.median_us,
         (s.median_us / base.median_us - 1.0) * 100.0
     );
     drop(stalled);
@@ -545,6 +630,18 @@ fn main() {
     if let Some((mut child, _)) = reference {
         let _ = child.kill();
         let _ = child.wait();
+    }
+}
+
+/// Memory per idle session.
+fn report_sessions() {
+    println!("\nserver memory per idle session (1,000 sessions, separate server process)");
+    match memory_per_session(1000) {
+        Some((before, after)) => {
+            let per = after.saturating_sub(before) as f64 / 1000.0;
+            println!("  RSS before {before} KiB, after {after} KiB: {per:.1} KiB per session");
+        }
+        None => println!("  not measured"),
     }
 }
 

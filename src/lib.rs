@@ -4,11 +4,63 @@
 //! byte-compatible with the Python reference implementation
 //! (`unienv==0.0.1b14`, module `unienv_interface.remote`).
 //!
+//! Data flows down the layers and back up; no layer reaches around another.
+//!
 //! # Layout
-//! - [`codec`]: the value tree and the envelope codec (pure, no I/O).
-//! - [`client`]: the async client, its proxies, subscriptions and boundary
-//!   cache, and a blocking facade ([`client::blocking`]).
+//! - [`codec`]: the value tree ([`Value`], [`Dict`], [`NdArray`]) and the
+//!   envelope codec: zero-copy decoding, one-buffer encoding, strict
+//!   validation before allocation. Pure, no I/O.
+//! - [`protocol`]: requests, responses, errors and the stable error codes as
+//!   plain data.
+//! - [`transport`]: whole envelopes over WebSocket (the crate's own RFC 6455
+//!   framing and handshakes) or in-memory pairs with bounded queues.
+//! - [`host`]: what a simulator implements: [`host::Env`], [`host::World`],
+//!   [`host::Node`]; the [`host::WorldEnv`] composer and
+//!   [`host::CombinedNode`] reproducing UniEnv's lifecycle; the spaces.
+//! - [`server`]: the registry, one OS thread per execution domain, sessions
+//!   with bounded queues, snapshot publication, the WebSocket listener.
+//! - [`client`]: the async client, its proxies, operations, subscriptions and
+//!   boundary cache, and a blocking facade ([`client::blocking`]).
 //! - [`sims`]: the built-in simulators (`cartpole`, `pointmass`, `gripper`).
+//! - [`fixtures`]: the conformance fixture registry.
+//! - [`cli`]: the `unienv-remote` command line.
+//!
+//! # Wire format
+//! Each message is one envelope: a 4-byte big-endian header length, a JSON
+//! header holding the tagged value tree, then the raw bytes of every array
+//! and byte string, in traversal order. `SPEC.md` states the whole protocol
+//! as this crate implements it.
+//!
+//! # Hosting a simulator
+//! ```no_run
+//! use unienv_remote::host::{Env, HostResult, ResetArgs, ResetResult, Space, StepResult};
+//! use unienv_remote::server::{Server, ServerConfig};
+//! use unienv_remote::{Dict, NdArray, Value};
+//!
+//! struct Walker { x: f32 }
+//!
+//! impl Env for Walker {
+//!     fn reset(&mut self, args: ResetArgs) -> HostResult<ResetResult> {
+//!         self.x = args.seed.unwrap_or(0) as f32;
+//!         Ok(ResetResult::new((), NdArray::from_vec(vec![self.x]), Dict::new()))
+//!     }
+//!     fn step(&mut self, action: Value) -> HostResult<StepResult> {
+//!         self.x += action.as_scalar_f64().ok_or("the action is a number")? as f32;
+//!         let done = self.x.abs() > 10.0;
+//!         Ok(StepResult::new(NdArray::from_vec(vec![self.x]), -self.x.abs() as f64, done, false, Dict::new()))
+//!     }
+//!     fn action_space(&self) -> Option<Space> { Some(Space::boxed(unienv_remote::DType::F32, vec![], -1.0, 1.0)) }
+//!     fn observation_space(&self) -> Option<Space> { Some(Space::unbounded_f32(vec![1])) }
+//! }
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut builder = Server::builder(ServerConfig::default());
+//! builder.register_env("walker", Walker { x: 0.0 })?;
+//! let server = builder.start();
+//! let listener = server.listen("127.0.0.1:8765").await?;
+//! println!("Python: RemoteClient.connect(\"{}\").env(\"walker\")", listener.url());
+//! # Ok(()) }
+//! ```
 #![deny(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
 

@@ -146,6 +146,17 @@ impl<'v, S: Sink> Writer<'v, S> {
         depth: usize,
     ) -> Result<(), CodecError> {
         self.sink.put(br#"{"t":"dict","v":["#);
+        self.entries(entries, depth)?;
+        self.sink.put(b"]}");
+        Ok(())
+    }
+
+    /// Dict entries `["k",V],...` without the surrounding tag.
+    fn entries<'k>(
+        &mut self,
+        entries: impl Iterator<Item = (&'k str, &'v Value)>,
+        depth: usize,
+    ) -> Result<(), CodecError> {
         for (i, (k, v)) in entries.enumerate() {
             if i > 0 {
                 self.sink.byte(b',');
@@ -156,7 +167,6 @@ impl<'v, S: Sink> Writer<'v, S> {
             self.value(v, depth + 1)?;
             self.sink.byte(b']');
         }
-        self.sink.put(b"]}");
         Ok(())
     }
 
@@ -375,6 +385,92 @@ fn encode_planned<'v>(
     }
     debug_assert_eq!(out.len(), total);
     Ok(out)
+}
+
+/// The trailing entries of a top-level dict, encoded once and shared by many
+/// messages that differ only in their leading entries (snapshot fan-out).
+#[derive(Debug, Clone, Default)]
+pub struct Fragment {
+    /// `["k1",V1],["k2",V2]` as JSON text.
+    json: Vec<u8>,
+    /// The attachments of those values, concatenated in order.
+    attachments: bytes::Bytes,
+}
+
+impl Fragment {
+    /// Bytes this fragment adds to a message.
+    pub fn len(&self) -> usize {
+        self.json.len() + self.attachments.len()
+    }
+
+    /// Whether the fragment is empty.
+    pub fn is_empty(&self) -> bool {
+        self.json.is_empty() && self.attachments.is_empty()
+    }
+}
+
+/// Encodes trailing dict entries into a [`Fragment`].
+pub(crate) fn encode_fragment(
+    entries: &[(&str, &Value)],
+    max_message_size: usize,
+) -> Result<Fragment, CodecError> {
+    let mut w = Writer {
+        sink: Vec::new(),
+        offset: 0,
+        attachments: Some(Vec::new()),
+        max_message_size,
+    };
+    w.entries(entries.iter().copied(), 0)?;
+    let slices = w.attachments.take().unwrap_or_default();
+    let mut blob = Vec::with_capacity(w.offset);
+    for a in slices {
+        blob.extend_from_slice(a);
+    }
+    Ok(Fragment {
+        json: w.sink,
+        attachments: bytes::Bytes::from(blob),
+    })
+}
+
+/// A message made of leading entries (which must hold no attachments) and a
+/// shared [`Fragment`]: the envelope up to the end of the header, and the
+/// attachments (shared, not copied).
+pub(crate) fn assemble(
+    head: &[(&str, &Value)],
+    tail: &Fragment,
+    max_message_size: usize,
+) -> Result<(Vec<u8>, bytes::Bytes), CodecError> {
+    let mut w = Writer {
+        sink: Vec::with_capacity(256 + tail.json.len()),
+        offset: 0,
+        attachments: None,
+        max_message_size,
+    };
+    w.sink.extend_from_slice(&[0; 4]);
+    w.sink.put(br#"{"t":"dict","v":["#);
+    w.entries(head.iter().copied(), 0)?;
+    if w.offset != 0 {
+        return Err(CodecError::Json {
+            offset: 0,
+            reason: "leading entries of an assembled message cannot hold attachments",
+        });
+    }
+    if !head.is_empty() && !tail.json.is_empty() {
+        w.sink.byte(b',');
+    }
+    w.sink.put(&tail.json);
+    w.sink.put(b"]}");
+    let mut out = w.sink;
+    let header_len = out.len() - 4;
+    let total = out.len().saturating_add(tail.attachments.len());
+    if total > max_message_size || header_len > u32::MAX as usize {
+        return Err(CodecError::MessageTooLarge {
+            size: total,
+            max: max_message_size,
+        });
+    }
+    out[..4].copy_from_slice(&(header_len as u32).to_be_bytes());
+    Ok((out, tail.attachments.clone()))
 }
 
 /// The header alone, as JSON text (used by tools and tests).
@@ -608,6 +704,44 @@ mod tests {
         for (f, s) in cases {
             assert_eq!(repr(f), s, "{f:e}");
         }
+    }
+
+    #[test]
+    fn assembled_messages_equal_whole_encodings() {
+        use crate::codec::NdArray;
+        let arr = Value::Array(NdArray::from_vec(vec![1u8, 2, 3]));
+        let data = Value::List(vec![arr.clone(), Value::bytes(vec![9u8; 5]), arr]);
+        let desc = Value::from("d");
+        let sid = Value::from("session-é");
+        let frag = encode_fragment(&[("data", &data), ("descriptor", &desc)], 1 << 20).unwrap();
+        let (head, att) = assemble(
+            &[("session_id", &sid), ("n", &Value::Int(3))],
+            &frag,
+            1 << 20,
+        )
+        .unwrap();
+        let mut joined = head.clone();
+        joined.extend_from_slice(&att);
+        let whole = encode_entries(
+            &[
+                ("session_id", &sid),
+                ("n", &Value::Int(3)),
+                ("data", &data),
+                ("descriptor", &desc),
+            ],
+            1 << 20,
+        )
+        .unwrap();
+        assert_eq!(joined, whole);
+        assert!(matches!(
+            assemble(
+                &[("session_id", &sid), ("n", &Value::Int(3))],
+                &frag,
+                whole.len() - 1
+            ),
+            Err(CodecError::MessageTooLarge { .. })
+        ));
+        assert!(assemble(&[("x", &data)], &frag, 1 << 20).is_err());
     }
 
     #[test]

@@ -30,6 +30,7 @@ mod value;
 
 pub use array::{ArrayError, NdArray, MAX_DIMS};
 pub use dtype::{ByteOrder, DType, DTypeError, Element, ScalarKind};
+pub use encode::Fragment;
 pub use error::CodecError;
 pub use value::{Dict, Graph, ObjectArray, ObjectArrayError, Value};
 
@@ -78,6 +79,24 @@ impl Codec {
     /// building a [`Dict`]; equivalent to encoding the dict.
     pub fn encode_entries(&self, entries: &[(&str, &Value)]) -> Result<Vec<u8>, CodecError> {
         encode::encode_entries(entries, self.max_message_size)
+    }
+
+    /// Encodes trailing dict entries once, to be shared by many messages
+    /// (see [`Codec::assemble`]).
+    pub fn encode_fragment(&self, entries: &[(&str, &Value)]) -> Result<Fragment, CodecError> {
+        encode::encode_fragment(entries, self.max_message_size)
+    }
+
+    /// A dict message made of `head` entries (without attachments) followed
+    /// by a shared [`Fragment`], as two parts: the envelope up to the end of
+    /// its header, and the attachments. Concatenated, they are exactly what
+    /// [`Codec::encode_entries`] writes for all the entries.
+    pub fn assemble(
+        &self,
+        head: &[(&str, &Value)],
+        tail: &Fragment,
+    ) -> Result<(Vec<u8>, Bytes), CodecError> {
+        encode::assemble(head, tail, self.max_message_size)
     }
 
     /// Checks that a value can be encoded within the limit and returns the

@@ -7,7 +7,7 @@
 
 use super::hosted::{topology, Addr, Attrs, Hosted, ResourceMeta};
 use super::session::SessionShared;
-use super::snapshot::{self, Boundary, PendingSnapshot};
+use super::snapshot::{self, Boundary, PendingSnapshot, SharedTail};
 use super::Core;
 use crate::codec::{Codec, Dict, NdArray, Value};
 use crate::host::{CallArgs, Field, HostError, HostErrorKind, HostResult};
@@ -1118,7 +1118,9 @@ impl Domain {
                 .map_or(0, |d| d.as_nanos().min(i64::MAX as u128) as i64),
             revision: self.revision,
         });
-        let mut descriptor_cache: HashMap<usize, Arc<Value>> = HashMap::new();
+        // Observers of the same resource and fields share one tail (data and
+        // descriptor), encoded at most once.
+        let mut tails: HashMap<(usize, Vec<Field>), Arc<SharedTail>> = HashMap::new();
         let mut ended: Vec<usize> = Vec::new();
         for i in 0..self.subscriptions.len() {
             let (resource, fields) = {
@@ -1129,16 +1131,20 @@ impl Domain {
             {
                 continue;
             }
-            let data = self.capture(resource, &fields, &mut captures);
-            if data.is_ok() && !descriptor_cache.contains_key(&resource) {
-                let d = self.descriptor(resource, self.sequence);
-                descriptor_cache.insert(resource, Arc::new(d));
-            }
+            let key = (resource, fields);
+            let data = match tails.get(&key) {
+                Some(tail) => Ok(tail.clone()),
+                None => self.capture(resource, &key.1, &mut captures).map(|data| {
+                    let descriptor = self.descriptor(resource, self.sequence);
+                    let tail = Arc::new(SharedTail::new(data, descriptor));
+                    tails.insert(key, tail.clone());
+                    tail
+                }),
+            };
             let sub = &self.subscriptions[i];
             let resource_id = self.resources[resource].id.as_str();
             match data {
-                Ok(data) => {
-                    let descriptor = descriptor_cache.get(&resource).cloned().unwrap_or_default();
+                Ok(tail) => {
                     sub.session.send_snapshot(
                         sub.id.clone(),
                         PendingSnapshot {
@@ -1146,8 +1152,7 @@ impl Domain {
                             subscription_id: sub.id.clone(),
                             resource_id: Arc::from(resource_id),
                             boundary: boundary.clone(),
-                            data,
-                            descriptor,
+                            tail,
                         },
                     );
                 }

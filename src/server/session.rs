@@ -416,10 +416,10 @@ async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
             break;
         }
         let item = session.next_outbound();
-        let bytes = match item {
-            Some(Outgoing::Reliable(bytes)) => bytes,
+        let (bytes, attachments) = match item {
+            Some(Outgoing::Reliable(bytes)) => (bytes, Bytes::new()),
             Some(Outgoing::Snapshot(id, snap)) => match snap.encode(&session) {
-                Ok(bytes) => bytes,
+                Ok(parts) => parts,
                 Err(failure) => {
                     // Too large (or otherwise unencodable) for this peer: the
                     // subscription ends with a reliable subscription_error.
@@ -455,7 +455,7 @@ async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
         // A peer that stops reading blocks this write; closing the session
         // (queue overflow, shutdown) must still end it.
         let fed = tokio::select! {
-            r = writer.feed(bytes) => r,
+            r = writer.feed_parts(bytes, attachments) => r,
             _ = closed.changed() => break,
         };
         match fed {

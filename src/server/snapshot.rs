@@ -4,14 +4,18 @@
 //! hands every subscription a [`PendingSnapshot`] that shares the captured
 //! values. The subscriber's session writer encodes it only when it is about to
 //! be sent, so a slow observer whose snapshot is replaced never costs an
-//! encode, and the controller's worker never waits for observers.
+//! encode, and the controller's worker never waits for observers. The part of
+//! the message every observer of a (resource, fields) pair has in common —
+//! `data` and `descriptor`, with their attachments — is encoded once, by the
+//! first writer that needs it; each observer then adds only its own leading
+//! members, and the attachments are written from the shared buffer.
 
 use super::domain::DomainSender;
 use super::session::{CloseReason, SessionShared};
-use crate::codec::{Dict, Value};
+use crate::codec::{Codec, Dict, Fragment, Value};
 use crate::protocol::PROTOCOL_VERSION;
 use bytes::Bytes;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// What identifies a publication boundary.
 #[derive(Debug)]
@@ -23,14 +27,40 @@ pub(crate) struct Boundary {
     pub revision: u64,
 }
 
+/// What every observer of one (resource, fields) pair receives at a
+/// boundary: `data` and `descriptor`, encoded at most once.
+pub(crate) struct SharedTail {
+    pub data: Value,
+    pub descriptor: Value,
+    encoded: OnceLock<Result<Fragment, String>>,
+}
+
+impl SharedTail {
+    pub(crate) fn new(data: Value, descriptor: Value) -> SharedTail {
+        SharedTail {
+            data,
+            descriptor,
+            encoded: OnceLock::new(),
+        }
+    }
+
+    fn fragment(&self) -> &Result<Fragment, String> {
+        self.encoded.get_or_init(|| {
+            Codec::new(usize::MAX)
+                .unwrap_or_default()
+                .encode_fragment(&[("data", &self.data), ("descriptor", &self.descriptor)])
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
 /// A snapshot waiting in a session's latest-wins slot.
 pub(crate) struct PendingSnapshot {
     pub domain: DomainSender,
     pub subscription_id: Arc<str>,
     pub resource_id: Arc<str>,
     pub boundary: Arc<Boundary>,
-    pub data: Value,
-    pub descriptor: Arc<Value>,
+    pub tail: Arc<SharedTail>,
 }
 
 impl PendingSnapshot {
@@ -44,15 +74,19 @@ impl PendingSnapshot {
         )
     }
 
-    /// The snapshot message for this session, or, when it cannot be sent
-    /// (over the session's limit), the `subscription_error` to send instead.
-    pub(crate) fn encode(&self, session: &SessionShared) -> Result<Bytes, Bytes> {
+    /// The snapshot message for this session, as the envelope up to the
+    /// end of its header and the (shared) attachments; or, when it cannot be
+    /// sent (over the session's limit), the `subscription_error` to send
+    /// instead.
+    pub(crate) fn encode(&self, session: &SessionShared) -> Result<(Bytes, Bytes), Bytes> {
+        let tail = match self.tail.fragment() {
+            Ok(tail) => tail,
+            Err(e) => return Err(self.error(session, e)),
+        };
         let head = self.header(session, "snapshot");
-        let mut entries: Vec<(&str, &Value)> = head.iter().map(|(k, v)| (*k, v)).collect();
-        entries.push(("data", &self.data));
-        entries.push(("descriptor", &self.descriptor));
-        match session.codec().encode_entries(&entries) {
-            Ok(bytes) => Ok(Bytes::from(bytes)),
+        let entries: Vec<(&str, &Value)> = head.iter().map(|(k, v)| (*k, v)).collect();
+        match session.codec().assemble(&entries, tail) {
+            Ok((header, attachments)) => Ok((Bytes::from(header), attachments)),
             Err(e) => Err(self.error(session, &e.to_string())),
         }
     }

@@ -101,6 +101,29 @@ impl Writer {
         }
     }
 
+    /// Queues one envelope given as two parts (its head, and attachments
+    /// shared with other messages), without joining them for WebSocket.
+    pub(crate) async fn feed_parts(
+        &mut self,
+        head: Bytes,
+        tail: Bytes,
+    ) -> Result<(), TransportError> {
+        if tail.is_empty() {
+            return self.feed(head).await;
+        }
+        match self {
+            Writer::Memory(tx) => {
+                let mut joined = Vec::with_capacity(head.len() + tail.len());
+                joined.extend_from_slice(&head);
+                joined.extend_from_slice(&tail);
+                tx.send(Bytes::from(joined))
+                    .await
+                    .map_err(|_| TransportError::Closed)
+            }
+            Writer::Ws(w) => w.feed_parts(&head, &tail).await,
+        }
+    }
+
     /// Flushes fed envelopes to the peer.
     pub(crate) async fn flush(&mut self) -> Result<(), TransportError> {
         match self {

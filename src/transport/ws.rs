@@ -328,6 +328,37 @@ impl WsWriter {
         w.write_all(&message).await.map_err(io)
     }
 
+    /// Queues one binary message given in two parts, as one frame; a large
+    /// second part is written from its own buffer, not copied.
+    pub(crate) async fn feed_parts(
+        &mut self,
+        head: &[u8],
+        tail: &[u8],
+    ) -> Result<(), TransportError> {
+        let len = head.len() + tail.len();
+        if self.shared.role == Role::Client {
+            let mut joined = Vec::with_capacity(len);
+            joined.extend_from_slice(head);
+            joined.extend_from_slice(tail);
+            return self.feed(Bytes::from(joined)).await;
+        }
+        let (header, n) = Shared::header(OP_BINARY, len);
+        self.out.extend_from_slice(&header[..n]);
+        self.out.extend_from_slice(head);
+        if len <= COALESCE {
+            self.out.extend_from_slice(tail);
+            if self.out.len() > COALESCE {
+                self.flush().await?;
+            }
+            return Ok(());
+        }
+        let io = |e: std::io::Error| TransportError::Io(e.to_string());
+        let mut w = self.shared.write.lock().await;
+        w.write_all(&self.out).await.map_err(io)?;
+        self.out.clear();
+        w.write_all(tail).await.map_err(io)
+    }
+
     /// Writes everything gathered.
     pub(crate) async fn flush(&mut self) -> Result<(), TransportError> {
         if self.out.is_empty() {
