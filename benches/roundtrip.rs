@@ -68,6 +68,11 @@ fn only_ours() -> bool {
     std::env::var("ROUNDTRIP_ONLY").as_deref() == Ok("ours")
 }
 
+/// `ROUNDTRIP_ONLY=floor` runs (a) and (d) with their ratio, nothing else.
+fn only_floor() -> bool {
+    std::env::var("ROUNDTRIP_ONLY").as_deref() == Ok("floor")
+}
+
 fn only_memory() -> bool {
     std::env::var("ROUNDTRIP_ONLY").as_deref() == Ok("memory")
 }
@@ -407,10 +412,11 @@ fn memory_per_session(n: usize) -> Option<(u64, u64)> {
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
+    let mut out = std::io::BufReader::new(child.stdout.take()?);
     let mut first = String::new();
-    std::io::BufReader::new(child.stdout.take()?)
-        .read_line(&mut first)
-        .ok()?;
+    out.read_line(&mut first).ok()?;
+    // Keep draining, so the server never writes into a closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
     let url = first
         .split_whitespace()
         .find(|w| w.starts_with("ws://"))?
@@ -484,14 +490,13 @@ fn main() {
         (server, listener)
     });
     let url = listener.url();
-    let python = python().filter(|_| !only_ours() && !only_memory());
-    let reference = python.as_ref().map(reference_server);
-
     if std::env::var("ROUNDTRIP_ONLY").as_deref() == Ok("sessions") {
         report_sessions();
         rt.block_on(server.shutdown());
         return;
     }
+    let python = python().filter(|_| !only_ours() && !only_memory() && !only_floor());
+    let reference = python.as_ref().map(reference_server);
     if only_memory() {
         let mem = rt.block_on(async { server.connect_memory() });
         let mem_client = blocking::Client::over_memory(mem, ClientConfig::default()).unwrap();
@@ -531,6 +536,17 @@ fn main() {
         rt.block_on(server.shutdown());
         return;
     }
+    if only_floor() {
+        println!("\nratios (medians)");
+        for (i, env) in envs().iter().enumerate() {
+            println!(
+                "  {env:<14} a/d = {:.2}",
+                ours[i].median_us / floor[i].median_us
+            );
+        }
+        rt.block_on(server.shutdown());
+        return;
+    }
     let (b, c) = match (&python, &reference) {
         (Some(py), Some((_, ref_url))) => {
             (python_roundtrips(py, &url), python_roundtrips(py, ref_url))
@@ -551,7 +567,7 @@ fn main() {
         );
     }
     println!("\nratios (medians)");
-    for (i, env) in ENVS.iter().enumerate() {
+    for (i, env) in envs().iter().enumerate() {
         let ad = ours[i].median_us / floor[i].median_us;
         let cb = match (
             b.iter().find(|(e, _)| e == env),

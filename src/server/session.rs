@@ -6,7 +6,8 @@ use super::snapshot::PendingSnapshot;
 use super::{ServerShared, SERVER_NAME};
 use crate::codec::{Codec, Dict, Value};
 use crate::protocol::{err, response_envelope, ErrorCode, Op, ProtocolError, PROTOCOL_VERSION};
-use crate::transport::{Reader, TransportError, Writer};
+use crate::transport::ws::Direct;
+use crate::transport::{DirectWriter, Reader, TransportError, Writer};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::{HashSet, VecDeque};
@@ -29,9 +30,23 @@ pub(crate) enum CloseReason {
 
 #[derive(Default)]
 struct Outbound {
-    reliable: VecDeque<Bytes>,
+    reliable: VecDeque<Queued>,
     /// Pending snapshots, one per subscription, in first-queued order.
     snapshots: Vec<(Arc<str>, PendingSnapshot)>,
+    /// Whether the writer task has written and flushed everything it took
+    /// and waits for more: only then may a reliable message skip the queue.
+    writer_idle: bool,
+    /// Sends at once from the thread that produced the message (taken away
+    /// when the session closes, so the connection's last handle goes too).
+    direct: Option<DirectWriter>,
+}
+
+/// A reliable queue entry.
+enum Queued {
+    /// An envelope to frame and send.
+    Message(Bytes),
+    /// The framed rest of a partly written direct send: it goes next.
+    Raw(Bytes),
 }
 
 /// The part of a session that domain workers see.
@@ -83,6 +98,8 @@ impl SessionShared {
             let mut out = self.outbound.lock();
             out.reliable.clear();
             out.snapshots.clear();
+            out.writer_idle = false;
+            out.direct = None;
         }
         self.close_tx.send_replace(Some(reason));
         self.notify.notify_one();
@@ -96,10 +113,27 @@ impl SessionShared {
         }
         let overflow = {
             let mut out = self.outbound.lock();
+            // Fast path: nothing is ahead of this message, so the producing
+            // thread writes it itself instead of waking the writer task. The
+            // lock keeps the writer from starting meanwhile.
+            if out.writer_idle && out.reliable.is_empty() && !self.is_closed() {
+                if let Some(direct) = &out.direct {
+                    match direct.try_send(&message) {
+                        Direct::Sent => return,
+                        Direct::Partial(rest) => {
+                            out.reliable.push_back(Queued::Raw(rest));
+                            drop(out);
+                            self.notify.notify_one();
+                            return;
+                        }
+                        Direct::NotNow => {}
+                    }
+                }
+            }
             if out.reliable.len() >= RELIABLE_QUEUE_LIMIT {
                 true
             } else {
-                out.reliable.push_back(message);
+                out.reliable.push_back(Queued::Message(message));
                 false
             }
         };
@@ -163,14 +197,22 @@ impl SessionShared {
         }
     }
 
-    fn next_outbound(&self) -> Option<Outgoing> {
+    /// The next thing for the writer to send; `None` with `flushed` marks
+    /// the writer idle (direct sends allowed) until it takes something again.
+    fn next_outbound(&self, flushed: bool) -> Option<Outgoing> {
         let mut out = self.outbound.lock();
-        if let Some(b) = out.reliable.pop_front() {
-            return Some(Outgoing::Reliable(b));
+        if let Some(q) = out.reliable.pop_front() {
+            out.writer_idle = false;
+            return Some(match q {
+                Queued::Message(b) => Outgoing::Reliable(b),
+                Queued::Raw(b) => Outgoing::Raw(b),
+            });
         }
         if out.snapshots.is_empty() {
+            out.writer_idle = flushed && !self.is_closed();
             return None;
         }
+        out.writer_idle = false;
         let (id, snap) = out.snapshots.remove(0);
         Some(Outgoing::Snapshot(id, snap))
     }
@@ -178,6 +220,7 @@ impl SessionShared {
 
 enum Outgoing {
     Reliable(Bytes),
+    Raw(Bytes),
     Snapshot(Arc<str>, PendingSnapshot),
 }
 
@@ -188,6 +231,7 @@ pub(crate) async fn run(
     writer: Writer,
 ) -> CloseReason {
     let session = SessionShared::new(server.core.config.max_message_size);
+    session.outbound.lock().direct = Some(writer.direct());
     server
         .sessions
         .lock()
@@ -415,9 +459,20 @@ async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
         if session.is_closed() {
             break;
         }
-        let item = session.next_outbound();
+        let item = session.next_outbound(!unflushed);
         let (bytes, attachments) = match item {
             Some(Outgoing::Reliable(bytes)) => (bytes, Bytes::new()),
+            Some(Outgoing::Raw(framed)) => {
+                let written = tokio::select! {
+                    r = writer.write_raw(&framed) => r,
+                    _ = closed.changed() => break,
+                };
+                if let Err(e) = written {
+                    session.close(CloseReason::Transport(e.to_string()));
+                    break;
+                }
+                continue;
+            }
             Some(Outgoing::Snapshot(id, snap)) => match snap.encode(&session) {
                 Ok(parts) => parts,
                 Err(failure) => {

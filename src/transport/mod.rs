@@ -91,7 +91,45 @@ impl Reader {
     }
 }
 
+/// A handle that sends an envelope at once from any thread when the
+/// connection can take it without waiting (see [`ws::WsDirect`]).
+#[derive(Clone)]
+pub(crate) enum DirectWriter {
+    Ws(ws::WsDirect),
+    Memory(mpsc::Sender<Bytes>),
+}
+
+impl DirectWriter {
+    /// Tries to send one envelope now.
+    pub(crate) fn try_send(&self, message: &Bytes) -> ws::Direct {
+        match self {
+            DirectWriter::Ws(w) => w.try_send(message),
+            DirectWriter::Memory(tx) => match tx.try_send(message.clone()) {
+                Ok(()) => ws::Direct::Sent,
+                Err(_) => ws::Direct::NotNow,
+            },
+        }
+    }
+}
+
 impl Writer {
+    /// A handle for sending at once from other threads.
+    pub(crate) fn direct(&self) -> DirectWriter {
+        match self {
+            Writer::Ws(w) => DirectWriter::Ws(w.direct()),
+            Writer::Memory(tx) => DirectWriter::Memory(tx.clone()),
+        }
+    }
+
+    /// Writes already-framed bytes (the rest of a partly sent direct message).
+    pub(crate) async fn write_raw(&mut self, framed: &[u8]) -> Result<(), TransportError> {
+        match self {
+            // Memory sends are all or nothing: there is never a rest.
+            Writer::Memory(_) => Ok(()),
+            Writer::Ws(w) => w.write_raw(framed).await,
+        }
+    }
+
     /// Queues one envelope (small WebSocket messages are gathered until
     /// `flush`) or sends it (memory).
     pub(crate) async fn feed(&mut self, message: Bytes) -> Result<(), TransportError> {

@@ -370,6 +370,25 @@ impl WsWriter {
         r.map_err(|e| TransportError::Io(e.to_string()))
     }
 
+    /// A handle for [`WsDirect::try_send`] on this connection.
+    pub(crate) fn direct(&self) -> WsDirect {
+        WsDirect {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Writes bytes that are already framed (the rest of a partly written
+    /// direct message), after what was gathered.
+    pub(crate) async fn write_raw(&mut self, framed: &[u8]) -> Result<(), TransportError> {
+        let io = |e: std::io::Error| TransportError::Io(e.to_string());
+        let mut w = self.shared.write.lock().await;
+        if !self.out.is_empty() {
+            w.write_all(&self.out).await.map_err(io)?;
+            self.out.clear();
+        }
+        w.write_all(framed).await.map_err(io)
+    }
+
     /// Sends a close frame (with a status code and reason) and shuts the
     /// socket's write side.
     pub(crate) async fn close(&mut self, reason: Option<(u16, &str)>) {
@@ -381,6 +400,57 @@ impl WsWriter {
         }
         let _ = self.shared.write_control(OP_CLOSE, &payload).await;
         let _ = self.shared.write.lock().await.shutdown().await;
+    }
+}
+
+/// What became of a message offered to [`WsDirect::try_send`].
+pub(crate) enum Direct {
+    /// Written whole.
+    Sent,
+    /// Partly written: these framed bytes must be written next, before
+    /// anything else.
+    Partial(Bytes),
+    /// Nothing written (socket full, or the writer busy): queue it.
+    NotNow,
+}
+
+/// Writes whole server frames without waiting, from any thread (a domain
+/// worker answering a request), when the socket can take them at once; this
+/// saves waking the writer task for the common small response.
+#[derive(Clone)]
+pub(crate) struct WsDirect {
+    shared: Arc<Shared>,
+}
+
+impl WsDirect {
+    /// Tries to write one binary message now (one `writev`).
+    pub(crate) fn try_send(&self, message: &[u8]) -> Direct {
+        if self.shared.role != Role::Server {
+            return Direct::NotNow;
+        }
+        let Ok(w) = self.shared.write.try_lock() else {
+            return Direct::NotNow;
+        };
+        let (header, n) = Shared::header(OP_BINARY, message.len());
+        let total = n + message.len();
+        let parts = [
+            std::io::IoSlice::new(&header[..n]),
+            std::io::IoSlice::new(message),
+        ];
+        match w.try_write_vectored(&parts) {
+            Ok(0) | Err(_) => Direct::NotNow,
+            Ok(k) if k >= total => Direct::Sent,
+            Ok(k) => {
+                let mut rest = Vec::with_capacity(total - k);
+                if k < n {
+                    rest.extend_from_slice(&header[k..n]);
+                    rest.extend_from_slice(message);
+                } else {
+                    rest.extend_from_slice(&message[k - n..]);
+                }
+                Direct::Partial(Bytes::from(rest))
+            }
+        }
     }
 }
 
