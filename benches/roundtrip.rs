@@ -135,7 +135,8 @@ fn python() -> Option<PathBuf> {
 }
 
 /// Runs `benches/py/ref_roundtrip.py` against `url`.
-fn python_roundtrips(python: &PathBuf, url: &str) -> Vec<(String, Stats)> {
+/// Each env's figures come with the reference client's own CPU time per step.
+fn python_roundtrips(python: &PathBuf, url: &str) -> Vec<(String, Stats, f64)> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/py/ref_roundtrip.py");
     let out = Command::new(python)
         .arg(script)
@@ -156,6 +157,7 @@ fn python_roundtrips(python: &PathBuf, url: &str) -> Vec<(String, Stats)> {
                     steps_per_s: v["steps_per_s"].as_f64()?,
                     n: v["n"].as_u64()? as usize,
                 },
+                v["client_cpu_us"].as_f64().unwrap_or(f64::NAN),
             ))
         })
         .collect()
@@ -557,23 +559,31 @@ fn main() {
         }
     };
     println!("\nreference Python client");
-    for (env, s) in &b {
+    for (env, s, cpu) in &b {
         row(&format!("(b) reference client <-> our server: {env}"), s);
+        println!("    the reference client's own CPU per step: {cpu:.1} µs");
     }
-    for (env, s) in &c {
+    for (env, s, cpu) in &c {
         row(
             &format!("(c) reference client <-> reference server: {env}"),
             s,
         );
+        println!("    the reference client's own CPU per step: {cpu:.1} µs");
     }
     println!("\nratios (medians)");
     for (i, env) in envs().iter().enumerate() {
         let ad = ours[i].median_us / floor[i].median_us;
         let cb = match (
-            b.iter().find(|(e, _)| e == env),
-            c.iter().find(|(e, _)| e == env),
+            b.iter().find(|(e, _, _)| e == env),
+            c.iter().find(|(e, _, _)| e == env),
         ) {
-            (Some((_, b)), Some((_, c))) => format!("{:.2}", c.median_us / b.median_us),
+            // The best c/b any server could give: (b) cannot be faster than
+            // the reference client's own CPU time per step.
+            (Some((_, b, cpu)), Some((_, c, _))) => format!(
+                "{:.2}   (c / the client's own CPU per step = {:.2})",
+                c.median_us / b.median_us,
+                c.median_us / cpu
+            ),
             _ => "n/a".into(),
         };
         println!("  {env:<14} a/d = {ad:.2}   c/b = {cb}");

@@ -216,3 +216,60 @@ async fn an_observer_that_never_reads_costs_nothing_and_gets_the_latest() {
     controller.close().await;
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_reader_gets_every_pipelined_response_whole_and_in_order() {
+    // Responses are written directly by the domain thread while nothing is
+    // queued, partly when the socket fills, and through the queue after
+    // that; the peer must see each one whole, once, in request order.
+    let mut b = Server::builder(ServerConfig::default());
+    unienv_remote::fixtures::register(&mut b).unwrap();
+    let server = b.start();
+    let listener = server.listen("127.0.0.1:0").await.unwrap();
+    let (mut ws, session) = raw_session(&listener.url()).await;
+    let n = 48;
+    for i in 0..n {
+        // Large renders (196 KiB) alternate with small describes, all on
+        // one domain, which answers in request order.
+        let m = if i % 2 == 0 {
+            request(
+                &format!("r{i}"),
+                &session,
+                "call",
+                Some("large_render"),
+                call("render", vec![], &format!("o{i}")),
+            )
+        } else {
+            request(
+                &format!("r{i}"),
+                &session,
+                "describe",
+                Some("large_render"),
+                Dict::new(),
+            )
+        };
+        ws.feed(m).await.unwrap();
+    }
+    ws.flush().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for i in 0..n {
+        let m = next_message(&mut ws).await;
+        assert_eq!(
+            m.get("request_id").and_then(Value::as_str),
+            Some(format!("r{i}").as_str())
+        );
+        assert_eq!(m.get("type").and_then(Value::as_str), Some("response"));
+        if i % 2 == 0 {
+            let value = m.get("result").and_then(|r| r.get("value")).unwrap();
+            match value {
+                Value::Array(a) => assert_eq!(a.shape(), &[256, 256, 3]),
+                other => panic!("not an image: {other:?}"),
+            }
+        }
+        if i % 8 == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    assert_eq!(server.session_count(), 1);
+    server.shutdown().await;
+}

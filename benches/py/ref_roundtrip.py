@@ -1,6 +1,8 @@
 """Step round trips of the reference Python client against a server hosting
 the fixture registry's bench envs. Prints one JSON line per env:
-{"env", "median_us", "p99_us", "steps_per_s", "n"}.
+{"env", "median_us", "p99_us", "steps_per_s", "n", "client_cpu_us"}, the
+last being this process's CPU time (all its threads) per step: what the
+reference client itself costs, whatever the server.
 
   python ref_roundtrip.py URL SECONDS
 """
@@ -24,6 +26,7 @@ for env_id, action in (
     while time.perf_counter() < warm_end:
         env.step(action)
     times = []
+    cpu_start = time.process_time()
     start = time.perf_counter()
     end = start + seconds
     while True:
@@ -34,6 +37,7 @@ for env_id, action in (
         if t1 >= end and len(times) >= 20:
             break
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
     times.sort()
     print(json.dumps({
         "env": env_id,
@@ -41,6 +45,7 @@ for env_id, action in (
         "p99_us": times[min(len(times) - 1, int(len(times) * 0.99))] * 1e6,
         "steps_per_s": len(times) / elapsed,
         "n": len(times),
+        "client_cpu_us": cpu / len(times) * 1e6,
     }), flush=True)
     client.release(env_id)
 client.close()
