@@ -15,6 +15,7 @@ use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 use unienv_remote::codec::{Element, NdArray};
 use unienv_remote::{Codec, Value};
+use unienv_remote_fuzz::same;
 
 /// The decoding limit: small enough that the size checks are reachable.
 const LIMIT: usize = 1 << 20;
@@ -98,59 +99,4 @@ fn typed<T: Element>(a: &NdArray) {
         native.to_vec::<T>().map(|v| debug(&mut v.into_iter())).ok(),
         Some(expected)
     );
-}
-
-/// Strict structural equality; returns the path of the first difference.
-fn same(a: &Value, b: &Value, path: &str) -> Result<(), String> {
-    let differ = || Err(path.to_string());
-    match (a, b) {
-        (Value::Null, Value::Null) => Ok(()),
-        (Value::Bool(x), Value::Bool(y)) if x == y => Ok(()),
-        (Value::Int(x), Value::Int(y)) if x == y => Ok(()),
-        (Value::UInt(x), Value::UInt(y)) if x == y => Ok(()),
-        (Value::Float(x), Value::Float(y))
-            if x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()) =>
-        {
-            Ok(())
-        }
-        (Value::Str(x), Value::Str(y)) if x == y => Ok(()),
-        (Value::Bytes(x), Value::Bytes(y)) if x == y => Ok(()),
-        (Value::Array(x), Value::Array(y))
-            if x.dtype() == y.dtype() && x.shape() == y.shape() && x.as_bytes() == y.as_bytes() =>
-        {
-            Ok(())
-        }
-        (Value::List(x), Value::List(y)) | (Value::Tuple(x), Value::Tuple(y))
-            if x.len() == y.len() =>
-        {
-            for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                same(p, q, &format!("{path}[{i}]"))?;
-            }
-            Ok(())
-        }
-        (Value::Dict(x), Value::Dict(y)) if x.len() == y.len() => {
-            for ((kx, vx), (ky, vy)) in x.iter().zip(y.iter()) {
-                if kx != ky {
-                    return Err(format!("{path} keys {kx:?} / {ky:?}"));
-                }
-                same(vx, vy, &format!("{path}.{kx}"))?;
-            }
-            Ok(())
-        }
-        (Value::ObjectArray(x), Value::ObjectArray(y))
-            if x.shape() == y.shape() && x.values().len() == y.values().len() =>
-        {
-            for (i, (p, q)) in x.values().iter().zip(y.values()).enumerate() {
-                same(p, q, &format!("{path}<{i}>"))?;
-            }
-            Ok(())
-        }
-        (Value::Graph(x), Value::Graph(y)) => {
-            for ((name, p), (_, q)) in x.fields().iter().zip(y.fields().iter()) {
-                same(p, q, &format!("{path}.{name}"))?;
-            }
-            Ok(())
-        }
-        _ => differ(),
-    }
 }
