@@ -239,7 +239,8 @@ pub fn bench(args: BenchArgs) -> ExitCode {
             let started = Instant::now();
             let mut last_progress = started;
             let mut stderr = std::io::stderr();
-            // A line redrawn in place on a terminal, a line a second otherwise.
+            // A line redrawn in place on a terminal; otherwise a line a
+            // second and one at the end.
             let terminal = stderr.is_terminal();
             let every = Duration::from_millis(if terminal { 200 } else { 1000 });
             while started.elapsed() < duration {
@@ -268,10 +269,22 @@ pub fn bench(args: BenchArgs) -> ExitCode {
                     let _ = stderr.flush();
                 }
             }
+            let elapsed = started.elapsed();
             if terminal {
                 let _ = write!(stderr, "\r\x1b[K");
+            } else {
+                // The last line covers the whole run, whenever the last
+                // once-a-second line came.
+                let secs = elapsed.as_secs_f64();
+                let _ = writeln!(
+                    stderr,
+                    "  {} steps  {secs:.1}/{:.1} s  {:.0} steps/s",
+                    samples.len(),
+                    args.seconds,
+                    samples.len() as f64 / secs
+                );
             }
-            Ok(started.elapsed())
+            Ok(elapsed)
         }
         .await;
         client.close().await;
