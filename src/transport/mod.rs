@@ -1,6 +1,6 @@
 //! Transports: whole envelopes in both directions, reliably and in order.
 //!
-//! - WebSocket (tokio-tungstenite): one binary message per envelope; a text
+//! - WebSocket (RFC 6455, our own framing in `ws`): one binary message per envelope; a text
 //!   message closes the connection; no compression; the message size limit
 //!   is enforced by the WebSocket layer before a message is buffered.
 //! - In-memory pairs ([`MemoryTransport::pair`]) with 16-message bounded
