@@ -21,4 +21,6 @@ echo "==> cargo test"
 cargo test --all-targets --quiet "$@"
 echo "==> doc tests"
 cargo test --doc --quiet
+echo "==> cargo doc (warnings are errors: broken links in the public API docs)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 echo "==> all tests passed"

@@ -144,7 +144,7 @@ pub fn convert_arguments(
     })
 }
 
-/// Converts one JSON value (see the [module documentation](self)); `hint`
+/// Converts one JSON value (see the module documentation); `hint`
 /// is the space the value belongs to, if known, and gives array dtypes.
 pub fn json_to_value(json: &Json, hint: Option<&Space>) -> Result<Value, String> {
     match json {

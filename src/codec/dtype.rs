@@ -289,7 +289,7 @@ mod sealed {
 }
 
 /// A Rust type whose values can be array elements: `bool`, the fixed-width
-/// integers, [`f16`], `f32`, `f64`, and [`Complex<f32>`] / [`Complex<f64>`].
+/// integers, [`f16`](struct@half::f16), `f32`, `f64`, and [`Complex<f32>`] / [`Complex<f64>`].
 ///
 /// # Safety (for the crate's own use)
 /// Every implementor is plain old data of exactly `DTYPE.itemsize()` bytes with

@@ -7,7 +7,7 @@
 //! full contract as this crate implements it.
 //!
 //! Decoding is zero-copy: arrays and byte strings in the decoded tree are
-//! [`Bytes`](bytes::Bytes) slices of the received frame. Encoding measures the
+//! [`bytes::Bytes`] slices of the received frame. Encoding measures the
 //! message first and writes it into one buffer allocated at its final size.
 //!
 //! ```
