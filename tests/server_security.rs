@@ -136,10 +136,15 @@ async fn bearer_token_is_required_before_the_upgrade() {
         ),
         401
     );
-    assert!(connect(&url, &[("Authorization", "Bearer correct horse")])
+    let _ws = connect(&url, &[("Authorization", "Bearer correct horse")])
         .await
-        .is_ok());
-    assert_eq!(server.session_count(), 1);
+        .expect("the right token is accepted");
+    // The session is registered by the server's task after the upgrade.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while server.session_count() != 1 {
+        assert!(std::time::Instant::now() < deadline, "no session");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
     server.shutdown().await;
 }
 
