@@ -45,12 +45,46 @@ const COALESCE: usize = 64 * 1024;
 /// The GUID of RFC 6455 section 1.3.
 const ACCEPT_GUID: &[u8] = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
+/// Control frames held back while a data frame is torn, at most.
+const HELD_LIMIT: usize = 4096;
+
 /// What both halves share: the socket's write side (frames are written
 /// whole under its lock, so the reader's pongs never interleave with data).
 struct Shared {
-    write: tokio::sync::Mutex<OwnedWriteHalf>,
+    write: tokio::sync::Mutex<Sink>,
     role: Role,
     mask_state: parking_lot::Mutex<u64>,
+}
+
+/// The socket's write side and what is known of the byte stream's framing.
+struct Sink {
+    half: OwnedWriteHalf,
+    /// A frame was begun and not finished: a write cancelled part-way (the
+    /// session is closing), or the first part of a direct send whose rest
+    /// the writer task will write next. Nothing else may go out meanwhile.
+    torn: bool,
+    /// Control frames (pongs, a close) that came while `torn`, written as
+    /// soon as the torn frame is complete (never, if it never is).
+    held: Vec<u8>,
+}
+
+impl Sink {
+    /// Writes `parts` in order; they complete any torn frame, or are whole
+    /// frames. A write cancelled part-way leaves the sink torn.
+    async fn put(&mut self, parts: &[&[u8]]) -> std::io::Result<()> {
+        self.torn = true;
+        for part in parts {
+            self.half.write_all(part).await?;
+        }
+        self.torn = false;
+        if !self.held.is_empty() {
+            let held = std::mem::take(&mut self.held);
+            self.torn = true;
+            self.half.write_all(&held).await?;
+            self.torn = false;
+        }
+        Ok(())
+    }
 }
 
 impl Shared {
@@ -108,10 +142,18 @@ impl Shared {
         }
     }
 
+    /// Writes a control frame, or holds it back while a data frame is torn.
     async fn write_control(&self, opcode: u8, payload: &[u8]) -> std::io::Result<()> {
         let mut frame = Vec::with_capacity(payload.len() + 14);
         self.frame_into(&mut frame, opcode, payload);
-        self.write.lock().await.write_all(&frame).await
+        let mut w = self.write.lock().await;
+        if w.torn {
+            if w.held.len() + frame.len() <= HELD_LIMIT {
+                w.held.extend_from_slice(&frame);
+            }
+            return Ok(());
+        }
+        w.put(&[&frame]).await
     }
 }
 
@@ -323,9 +365,9 @@ impl WsWriter {
         let (header, n) = Shared::header(OP_BINARY, message.len());
         self.out.extend_from_slice(&header[..n]);
         let mut w = self.shared.write.lock().await;
-        w.write_all(&self.out).await.map_err(io)?;
+        let r = w.put(&[&self.out, &message]).await;
         self.out.clear();
-        w.write_all(&message).await.map_err(io)
+        r.map_err(io)
     }
 
     /// Queues one binary message given in two parts, as one frame; a large
@@ -354,9 +396,9 @@ impl WsWriter {
         }
         let io = |e: std::io::Error| TransportError::Io(e.to_string());
         let mut w = self.shared.write.lock().await;
-        w.write_all(&self.out).await.map_err(io)?;
+        let r = w.put(&[&self.out, tail]).await;
         self.out.clear();
-        w.write_all(tail).await.map_err(io)
+        r.map_err(io)
     }
 
     /// Writes everything gathered.
@@ -365,7 +407,7 @@ impl WsWriter {
             return Ok(());
         }
         let mut w = self.shared.write.lock().await;
-        let r = w.write_all(&self.out).await;
+        let r = w.put(&[&self.out]).await;
         self.out.clear();
         r.map_err(|e| TransportError::Io(e.to_string()))
     }
@@ -382,11 +424,11 @@ impl WsWriter {
     pub(crate) async fn write_raw(&mut self, framed: &[u8]) -> Result<(), TransportError> {
         let io = |e: std::io::Error| TransportError::Io(e.to_string());
         let mut w = self.shared.write.lock().await;
-        if !self.out.is_empty() {
-            w.write_all(&self.out).await.map_err(io)?;
-            self.out.clear();
-        }
-        w.write_all(framed).await.map_err(io)
+        // The rest of the torn frame goes first; nothing is gathered while a
+        // direct send is possible, so `out` is empty here.
+        let r = w.put(&[framed, &self.out]).await;
+        self.out.clear();
+        r.map_err(io)
     }
 
     /// Sends a close frame (with a status code and reason) and shuts the
@@ -398,8 +440,11 @@ impl WsWriter {
             payload.extend_from_slice(&code.to_be_bytes());
             payload.extend_from_slice(text.chars().take(100).collect::<String>().as_bytes());
         }
+        // Held back, and so never sent, after a frame torn by a cancelled
+        // write: the peer then sees the connection end instead of a close
+        // frame inside a data frame.
         let _ = self.shared.write_control(OP_CLOSE, &payload).await;
-        let _ = self.shared.write.lock().await.shutdown().await;
+        let _ = self.shared.write.lock().await.half.shutdown().await;
     }
 }
 
@@ -428,19 +473,23 @@ impl WsDirect {
         if self.shared.role != Role::Server {
             return Direct::NotNow;
         }
-        let Ok(w) = self.shared.write.try_lock() else {
+        let Ok(mut w) = self.shared.write.try_lock() else {
             return Direct::NotNow;
         };
+        if w.torn {
+            return Direct::NotNow;
+        }
         let (header, n) = Shared::header(OP_BINARY, message.len());
         let total = n + message.len();
         let parts = [
             std::io::IoSlice::new(&header[..n]),
             std::io::IoSlice::new(message),
         ];
-        match w.try_write_vectored(&parts) {
+        match w.half.try_write_vectored(&parts) {
             Ok(0) | Err(_) => Direct::NotNow,
             Ok(k) if k >= total => Direct::Sent,
             Ok(k) => {
+                w.torn = true;
                 let mut rest = Vec::with_capacity(total - k);
                 if k < n {
                     rest.extend_from_slice(&header[k..n]);
@@ -462,7 +511,11 @@ fn pair(
 ) -> (WsReader, WsWriter) {
     let (read, write) = stream.into_split();
     let shared = Arc::new(Shared {
-        write: tokio::sync::Mutex::new(write),
+        write: tokio::sync::Mutex::new(Sink {
+            half: write,
+            torn: false,
+            held: Vec::new(),
+        }),
         role,
         mask_state: parking_lot::Mutex::new(random_u64()),
     });
@@ -927,6 +980,60 @@ pub(crate) async fn connect(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A direct send larger than the socket buffers is written in part; a
+    /// pong due meanwhile is held back and follows the completed frame, so
+    /// the peer sees two whole frames.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn control_frames_wait_for_a_torn_frame() {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut peer = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server_side, _) = listener.accept().await.unwrap();
+        let (mut reader, mut writer) = pair(server_side, BytesMut::new(), Role::Server, 1 << 30);
+        let message: Vec<u8> = (0..32usize << 20).map(|i| (i % 251) as u8).collect();
+        let rest = match writer.direct().try_send(&message) {
+            Direct::Partial(rest) => rest,
+            Direct::Sent => panic!("32 MiB fit the socket buffers whole"),
+            Direct::NotNow => panic!("nothing written"),
+        };
+        // A masked ping "hi" from the peer; the server's reader answers it.
+        let mask = [1u8, 2, 3, 4];
+        let mut ping = vec![0x80 | OP_PING, 0x80 | 2];
+        ping.extend_from_slice(&mask);
+        ping.extend_from_slice(&[b'h' ^ 1, b'i' ^ 2]);
+        peer.write_all(&ping).await.unwrap();
+        let shared = writer.shared.clone();
+        let reading = tokio::spawn(async move { reader.recv().await });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while shared.write.lock().await.held.is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the pong was not held"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let expected = message.clone();
+        let receiving = tokio::spawn(async move {
+            let mut head = [0u8; 10];
+            peer.read_exact(&mut head).await.unwrap();
+            assert_eq!(head[..2], [0x80 | OP_BINARY, 127]);
+            let len = u64::from_be_bytes(head[2..10].try_into().unwrap()) as usize;
+            assert_eq!(len, expected.len());
+            let mut body = vec![0u8; len];
+            peer.read_exact(&mut body).await.unwrap();
+            assert!(body == expected, "the data frame arrived corrupted");
+            let mut pong = [0u8; 4];
+            peer.read_exact(&mut pong).await.unwrap();
+            assert_eq!(pong, [0x80 | OP_PONG, 2, b'h', b'i']);
+        });
+        writer.write_raw(&rest).await.unwrap();
+        receiving.await.unwrap();
+        assert!(!shared.write.lock().await.torn);
+        reading.abort();
+    }
 
     #[test]
     fn rfc_accept_key() {
