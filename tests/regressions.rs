@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::raw::{fields, result, Raw};
+use common::raw::{code, fields, result, Raw};
 use std::time::Duration;
 use unienv_remote::server::{Server, ServerConfig};
 use unienv_remote::transport::TransportError;
@@ -72,6 +72,65 @@ async fn a_hello_whose_own_answer_cannot_fit_closes_the_session() {
             "limit {limit}: {next:?}"
         );
     }
+    let mut raw = Raw::connect(&server).await;
+    result(&raw.op("describe", Some("counter"), Dict::new()).await);
+    server.shutdown().await;
+}
+
+/// The second crash of the requests fuzzer was the harness's mistake too: a
+/// hello asking for a limit that holds an error but not its own answer is
+/// accepted (the session is ready with that limit, as in the reference) and
+/// answered with `serialization_error`, which names the session. Pinned
+/// here: closed below some limit, then such errors, then plain answers; after
+/// the error, the session is ready (a second hello is `invalid_session`)
+/// and a message over its limit closes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hello_whose_answer_only_fits_as_an_error_leaves_the_session_ready() {
+    let mut b = Server::builder(ServerConfig::default());
+    unienv_remote::fixtures::register(&mut b).unwrap();
+    let server = b.start();
+    let mut seen = Vec::new();
+    for limit in (200..=600).step_by(8) {
+        let mut raw = Raw::new(server.connect_memory());
+        let hello = raw.request(
+            "hello",
+            None,
+            fields(&[("max_message_size", Value::Int(limit))]),
+        );
+        raw.send_value(&Value::Dict(hello)).await;
+        let Some(answer) = raw.recv().await else {
+            seen.push(0);
+            continue;
+        };
+        if answer.get("type").and_then(Value::as_str) == Some("response") {
+            seen.push(2);
+            continue;
+        }
+        assert_eq!(code(&answer), "serialization_error", "limit {limit}");
+        seen.push(1);
+        let session = answer
+            .get("session_id")
+            .and_then(Value::as_str)
+            .expect("the error names the session")
+            .to_string();
+        assert_eq!(session.len(), 32);
+        raw.session = Some(session);
+        raw.codec = unienv_remote::Codec::new(limit as usize).unwrap();
+        let again = raw.op("hello", None, Dict::new()).await;
+        assert_eq!(code(&again), "invalid_session", "limit {limit}");
+        let big = raw.request(
+            "describe",
+            Some("counter"),
+            fields(&[("padding", Value::from("x".repeat(limit as usize)))]),
+        );
+        let bytes = unienv_remote::Codec::default()
+            .encode(&Value::Dict(big))
+            .unwrap();
+        raw.send_raw(bytes).await;
+        assert!(raw.recv().await.is_none(), "limit {limit}: not closed");
+    }
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert!(seen.contains(&1) && seen.contains(&2), "{seen:?}");
     let mut raw = Raw::connect(&server).await;
     result(&raw.op("describe", Some("counter"), Dict::new()).await);
     server.shutdown().await;

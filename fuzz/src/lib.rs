@@ -704,6 +704,13 @@ impl Session {
                 _ => (b, None),
             },
         };
+        if std::env::var_os("UNIENV_FUZZ_TRACE").is_some() {
+            eprintln!(
+                "-> {} bytes, limit {}: {request:?}",
+                bytes.len(),
+                self.limit
+            );
+        }
         let codec = Codec::new(self.limit).expect("limit");
         let len = bytes.len();
         let expect = match codec.decode(Bytes::from(bytes.clone())) {
@@ -805,6 +812,27 @@ impl Session {
                 assert!(ERROR_CODES.contains(&code), "unknown error code {code}");
                 assert!(e.get("message").and_then(Value::as_str).is_some());
                 assert!(e.get("uncertain").and_then(Value::as_bool).is_some());
+                // A hello that was accepted but whose answer does not fit the
+                // limit it asked for (as in the reference): the session is
+                // ready with that limit, and the error carries its ID.
+                let hello = request.as_ref().filter(|r| {
+                    r.get("op").and_then(Value::as_str) == Some("hello") && self.id.is_none()
+                });
+                if let (Some(hello), "serialization_error") = (hello, code) {
+                    let asked = hello
+                        .get("max_message_size")
+                        .and_then(Value::as_u64)
+                        .map_or(SERVER_LIMIT, |a| (a as usize).min(SERVER_LIMIT));
+                    self.id = m
+                        .get("session_id")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    assert!(
+                        self.id.is_some(),
+                        "the accepted hello's error names no session"
+                    );
+                    self.limit = asked;
+                }
             } else {
                 let result = m.get("result").expect("result");
                 let is_hello = request
