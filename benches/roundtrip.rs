@@ -301,11 +301,9 @@ fn observers(
         rt.block_on(async move {
             let mut tasks = Vec::new();
             for i in 0..k {
-                let mut ws = connect_hello(&url).await;
+                let (mut ws, session) = connect_hello(&url).await;
+                subscribe(&mut ws, session, &env, &format!("obs{i}")).await;
                 let codec = Codec::default();
-                let sub = dict! { "version" => 1, "type" => "request", "request_id" => "s", "session_id" => session_of(&mut ws).await, "op" => "subscribe", "resource_id" => env.as_str(), "subscription_id" => format!("obs{i}") };
-                ws.send(Message::Binary(codec.encode(&Value::Dict(sub)).unwrap().into())).await.unwrap();
-                let _ = ws.next().await;
                 let flag = flag.clone();
                 tasks.push(tokio::spawn(async move {
                     let (mut seen, mut bytes) = (0u64, 0u64);
@@ -342,42 +340,11 @@ fn observers(
     (stop, handle)
 }
 
-/// The session ID a hello-completed raw connection got (asks again).
-async fn session_of(
-    ws: &mut tokio_tungstenite::WebSocketStream<
-        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-    >,
-) -> Value {
-    let codec = Codec::default();
-    let hello = dict! { "version" => 1, "type" => "request", "request_id" => "h2", "session_id" => (), "op" => "hello", "resource_id" => () };
-    // A second hello is refused, but the error echoes our session ID.
-    ws.send(Message::Binary(
-        codec.encode(&Value::Dict(hello)).unwrap().into(),
-    ))
-    .await
-    .unwrap();
-    let reply = codec
-        .decode(ws.next().await.unwrap().unwrap().into_data())
-        .unwrap();
-    reply.get("session_id").cloned().unwrap_or_default()
-}
-
 /// An observer over a raw WebSocket that subscribes and then never reads.
-fn stalled_observer(
-    rt: &tokio::runtime::Runtime,
-    url: &str,
-    env: &str,
-) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+fn stalled_observer(rt: &tokio::runtime::Runtime, url: &str, env: &str) -> RawWs {
     rt.block_on(async {
-        let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
-        let codec = Codec::default();
-        let hello = dict! { "version" => 1, "type" => "request", "request_id" => "h", "session_id" => (), "op" => "hello", "resource_id" => () };
-        ws.send(Message::Binary(codec.encode(&Value::Dict(hello)).unwrap().into())).await.unwrap();
-        let reply = codec.decode(ws.next().await.unwrap().unwrap().into_data()).unwrap();
-        let session = reply.get("result").unwrap().get("session_id").cloned().unwrap();
-        let sub = dict! { "version" => 1, "type" => "request", "request_id" => "s", "session_id" => session, "op" => "subscribe", "resource_id" => env, "subscription_id" => "never-read" };
-        ws.send(Message::Binary(codec.encode(&Value::Dict(sub)).unwrap().into())).await.unwrap();
-        let _ = ws.next().await;
+        let (mut ws, session) = connect_hello(url).await;
+        subscribe(&mut ws, session, env, "never-read").await;
         ws
     })
 }
@@ -432,14 +399,14 @@ fn memory_per_session(n: usize) -> Option<(u64, u64)> {
         // Settle the allocator with one connection first.
         let mut warm = Vec::new();
         for _ in 0..10 {
-            warm.push(connect_hello(&url).await);
+            warm.push(connect_hello(&url).await.0);
         }
         drop(warm);
         tokio::time::sleep(Duration::from_millis(300)).await;
         let before = rss_kib(pid);
         let mut conns = Vec::with_capacity(n);
         for _ in 0..n {
-            conns.push(connect_hello(&url).await);
+            conns.push(connect_hello(&url).await.0);
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
         let after = rss_kib(pid);
@@ -454,9 +421,11 @@ fn memory_per_session(n: usize) -> Option<(u64, u64)> {
     Some(result)
 }
 
-async fn connect_hello(
-    url: &str,
-) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+type RawWs =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A raw WebSocket session after hello, with its session ID.
+async fn connect_hello(url: &str) -> (RawWs, Value) {
     let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
     let codec = Codec::default();
     let hello = dict! { "version" => 1, "type" => "request", "request_id" => "h", "session_id" => (), "op" => "hello", "resource_id" => () };
@@ -465,8 +434,28 @@ async fn connect_hello(
     ))
     .await
     .unwrap();
+    let reply = codec
+        .decode(ws.next().await.unwrap().unwrap().into_data())
+        .unwrap();
+    let session = reply
+        .get("result")
+        .unwrap()
+        .get("session_id")
+        .cloned()
+        .unwrap();
+    (ws, session)
+}
+
+/// Subscribes a raw session to `env` (all default fields) and waits for the
+/// acknowledgement.
+async fn subscribe(ws: &mut RawWs, session: Value, env: &str, subscription_id: &str) {
+    let sub = dict! { "version" => 1, "type" => "request", "request_id" => "s", "session_id" => session, "op" => "subscribe", "resource_id" => env, "subscription_id" => subscription_id };
+    ws.send(Message::Binary(
+        Codec::default().encode(&Value::Dict(sub)).unwrap().into(),
+    ))
+    .await
+    .unwrap();
     let _ = ws.next().await;
-    ws
 }
 
 fn row(name: &str, s: &Stats) {
