@@ -376,6 +376,26 @@ impl Request {
     }
 }
 
+/// The members every request starts with, in the reference's order:
+/// `version`, `type`, `request_id`, `session_id` (null before hello), `op`
+/// and `resource_id` (null where the op has none). Op-specific members are
+/// inserted after these.
+pub fn request_envelope(
+    op: &str,
+    request_id: &str,
+    session_id: &Value,
+    resource_id: Option<&str>,
+) -> Dict {
+    let mut d = Dict::with_capacity(10);
+    d.insert("version", PROTOCOL_VERSION);
+    d.insert("type", "request");
+    d.insert("request_id", request_id);
+    d.insert("session_id", session_id.clone());
+    d.insert("op", op);
+    d.insert("resource_id", resource_id);
+    d
+}
+
 /// Builds the envelope of a response or an error for a request whose
 /// correlation fields are `request_id`, `resource_id` and `operation_id`,
 /// in the reference's member order.

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::Message;
 use unienv_remote::client::{Client, ClientConfig};
 use unienv_remote::host::ResetArgs;
+use unienv_remote::protocol::request_envelope;
 use unienv_remote::server::{Server, ServerConfig};
 use unienv_remote::{Codec, Dict, Value};
 
@@ -19,13 +20,7 @@ type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 fn request(id: &str, session: &Value, op: &str, resource: Option<&str>, extra: Dict) -> Message {
-    let mut d = Dict::new();
-    d.insert("version", 1);
-    d.insert("type", "request");
-    d.insert("request_id", id);
-    d.insert("session_id", session.clone());
-    d.insert("op", op);
-    d.insert("resource_id", resource);
+    let mut d = request_envelope(op, id, session, resource);
     for (k, v) in extra {
         d.insert(k, v);
     }

@@ -614,7 +614,12 @@ impl Connector {
         .map_err(|_| format!("connecting to {} timed out", self.url))?
         .map_err(|e| format!("cannot connect to {}: {e}", self.url))?;
         let (mut reader, mut writer) = (Reader::Ws(ws_reader), Writer::Ws(ws_writer));
-        let hello = encode(&request_dict("hello", "hello", &Value::Null, None));
+        let hello = encode(&crate::protocol::request_envelope(
+            "hello",
+            "hello",
+            &Value::Null,
+            None,
+        ));
         send(&mut writer, hello).await?;
         let answer = receive(&mut reader).await?;
         let session = answer
@@ -624,17 +629,6 @@ impl Connector {
             .ok_or_else(|| format!("hello failed: {answer:?}"))?;
         Ok((session, reader, writer))
     }
-}
-
-fn request_dict(op: &str, id: &str, session: &Value, resource: Option<&str>) -> Dict {
-    let mut d = Dict::with_capacity(10);
-    d.insert("version", 1);
-    d.insert("type", "request");
-    d.insert("request_id", id);
-    d.insert("session_id", session.clone());
-    d.insert("op", op);
-    d.insert("resource_id", resource);
-    d
 }
 
 fn encode(d: &Dict) -> Bytes {
@@ -728,7 +722,7 @@ async fn control(
             let reset = next.is_multiple_of(RESET_EVERY);
             let id = format!("c{seed}-{next}");
             next += 1;
-            let mut d = request_dict("call", &id, &session, Some(&env));
+            let mut d = crate::protocol::request_envelope("call", &id, &session, Some(&env));
             d.insert("method", if reset { "reset" } else { "step" });
             if reset {
                 d.insert("args", no_args.clone());
@@ -860,7 +854,7 @@ async fn observe(
     state: Arc<parking_lot::Mutex<ObserverState>>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut d = request_dict("subscribe", "subscribe", &session, Some(&env));
+    let mut d = crate::protocol::request_envelope("subscribe", "subscribe", &session, Some(&env));
     d.insert("subscription_id", subscription.as_str());
     d.insert("fields", Value::list(["observation"]));
     let fail = |message: String| {

@@ -356,17 +356,11 @@ async fn print_banner(server: &Server, url: &str, token: bool, fixtures: bool) {
 /// The descriptors of every eager registration, through an in-memory
 /// session (factories stay pending).
 async fn describe_eager(server: &Server) -> Vec<crate::Value> {
-    use crate::codec::{Dict, Value};
+    use crate::codec::Value;
     let codec = Codec::default();
     let mut t = server.connect_memory();
     let request = |op: &str, session: &Value, resource: Option<&str>| {
-        let mut d = Dict::new();
-        d.insert("version", 1);
-        d.insert("type", "request");
-        d.insert("request_id", op);
-        d.insert("session_id", session.clone());
-        d.insert("op", op);
-        d.insert("resource_id", resource);
+        let d = crate::protocol::request_envelope(op, op, session, resource);
         codec.encode(&Value::Dict(d)).map(bytes::Bytes::from)
     };
     let mut result = Vec::new();
