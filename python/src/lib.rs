@@ -5,11 +5,13 @@
 
 use pyo3::prelude::*;
 
+pub mod client;
 pub mod convert;
 
 /// The `_native` module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
+    client::register(m)?;
     Ok(())
 }
