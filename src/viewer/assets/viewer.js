@@ -139,7 +139,7 @@ class ImageWidget {
     this.canvas = el("canvas", { class: "image", "data-field": path });
     this.canvas.width = this.cols * geo.w;
     this.canvas.height = this.rows * geo.h;
-    const scale = Math.max(1, Math.floor(Math.min(416 / this.canvas.width, 256 / this.canvas.height)));
+    const scale = Math.max(1, Math.floor(Math.min(300 / this.canvas.width, 200 / this.canvas.height)));
     this.canvas.style.width = `${this.canvas.width * scale}px`;
     this.ctx = this.canvas.getContext("2d");
     this.image = this.ctx.createImageData(geo.w, geo.h);
@@ -190,7 +190,7 @@ class PlotWidget {
       series.push({ label: count === 1 ? path : `${path}[${i}]`, stroke: PALETTE[i % PALETTE.length], width: 1.25, points: { show: false } });
     }
     this.plot = new uPlot({
-      width: 420, height: 130, series,
+      width: 300, height: 110, series,
       scales: { x: { time: false } },
       legend: { show: count <= 6 },
       cursor: { drag: { x: false, y: false } },
@@ -508,6 +508,7 @@ function descriptorTable(d) {
 }
 
 function renderTree(list) {
+  const before = new Map([...resources].map(([id, d]) => [id, d.revision]));
   resources.clear();
   treeItems.clear();
   for (const d of list) resources.set(d.id, d);
@@ -538,6 +539,12 @@ function renderTree(list) {
         el("span", { class: "rev", text: `rev ${d.revision} · seq ${d.sequence}` })),
       desc);
     treeItems.set(id, li);
+    if (before.has(id) && before.get(id) !== d.revision) {
+      const rev = li.querySelector(".rev");
+      rev.classList.add("changed");
+      rev.title = `revision changed from ${before.get(id)}`;
+      rev.textContent = `rev ${before.get(id)} → ${d.revision} · seq ${d.sequence}`;
+    }
     const children = (kids.get(id) || []).filter((c) => !shown.has(c));
     if (children.length) li.append(el("ul", {}, ...children.map(item)));
     return li;
