@@ -404,3 +404,176 @@ async fn live_frames_and_plots_from_the_reference_server_in_chromium() {
         .await;
     controller.close().await;
 }
+
+/// JavaScript: how many snapshots the page has drawn for `resource`.
+fn drawn(resource: &str) -> String {
+    format!(
+        "(() => {{ const p = [...window.viewerState.panels.values()].find(p => p.resource === '{resource}'); return p ? p.received : -1; }})()"
+    )
+}
+
+/// Mean step time of `env` over `steps` steps.
+async fn mean_step(client: &Client, env: &str, action: &Value, steps: u32) -> Duration {
+    let proxy = client.env(env).await.expect("env");
+    let start = Instant::now();
+    for _ in 0..steps {
+        proxy.step(action.clone()).await.expect("step");
+    }
+    start.elapsed() / steps
+}
+
+/// Steps `env` at `hz` for `seconds`; returns (steps, snapshots drawn).
+async fn paced(
+    browser: &mut Browser,
+    client: &Client,
+    env: &str,
+    panel_resource: &str,
+    action: &Value,
+    hz: f64,
+    seconds: f64,
+) -> (u64, i64) {
+    let proxy = client.env(env).await.expect("env");
+    let before = browser
+        .eval(&drawn(panel_resource))
+        .await
+        .as_i64()
+        .unwrap_or(0);
+    let period = Duration::from_secs_f64(1.0 / hz);
+    let start = tokio::time::Instant::now();
+    let total = (hz * seconds) as u64;
+    for i in 0..total {
+        tokio::time::sleep_until(start + period * i as u32).await;
+        proxy.step(action.clone()).await.expect("step");
+    }
+    // Let the last frame arrive.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = browser
+        .eval(&drawn(panel_resource))
+        .await
+        .as_i64()
+        .unwrap_or(0);
+    (total, after - before)
+}
+
+/// Issue 18's benchmark (not a timed test; figures in BENCHMARKS.md):
+/// `cargo test --release --test viewer_browser -- --ignored --nocapture benchmark`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: run explicitly, in release mode"]
+async fn benchmark() {
+    let Some(chrome) = chromium() else { return };
+    let server = our_server(None);
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let controller = Client::connect(&listener.url(), ClientConfig::default())
+        .await
+        .expect("controller");
+    let bench = controller.env("bench_image").await.expect("bench_image");
+    bench.reset(ResetArgs::default()).await.expect("reset");
+    let small = Value::Array(NdArray::from_vec(vec![0.1f32; 4]));
+    let steps = 2000;
+    mean_step(&controller, "bench_image", &small, steps).await; // warm-up
+
+    let viewer = Viewer::start("127.0.0.1:0", ViewerConfig::new(listener.url()))
+        .await
+        .expect("viewer");
+    let mut browser = Browser::open(&chrome, &viewer.url()).await;
+    browser
+        .wait_for(
+            "the resource tree",
+            "!!document.querySelector('li[data-id=\"bench_image\"]')",
+        )
+        .await;
+    // Rounds alternate between no page panel and a panel subscribed to
+    // bench_image (the page open in both), so that drift of this shared
+    // machine hits both alike.
+    let mut without = Vec::new();
+    let mut with = Vec::new();
+    for _ in 0..5 {
+        without.push(mean_step(&controller, "bench_image", &small, steps).await);
+        watch(&mut browser, "bench_image").await;
+        browser
+            .wait_for("the first frame", &format!("{} > 0", drawn("bench_image")))
+            .await;
+        let before = browser
+            .eval(&drawn("bench_image"))
+            .await
+            .as_i64()
+            .unwrap_or(0);
+        let t = mean_step(&controller, "bench_image", &small, steps).await;
+        let after = browser
+            .eval(&drawn("bench_image"))
+            .await
+            .as_i64()
+            .unwrap_or(0);
+        with.push(t);
+        eprintln!(
+            "round: without {:?}, with {:?}, page drew {} of {steps} boundaries",
+            without.last().copied().unwrap_or_default(),
+            t,
+            after - before
+        );
+        browser
+            .eval(&format!(
+                "[...{}.querySelectorAll('button')].find(b => b.textContent === '×').click(), true",
+                panel("bench_image")
+            ))
+            .await;
+    }
+    without.sort();
+    with.sort();
+    let (a, b) = (without[without.len() / 2], with[with.len() / 2]);
+    eprintln!(
+        "bench_image step, median of 5 rounds of {steps}: without a viewer panel {:.1} µs, with {:.1} µs: {:+.1} %",
+        a.as_secs_f64() * 1e6,
+        b.as_secs_f64() * 1e6,
+        (b.as_secs_f64() / a.as_secs_f64() - 1.0) * 100.0
+    );
+
+    // The page at 60 snapshots per second.
+    watch(&mut browser, "bench_image").await;
+    browser
+        .wait_for("the first frame", &format!("{} >= 0", drawn("bench_image")))
+        .await;
+    let (sent, shown) = paced(
+        &mut browser,
+        &controller,
+        "bench_image",
+        "bench_image",
+        &small,
+        60.0,
+        10.0,
+    )
+    .await;
+    eprintln!("bench_image at 60 Hz for 10 s: {sent} boundaries, page drew {shown}");
+    let pointmass = controller.env("pointmass").await.expect("pointmass");
+    pointmass
+        .reset(ResetArgs::with_seed(1))
+        .await
+        .expect("reset");
+    watch(&mut browser, CAMERA).await;
+    let push = Value::Array(NdArray::from_vec(vec![0.3f32, 0.2]));
+    let (sent, shown) = paced(
+        &mut browser,
+        &controller,
+        "pointmass",
+        CAMERA,
+        &push,
+        60.0,
+        10.0,
+    )
+    .await;
+    eprintln!("pointmass at 60 Hz for 10 s, camera panel: {sent} boundaries, page drew {shown}");
+    // pointmass as fast as the controller can step it.
+    let before = browser.eval(&drawn(CAMERA)).await.as_i64().unwrap_or(0);
+    let start = Instant::now();
+    let t = mean_step(&controller, "pointmass", &push, 3000).await;
+    let elapsed = start.elapsed();
+    let after = browser.eval(&drawn(CAMERA)).await.as_i64().unwrap_or(0);
+    eprintln!(
+        "pointmass unpaced: {:.1} µs per step ({:.0} boundaries/s), camera panel drew {:.1} frames/s",
+        t.as_secs_f64() * 1e6,
+        1.0 / t.as_secs_f64(),
+        (after - before) as f64 / elapsed.as_secs_f64()
+    );
+    controller.close().await;
+    server.shutdown().await;
+}
