@@ -262,6 +262,74 @@ async fn live_frames_plots_revival_and_loss_in_chromium() {
         .await;
     assert_pixels(&shown, &shape, &expected, "bench_image");
 
+    // Pause holds the panel at its frame while boundaries pass; resume
+    // brings the newest one (not the ones in between).
+    browser
+        .eval(&format!(
+            "[...{}.querySelectorAll('button')].find(b => b.textContent === 'pause').click(), true",
+            panel("bench_image")
+        ))
+        .await;
+    let held = browser
+        .eval(&format!("{}.dataset.sequence", panel("bench_image")))
+        .await;
+    for _ in 0..20 {
+        bench.step(small.clone()).await.expect("step");
+    }
+    let seq = sequence(&controller, "bench_image");
+    // Give a (wrong) redraw the chance to happen before checking.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        browser
+            .eval(&format!("{}.dataset.sequence", panel("bench_image")))
+            .await,
+        held,
+        "a paused panel changed"
+    );
+    browser
+        .eval(&format!(
+            "[...{}.querySelectorAll('button')].find(b => b.textContent === 'resume').click(), true",
+            panel("bench_image")
+        ))
+        .await;
+    bench.step(small.clone()).await.expect("step");
+    browser
+        .wait_for(
+            "the resumed panel at the newest boundary",
+            &format!(
+                "{}.dataset.sequence === '{}'",
+                panel("bench_image"),
+                seq + 1
+            ),
+        )
+        .await;
+
+    // A batch of 64 images is drawn as an 8×8 grid.
+    watch(&mut browser, "bench_batch64").await;
+    let batch = controller
+        .env("bench_batch64")
+        .await
+        .expect("bench_batch64");
+    batch.reset(ResetArgs::default()).await.expect("reset");
+    step_until(
+        &mut browser,
+        &controller,
+        "bench_batch64",
+        &small,
+        "the batch grid",
+        &format!(
+            "(() => {{ const c = {}.querySelector('canvas[data-field=\"observation.image\"]'); return !!c && c.width === 8 * 84 && c.height === 8 * 84; }})()",
+            panel("bench_batch64")
+        ),
+    )
+    .await;
+    browser
+        .eval(&format!(
+            "[...{}.querySelectorAll('button')].find(b => b.textContent === '×').click(), true",
+            panel("bench_batch64")
+        ))
+        .await;
+
     // Render on demand: the camera node's render at the next boundary.
     browser
         .eval(&format!(
