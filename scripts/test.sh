@@ -17,6 +17,19 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import unienv_interfa
 fi
 export UNIENV_REF_PYTHON="$PWD/$VENV/bin/python"
 
+# The viewer's browser tests (tests/viewer_browser.rs) drive headless Chromium;
+# as root (CI) Debian's package is installed here, quietly, once.
+if [ -z "${UNIENV_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "==> installing chromium (Debian package) for the viewer's browser tests"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "warning: chromium is missing and this is not root: the viewer's browser tests will fail;" >&2
+    echo "  install it (sudo apt-get install -y chromium), set UNIENV_CHROMIUM, or UNIENV_SKIP_BROWSER=1" >&2
+  fi
+fi
+
 echo "==> cargo fmt --check"
 cargo fmt --all -- --check
 echo "==> cargo clippy"

@@ -24,6 +24,7 @@
 //! - [`sims`]: the built-in simulators (`cartpole`, `pointmass`, `gripper`).
 //! - [`fixtures`]: the conformance fixture registry.
 //! - [`cli`]: the `unienv-remote` command line.
+//! - [`viewer`]: the browser viewer (`unienv-remote view`, `serve --viewer`).
 //!
 //! # Wire format
 //! Each message is one envelope: a 4-byte big-endian header length, a JSON
@@ -73,6 +74,7 @@ pub mod protocol;
 pub mod server;
 pub mod sims;
 pub mod transport;
+pub mod viewer;
 
 pub use codec::{
     ByteOrder, Codec, CodecError, DType, Dict, Element, Graph, NdArray, ObjectArray, ScalarKind,

@@ -7,12 +7,14 @@ mod client_cmds;
 mod json_args;
 pub mod load;
 mod pretty;
+mod view;
 mod watch;
 
 pub use bench::{bench, neutral_action, BenchArgs};
 pub use client_cmds::{call, describe, discover, CallArgs, DescribeArgs, DiscoverArgs};
 pub use json_args::{base64_decode, convert_arguments, json_to_value, CallArguments};
 pub use pretty::{array_summary, compact, indent_json, pretty};
+pub use view::{view, viewer_config, ViewArgs};
 pub use watch::{watch, WatchArgs};
 
 use crate::client::{Client, ClientConfig, ClientError, Descriptor};
@@ -56,6 +58,8 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Load-test a server (in process, or a running one on loopback) and check that nothing is lost.
     Load(load::LoadArgs),
+    /// Serve a browser viewer of a UniEnv server (ours or the reference): live frames and plots.
+    View(ViewArgs),
 }
 
 /// The connection options every client command takes.
@@ -120,6 +124,9 @@ pub struct ServeArgs {
     /// Host the conformance fixture registry instead of the built-in simulators.
     #[arg(long)]
     pub fixtures: bool,
+    /// Also serve the browser viewer of this server, on ADDR (default 127.0.0.1:8766).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::viewer::DEFAULT_LISTEN)]
+    pub viewer: Option<String>,
 }
 
 /// Options of `inspect`.
@@ -143,6 +150,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Bench(args) => bench(args),
         Command::Inspect(args) => inspect(args),
         Command::Load(args) => load::load(args),
+        Command::View(args) => view(args),
     }
 }
 
@@ -292,6 +300,25 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             args.fixtures,
         )
         .await;
+        let _viewer = match &args.viewer {
+            Some(addr) => {
+                let config = viewer_config(
+                    &listener.url(),
+                    args.token.clone(),
+                    Some(Duration::from_secs(30)),
+                    &args.allow_host,
+                    &args.allow_origin,
+                );
+                match crate::viewer::Viewer::start(addr, config).await {
+                    Ok(v) => {
+                        println!("Viewer: open {} in a browser", v.url());
+                        Some(v)
+                    }
+                    Err(e) => return fail(e),
+                }
+            }
+            None => None,
+        };
         stop.await;
         eprintln!("\nshutting down: closing simulators…");
         server.shutdown().await;

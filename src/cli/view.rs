@@ -1,0 +1,82 @@
+//! `view`: the browser viewer of a UniEnv server.
+
+use super::{fail, interrupted, ClientArgs};
+use crate::viewer::{Viewer, ViewerConfig, DEFAULT_LISTEN};
+use clap::Args;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Options of `view`.
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// Connection options (the viewer holds the token; the page never sees it).
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Address of the viewer's web app (loopback by default).
+    #[arg(long, default_value = DEFAULT_LISTEN)]
+    pub listen: String,
+    /// Also accept this Host header name (repeatable), e.g. when serving on a LAN name.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// Also accept WebSocket connections from this browser origin (repeatable).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+}
+
+/// The viewer configuration for `upstream`.
+pub fn viewer_config(
+    upstream: &str,
+    token: Option<String>,
+    timeout: Option<Duration>,
+    allow_host: &[String],
+    allow_origin: &[String],
+) -> ViewerConfig {
+    let mut config = ViewerConfig::new(upstream);
+    config.token = token;
+    config.timeout = timeout;
+    config.allowed_hosts = allow_host.to_vec();
+    config.allowed_origins = allow_origin.to_vec();
+    config
+}
+
+/// `view`: serves the viewer until Ctrl-C.
+pub fn view(args: ViewArgs) -> ExitCode {
+    let client = match args.client.config(false) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let config = viewer_config(
+        &args.client.url,
+        args.client.token.clone(),
+        client.timeout,
+        &args.allow_host,
+        &args.allow_origin,
+    );
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    runtime.block_on(async move {
+        let stop = match interrupted() {
+            Ok(stop) => stop,
+            Err(e) => return fail(format!("cannot install the Ctrl-C handler: {e}")),
+        };
+        let viewer = match Viewer::start(&args.listen, config).await {
+            Ok(v) => v,
+            Err(e) => return fail(e),
+        };
+        println!(
+            "unienv-remote viewer of {} on {}",
+            args.client.url,
+            viewer.url()
+        );
+        println!("Open {} in a browser. Press Ctrl-C to stop.", viewer.url());
+        stop.await;
+        viewer.stop();
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,652 @@
+// The unienv-remote viewer page. Plain modern JavaScript, no build step.
+//
+// The viewer (the Rust process that served this page) is a client of a
+// UniEnv server; this page talks only to the viewer, over /ws. Each panel is
+// one subscription. The page grants the viewer one credit ("ready") per
+// panel after drawing a snapshot, so a busy or paused tab receives fewer
+// snapshots instead of queueing them: latest wins.
+"use strict";
+
+const MAX_POINTS = 600;
+const PALETTE = ["#2463d6", "#d6336c", "#2e7d32", "#b26a00", "#6f42c1", "#00838f",
+  "#c62828", "#5d4037", "#455a64", "#9e9d24", "#ad1457", "#1565c0", "#ef6c00", "#4527a0",
+  "#00695c", "#37474f"];
+
+const $ = (sel) => document.querySelector(sel);
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) if (c != null) e.append(c);
+  return e;
+}
+
+// ---- wire format (see src/viewer/frame.rs) ----
+
+function decode(buffer) {
+  const n = new DataView(buffer).getUint32(0);
+  const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, n)));
+  const start = Math.ceil((4 + n) / 8) * 8;
+  return { header, blob: { buffer, start } };
+}
+
+function revive(v, blob) {
+  if (v === null || typeof v !== "object") return v;
+  if (Array.isArray(v)) return v.map((x) => revive(x, blob));
+  if (v.$nd) {
+    const m = v.$nd;
+    const at = blob.start + m.offset;
+    const Kind = m.type === "u8" ? Uint8Array : m.type === "f32" ? Float32Array : Float64Array;
+    return { nd: true, dtype: m.dtype, shape: m.shape, data: new Kind(blob.buffer, at, m.length) };
+  }
+  if ("$float" in v) return v.$float === "nan" ? NaN : v.$float === "inf" ? Infinity : -Infinity;
+  if (v.$tuple) return v.$tuple.map((x) => revive(x, blob));
+  if ("$bytes" in v) return { bytes: v.$bytes };
+  if (v.$object) return { object: v.$object.shape, values: revive(v.$object.values, blob) };
+  if (v.$graph) return { graph: revive(v.$graph, blob) };
+  const out = {};
+  for (const [k, x] of Object.entries(v)) out[k] = revive(x, blob);
+  return out;
+}
+
+function isPlainObject(v) {
+  return v !== null && typeof v === "object" && !Array.isArray(v) && !v.nd && !("bytes" in v);
+}
+
+function fmtNum(x) {
+  if (typeof x === "boolean") return x ? "True" : "False";
+  if (typeof x !== "number") return String(x);
+  if (Number.isInteger(x)) return String(x);
+  return Math.abs(x) >= 1e5 || (Math.abs(x) < 1e-3 && x !== 0) ? x.toExponential(3) : x.toFixed(4);
+}
+
+function summary(v) {
+  if (v === null || v === undefined) return "None";
+  if (typeof v !== "object") return fmtNum(v);
+  if (v.nd) {
+    const { data, dtype, shape } = v;
+    if (data.length <= 8) {
+      const items = Array.from(data, (x) => dtype === "bool" ? fmtNum(!!x) : fmtNum(x));
+      return `${dtype}[${shape.join(",")}] [${items.join(", ")}]`;
+    }
+    let lo = Infinity, hi = -Infinity, sum = 0;
+    for (const x of data) { if (x < lo) lo = x; if (x > hi) hi = x; sum += x; }
+    return `${dtype}[${shape.join(",")}] min ${fmtNum(lo)} max ${fmtNum(hi)} mean ${fmtNum(sum / data.length)}`;
+  }
+  if ("bytes" in v) return `bytes(${v.bytes})`;
+  if (Array.isArray(v)) return `(${v.map(summary).join(", ")})`;
+  if (v.object) return `object[${v.object.join(",")}]`;
+  if (v.graph) return "graph";
+  return "{" + Object.entries(v).map(([k, x]) => `${k}: ${summary(x)}`).join(", ") + "}";
+}
+
+function spaceSummary(s) {
+  if (s === null || s === undefined) return "—";
+  if (typeof s !== "object") return String(s);
+  const type = s.type || s.space_type || "space";
+  if (s.spaces && isPlainObject(s.spaces) && !Array.isArray(s.spaces)) {
+    return `${type}{` + Object.entries(s.spaces).map(([k, x]) => `${k}: ${spaceSummary(x)}`).join(", ") + "}";
+  }
+  if (Array.isArray(s.spaces)) return `${type}(${s.spaces.map(spaceSummary).join(", ")})`;
+  const parts = [];
+  if (s.dtype) parts.push(s.dtype);
+  if (s.shape) parts.push(`(${[].concat(s.shape).join(",")})`);
+  if (s.n !== undefined) parts.push(`n=${s.n}`);
+  return `${type}(${parts.join(", ")})`;
+}
+
+// Image fields: (..., H, W, C) with C in 1, 3, 4, or a large 2-D array.
+function imageGeometry(v) {
+  if (!v || !v.nd || v.dtype === "bool") return null;
+  const s = v.shape;
+  if (s.length >= 3 && [1, 3, 4].includes(s[s.length - 1]) && s[s.length - 2] >= 4 && s[s.length - 3] >= 4) {
+    const [h, w, c] = s.slice(-3);
+    return { h, w, c, n: s.slice(0, -3).reduce((a, b) => a * b, 1) };
+  }
+  if (s.length === 2 && s[0] >= 16 && s[1] >= 16) return { h: s[0], w: s[1], c: 1, n: 1 };
+  return null;
+}
+
+function numericComponents(v) {
+  if (typeof v === "number") return [v];
+  if (typeof v === "boolean") return [v ? 1 : 0];
+  if (v && v.nd && v.data.length >= 1 && v.data.length <= 16) return Array.from(v.data, Number);
+  if (Array.isArray(v) && v.length >= 1 && v.length <= 16 && v.every((x) => typeof x === "number" || typeof x === "boolean")) {
+    return v.map(Number);
+  }
+  return null;
+}
+
+function anyTrue(v) {
+  if (typeof v === "boolean") return v;
+  if (v && v.nd) return v.data.some((x) => x);
+  if (Array.isArray(v)) return v.some(anyTrue);
+  return false;
+}
+
+// ---- widgets ----
+
+class ImageWidget {
+  constructor(path, geo) {
+    this.kind = `image:${geo.h}x${geo.w}x${geo.c}x${geo.n}`;
+    this.geo = geo;
+    this.cols = Math.ceil(Math.sqrt(geo.n));
+    this.rows = Math.ceil(geo.n / this.cols);
+    this.canvas = el("canvas", { class: "image", "data-field": path });
+    this.canvas.width = this.cols * geo.w;
+    this.canvas.height = this.rows * geo.h;
+    const scale = Math.max(1, Math.floor(Math.min(300 / this.canvas.width, 200 / this.canvas.height)));
+    this.canvas.style.width = `${this.canvas.width * scale}px`;
+    this.ctx = this.canvas.getContext("2d");
+    this.image = this.ctx.createImageData(geo.w, geo.h);
+    this.el = this.canvas;
+  }
+  update(v, seq) {
+    const { h, w, c, n } = this.geo;
+    const data = v.data;
+    let scale = 1;
+    if (v.dtype.startsWith("float")) {
+      let hi = 0;
+      for (let i = 0; i < data.length; i += 97) hi = Math.max(hi, data[i]);
+      scale = hi <= 1.0 ? 255 : 1;
+    }
+    const px = this.image.data;
+    const per = h * w * c;
+    for (let b = 0; b < n; b++) {
+      const base = b * per;
+      for (let i = 0, j = 0; i < h * w; i++, j += 4) {
+        const k = base + i * c;
+        if (c === 1) {
+          const g = data[k] * scale;
+          px[j] = px[j + 1] = px[j + 2] = g;
+          px[j + 3] = 255;
+        } else {
+          px[j] = data[k] * scale;
+          px[j + 1] = data[k + 1] * scale;
+          px[j + 2] = data[k + 2] * scale;
+          px[j + 3] = c === 4 ? data[k + 3] * scale : 255;
+        }
+      }
+      this.ctx.putImageData(this.image, (b % this.cols) * w, Math.floor(b / this.cols) * h);
+    }
+    this.canvas.dataset.sequence = String(seq);
+  }
+}
+
+class PlotWidget {
+  constructor(path, count, panel) {
+    this.kind = `plot:${count}`;
+    this.path = path;
+    this.panel = panel;
+    this.data = [[]];
+    for (let i = 0; i < count; i++) this.data.push([]);
+    this.el = el("div", { class: "plot", "data-field": path, "data-points": "0" });
+    const series = [{ label: "seq" }];
+    for (let i = 0; i < count; i++) {
+      series.push({ label: count === 1 ? path : `${path}[${i}]`, stroke: PALETTE[i % PALETTE.length], width: 1.25, points: { show: false } });
+    }
+    this.plot = new uPlot({
+      width: 300, height: 110, series,
+      scales: { x: { time: false } },
+      legend: { show: count <= 6 },
+      cursor: { drag: { x: false, y: false } },
+      axes: [{ size: 28, font: "10px system-ui" }, { size: 44, font: "10px system-ui" }],
+      hooks: { draw: [(u) => this.drawMarks(u)] },
+    }, this.data, this.el);
+  }
+  push(seq, values) {
+    this.data[0].push(seq);
+    values.forEach((x, i) => this.data[i + 1].push(Number.isFinite(x) ? x : null));
+    if (this.data[0].length > MAX_POINTS) for (const a of this.data) a.shift();
+    this.dirty = true;
+  }
+  flush() {
+    if (!this.dirty) return;
+    this.dirty = false;
+    this.plot.setData(this.data);
+    this.el.dataset.points = String(this.data[0].length);
+  }
+  // terminated (red) and truncated (orange) boundaries as vertical lines.
+  drawMarks(u) {
+    const ctx = u.ctx;
+    const lo = this.data[0][0];
+    ctx.save();
+    ctx.lineWidth = 1.5 * devicePixelRatio;
+    for (const [seq, kind] of this.panel.marks) {
+      if (seq < lo) continue;
+      const x = u.valToPos(seq, "x", true);
+      ctx.strokeStyle = kind === "terminated" ? "#c62828" : "#ef8f00";
+      ctx.beginPath();
+      ctx.moveTo(x, u.bbox.top);
+      ctx.lineTo(x, u.bbox.top + u.bbox.height);
+      ctx.stroke();
+    }
+    ctx.restore();
+  }
+}
+
+class TextWidget {
+  constructor(path) {
+    this.kind = "text";
+    this.el = el("div", { class: "text", "data-field": path });
+  }
+  update(v) { this.el.textContent = summary(v); }
+}
+
+class TableWidget {
+  constructor(path) {
+    this.kind = "table";
+    this.el = el("div", { class: "info", "data-field": path });
+  }
+  update(v) {
+    const rows = [];
+    const walk = (x, p) => {
+      if (isPlainObject(x) && !x.object && !x.graph && Object.keys(x).length) {
+        for (const [k, y] of Object.entries(x)) walk(y, p ? `${p}.${k}` : k);
+      } else rows.push([p || "(value)", summary(x)]);
+    };
+    walk(v, "");
+    const table = el("table");
+    if (!rows.length) rows.push(["(empty)", ""]);
+    for (const [k, s] of rows) table.append(el("tr", {}, el("td", { text: k }), el("td", { text: s })));
+    this.el.replaceChildren(table);
+  }
+}
+
+// ---- panels ----
+
+let nextPanel = 1;
+const panels = new Map();
+
+class Panel {
+  constructor(resource) {
+    this.id = nextPanel++;
+    this.resource = resource;
+    this.paused = false;
+    this.pending = null;
+    this.widgets = new Map();
+    this.marks = [];
+    this.arrivals = [];
+    this.boundaries = [];
+    this.received = 0;
+    this.skipped = 0;
+    this.sequence = null;
+    this.revision = null;
+    this.ended = false;
+    this.pauseBtn = el("button", { text: "pause", onclick: () => this.togglePause() });
+    this.el = el("div", { class: "panel", "data-resource": resource, "data-panel": String(this.id) },
+      el("div", { class: "panel-head" },
+        el("span", { class: "title", text: resource }),
+        this.pauseBtn,
+        el("button", { text: "render", title: "Render at the next boundary", onclick: () => this.render() }),
+        el("button", { text: "×", title: "Unsubscribe", onclick: () => this.close() })),
+      this.stats = el("div", { class: "panel-stats", text: "subscribing…" }),
+      this.messages = el("div"),
+      this.body = el("div"),
+      this.renderBox = el("div", { class: "field", hidden: "" }));
+    $("#panels").append(this.el);
+    $("#empty").hidden = true;
+    panels.set(this.id, this);
+    this.subscribe();
+  }
+  subscribe() {
+    send({ op: "subscribe", panel: this.id, resource: this.resource });
+    if (!this.paused) send({ op: "ready", panel: this.id });
+  }
+  close() {
+    send({ op: "unsubscribe", panel: this.id });
+    panels.delete(this.id);
+    this.el.remove();
+    $("#empty").hidden = panels.size > 0;
+  }
+  render() {
+    this.renderBox.hidden = false;
+    this.renderBox.replaceChildren(el("div", { class: "field-name", text: "render: waiting for the next boundary…" }));
+    send({ op: "render", panel: this.id, resource: this.resource });
+  }
+  togglePause() {
+    this.paused = !this.paused;
+    this.pauseBtn.textContent = this.paused ? "resume" : "pause";
+    this.el.classList.toggle("paused", this.paused);
+    if (!this.paused) {
+      if (this.pending) schedule();
+      else send({ op: "ready", panel: this.id });
+    }
+    this.showStats();
+  }
+  message(text, cls = "bad") {
+    this.messages.append(el("div", { class: `msg ${cls}`, text }));
+    while (this.messages.children.length > 3) this.messages.firstChild.remove();
+  }
+  onSubscribed(h, descriptor) {
+    this.ended = false;
+    this.el.classList.remove("ended");
+    this.messages.replaceChildren();
+    if (descriptor) {
+      noteRevision(this, descriptor.revision, "subscribed");
+      updateResource(descriptor);
+    }
+    this.showStats();
+  }
+  onError(h) {
+    this.ended = true;
+    this.el.classList.add("ended");
+    this.message(`${h.type === "ended" ? "ended" : "subscription_error"}: ${h.code ? h.code + ": " : ""}${h.message}`);
+    this.showStats();
+  }
+  onSnapshot(h, data, descriptor) {
+    const now = performance.now();
+    this.received++;
+    if (this.sequence !== null && h.sequence > this.sequence + 1) this.skipped += h.sequence - this.sequence - 1;
+    noteRevision(this, h.revision, h.kind);
+    this.sequence = h.sequence;
+    this.arrivals.push(now);
+    this.boundaries.push([h.timestamp_ns / 1e9, h.sequence]);
+    while (this.arrivals.length > 1 && now - this.arrivals[0] > 1000) this.arrivals.shift();
+    while (this.boundaries.length > 1 && h.timestamp_ns / 1e9 - this.boundaries[0][0] > 1) this.boundaries.shift();
+    if (descriptor) updateResource(descriptor, h.sequence);
+    this.lastKind = h.kind;
+    this.apply(data, h.sequence);
+    this.el.dataset.sequence = String(h.sequence);
+    this.el.dataset.revision = String(h.revision);
+    this.showStats();
+  }
+  apply(data, seq) {
+    const fields = Object.entries(data);
+    const signals = {};
+    for (const [name, v] of fields) if (name === "terminated" || name === "truncated") signals[name] = anyTrue(v);
+    for (const [name, on] of Object.entries(signals)) if (on) this.marks.push([seq, name]);
+    if (this.marks.length > MAX_POINTS) this.marks.splice(0, this.marks.length - MAX_POINTS);
+    this.signals = signals;
+    const place = (path, make) => {
+      const old = this.widgets.get(path);
+      if (old) old.box.remove();
+      const w = make();
+      w.box = el("div", { class: "field" }, el("div", { class: "field-name", text: path }), w.el);
+      this.body.append(w.box);
+      this.widgets.set(path, w);
+      return w;
+    };
+    const leaf = (path, v) => {
+      const geo = imageGeometry(v);
+      if (geo) {
+        const w = this.widgets.get(path);
+        const kind = `image:${geo.h}x${geo.w}x${geo.c}x${geo.n}`;
+        const widget = w && w.kind === kind ? w : place(path, () => new ImageWidget(path, geo));
+        widget.update(v, seq);
+        return;
+      }
+      const comps = numericComponents(v);
+      if (comps) {
+        const w = this.widgets.get(path);
+        const widget = w && w.kind === `plot:${comps.length}` ? w : place(path, () => new PlotWidget(path, comps.length, this));
+        widget.push(seq, comps);
+        return;
+      }
+      const w = this.widgets.get(path);
+      const widget = w && w.kind === "text" ? w : place(path, () => new TextWidget(path));
+      widget.update(v);
+    };
+    const walk = (path, v) => {
+      if (isPlainObject(v) && !v.object && !v.graph) for (const [k, x] of Object.entries(v)) walk(`${path}.${k}`, x);
+      else leaf(path, v);
+    };
+    for (const [name, v] of fields) {
+      if (name === "terminated" || name === "truncated") continue;
+      if (name === "info") {
+        const w = this.widgets.get(name);
+        const widget = w && w.kind === "table" ? w : place(name, () => new TableWidget(name));
+        widget.update(v);
+        continue;
+      }
+      walk(name, v);
+    }
+    for (const w of this.widgets.values()) if (w.flush) w.flush();
+  }
+  onRender(h, data) {
+    this.renderBox.hidden = false;
+    const v = data.render;
+    const geo = imageGeometry(v);
+    const head = el("div", { class: "field-name", text: `render (boundary #${h.sequence})` });
+    if (geo) {
+      const w = new ImageWidget("render", geo);
+      w.update(v, h.sequence);
+      this.renderBox.replaceChildren(head, w.el);
+    } else {
+      this.renderBox.replaceChildren(head, el("div", { class: "text", text: v === undefined ? "no render output" : summary(v) }));
+    }
+  }
+  onRenderError(h) {
+    this.renderBox.hidden = false;
+    this.renderBox.replaceChildren(el("div", { class: "msg bad", text: `render failed: ${h.code ? h.code + ": " : ""}${h.message}` }));
+  }
+  showStats() {
+    const rate = this.arrivals.length > 1 ? (this.arrivals.length - 1) / ((this.arrivals[this.arrivals.length - 1] - this.arrivals[0]) / 1000) : 0;
+    const b = this.boundaries;
+    const brate = b.length > 1 && b[b.length - 1][0] > b[0][0] ? (b[b.length - 1][1] - b[0][1]) / (b[b.length - 1][0] - b[0][0]) : 0;
+    const sig = this.signals || {};
+    const parts = [
+      this.paused ? "<b>paused</b>" : this.ended ? "<b>ended</b>" : "live",
+      `seq <b>${this.sequence ?? "—"}</b>`,
+      `rev <b>${this.revision ?? "—"}</b>`,
+      `${this.lastKind ?? ""}`,
+      `boundaries <b>${brate.toFixed(1)}</b>/s`,
+      `drawn <b>${rate.toFixed(1)}</b>/s`,
+      `skipped ${this.skipped}`,
+    ];
+    if ("terminated" in sig) parts.push(sig.terminated ? '<b style="color:#c62828">terminated</b>' : "not terminated");
+    if ("truncated" in sig) parts.push(sig.truncated ? '<b style="color:#ef8f00">truncated</b>' : "not truncated");
+    this.stats.innerHTML = parts.join(" · ");
+  }
+}
+
+function noteRevision(panel, revision, why) {
+  if (revision === undefined || revision === null) return;
+  if (panel.revision !== null && revision !== panel.revision) {
+    panel.message(`revision ${panel.revision} → ${revision} (${why}: the resource was reset, reloaded or revived)`, "warn");
+  }
+  panel.revision = revision;
+}
+
+// ---- rendering loop: one credit per panel per drawn frame ----
+
+let scheduled = false;
+function schedule() {
+  if (scheduled) return;
+  scheduled = true;
+  requestAnimationFrame(() => {
+    scheduled = false;
+    for (const p of panels.values()) {
+      if (!p.pending || p.paused) continue;
+      const { h, data, descriptor } = p.pending;
+      p.pending = null;
+      try {
+        p.onSnapshot(h, data, descriptor);
+      } catch (e) {
+        p.message(`cannot show the snapshot: ${e}`);
+      }
+      send({ op: "ready", panel: p.id });
+    }
+  });
+}
+
+// ---- resources ----
+
+const resources = new Map();
+const treeItems = new Map();
+
+function updateResource(d, sequence) {
+  const old = resources.get(d.id);
+  resources.set(d.id, d);
+  const item = treeItems.get(d.id);
+  if (!item) return;
+  const rev = item.querySelector(".rev");
+  const seq = sequence ?? d.sequence;
+  rev.textContent = `rev ${d.revision} · seq ${seq}`;
+  if (old && old.revision !== d.revision) {
+    rev.classList.add("changed");
+    rev.title = `revision changed from ${old.revision}`;
+  }
+  item.dataset.revision = String(d.revision);
+}
+
+function descriptorTable(d) {
+  const rows = [["kind", d.kind], ["domain", d.domain_id], ["revision", d.revision], ["sequence", d.sequence]];
+  for (const k of ["batch_size", "world_timestep", "world_subtimestep", "control_timestep", "update_timestep", "render_mode", "render_fps", "name", "has_reward", "has_termination_signal", "has_truncation_signal"]) {
+    if (k in d && d[k] !== null) rows.push([k, summary(d[k])]);
+  }
+  for (const k of ["action_space", "observation_space", "context_space"]) if (k in d) rows.push([k, spaceSummary(d[k])]);
+  if (d.metadata && Object.keys(d.metadata).length) rows.push(["metadata", summary(d.metadata)]);
+  if (d.operations) rows.push(["operations", [].concat(d.operations).join(", ")]);
+  const t = el("table");
+  for (const [k, v] of rows) t.append(el("tr", {}, el("td", { text: k }), el("td", { text: String(v) })));
+  return t;
+}
+
+function renderTree(list) {
+  const before = new Map([...resources].map(([id, d]) => [id, d.revision]));
+  resources.clear();
+  treeItems.clear();
+  for (const d of list) resources.set(d.id, d);
+  const kids = new Map();
+  const isChild = new Set();
+  for (const d of list) {
+    const ids = [];
+    if (d.world_id && d.world_id !== d.id && d.kind === "env") ids.push(d.world_id);
+    if (d.node_id && d.node_id !== d.id && d.kind === "env") ids.push(d.node_id);
+    if (isPlainObject(d.children)) ids.push(...Object.values(d.children));
+    const mine = ids.filter((id) => resources.has(id) && id !== d.id);
+    kids.set(d.id, mine);
+    mine.forEach((id) => isChild.add(id));
+  }
+  const shown = new Set();
+  const item = (id) => {
+    const d = resources.get(id);
+    shown.add(id);
+    const desc = el("div", { class: "desc", hidden: "" }, descriptorTable(d));
+    const toggle = el("button", { class: "toggle", text: "▸", title: "descriptor", onclick: () => {
+      desc.hidden = !desc.hidden;
+      toggle.textContent = desc.hidden ? "▸" : "▾";
+    } });
+    const li = el("li", { "data-id": id, "data-revision": String(d.revision) },
+      el("div", { class: "res" }, toggle,
+        el("button", { class: "name", text: id, title: `watch ${id}`, onclick: () => new Panel(id) }),
+        el("span", { class: `badge ${d.kind}`, text: d.kind }),
+        el("span", { class: "rev", text: `rev ${d.revision} · seq ${d.sequence}` })),
+      desc);
+    treeItems.set(id, li);
+    if (before.has(id) && before.get(id) !== d.revision) {
+      const rev = li.querySelector(".rev");
+      rev.classList.add("changed");
+      rev.title = `revision changed from ${before.get(id)}`;
+      rev.textContent = `rev ${before.get(id)} → ${d.revision} · seq ${d.sequence}`;
+    }
+    const children = (kids.get(id) || []).filter((c) => !shown.has(c));
+    if (children.length) li.append(el("ul", {}, ...children.map(item)));
+    return li;
+  };
+  const roots = list.filter((d) => !isChild.has(d.id)).map((d) => d.id);
+  const tree = $("#tree");
+  tree.replaceChildren(...roots.map(item));
+  for (const d of list) if (!shown.has(d.id)) tree.append(item(d.id));
+  tree.dataset.count = String(list.length);
+}
+
+// ---- connection to the viewer ----
+
+let socket = null;
+let viewerLost = false;
+
+function send(obj) {
+  if (socket && socket.readyState === WebSocket.OPEN) socket.send(new TextEncoder().encode(JSON.stringify(obj)));
+}
+
+function setStatus(text, cls) {
+  const s = $("#status");
+  s.textContent = text;
+  s.className = `status ${cls}`;
+}
+
+function banner(text, cls = "") {
+  const b = $("#banner");
+  b.hidden = !text;
+  b.textContent = text || "";
+  b.className = `banner ${cls}`;
+}
+
+function onMessage(buffer) {
+  const { header: h, blob } = decode(buffer);
+  const panel = h.panel !== undefined ? panels.get(h.panel) : null;
+  switch (h.type) {
+    case "upstream":
+      if (h.state === "connected") {
+        setStatus("connected", "ok");
+        $("#server").textContent = `${h.url} · ${h.server} ${h.server_version} · session ${h.session_id}`;
+        if (window.viewerState.upstreamLost) banner(`Reconnected to ${h.url} (new session ${h.session_id}); panels resubscribed.`, "info");
+        else banner("");
+        window.viewerState.upstreamLost = false;
+      } else {
+        setStatus(h.state === "lost" ? "connection lost" : "server unreachable", "bad");
+        banner(h.state === "lost" ? `Lost the connection to the UniEnv server: ${h.message}` : `Cannot reach the UniEnv server: ${h.code}: ${h.message} (retrying)`);
+        window.viewerState.upstreamLost = true;
+      }
+      break;
+    case "resources":
+      renderTree(revive(h.descriptors, blob));
+      break;
+    case "subscribed":
+      if (panel) panel.onSubscribed(h, revive(h.descriptor, blob));
+      break;
+    case "snapshot":
+      if (panel) {
+        panel.pending = { h, data: revive(h.data, blob), descriptor: revive(h.descriptor, blob) };
+        schedule();
+      }
+      break;
+    case "subscription_error":
+    case "ended":
+      if (panel) panel.onError(h);
+      break;
+    case "render":
+      if (panel) panel.onRender(h, revive(h.data, blob));
+      break;
+    case "render_error":
+      if (panel) panel.onRenderError(h);
+      break;
+    case "error":
+      banner(`viewer: ${h.code ? h.code + ": " : ""}${h.message}`);
+      break;
+  }
+}
+
+function connect() {
+  socket = new WebSocket(`ws://${location.host}/ws`);
+  socket.binaryType = "arraybuffer";
+  socket.onopen = () => {
+    if (viewerLost) banner("");
+    viewerLost = false;
+    setStatus("connecting to the server…", "warn");
+    for (const p of panels.values()) p.subscribe();
+  };
+  socket.onmessage = (e) => {
+    try {
+      onMessage(e.data);
+    } catch (err) {
+      banner(`cannot read a message from the viewer: ${err}`);
+    }
+  };
+  socket.onclose = () => {
+    viewerLost = true;
+    setStatus("viewer unreachable", "bad");
+    banner("Lost the connection to the viewer process; retrying every second…");
+    setTimeout(connect, 1000);
+  };
+}
+
+window.viewerState = { panels, resources, upstreamLost: false, watch: (id) => new Panel(id) };
+$("#refresh").addEventListener("click", () => send({ op: "refresh" }));
+connect();
