@@ -256,6 +256,11 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     if args.max_message_size < crate::codec::MIN_MAX_MESSAGE_SIZE {
         return fail("--max-message-size must be at least 8");
     }
+    if args.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        // `--token "$UNSET"` would otherwise turn authentication off while
+        // the banner asks for a token.
+        return fail("--token is empty: give a non-empty token, or omit --token");
+    }
     let config = ServerConfig {
         max_message_size: args.max_message_size,
         idle_timeout: (args.idle_timeout > 0.0).then(|| Duration::from_secs_f64(args.idle_timeout)),

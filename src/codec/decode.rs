@@ -7,8 +7,12 @@
 //! it.
 //!
 //! Tagged objects are normally written with `"t"` first; when a `"v"` member
-//! comes before the tag, its text is skipped (validated) and parsed once the
-//! tag is known, so any member order is accepted.
+//! comes before the tag, it is parsed at once in the only shapes a `v` can
+//! have (a scalar, an array of values, an array of `[key, value]` entries, an
+//! object) and checked against the tag once it is known, so any member order
+//! is accepted and every byte of the header is parsed once: decoding is
+//! linear in the input whatever the member order (only a scalar `v` before
+//! its tag is scanned twice, and scalars do not nest).
 
 use super::array::{element_count, NdArray, MAX_DIMS};
 use super::dtype::DType;
@@ -25,7 +29,11 @@ const MAX_JSON_DEPTH: usize = 4 * (MAX_DEPTH + 2);
 
 /// Decodes one envelope. `frame` is kept alive by the returned arrays and
 /// byte strings, which are slices of it.
-pub(crate) fn decode(frame: Bytes, max_message_size: usize) -> Result<Value, CodecError> {
+pub(crate) fn decode(
+    frame: Bytes,
+    max_message_size: usize,
+    max_tree_bytes: usize,
+) -> Result<(Value, usize), CodecError> {
     let len = frame.len();
     if len > max_message_size {
         return Err(CodecError::MessageTooLarge {
@@ -60,6 +68,8 @@ pub(crate) fn decode(frame: Bytes, max_message_size: usize) -> Result<Value, Cod
         attach_len: len - 4 - header_len,
         cursor: 0,
         max_message_size,
+        tree_bytes: 0,
+        max_tree_bytes,
     };
     p.ws();
     let value = p.value(0)?;
@@ -74,8 +84,14 @@ pub(crate) fn decode(frame: Bytes, max_message_size: usize) -> Result<Value, Cod
             unused: p.attach_len - p.cursor,
         });
     }
-    Ok(value)
+    Ok((value, p.tree_bytes))
 }
+
+/// Estimated memory of one value node: its slot (twice, for the slack of
+/// growing vectors).
+const NODE_BYTES: usize = 2 * std::mem::size_of::<Value>();
+/// Estimated memory of one dict entry besides its value: the key's slot.
+const ENTRY_BYTES: usize = 2 * std::mem::size_of::<String>();
 
 /// The nine tags.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -147,14 +163,33 @@ fn member_name(bit: u8) -> &'static str {
     }
 }
 
+/// A `v` member parsed before its object's tag was known.
+enum Early {
+    /// A JSON scalar at this header position (parsed again with the tag).
+    Scalar { at: usize },
+    /// `[]`.
+    Empty { at: usize },
+    /// A JSON array of value nodes (list, tuple, object array); `first` is
+    /// the position of its first item.
+    Items {
+        at: usize,
+        first: usize,
+        items: Vec<Value>,
+    },
+    /// A JSON array of `[key, value]` entries (dict).
+    Entries { at: usize, dict: Dict },
+    /// A JSON object: a value node (a graph's dict).
+    Object { value: Value },
+}
+
 /// What a tagged object's members held, before the tag is applied.
 #[derive(Default)]
 struct Members<'a> {
     seen: u8,
     tag: Option<Tag>,
     v: Option<Value>,
-    /// Header position of a `v` that preceded the tag.
-    deferred_v: Option<usize>,
+    /// A `v` that preceded the tag, parsed without knowing the tag.
+    early_v: Option<Early>,
     /// The dtype and its spelling (kept for error messages).
     dtype: Option<(DType, Cow<'a, str>)>,
     shape: Option<Vec<usize>>,
@@ -173,6 +208,9 @@ struct Parser<'a> {
     /// Where the next attachment must start.
     cursor: usize,
     max_message_size: usize,
+    /// Estimated memory of the tree built so far, and its budget.
+    tree_bytes: usize,
+    max_tree_bytes: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -227,6 +265,9 @@ impl<'a> Parser<'a> {
 
     /// A value node at tagged depth `depth`.
     fn value(&mut self, depth: usize) -> Result<Value, CodecError> {
+        #[cfg(test)]
+        work::tick();
+        self.grow(NODE_BYTES)?;
         if depth > MAX_DEPTH {
             return Err(CodecError::TooDeep { max: MAX_DEPTH });
         }
@@ -349,7 +390,21 @@ impl<'a> Parser<'a> {
 
     /// A JSON string as an owned `String`.
     fn string(&mut self) -> Result<String, CodecError> {
-        self.str_token().map(Cow::into_owned)
+        let s = self.str_token().map(Cow::into_owned)?;
+        self.grow(s.len())?;
+        Ok(s)
+    }
+
+    /// Counts `n` more bytes of tree against the budget.
+    #[inline]
+    fn grow(&mut self, n: usize) -> Result<(), CodecError> {
+        self.tree_bytes = self.tree_bytes.saturating_add(n);
+        if self.tree_bytes > self.max_tree_bytes {
+            return Err(CodecError::TreeTooLarge {
+                max: self.max_tree_bytes,
+            });
+        }
+        Ok(())
     }
 
     /// A JSON string, borrowed from the header when it has no escapes (member
@@ -523,10 +578,7 @@ impl<'a> Parser<'a> {
                 }
                 V => match m.tag {
                     Some(tag) => m.v = Some(self.payload(tag, depth)?),
-                    None => {
-                        m.deferred_v = Some(self.pos);
-                        self.skip(0)?;
-                    }
+                    None => m.early_v = Some(self.early(depth)?),
                 },
                 DTYPE => {
                     if self.peek() != Some(b'"') {
@@ -563,13 +615,99 @@ impl<'a> Parser<'a> {
                 field: member_name(missing & missing.wrapping_neg()),
             });
         }
-        if let Some(at) = m.deferred_v {
-            let resume = self.pos;
-            self.pos = at;
-            m.v = Some(self.payload(tag, depth)?);
-            self.pos = resume;
+        if let Some(early) = m.early_v.take() {
+            m.v = Some(self.apply_early(tag, early, depth)?);
         }
         self.build(tag, m)
+    }
+
+    /// A `v` member met before the tag: parsed once, in the shape its first
+    /// byte announces (no container is ever skipped and parsed again).
+    fn early(&mut self, depth: usize) -> Result<Early, CodecError> {
+        self.ws();
+        let at = self.pos;
+        match self.peek() {
+            Some(b'[') => {
+                let mut i = at + 1;
+                while matches!(self.src.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+                    i += 1;
+                }
+                match self.src.get(i) {
+                    Some(b']') => {
+                        self.pos = i + 1;
+                        Ok(Early::Empty { at })
+                    }
+                    Some(b'[') => Ok(Early::Entries {
+                        at,
+                        dict: self.dict_entries(depth)?,
+                    }),
+                    _ => Ok(Early::Items {
+                        at,
+                        first: i,
+                        items: self.items(Tag::List, depth)?,
+                    }),
+                }
+            }
+            Some(b'{') => Ok(Early::Object {
+                value: self.value(depth + 1)?,
+            }),
+            _ => {
+                // A scalar: validated now, parsed again (once) with its tag.
+                self.skip(0)?;
+                Ok(Early::Scalar { at })
+            }
+        }
+    }
+
+    /// Checks an early `v` against the tag that followed it; the errors are
+    /// those the tag's own parser gives for the same text.
+    fn apply_early(&mut self, tag: Tag, early: Early, depth: usize) -> Result<Value, CodecError> {
+        let not_array = |tag: Tag| CodecError::BadField {
+            tag: tag.name(),
+            field: "v",
+            reason: if tag == Tag::Dict {
+                "must be a JSON array of [key, value] pairs"
+            } else {
+                "must be a JSON array"
+            },
+        };
+        match (tag, early) {
+            (_, Early::Scalar { at }) => {
+                let resume = self.pos;
+                self.pos = at;
+                let v = self.payload(tag, depth);
+                self.pos = resume;
+                v
+            }
+            (Tag::Float, _) => Err(CodecError::BadField {
+                tag: "float",
+                field: "v",
+                reason: "must be \"nan\", \"inf\" or \"-inf\"",
+            }),
+            (Tag::Graph, Early::Object { value, .. }) => Ok(value),
+            (
+                Tag::Graph,
+                Early::Empty { at } | Early::Items { at, .. } | Early::Entries { at, .. },
+            ) => Err(CodecError::BareArray { offset: at }),
+            (_, Early::Object { .. }) => Err(not_array(tag)),
+            (Tag::Dict, Early::Empty { .. }) => Ok(Value::Dict(Dict::new())),
+            (Tag::Dict, Early::Entries { dict, .. }) => Ok(Value::Dict(dict)),
+            (Tag::Dict, Early::Items { first, .. }) => {
+                Err(CodecError::BadDictEntry { offset: first })
+            }
+            (Tag::Tuple, Early::Empty { .. }) => Ok(Value::Tuple(Vec::new())),
+            (Tag::Tuple, Early::Items { items, .. }) => Ok(Value::Tuple(items)),
+            (_, Early::Empty { .. }) => Ok(Value::List(Vec::new())),
+            (_, Early::Items { items, .. }) => Ok(Value::List(items)),
+            (_, Early::Entries { at, .. }) => {
+                // The first entry is a bare JSON array inside a list.
+                let mut i = at + 1;
+                while matches!(self.src.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+                    i += 1;
+                }
+                Err(CodecError::BareArray { offset: i })
+            }
+        }
     }
 
     /// The `v` member of a tagged node.
@@ -676,6 +814,7 @@ impl<'a> Parser<'a> {
                 return Err(CodecError::BadDictEntry { offset: entry_at });
             }
             let key = self.string()?;
+            self.grow(ENTRY_BYTES)?;
             let duplicate = match index.as_mut() {
                 Some(set) => !set.insert(key.clone()),
                 None => {
@@ -844,6 +983,8 @@ impl<'a> Parser<'a> {
 
     /// Skips one JSON value (validating its syntax) without building it.
     fn skip(&mut self, json_depth: usize) -> Result<(), CodecError> {
+        #[cfg(test)]
+        work::tick();
         if json_depth > MAX_JSON_DEPTH {
             return Err(CodecError::TooDeep { max: MAX_DEPTH });
         }
@@ -892,6 +1033,21 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// Test-only count of parser steps (value and skip calls), to check that
+/// decoding is linear in the input without timing it.
+#[cfg(test)]
+pub(crate) mod work {
+    use std::cell::Cell;
+    thread_local!(static STEPS: Cell<u64> = const { Cell::new(0) });
+    pub(crate) fn tick() {
+        STEPS.with(|s| s.set(s.get() + 1));
+    }
+    /// Steps since the last call.
+    pub(crate) fn take() -> u64 {
+        STEPS.with(|s| s.replace(0))
+    }
+}
+
 /// Bytes that end a run of plain string bytes: `"`, `\` and the control
 /// characters JSON forbids in strings.
 static STRING_STOP: [bool; 256] = {
@@ -930,4 +1086,119 @@ fn graph_from(d: Dict) -> Result<Value, CodecError> {
         }
     }
     Ok(Value::Graph(Box::new(g)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn envelope(header: &str) -> Bytes {
+        let mut out = (header.len() as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(header.as_bytes());
+        Bytes::from(out)
+    }
+
+    fn decode_str(header: &str) -> Result<Value, CodecError> {
+        decode(envelope(header), 1 << 30, usize::MAX).map(|(v, _)| v)
+    }
+
+    /// A tree is refused as it grows past its budget, and its estimate is
+    /// returned: a flat list of n zeros costs n nodes.
+    #[test]
+    fn tree_budget() {
+        let n = 10_000;
+        let header = format!(r#"{{"t":"list","v":[{}]}}"#, vec!["0"; n].join(","));
+        let (_, bytes) = decode(envelope(&header), 1 << 30, usize::MAX).unwrap();
+        assert_eq!(bytes, (n + 1) * NODE_BYTES);
+        assert!(matches!(
+            decode(envelope(&header), 1 << 30, bytes - 1),
+            Err(CodecError::TreeTooLarge { .. })
+        ));
+        assert!(decode(envelope(&header), 1 << 30, bytes).is_ok());
+    }
+
+    /// A `v` before `t`, nested 60 deep around 100,000 zeros: every level
+    /// used to skip its whole `v` and parse it again (60 × the input); now
+    /// each token is parsed once.
+    #[test]
+    fn v_before_t_is_parsed_once_at_every_depth() {
+        let n = 100_000;
+        let zeros = vec!["0"; n].join(",");
+        let mut header = format!(r#"{{"v":[{zeros}],"t":"list"}}"#);
+        for _ in 0..60 {
+            header = format!(r#"{{"v":[{header}],"t":"tuple"}}"#);
+        }
+        work::take();
+        let value = decode_str(&header).unwrap();
+        let steps = work::take();
+        assert!(
+            steps <= 2 * (n as u64 + 200),
+            "{steps} parser steps for {n} values: not linear"
+        );
+        let mut v = &value;
+        for _ in 0..60 {
+            match v {
+                Value::Tuple(items) if items.len() == 1 => v = &items[0],
+                other => panic!("expected a one-item tuple, got {other:?}"),
+            }
+        }
+        assert!(matches!(v, Value::List(items) if items.len() == n));
+    }
+
+    /// The same trees, and the same errors, whatever the member order.
+    #[test]
+    fn member_order_does_not_change_the_result() {
+        let cases = [
+            (
+                r#"{"t":"dict","v":[["a",1],["b",{"t":"list","v":[]}]]}"#,
+                r#"{"v":[["a",1],["b",{"v":[],"t":"list"}]],"t":"dict"}"#,
+            ),
+            (
+                r#"{"t":"tuple","v":[1,2.5,"x",null]}"#,
+                r#"{"v":[1,2.5,"x",null],"t":"tuple"}"#,
+            ),
+            (r#"{"t":"float","v":"nan"}"#, r#"{"v":"nan","t":"float"}"#),
+            (r#"{"t":"dict","v":[]}"#, r#"{"v":[],"t":"dict"}"#),
+            (
+                r#"{"t":"object_array","shape":[2],"v":[1,2]}"#,
+                r#"{"v":[1,2],"shape":[2],"t":"object_array"}"#,
+            ),
+            (
+                r#"{"t":"graph","v":{"t":"dict","v":[["n_nodes",1],["n_edges",0],["nodes_features",null],["edges_features",null],["edges",null]]}}"#,
+                r#"{"v":{"v":[["n_nodes",1],["n_edges",0],["nodes_features",null],["edges_features",null],["edges",null]],"t":"dict"},"t":"graph"}"#,
+            ),
+        ];
+        for (t_first, v_first) in cases {
+            let a = decode_str(t_first).unwrap();
+            let b = decode_str(v_first).unwrap();
+            assert_eq!(format!("{a:?}"), format!("{b:?}"), "{v_first}");
+        }
+        let errors = [
+            (r#"{"t":"list","v":5}"#, r#"{"v":5,"t":"list"}"#),
+            (r#"{"t":"dict","v":[1]}"#, r#"{"v":[1],"t":"dict"}"#),
+            (r#"{"t":"list","v":[[1]]}"#, r#"{"v":[[1]],"t":"list"}"#),
+            (r#"{"t":"float","v":"x"}"#, r#"{"v":"x","t":"float"}"#),
+            (r#"{"t":"float","v":[1]}"#, r#"{"v":[1],"t":"float"}"#),
+            (r#"{"t":"graph","v":[]}"#, r#"{"v":[],"t":"graph"}"#),
+            (r#"{"t":"graph","v":3}"#, r#"{"v":3,"t":"graph"}"#),
+            (
+                r#"{"t":"tuple","v":{"t":"list","v":[]}}"#,
+                r#"{"v":{"t":"list","v":[]},"t":"tuple"}"#,
+            ),
+        ];
+        for (t_first, v_first) in errors {
+            let a = decode_str(t_first).unwrap_err();
+            let b = decode_str(v_first).unwrap_err();
+            if v_first.starts_with(r#"{"v":[["#) {
+                // Parsed as dict entries before the tag said list: an error
+                // either way, named differently.
+                continue;
+            }
+            assert_eq!(
+                std::mem::discriminant(&a),
+                std::mem::discriminant(&b),
+                "{v_first}: {a} vs {b}"
+            );
+        }
+    }
 }

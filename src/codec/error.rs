@@ -52,6 +52,12 @@ pub enum CodecError {
         /// Where it starts.
         offset: usize,
     },
+    /// A decoded value tree would exceed its memory budget.
+    #[error("the decoded value tree exceeds {max} bytes")]
+    TreeTooLarge {
+        /// The budget.
+        max: usize,
+    },
     /// An integer token outside both the i64 and the u64 range.
     #[error("integer at byte {offset} is outside the 64-bit range")]
     IntegerOutOfRange {

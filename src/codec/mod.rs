@@ -108,7 +108,20 @@ impl Codec {
     /// Decodes one envelope. Arrays and byte strings in the result are slices
     /// of `frame`.
     pub fn decode(&self, frame: Bytes) -> Result<Value, CodecError> {
-        decode::decode(frame, self.max_message_size)
+        decode::decode(frame, self.max_message_size, usize::MAX).map(|(v, _)| v)
+    }
+
+    /// Decodes one envelope whose value tree (its nodes, strings and
+    /// containers, attachments excluded) may take at most `max_tree_bytes`
+    /// of memory, estimated as it is built; returns the tree and that
+    /// estimate. The server uses it to refuse a tree before it grows and to
+    /// charge what it holds.
+    pub fn decode_bounded(
+        &self,
+        frame: Bytes,
+        max_tree_bytes: usize,
+    ) -> Result<(Value, usize), CodecError> {
+        decode::decode(frame, self.max_message_size, max_tree_bytes)
     }
 }
 

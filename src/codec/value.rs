@@ -251,8 +251,10 @@ impl PartialEq for Value {
 /// An ordered dictionary with unique string keys, as Python's `dict`.
 ///
 /// Inserting an existing key replaces its value in place (keeping its
-/// position), as Python does. Lookups are linear, which is the fastest choice
-/// for the small dictionaries the protocol carries.
+/// position), as Python does. Single lookups are linear, which is the fastest
+/// choice for the small dictionaries the protocol carries; building a dict in
+/// bulk (`collect`, `extend`) indexes its keys past 16 entries, so it stays
+/// linear in the number of entries however many a peer sends.
 #[derive(Clone, Default, PartialEq)]
 pub struct Dict {
     entries: Vec<(String, Value)>,
@@ -281,7 +283,11 @@ impl Dict {
     pub fn insert(&mut self, key: impl Into<String>, value: impl Into<Value>) -> Option<Value> {
         let key = key.into();
         let value = value.into();
-        match self.entries.iter_mut().find(|(k, _)| *k == key) {
+        match self.entries.iter_mut().find(|(k, _)| {
+            #[cfg(test)]
+            key_comparisons::tick();
+            *k == key
+        }) {
             Some((_, slot)) => Some(std::mem::replace(slot, value)),
             None => {
                 self.entries.push((key, value));
@@ -373,17 +379,60 @@ impl<'a> IntoIterator for &'a Dict {
 impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for Dict {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Dict {
         let mut d = Dict::new();
-        for (k, v) in iter {
-            d.insert(k, v);
-        }
+        d.extend(iter);
         d
     }
 }
 
+/// Test-only count of key comparisons made by [`Dict::insert`].
+#[cfg(test)]
+pub(crate) mod key_comparisons {
+    use std::cell::Cell;
+    thread_local!(static COUNT: Cell<u64> = const { Cell::new(0) });
+    pub(crate) fn tick() {
+        COUNT.with(|c| c.set(c.get() + 1));
+    }
+    /// Comparisons since the last call.
+    pub(crate) fn take() -> u64 {
+        COUNT.with(|c| c.replace(0))
+    }
+}
+
+/// Past this many entries, [`Dict`]'s bulk insertion ([`Extend`],
+/// [`FromIterator`]) looks keys up in a hash index instead of scanning, so
+/// building a dict of n entries is linear in n, not quadratic.
+const DICT_INDEX_THRESHOLD: usize = 16;
+
 impl<K: Into<String>, V: Into<Value>> Extend<(K, V)> for Dict {
     fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
+        let mut iter = iter.into_iter();
+        // Small dicts: linear insertion (no hashing, no allocation).
+        while self.entries.len() < DICT_INDEX_THRESHOLD {
+            match iter.next() {
+                Some((k, v)) => {
+                    self.insert(k, v);
+                }
+                None => return,
+            }
+        }
+        let mut index: Option<std::collections::HashMap<String, usize>> = None;
         for (k, v) in iter {
-            self.insert(k, v);
+            let index = index.get_or_insert_with(|| {
+                self.entries
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (k, _))| (k.clone(), i))
+                    .collect()
+            });
+            let key: String = k.into();
+            let value: Value = v.into();
+            match index.get(&key) {
+                Some(&i) => self.entries[i].1 = value,
+                None => {
+                    index.insert(key.clone(), self.entries.len());
+                    self.entries.push((key, value));
+                }
+            }
         }
     }
 }
@@ -744,6 +793,34 @@ impl fmt::Display for Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Building a dict of 100,000 keys (a peer's `kwargs`) used to compare
+    /// every new key with every earlier one.
+    #[test]
+    fn bulk_dict_building_is_linear() {
+        let n = 100_000;
+        key_comparisons::take();
+        let d: Dict = (0..n)
+            .map(|i| (format!("k{i}"), Value::Int(i)))
+            .chain([("k5".to_string(), Value::Int(-5))])
+            .collect();
+        let mut e = Dict::new();
+        e.extend(d.iter().map(|(k, v)| (k, v.clone())));
+        let comparisons = key_comparisons::take();
+        assert!(
+            comparisons <= 1_000,
+            "{comparisons} key comparisons to build two dicts of {n} keys"
+        );
+        assert_eq!(d.len(), n as usize);
+        assert_eq!(
+            d.get("k5"),
+            Some(&Value::Int(-5)),
+            "a repeated key replaces"
+        );
+        assert_eq!(d.keys().nth(5), Some("k5"), "in place");
+        assert_eq!(d.keys().last(), Some(format!("k{}", n - 1).as_str()));
+        assert!(d == e);
+    }
 
     #[test]
     fn integers_compare_by_value() {

@@ -31,9 +31,7 @@ impl ResetArgs {
         let mut d = Dict::with_capacity(2 + self.kwargs.len());
         d.insert("mask", self.mask.clone().map(Value::Array));
         d.insert("seed", self.seed);
-        for (k, v) in self.kwargs.iter() {
-            d.insert(k, v.clone());
-        }
+        d.extend(self.kwargs.iter().map(|(k, v)| (k, v.clone())));
         d
     }
 

@@ -18,7 +18,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::sync::{oneshot, OwnedSemaphorePermit};
+use tokio::sync::oneshot;
 
 /// A factory that builds a domain's hosted object on the domain's thread.
 pub(crate) type Factory = Box<dyn FnMut() -> HostResult<Hosted> + Send>;
@@ -30,7 +30,7 @@ pub(crate) enum Job {
     Request {
         session: Arc<SessionShared>,
         request: Dict,
-        permit: OwnedSemaphorePermit,
+        permit: super::session::InFlight,
     },
     /// Descriptors of every resource (instantiating a pending domain).
     Discover {

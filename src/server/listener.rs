@@ -9,7 +9,6 @@ use crate::transport::{Reader, Writer};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
@@ -45,6 +44,18 @@ pub(crate) async fn listen(
     shared: Arc<ServerShared>,
     addr: impl tokio::net::ToSocketAddrs,
 ) -> io::Result<Listener> {
+    if shared
+        .core
+        .config
+        .token
+        .as_deref()
+        .is_some_and(|t| t.trim().is_empty())
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the bearer token is empty: set a non-empty token or none",
+        ));
+    }
     let tcp = TcpListener::bind(addr).await?;
     let local_addr = tcp.local_addr()?;
     let (stop, mut stop_rx) = watch::channel(false);
@@ -74,26 +85,46 @@ pub(crate) async fn listen(
     })
 }
 
-async fn serve_connection(shared: Arc<ServerShared>, mut stream: TcpStream) {
-    let Ok(_permit) = shared.connections.clone().try_acquire_owned() else {
-        let _ = stream
-            .write_all(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            .await;
-        return;
-    };
+async fn serve_connection(shared: Arc<ServerShared>, stream: TcpStream) {
+    // A handshake in progress holds a handshake place, not a connection
+    // slot: when all places are taken, the oldest pending handshake is
+    // dropped for the newcomer, so silent sockets cannot keep out a peer that
+    // completes its handshake at once. The connection slot is taken only
+    // once the request has passed the Host, Origin and token checks.
+    let slot = shared.guards.handshakes.admit();
     let _ = stream.set_nodelay(true);
     let config = &shared.core.config;
     let policy = Policy::from_config(config);
+    let mut connection = None;
     let handshake = ws::accept(
         stream,
         config.max_handshake_bytes,
         config.max_message_size,
-        |req| policy.check(req),
+        |req| {
+            policy.check(req)?;
+            match shared.connections.clone().try_acquire_owned() {
+                Ok(permit) => {
+                    connection = Some(permit);
+                    Ok(())
+                }
+                Err(_) => Err(Refusal::new(
+                    503,
+                    "Service Unavailable",
+                    "too many connections",
+                )),
+            }
+        },
     );
-    let (reader, writer) = match tokio::time::timeout(config.handshake_timeout, handshake).await {
+    let accepted = tokio::select! {
+        r = tokio::time::timeout(config.handshake_timeout, handshake) => r,
+        _ = slot.evicted.notified() => return,
+    };
+    drop(slot);
+    let (reader, writer) = match accepted {
         Ok(Ok(halves)) => halves,
         _ => return,
     };
+    let _connection = connection;
     session::run(shared, Reader::Ws(reader), Writer::Ws(writer)).await;
 }
 

@@ -22,6 +22,7 @@
 //! # Ok(()) }
 //! ```
 
+pub(crate) mod budget;
 mod domain;
 mod hosted;
 mod listener;
@@ -56,6 +57,7 @@ pub struct ServerConfig {
     /// Most simultaneous connections (default 1024); more are refused.
     pub max_connections: usize,
     /// When set, WebSocket clients must send `Authorization: Bearer <token>`.
+    /// An empty (or blank) token is refused by [`Server::listen`].
     pub token: Option<String>,
     /// Browser origins allowed besides loopback ones (`*` allows any).
     pub allowed_origins: Vec<String>,
@@ -78,6 +80,34 @@ pub struct ServerConfig {
     /// How long shutdown waits for each domain thread (default 10 s); a
     /// simulator hung past it is left behind rather than blocking forever.
     pub shutdown_timeout: Duration,
+    /// Most bytes one connection may hold at once (default 256 MiB): the
+    /// message it is sending, its requests waiting at domains (their frames
+    /// and decoded trees) and the responses queued for it. Beyond it the
+    /// connection is closed (1008).
+    pub max_connection_bytes: usize,
+    /// Most bytes all connections together may hold beyond their first MiB
+    /// each (default 8 GiB; 1 GiB on 32-bit targets). A connection that
+    /// needs more while it is exhausted is closed (1013, try again later).
+    pub max_server_bytes: usize,
+    /// Largest decoded value tree of one message, attachments excluded
+    /// (default 256 MiB, counted by node); a larger one is an invalid
+    /// envelope.
+    pub max_decoded_bytes: usize,
+    /// Decodes of large messages (over 64 KiB) running at once, on tokio's
+    /// blocking threads (default 2); others wait their turn.
+    pub max_parallel_decodes: usize,
+    /// WebSocket handshakes in progress at once (default 256); a new
+    /// connection beyond it evicts the oldest pending handshake.
+    pub max_pending_handshakes: usize,
+    /// Time allowed between the upgrade and `hello` (default 10 s).
+    pub hello_timeout: Duration,
+    /// A session that holds nothing (no request ever routed to a domain, so
+    /// no control; no subscription) and sends nothing for this long is
+    /// closed (default 300 s; `None` disables).
+    pub idle_session_timeout: Option<Duration>,
+    /// Time a WebSocket message may take to arrive once its first byte has
+    /// (default 60 s).
+    pub message_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -95,6 +125,18 @@ impl Default for ServerConfig {
             max_subscriptions_per_session: 1024,
             env_boundary_snapshots: false,
             shutdown_timeout: Duration::from_secs(10),
+            max_connection_bytes: 256 << 20,
+            max_server_bytes: if usize::BITS >= 64 {
+                (8u64 << 30) as usize
+            } else {
+                1 << 30
+            },
+            max_decoded_bytes: 256 << 20,
+            max_parallel_decodes: 2,
+            max_pending_handshakes: 256,
+            hello_timeout: Duration::from_secs(10),
+            idle_session_timeout: Some(Duration::from_secs(300)),
+            message_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -139,6 +181,8 @@ pub(crate) struct ServerShared {
     pub sessions: Mutex<HashMap<Arc<str>, Weak<SessionShared>>>,
     pub shutdown: watch::Sender<bool>,
     pub connections: Arc<tokio::sync::Semaphore>,
+    /// Byte budgets, the decode pool, pending handshakes.
+    pub guards: Arc<budget::Guards>,
 }
 
 impl ServerShared {
@@ -289,7 +333,9 @@ impl ServerBuilder {
         let (senders, threads): (Vec<_>, Vec<_>) = domains.into_iter().unzip();
         let (shutdown, _) = watch::channel(false);
         let connections = Arc::new(tokio::sync::Semaphore::new(core.config.max_connections));
+        let guards = budget::Guards::new(&core.config);
         let shared = Arc::new(ServerShared {
+            guards,
             core,
             domains: senders,
             factory_roots,
@@ -360,6 +406,12 @@ impl Server {
     /// Number of connected sessions.
     pub fn session_count(&self) -> usize {
         self.inner.shared.sessions.lock().len()
+    }
+
+    /// Bytes that connections hold beyond their free first MiB each, drawn
+    /// from [`ServerConfig::max_server_bytes`] (for monitoring and tests).
+    pub fn pooled_bytes(&self) -> usize {
+        self.inner.shared.guards.pool.used()
     }
 
     /// Stops listeners, closes every session, disposes every instantiated

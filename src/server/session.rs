@@ -1,6 +1,7 @@
 //! One connected peer: its outbound queues, its reader (decode, route) and
 //! its writer (reliable messages first, then latest-wins snapshots).
 
+use super::budget::{Account, BudgetError, Charge};
 use super::domain::Job;
 use super::snapshot::PendingSnapshot;
 use super::{ServerShared, SERVER_NAME};
@@ -10,13 +11,31 @@ use crate::transport::ws::Direct;
 use crate::transport::{DirectWriter, Reader, TransportError, Writer};
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use tokio::sync::{watch, Notify, Semaphore};
+use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 
 /// Reliable messages a session may have queued; one more disconnects it.
 pub(crate) const RELIABLE_QUEUE_LIMIT: usize = 64;
+
+/// Longest `request_id`, `operation_id` and `subscription_id`, in bytes.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// Longest `resource_id` echoed in a response (registered IDs are at most
+/// this long, so a longer one is never found).
+const MAX_RESOURCE_ID_BYTES: usize = 1024;
+
+/// Messages larger than this are decoded on tokio's blocking threads (at
+/// most `max_parallel_decodes` at once), not on the async workers.
+const BLOCKING_DECODE_BYTES: usize = 64 * 1024;
+
+/// A request queued at a domain: its in-flight slot and the bytes it holds
+/// (its frame and decoded tree), both given back when the domain is done.
+pub(crate) struct InFlight {
+    _permit: OwnedSemaphorePermit,
+    _charge: Charge,
+}
 
 /// Why a session ended, for logs and tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,13 +45,19 @@ pub(crate) enum CloseReason {
     Transport(String),
     QueueOverflow,
     Shutdown,
+    /// The connection or the server's byte budget was exceeded.
+    OverBudget(BudgetError),
+    /// No hello within `hello_timeout` of the upgrade.
+    HelloTimeout,
+    /// Held nothing and sent nothing for `idle_session_timeout`.
+    Idle,
 }
 
 #[derive(Default)]
 struct Outbound {
     reliable: VecDeque<Queued>,
     /// Pending snapshots, one per subscription, in first-queued order.
-    snapshots: Vec<(Arc<str>, PendingSnapshot)>,
+    snapshots: SnapshotSlots,
     /// Whether the writer task has written and flushed everything it took
     /// and waits for more: only then may a reliable message skip the queue.
     writer_idle: bool,
@@ -41,12 +66,86 @@ struct Outbound {
     direct: Option<DirectWriter>,
 }
 
+/// Latest-wins snapshot slots, one per subscription, delivered in the order
+/// the slots were first filled. Replacing, adding, removing and taking the
+/// next are each O(1) (amortised), whatever the number of subscriptions: a
+/// boundary publishing to many never-reading observers costs the controller
+/// a constant per delivery.
+struct SnapshotSlots<T = PendingSnapshot> {
+    /// The pending snapshot of each subscription, with its slot's stamp.
+    slots: HashMap<Arc<str>, (u64, T)>,
+    /// Delivery order: (subscription, stamp). An entry whose stamp no longer
+    /// matches its slot (removed, or removed and filled again) is stale and
+    /// skipped.
+    order: VecDeque<(Arc<str>, u64)>,
+    next_stamp: u64,
+}
+
+impl<T> Default for SnapshotSlots<T> {
+    fn default() -> Self {
+        SnapshotSlots {
+            slots: HashMap::new(),
+            order: VecDeque::new(),
+            next_stamp: 0,
+        }
+    }
+}
+
+impl<T> SnapshotSlots<T> {
+    fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.slots.clear();
+        self.order.clear();
+    }
+
+    /// Fills a subscription's slot, replacing what it held (keeping its
+    /// place in the delivery order).
+    fn put(&mut self, id: Arc<str>, snapshot: T) {
+        match self.slots.get_mut(&id) {
+            Some((_, slot)) => *slot = snapshot,
+            None => {
+                let stamp = self.next_stamp;
+                self.next_stamp += 1;
+                self.order.push_back((id.clone(), stamp));
+                self.slots.insert(id, (stamp, snapshot));
+            }
+        }
+    }
+
+    fn remove(&mut self, id: &str) {
+        self.slots.remove(id);
+        // Stale order entries are skipped when reached; compact when they
+        // outnumber the live ones, so the queue stays proportional to the
+        // subscriptions however often they come and go.
+        if self.order.len() > 2 * self.slots.len() + 16 {
+            let slots = &self.slots;
+            self.order
+                .retain(|(id, stamp)| slots.get(id).is_some_and(|(s, _)| s == stamp));
+        }
+    }
+
+    /// The oldest filled slot, emptied.
+    fn pop(&mut self) -> Option<(Arc<str>, T)> {
+        while let Some((id, stamp)) = self.order.pop_front() {
+            if self.slots.get(&id).is_some_and(|(s, _)| *s == stamp) {
+                if let Some((_, snapshot)) = self.slots.remove(&id) {
+                    return Some((id, snapshot));
+                }
+            }
+        }
+        None
+    }
+}
+
 /// A reliable queue entry.
 enum Queued {
-    /// An envelope to frame and send.
-    Message(Bytes),
+    /// An envelope to frame and send, and the bytes it is charged.
+    Message(Bytes, Charge),
     /// The framed rest of a partly written direct send: it goes next.
-    Raw(Bytes),
+    Raw(Bytes, Charge),
 }
 
 /// The part of a session that domain workers see.
@@ -62,10 +161,15 @@ pub(crate) struct SessionShared {
     pub subscriptions: Mutex<HashSet<Arc<str>>>,
     /// Domains this session has sent requests to (to detach on close).
     touched: Mutex<HashSet<usize>>,
+    /// Whether a request of this session ever went to a domain (it may then
+    /// hold control, so it is never closed as idle).
+    routed: AtomicBool,
+    /// What this connection holds in memory.
+    pub(crate) account: Arc<Account>,
 }
 
 impl SessionShared {
-    pub(crate) fn new(max_message_size: usize) -> Arc<SessionShared> {
+    pub(crate) fn new(max_message_size: usize, account: Arc<Account>) -> Arc<SessionShared> {
         let (close_tx, _) = watch::channel(None);
         Arc::new(SessionShared {
             id: Arc::from(super::random_hex().as_str()),
@@ -77,6 +181,8 @@ impl SessionShared {
             close_tx,
             subscriptions: Mutex::new(HashSet::new()),
             touched: Mutex::new(HashSet::new()),
+            routed: AtomicBool::new(false),
+            account,
         })
     }
 
@@ -121,7 +227,10 @@ impl SessionShared {
                     match direct.try_send(&message) {
                         Direct::Sent => return,
                         Direct::Partial(rest) => {
-                            out.reliable.push_back(Queued::Raw(rest));
+                            // The rest must go next whatever the budget:
+                            // it is charged, and may overdraw by one message.
+                            let charge = self.account.charge(rest.len()).unwrap_or_default();
+                            out.reliable.push_back(Queued::Raw(rest, charge));
                             drop(out);
                             self.notify.notify_one();
                             return;
@@ -131,16 +240,20 @@ impl SessionShared {
                 }
             }
             if out.reliable.len() >= RELIABLE_QUEUE_LIMIT {
-                true
+                Some(CloseReason::QueueOverflow)
             } else {
-                out.reliable.push_back(Queued::Message(message));
-                false
+                match self.account.charge(message.len()) {
+                    Ok(charge) => {
+                        out.reliable.push_back(Queued::Message(message, charge));
+                        None
+                    }
+                    Err(e) => Some(CloseReason::OverBudget(e)),
+                }
             }
         };
-        if overflow {
-            self.close(CloseReason::QueueOverflow);
-        } else {
-            self.notify.notify_one();
+        match overflow {
+            Some(reason) => self.close(reason),
+            None => self.notify.notify_one(),
         }
     }
 
@@ -151,36 +264,31 @@ impl SessionShared {
         }
         {
             let mut out = self.outbound.lock();
-            match out
-                .snapshots
-                .iter_mut()
-                .find(|(id, _)| *id == subscription_id)
-            {
-                Some((_, slot)) => *slot = snapshot,
-                None => out.snapshots.push((subscription_id, snapshot)),
-            }
+            out.snapshots.put(subscription_id, snapshot);
         }
         self.notify.notify_one();
     }
 
     /// Drops a subscription's pending snapshot.
     pub(crate) fn drop_snapshot(&self, subscription_id: &str) {
-        self.outbound
-            .lock()
-            .snapshots
-            .retain(|(id, _)| &**id != subscription_id);
+        self.outbound.lock().snapshots.remove(subscription_id);
     }
 
     /// Encodes a response (or error) envelope for a request and queues it.
     /// A result that does not fit becomes a `serialization_error`; a session
     /// whose limit cannot even hold that is closed.
     pub(crate) fn respond(&self, request: &Dict, outcome: Result<Value, &ProtocolError>) {
+        // Over-long IDs are refused (`check_request`) and not echoed.
+        let echo = |key: &str, max: usize| match request.get(key) {
+            Some(Value::Str(s)) if s.len() > max => Value::Null,
+            other => other.cloned().unwrap_or_default(),
+        };
         let envelope = |outcome: Result<Value, &ProtocolError>| {
             response_envelope(
                 &self.id,
-                request.get("request_id").cloned().unwrap_or_default(),
-                request.get("resource_id").cloned().unwrap_or_default(),
-                request.get("operation_id").cloned().unwrap_or_default(),
+                echo("request_id", MAX_ID_BYTES),
+                echo("resource_id", MAX_RESOURCE_ID_BYTES),
+                echo("operation_id", MAX_ID_BYTES),
                 outcome,
             )
         };
@@ -204,8 +312,8 @@ impl SessionShared {
         if let Some(q) = out.reliable.pop_front() {
             out.writer_idle = false;
             return Some(match q {
-                Queued::Message(b) => Outgoing::Reliable(b),
-                Queued::Raw(b) => Outgoing::Raw(b),
+                Queued::Message(b, c) => Outgoing::Reliable(b, c),
+                Queued::Raw(b, c) => Outgoing::Raw(b, c),
             });
         }
         if out.snapshots.is_empty() {
@@ -213,14 +321,15 @@ impl SessionShared {
             return None;
         }
         out.writer_idle = false;
-        let (id, snap) = out.snapshots.remove(0);
+        let (id, snap) = out.snapshots.pop()?;
         Some(Outgoing::Snapshot(id, snap))
     }
 }
 
+/// What the writer sends next; the charge is held until it is written.
 enum Outgoing {
-    Reliable(Bytes),
-    Raw(Bytes),
+    Reliable(Bytes, Charge),
+    Raw(Bytes, Charge),
     Snapshot(Arc<str>, PendingSnapshot),
 }
 
@@ -230,7 +339,10 @@ pub(crate) async fn run(
     mut reader: Reader,
     writer: Writer,
 ) -> CloseReason {
-    let session = SessionShared::new(server.core.config.max_message_size);
+    let config = &server.core.config;
+    let account = Account::new(server.guards.pool.clone(), config.max_connection_bytes);
+    let session = SessionShared::new(config.max_message_size, account.clone());
+    reader.set_limits(account, config.message_timeout);
     session.outbound.lock().direct = Some(writer.direct());
     server
         .sessions
@@ -239,29 +351,65 @@ pub(crate) async fn run(
     let mut close_rx = session.close_tx.subscribe();
     let mut shutdown_rx = server.shutdown.subscribe();
     let writer_task = tokio::spawn(write_loop(session.clone(), writer));
-    let in_flight = Arc::new(Semaphore::new(server.core.config.max_in_flight));
+    let in_flight = Arc::new(Semaphore::new(config.max_in_flight));
+    let hello_deadline = tokio::time::Instant::now() + config.hello_timeout;
+    let mut last_message = tokio::time::Instant::now();
 
     let reason = loop {
+        // Before hello: the hello deadline. After: the idle limit, for a
+        // session that holds nothing.
+        let deadline = if !session.ready.load(Ordering::Acquire) {
+            Some(hello_deadline)
+        } else {
+            config.idle_session_timeout.map(|t| last_message + t)
+        };
         let frame = tokio::select! {
             biased;
             _ = close_rx.changed() => break close_rx.borrow().clone().unwrap_or(CloseReason::Shutdown),
             // `wait_for` sees a shutdown that began before this session did.
             _ = shutdown_rx.wait_for(|stop| *stop) => break CloseReason::Shutdown,
             frame = reader.recv() => frame,
+            _ = sleep_until(deadline) => {
+                if !session.ready.load(Ordering::Acquire) {
+                    break CloseReason::HelloTimeout;
+                }
+                if holds_nothing(&session, &in_flight, config.max_in_flight) {
+                    break CloseReason::Idle;
+                }
+                last_message = tokio::time::Instant::now();
+                continue;
+            }
         };
         let frame = match frame {
             Ok(f) => f,
             Err(TransportError::Closed) => break CloseReason::PeerClosed,
             Err(e) => break CloseReason::Transport(e.to_string()),
         };
-        let value = match session.codec().decode(frame) {
-            Ok(v) => v,
-            Err(e) => break CloseReason::InvalidEnvelope(e.to_string()),
+        last_message = tokio::time::Instant::now();
+        let charge = reader.take_charge();
+        // Decoding, waiting for a decode slot or for an in-flight slot may
+        // take a while: meanwhile the reader answers control frames (pings,
+        // a close) without reading the next message.
+        let work = process_frame(&server, &session, &in_flight, frame, charge);
+        tokio::pin!(work);
+        let outcome = tokio::select! {
+            biased;
+            r = &mut work => r,
+            _ = close_rx.changed() => Ok(()),
+            e = reader.pump_control() => Err(match e {
+                TransportError::Closed => CloseReason::PeerClosed,
+                e => CloseReason::Transport(e.to_string()),
+            }),
         };
-        handle_message(&server, &session, &in_flight, value).await;
+        if let Err(reason) = outcome {
+            break reason;
+        }
         if session.is_closed() {
             break close_rx.borrow().clone().unwrap_or(CloseReason::Shutdown);
         }
+        // After hello, a message over the negotiated limit is refused from
+        // its frame header.
+        reader.set_max_message(session.max_message_size.load(Ordering::Relaxed));
     };
     session.close(reason.clone());
     drop(reader);
@@ -279,6 +427,69 @@ pub(crate) async fn run(
     reason
 }
 
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Whether a session holds nothing a peer could be waiting on: no request
+/// ever routed to a domain (so no control), no subscription, nothing in
+/// flight.
+fn holds_nothing(session: &SessionShared, in_flight: &Semaphore, max_in_flight: usize) -> bool {
+    !session.routed.load(Ordering::Acquire)
+        && session.subscriptions.lock().is_empty()
+        && in_flight.available_permits() == max_in_flight
+}
+
+/// Decodes one message (a large one on the blocking pool), charges what it
+/// holds and handles it.
+async fn process_frame(
+    server: &Arc<ServerShared>,
+    session: &Arc<SessionShared>,
+    in_flight: &Arc<Semaphore>,
+    frame: Bytes,
+    mut charge: Charge,
+) -> Result<(), CloseReason> {
+    if charge.bytes() < frame.len() {
+        // In memory, nothing was charged when the message arrived.
+        let more = session
+            .account
+            .charge(frame.len() - charge.bytes())
+            .map_err(CloseReason::OverBudget)?;
+        charge.absorb(more);
+    }
+    let codec = session.codec();
+    let max_tree = server.core.config.max_decoded_bytes;
+    let decoded = if frame.len() > BLOCKING_DECODE_BYTES {
+        let permit = server
+            .guards
+            .decodes
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| CloseReason::Shutdown)?;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            codec.decode_bounded(frame, max_tree)
+        })
+        .await
+        .map_err(|e| CloseReason::InvalidEnvelope(format!("decoder failed: {e}")))?
+    } else {
+        codec.decode_bounded(frame, max_tree)
+    };
+    let (value, tree_bytes) = decoded.map_err(|e| CloseReason::InvalidEnvelope(e.to_string()))?;
+    charge.absorb(
+        session
+            .account
+            .charge(tree_bytes)
+            .map_err(CloseReason::OverBudget)?,
+    );
+    handle_message(server, session, in_flight, value, charge).await;
+    Ok(())
+}
+
 fn tracing_log(reason: &CloseReason, id: &str) {
     if let CloseReason::InvalidEnvelope(e) | CloseReason::Transport(e) = reason {
         if std::env::var_os("UNIENV_REMOTE_DEBUG").is_some() {
@@ -292,6 +503,7 @@ async fn handle_message(
     session: &Arc<SessionShared>,
     in_flight: &Arc<Semaphore>,
     value: Value,
+    charge: Charge,
 ) {
     let request = match value {
         Value::Dict(d) => d,
@@ -373,10 +585,14 @@ async fn handle_message(
                 }
             };
             session.touched.lock().insert(index);
+            session.routed.store(true, Ordering::Release);
             server.domains[index].send(Job::Request {
                 session: session.clone(),
                 request,
-                permit,
+                permit: InFlight {
+                    _permit: permit,
+                    _charge: charge,
+                },
             });
         }
     }
@@ -391,6 +607,14 @@ fn check_request(session: &SessionShared, request: &Dict) -> Result<(), Protocol
             ErrorCode::INVALID_REQUEST,
             "Expected a request with a string request_id",
         ));
+    }
+    for key in ["request_id", "operation_id", "subscription_id"] {
+        if matches!(request.get(key), Some(Value::Str(s)) if s.len() > MAX_ID_BYTES) {
+            return Err(err(
+                ErrorCode::INVALID_REQUEST,
+                format!("{key} is longer than {MAX_ID_BYTES} bytes"),
+            ));
+        }
     }
     if request.get("version").and_then(Value::as_i64) != Some(PROTOCOL_VERSION)
         || matches!(request.get("version"), Some(Value::Bool(_)))
@@ -460,9 +684,9 @@ async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
             break;
         }
         let item = session.next_outbound(!unflushed);
-        let (bytes, attachments) = match item {
-            Some(Outgoing::Reliable(bytes)) => (bytes, Bytes::new()),
-            Some(Outgoing::Raw(framed)) => {
+        let (bytes, attachments, _charge) = match item {
+            Some(Outgoing::Reliable(bytes, charge)) => (bytes, Bytes::new(), charge),
+            Some(Outgoing::Raw(framed, _charge)) => {
                 let written = tokio::select! {
                     r = writer.write_raw(&framed) => r,
                     _ = closed.changed() => break,
@@ -474,7 +698,15 @@ async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
                 continue;
             }
             Some(Outgoing::Snapshot(id, snap)) => match snap.encode(&session) {
-                Ok(parts) => parts,
+                // Each observer encodes its own copy: it is charged while
+                // it is written.
+                Ok((head, tail)) => match session.account.charge(head.len() + tail.len()) {
+                    Ok(charge) => (head, tail, charge),
+                    Err(e) => {
+                        session.close(CloseReason::OverBudget(e));
+                        break;
+                    }
+                },
                 Err(failure) => {
                     // Too large (or otherwise unencodable) for this peer: the
                     // subscription ends with a reliable subscription_error.
@@ -525,6 +757,14 @@ async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
     let close_frame = match reason {
         Some(CloseReason::InvalidEnvelope(_)) => Some((1007, "invalid envelope")),
         Some(CloseReason::QueueOverflow) => Some((1008, "reliable queue overflow")),
+        Some(CloseReason::OverBudget(BudgetError::Connection { .. })) => {
+            Some((1008, "connection memory budget exceeded"))
+        }
+        Some(CloseReason::OverBudget(BudgetError::Server { .. })) => {
+            Some((1013, "server memory budget exhausted, try again later"))
+        }
+        Some(CloseReason::HelloTimeout) => Some((1008, "no hello in time")),
+        Some(CloseReason::Idle) => Some((1001, "idle session")),
         Some(CloseReason::Shutdown) => Some((1001, "server shutting down")),
         Some(CloseReason::Transport(ref t)) if t.contains("text message") => {
             Some((1003, "binary messages only"))
@@ -534,4 +774,41 @@ async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
     // Bounded: a peer that does not read cannot hold the close forever.
     let _ =
         tokio::time::timeout(std::time::Duration::from_secs(2), writer.close(close_frame)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_slots_are_latest_wins_in_first_filled_order() {
+        let mut s = SnapshotSlots::<u32>::default();
+        let id = |i: u32| -> Arc<str> { Arc::from(format!("sub{i}").as_str()) };
+        for round in 0..3 {
+            for i in 0..1024 {
+                s.put(id(i), round);
+            }
+        }
+        assert_eq!(s.order.len(), 1024, "a replaced slot keeps its one place");
+        s.remove("sub1");
+        s.put(id(1), 7);
+        // Come and go many times without the writer taking anything: the
+        // order queue stays proportional to the live slots.
+        for _ in 0..10_000 {
+            s.remove("sub2");
+            s.put(id(2), 9);
+        }
+        assert!(s.order.len() <= 2 * 1024 + 17, "{}", s.order.len());
+        let mut got = Vec::new();
+        while let Some((k, v)) = s.pop() {
+            got.push((k.to_string(), v));
+        }
+        assert_eq!(got.len(), 1024);
+        assert_eq!(got[0], ("sub0".into(), 2));
+        assert_eq!(got[1], ("sub3".into(), 2), "removed slots lose their place");
+        assert_eq!(got[1021], ("sub1023".into(), 2));
+        assert_eq!(got[1022], ("sub1".into(), 7));
+        assert_eq!(got[1023], ("sub2".into(), 9));
+        assert!(s.is_empty() && s.pop().is_none());
+    }
 }

@@ -89,6 +89,42 @@ impl Reader {
             Reader::Ws(r) => r.recv().await,
         }
     }
+
+    /// Answers control frames while the session takes no message; returns
+    /// only when the connection fails (in memory: never).
+    pub(crate) async fn pump_control(&mut self) -> TransportError {
+        match self {
+            Reader::Memory(_) => std::future::pending().await,
+            Reader::Ws(r) => r.pump_control().await,
+        }
+    }
+
+    /// What the last received message was charged (WebSocket only; in
+    /// memory, the session charges it).
+    pub(crate) fn take_charge(&mut self) -> crate::server::budget::Charge {
+        match self {
+            Reader::Memory(_) => Default::default(),
+            Reader::Ws(r) => r.take_charge(),
+        }
+    }
+
+    /// Sets the budget, the message timeout and the message limit.
+    pub(crate) fn set_limits(
+        &mut self,
+        account: std::sync::Arc<crate::server::budget::Account>,
+        message_timeout: std::time::Duration,
+    ) {
+        if let Reader::Ws(r) = self {
+            r.set_limits(account, message_timeout);
+        }
+    }
+
+    /// Lowers the message limit (after hello).
+    pub(crate) fn set_max_message(&mut self, max: usize) {
+        if let Reader::Ws(r) = self {
+            r.set_max_message(max);
+        }
+    }
 }
 
 /// A handle that sends an envelope at once from any thread when the

@@ -19,8 +19,10 @@
 //!   and ends the stream.
 
 use super::TransportError;
+use crate::server::budget::{Account, Charge};
 use bytes::{Buf, Bytes, BytesMut};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -47,6 +49,18 @@ const ACCEPT_GUID: &[u8] = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
 /// Control frames held back while a data frame is torn, at most.
 const HELD_LIMIT: usize = 4096;
+
+/// After a message larger than this, the read buffer is replaced by a small
+/// one, so an idle connection does not keep its largest message's memory.
+const SHRINK_AFTER: usize = 64 * 1024;
+
+/// Whether a received close code may appear in a close frame (RFC 6455
+/// section 7.4: 1000–1003, 1007–1014 as registered, 3000–4999 for
+/// libraries and applications; 1004–1006 and 1015 are reserved, the rest
+/// unassigned).
+fn valid_close_code(code: u16) -> bool {
+    matches!(code, 1000..=1003 | 1007..=1014 | 3000..=4999)
+}
 
 /// What both halves share: the socket's write side (frames are written
 /// whole under its lock, so the reader's pongs never interleave with data).
@@ -181,6 +195,17 @@ pub(crate) struct WsReader {
     max_message: usize,
     /// A fragmented message being assembled.
     partial: Option<BytesMut>,
+    /// The connection's byte budget (server side): every data frame is
+    /// charged from its header, before its payload is buffered.
+    account: Option<Arc<Account>>,
+    /// What the message being received is charged.
+    charge: Charge,
+    /// Whether the frame at the head of the buffer is charged already.
+    head_charged: bool,
+    /// Time a message may take to arrive once its first byte has.
+    message_timeout: Option<Duration>,
+    /// When the first byte of the message being received arrived.
+    started: Option<Instant>,
 }
 
 /// The sending half.
@@ -195,18 +220,61 @@ fn protocol_error(reason: &str) -> TransportError {
 }
 
 impl WsReader {
+    /// Sets the budget that received messages are charged to, and the time a
+    /// message may take once its first byte has arrived.
+    pub(crate) fn set_limits(&mut self, account: Arc<Account>, message_timeout: Duration) {
+        self.account = Some(account);
+        self.message_timeout = Some(message_timeout);
+    }
+
+    /// Lowers the message limit (to the one negotiated in hello): a larger
+    /// message is then refused from its frame header (1009).
+    pub(crate) fn set_max_message(&mut self, max: usize) {
+        self.max_message = max;
+    }
+
+    /// What the last message returned by [`WsReader::recv`] was charged.
+    pub(crate) fn take_charge(&mut self) -> Charge {
+        std::mem::take(&mut self.charge)
+    }
+
     /// Reads more bytes into the buffer's spare capacity (no zero-filling).
+    /// Once part of a message has arrived, the rest must come within the
+    /// message timeout.
     async fn fill(&mut self, want: usize) -> Result<(), TransportError> {
         if self.buf.capacity() - self.buf.len() < want {
             self.buf.reserve(want.max(8 * 1024));
         }
-        let n = self
-            .read
-            .read_buf(&mut self.buf)
-            .await
-            .map_err(|e| TransportError::Io(e.to_string()))?;
+        let in_message = !self.buf.is_empty() || self.partial.is_some();
+        let deadline = match (self.message_timeout, in_message) {
+            (Some(t), true) => Some(*self.started.get_or_insert_with(Instant::now) + t),
+            _ => None,
+        };
+        let read = self.read.read_buf(&mut self.buf);
+        let n = match deadline {
+            Some(deadline) => match tokio::time::timeout_at(deadline.into(), read).await {
+                Ok(r) => r,
+                Err(_) => {
+                    let waited = self.message_timeout.unwrap_or_default();
+                    return Err(self
+                        .fail(
+                            1008,
+                            TransportError::Io(format!(
+                                "message not completed within {} s of its first byte",
+                                waited.as_secs_f64()
+                            )),
+                        )
+                        .await);
+                }
+            },
+            None => read.await,
+        }
+        .map_err(|e| TransportError::Io(e.to_string()))?;
         if n == 0 {
             return Err(TransportError::Closed);
+        }
+        if !in_message {
+            self.started = Some(Instant::now());
         }
         Ok(())
     }
@@ -227,6 +295,21 @@ impl WsReader {
 
     /// The next binary message.
     pub(crate) async fn recv(&mut self) -> Result<Bytes, TransportError> {
+        self.next(false).await
+    }
+
+    /// Answers control frames (pings, a close) while the session cannot take
+    /// another message: reads until the next data frame's header and stops
+    /// there (pending forever) without buffering its payload. Returns only
+    /// when the connection fails or closes.
+    pub(crate) async fn pump_control(&mut self) -> TransportError {
+        match self.next(true).await {
+            Err(e) => e,
+            Ok(_) => protocol_error("a data frame was read while reading control frames only"),
+        }
+    }
+
+    async fn next(&mut self, control_only: bool) -> Result<Bytes, TransportError> {
         loop {
             if self.buf.len() < 2 {
                 self.fill(2).await?;
@@ -274,6 +357,12 @@ impl WsReader {
                 n => (n as u64, 0),
             };
             let is_control = opcode >= 0x8;
+            if !matches!(
+                opcode,
+                OP_CONTINUATION | OP_TEXT | OP_BINARY | OP_CLOSE | OP_PING | OP_PONG
+            ) {
+                return Err(self.fail(1002, protocol_error("unknown opcode")).await);
+            }
             if is_control && (!fin || len > 125) {
                 return Err(self
                     .fail(
@@ -285,12 +374,28 @@ impl WsReader {
             if opcode == OP_TEXT {
                 return Err(self.fail(1003, TransportError::TextMessage).await);
             }
-            if !is_control && !matches!(opcode, OP_BINARY | OP_CONTINUATION) {
-                return Err(self.fail(1002, protocol_error("unknown opcode")).await);
+            if !is_control && control_only {
+                // The session cannot take a message now: leave it unread.
+                std::future::pending::<()>().await;
             }
             let assembled = self.partial.as_ref().map_or(0, BytesMut::len) as u64;
             if !is_control && assembled.saturating_add(len) > self.max_message as u64 {
                 return Err(self.fail(1009, TransportError::TooLarge).await);
+            }
+            if !is_control && !self.head_charged {
+                if let Some(account) = &self.account {
+                    match account.charge(len as usize) {
+                        Ok(c) => self.charge.absorb(c),
+                        Err(e) => {
+                            let code = match e {
+                                crate::server::budget::BudgetError::Server { .. } => 1013,
+                                _ => 1008,
+                            };
+                            return Err(self.fail(code, TransportError::Io(e.to_string())).await);
+                        }
+                    }
+                }
+                self.head_charged = true;
             }
             let header_len = 2 + ext + if masked { 4 } else { 0 };
             let total = header_len + len as usize;
@@ -300,6 +405,13 @@ impl WsReader {
                 continue;
             }
             let mut frame = self.buf.split_to(total);
+            self.head_charged = false;
+            if total > SHRINK_AFTER {
+                // The large allocation now belongs to the frame alone.
+                let rest = self.buf.split();
+                self.buf = BytesMut::with_capacity(rest.len().max(8 * 1024));
+                self.buf.extend_from_slice(&rest);
+            }
             let mask = masked.then(|| {
                 [
                     frame[header_len - 4],
@@ -327,6 +439,7 @@ impl WsReader {
                         }
                     };
                     if fin {
+                        self.started = (!self.buf.is_empty()).then(Instant::now);
                         return Ok(message.freeze());
                     }
                     self.partial = Some(message);
@@ -336,14 +449,34 @@ impl WsReader {
                 }
                 OP_PONG => {}
                 _ => {
-                    // Close: answer with the same code and end.
-                    let code = if frame.len() >= 2 {
-                        [frame[0], frame[1]]
-                    } else {
-                        1000u16.to_be_bytes()
+                    // Close: a valid code is echoed, an empty payload
+                    // answered 1000; a 1-byte payload, a reserved or
+                    // unassigned code, or a reason that is not UTF-8 is a
+                    // protocol error (1002).
+                    let answer = match frame.len() {
+                        0 => Ok(1000),
+                        1 => Err("a close payload of one byte"),
+                        _ => {
+                            let code = u16::from_be_bytes([frame[0], frame[1]]);
+                            if !valid_close_code(code) {
+                                Err("an invalid close code")
+                            } else if std::str::from_utf8(&frame[2..]).is_err() {
+                                Err("a close reason that is not UTF-8")
+                            } else {
+                                Ok(code)
+                            }
+                        }
                     };
-                    let _ = self.shared.write_control(OP_CLOSE, &code).await;
-                    return Err(TransportError::Closed);
+                    return Err(match answer {
+                        Ok(code) => {
+                            let _ = self
+                                .shared
+                                .write_control(OP_CLOSE, &code.to_be_bytes())
+                                .await;
+                            TransportError::Closed
+                        }
+                        Err(what) => self.fail(1002, protocol_error(what)).await,
+                    });
                 }
             }
         }
@@ -526,6 +659,11 @@ fn pair(
             shared: shared.clone(),
             max_message,
             partial: None,
+            account: None,
+            charge: Charge::default(),
+            head_charged: false,
+            message_timeout: None,
+            started: None,
         },
         WsWriter {
             shared,
@@ -682,8 +820,8 @@ async fn read_head(
     max: usize,
 ) -> Result<usize, TransportError> {
     loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            return Ok(end + 4);
+        if let Some(end) = head_end(buf) {
+            return Ok(end);
         }
         if buf.len() >= max {
             return Err(TransportError::TooLarge);
@@ -701,6 +839,33 @@ async fn read_head(
             return Err(TransportError::Closed);
         }
     }
+}
+
+/// The length of an HTTP head ending in a blank line: CRLF CRLF, or a bare
+/// LF where a line ends (the head parser accepts both, so a head written
+/// with bare LFs is answered at once instead of waiting for more).
+fn head_end(buf: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = buf[from..].iter().position(|&b| b == b'\n') {
+        let at = from + i;
+        match &buf[at + 1..] {
+            [b'\n', ..] => return Some(at + 2),
+            [b'\r', b'\n', ..] => return Some(at + 3),
+            _ => from = at + 1,
+        }
+    }
+    None
+}
+
+/// Whether a `Sec-WebSocket-Key` is what RFC 6455 section 4.1 requires:
+/// the base64 encoding of 16 bytes (22 base64 digits and `==`).
+fn valid_key(key: &str) -> bool {
+    let key = key.trim().as_bytes();
+    key.len() == 24
+        && key[22..] == *b"=="
+        && key[..22]
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
 }
 
 async fn write_refusal(stream: &mut TcpStream, r: &Refusal) {
@@ -799,11 +964,19 @@ pub(crate) async fn accept(
             r.extra_headers.push(("Sec-WebSocket-Version", "13"));
             return Err(r);
         }
-        parsed
-            .header("sec-websocket-key")
-            .filter(|k| !k.trim().is_empty())
-            .map(accept_key)
-            .ok_or_else(|| Refusal::new(400, "Bad Request", "Sec-WebSocket-Key is missing"))
+        match parsed.header("sec-websocket-key") {
+            Some(k) if valid_key(k) => Ok(accept_key(k)),
+            Some(_) => Err(Refusal::new(
+                400,
+                "Bad Request",
+                "Sec-WebSocket-Key must be the base64 encoding of 16 bytes",
+            )),
+            None => Err(Refusal::new(
+                400,
+                "Bad Request",
+                "Sec-WebSocket-Key is missing",
+            )),
+        }
     };
     let accept = match check().and_then(|a| policy(&parsed).map(|_| a)) {
         Ok(a) => a,
@@ -1033,6 +1206,33 @@ mod tests {
         receiving.await.unwrap();
         assert!(!shared.write.lock().await.torn);
         reading.abort();
+    }
+
+    #[test]
+    fn head_ends_and_keys() {
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: a\r\n\r\nrest"), Some(27));
+        assert_eq!(head_end(b"GET / HTTP/1.1\nHost: a\n\nrest"), Some(24));
+        assert_eq!(head_end(b"GET / HTTP/1.1\nHost: a\n\r\n"), Some(25));
+        assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: a\r\n"), None);
+        assert!(valid_key("dGhlIHNhbXBsZSBub25jZQ=="));
+        assert!(valid_key(" dGhlIHNhbXBsZSBub25jZQ== "));
+        for bad in [
+            "",
+            "x",
+            "dGhlIHNhbXBsZSBub25jZQ",
+            "dGhlIHNhbXBsZSBub25jZQ=",
+            "dGhlIHNhbXBsZSBub25jZQ===",
+            "dGhlIHNhbXBsZSBub25jZ!==",
+            "dGhlIHNhbXBsZSBub25jZQxx",
+        ] {
+            assert!(!valid_key(bad), "{bad:?}");
+        }
+        for code in [0, 999, 1004, 1005, 1006, 1015, 1016, 2999, 5000, u16::MAX] {
+            assert!(!valid_close_code(code), "{code}");
+        }
+        for code in [1000, 1001, 1002, 1003, 1007, 1011, 1014, 3000, 4999] {
+            assert!(valid_close_code(code), "{code}");
+        }
     }
 
     #[test]
