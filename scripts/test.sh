@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Runs every test of unienv-remote, setting up what they need first:
 # a local virtual environment (.venv-ref) with the Python reference
-# implementation (unienv==0.0.1b14) for the interop tests.
+# implementation (unienv==0.0.1b14) for the interop tests, gymnasium (for the
+# wrapper tests), pytest and maturin; our Python package (python/) is built
+# into it and its pytest suite (python/tests) runs last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=.venv-ref
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import unienv_interface.remote, websockets' 2>/dev/null; then
-  echo "==> setting up $VENV with the reference implementation (unienv==0.0.1b14)"
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import unienv_interface.remote, websockets, gymnasium, mujoco, pytest' 2>/dev/null \
+    || [ ! -x "$VENV/bin/maturin" ]; then
+  echo "==> setting up $VENV with the reference implementation (unienv==0.0.1b14), gymnasium, pytest, maturin"
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check "unienv[network]==0.0.1b14"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check \
+    "unienv[network]==0.0.1b14" "gymnasium[mujoco]" pytest maturin
 fi
 export UNIENV_REF_PYTHON="$PWD/$VENV/bin/python"
 
@@ -17,10 +21,16 @@ echo "==> cargo fmt --check"
 cargo fmt --all -- --check
 echo "==> cargo clippy"
 cargo clippy --all-targets --quiet -- -D warnings
+echo "==> cargo clippy (python crate)"
+cargo clippy -p unienv-remote-py --all-targets --quiet -- -D warnings
 echo "==> cargo test"
 cargo test --all-targets --quiet "$@"
 echo "==> doc tests"
 cargo test --doc --quiet
 echo "==> cargo doc (warnings are errors: broken links in the public API docs)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+echo "==> building the Python package (python/) into $VENV"
+VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop --quiet -m python/Cargo.toml
+echo "==> pytest python/tests"
+"$VENV/bin/python" -m pytest -q python/tests
 echo "==> all tests passed"

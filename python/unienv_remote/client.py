@@ -1,0 +1,227 @@
+"""``RemoteClient`` and ``Subscription``: the reference client's public surface
+(``unienv_interface.remote.client``, unienv 0.0.1b14) over the Rust client core.
+
+The protocol runs in Rust (``unienv_remote._native.Client``): transport,
+codec, descriptor store, boundary-snapshot cache and its invalidation rules,
+operation guards. The GIL is released while a request waits on the network.
+"""
+
+from __future__ import annotations
+
+import weakref
+from contextlib import contextmanager
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Union, TYPE_CHECKING
+
+from unienv_interface.backends.numpy import NumpyComputeBackend
+from unienv_interface.remote.codec import Codec, DEFAULT_MAX_MESSAGE_SIZE, map_arrays
+
+from . import _native
+
+if TYPE_CHECKING:
+    from unienv_interface.backends import ComputeBackend
+    from .proxies import RemoteEnv, RemoteWorld, RemoteWorldNode, _Proxy
+
+__all__ = ["RemoteClient", "Subscription"]
+
+
+class Subscription:
+    """Closeable latest-snapshot iterator. next(timeout=...) is also supported."""
+
+    def __init__(self, client: RemoteClient, native: _native.Subscription) -> None:
+        self.client, self._native = client, native
+        self.resource_id, self.id = native.resource_id, native.id
+
+    def next(self, timeout: Optional[float] = None) -> Dict[str, Any]:
+        event = self._native.next(timeout)
+        if event is None:
+            raise StopIteration
+        event["data"] = self.client._map(event["data"])
+        return event
+
+    def __iter__(self) -> Subscription:
+        return self
+
+    def __next__(self) -> Dict[str, Any]:
+        return self.next()
+
+    def close(self) -> None:
+        self.client._subscriptions.pop(self.id, None)
+        self._native.close()
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()
+
+
+class RemoteClient:
+    """A connection, descriptor cache, and shared control session.
+
+    A drop-in for ``unienv_interface.remote.RemoteClient``: the same
+    constructor options, methods, attributes, proxies and exceptions. A
+    timeout closes the connection: late replies can never be confused with a
+    later request. Mutations aren't retried and may have executed remotely.
+
+    ``transport`` is the server's ``ws://`` URI (the reference takes a
+    transport object; ``RemoteClient.connect(uri, ...)`` is the same in
+    both). ``token`` is sent as ``Authorization: Bearer <token>``.
+    """
+
+    def __init__(self, transport: Union[str, Any], *, backend: ComputeBackend = NumpyComputeBackend,
+                 device: Optional[object] = None, timeout: Optional[float] = 30.0,
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, token: Optional[str] = None) -> None:
+        if not isinstance(transport, str):
+            raise TypeError(
+                "unienv_remote.RemoteClient connects to a ws:// URI: use RemoteClient.connect(uri, ...) "
+                "(Python transport objects are not supported)")
+        if max_message_size < 8:
+            raise ValueError("max_message_size must be at least 8")
+        self.backend, self.device = backend, device
+        self.timeout = timeout
+        self._numpy = getattr(backend, "simplified_name", None) == "numpy" and device is None
+        self._proxies: weakref.WeakValueDictionary[str, _Proxy] = weakref.WeakValueDictionary()
+        self._subscriptions: Dict[str, Subscription] = {}
+        self._native = _native.Client.connect(transport, timeout=timeout, max_message_size=max_message_size,
+                                              token=token)
+        self.codec = Codec(self._native.max_message_size)
+
+    @classmethod
+    def connect(cls, uri: str, **options: Any) -> RemoteClient:
+        return cls(uri, **options)
+
+    # -- state -------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self._native.session_id
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    @property
+    def descriptors(self) -> Dict[str, Dict[str, Any]]:
+        """The latest descriptor of every known resource (a fresh dict)."""
+        return self._native.descriptors()
+
+    @property
+    def requests_sent(self) -> int:
+        """Requests sent on this connection so far (hello included)."""
+        return self._native.requests_sent
+
+    def _map(self, value: Any) -> Any:
+        return value if self._numpy else map_arrays(value, self.backend, self.device)
+
+    def _kind(self, resource_id: str) -> str:
+        kind = self._native.kind(resource_id)
+        if kind is None:
+            raise KeyError(resource_id)
+        return kind
+
+    def _domain_id(self, resource_id: str) -> str:
+        domain = self._native.domain_id(resource_id)
+        if domain is None:
+            raise KeyError(resource_id)
+        return domain
+
+    # -- requests ----------------------------------------------------------
+
+    def discover(self) -> List[Dict[str, Any]]:
+        return self._native.discover()
+
+    def describe(self, resource_id: str) -> Dict[str, Any]:
+        return self._native.describe(resource_id)
+
+    def resource(self, resource_id: str) -> Union[RemoteEnv, RemoteWorld, RemoteWorldNode]:
+        from .proxies import RemoteEnv, RemoteWorld, RemoteWorldNode
+        proxy = self._proxies.get(resource_id)
+        if proxy is not None and not proxy._closed:
+            return proxy
+        if self._native.kind(resource_id) is None:
+            self.describe(resource_id)
+        cls = {"env": RemoteEnv, "world": RemoteWorld, "node": RemoteWorldNode}[self._kind(resource_id)]
+        proxy = cls(self, resource_id)
+        self._proxies[resource_id] = proxy
+        return proxy
+
+    def env(self, resource_id: str) -> RemoteEnv:
+        proxy = self.resource(resource_id)
+        if self._kind(resource_id) != "env":
+            raise TypeError("Resource is not an environment")
+        return proxy
+
+    def world(self, resource_id: str) -> RemoteWorld:
+        proxy = self.resource(resource_id)
+        if self._kind(resource_id) != "world":
+            raise TypeError("Resource is not a world")
+        return proxy
+
+    def node(self, resource_id: str) -> RemoteWorldNode:
+        proxy = self.resource(resource_id)
+        if self._kind(resource_id) != "node":
+            raise TypeError("Resource is not a node")
+        return proxy
+
+    def acquire(self, resource_id: str, mode: Optional[str] = None) -> None:
+        self._kind(resource_id)
+        self._native.acquire(resource_id, mode)
+
+    def release(self, resource_id: str, *, close_subscriptions: bool = False) -> None:
+        """Release shared world control, retaining subscriptions by default.
+
+        Set close_subscriptions=True to also close this client's domain streams.
+        """
+        if close_subscriptions:
+            domain_id = self._domain_id(resource_id)
+            for subscription in list(self._subscriptions.values()):
+                if self._domain_id(subscription.resource_id) == domain_id:
+                    subscription.close()
+        if not self.closed:
+            self._native.release(resource_id, close_subscriptions)
+
+    @contextmanager
+    def operation(self, resource_id: str, kind: str = "step") -> Iterator[str]:
+        """Mark one client-coordinated reset/reload/step, without rollback.
+
+        Use a world or node ID. Every mutating component call must belong to an
+        operation. The context publishes snapshots only after successful exit.
+        """
+        domain_id = self._domain_id(resource_id)
+        if self._native.current_operation(domain_id) is not None:
+            raise RuntimeError("Nested component operations are not supported")
+        operation = self._native.begin(domain_id, kind)
+        try:
+            yield operation.id
+            operation.complete()
+        except BaseException:
+            if not self.closed:
+                try:
+                    operation.abort()
+                except Exception:
+                    pass
+            raise
+
+    def call(self, resource_id: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        self._kind(resource_id)
+        return self._map(self._native.call(resource_id, method, args, kwargs))
+
+    def _read(self, resource_id: str, field: str) -> Any:
+        return self._map(self._native.read(resource_id, field))
+
+    def subscribe(self, resource_id: str, fields: Optional[Iterable[str]] = None) -> Subscription:
+        if self._native.kind(resource_id) is None:
+            self.describe(resource_id)
+        native = self._native.subscribe(resource_id, None if fields is None else list(fields))
+        subscription = Subscription(self, native)
+        self._subscriptions[subscription.id] = subscription
+        return subscription
+
+    def close(self) -> None:
+        self._native.close()
+
+    def __enter__(self) -> RemoteClient:
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()
