@@ -435,10 +435,6 @@ impl<W: World> Env for WorldEnv<W> {
     fn as_tree(&mut self) -> Option<&mut dyn crate::host::Tree> {
         Some(self)
     }
-
-    fn tree(&self) -> Option<&dyn crate::host::Tree> {
-        Some(self)
-    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,9 @@ pub enum HostErrorKind {
     /// The method is not implemented by this object (UniEnv's
     /// `NotImplementedError`).
     NotImplemented,
+    /// A value the simulator produced cannot be encoded
+    /// (`serialization_error`).
+    Serialization,
 }
 
 /// An error returned by a hosted simulator method.
@@ -37,6 +40,14 @@ impl HostError {
     pub fn invalid_argument(message: impl Into<String>) -> HostError {
         HostError {
             kind: HostErrorKind::InvalidArgument,
+            message: message.into(),
+        }
+    }
+
+    /// A value that cannot be encoded on the wire (`serialization_error`).
+    pub fn serialization(message: impl Into<String>) -> HostError {
+        HostError {
+            kind: HostErrorKind::Serialization,
             message: message.into(),
         }
     }

@@ -215,14 +215,11 @@ pub trait Env: 'static {
     }
 
     /// The world and node tree this env is composed of, if any. The server
-    /// exports them as `ID/world`, `ID/node` and the node's descendants.
-    /// `WorldEnv` returns itself; a wrapper around one should forward this.
+    /// exports them as `ID/world`, `ID/node` and the node's descendants, and
+    /// reaches them only through this one method (for descriptors too), so a
+    /// wrapper around a `WorldEnv` forwards just this. `WorldEnv` returns
+    /// itself.
     fn as_tree(&mut self) -> Option<&mut dyn Tree> {
-        None
-    }
-
-    /// Read-only form of [`Env::as_tree`].
-    fn tree(&self) -> Option<&dyn Tree> {
         None
     }
 }
@@ -267,6 +264,16 @@ pub trait World: 'static {
 
     /// Number of parallel environments, `None` when unbatched.
     fn batch_size(&self) -> Option<usize> {
+        None
+    }
+
+    /// For a batched world whose environments advanced by different
+    /// amounts in the last [`World::step`]: the elapsed time of each, an
+    /// array of shape `(batch_size,)`, as UniEnv's `World.step` returns it.
+    /// The server then reports it, not `step`'s float, as the remote
+    /// world's `step` value and `dt` snapshot field. `None` (the default):
+    /// every environment advanced by `step`'s float.
+    fn last_step_per_env(&self) -> Option<NdArray> {
         None
     }
 }

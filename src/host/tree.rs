@@ -251,7 +251,10 @@ pub fn call_world<W: World + ?Sized>(
     match method {
         "step" => {
             args.finish()?;
-            ran(world.step()).map(Value::Float)
+            let dt = ran(world.step())?;
+            Ok(world
+                .last_step_per_env()
+                .map_or(Value::Float(dt), Value::Array))
         }
         "reset" | "reload" | "after_reset" | "after_reload" => {
             let reset = ResetArgs::bind(&mut args)?;
@@ -352,5 +355,117 @@ impl<W: World> Tree for super::WorldEnv<W> {
         let (world, root) = self.parts_mut();
         root.close(world);
         world.close();
+    }
+}
+
+/// A world registered on its own, without nodes.
+pub struct WorldOnly<W: World> {
+    world: W,
+}
+
+impl<W: World> WorldOnly<W> {
+    /// Wraps a world.
+    pub fn new(world: W) -> WorldOnly<W> {
+        WorldOnly { world }
+    }
+}
+
+impl<W: World> Tree for WorldOnly<W> {
+    fn has_world(&self) -> bool {
+        true
+    }
+    fn world_attrs(&self) -> WorldAttrs {
+        world_attrs_of(&self.world)
+    }
+    fn world_call(&mut self, method: &str, args: CallArgs) -> HostResult<Value> {
+        call_world(&mut self.world, method, args)
+    }
+    fn node_children(&self, _path: &[usize]) -> Option<Vec<String>> {
+        None
+    }
+    fn node_attrs(&self, _path: &[usize]) -> Option<NodeAttrs> {
+        None
+    }
+    fn node_call(&mut self, _path: &[usize], _method: &str, _args: CallArgs) -> HostResult<Value> {
+        Err(no_node())
+    }
+    fn node_read(&mut self, _path: &[usize], _field: Field) -> HostResult<Option<Value>> {
+        Err(no_node())
+    }
+    fn close(&mut self) {
+        self.world.close();
+    }
+}
+
+/// A node attached to a world, hosted without an env: the node tree and its
+/// world, side by side.
+pub struct Attached<W: World> {
+    world: W,
+    root: Box<dyn Node<W>>,
+}
+
+impl<W: World> Attached<W> {
+    /// Pairs a world with a root node.
+    pub fn new(world: W, root: Box<dyn Node<W>>) -> Attached<W> {
+        Attached { world, root }
+    }
+}
+
+impl<W: World> Tree for Attached<W> {
+    fn has_world(&self) -> bool {
+        true
+    }
+    fn world_attrs(&self) -> WorldAttrs {
+        world_attrs_of(&self.world)
+    }
+    fn world_call(&mut self, method: &str, args: CallArgs) -> HostResult<Value> {
+        call_world(&mut self.world, method, args)
+    }
+    fn node_children(&self, path: &[usize]) -> Option<Vec<String>> {
+        children_of(self.root.as_ref(), path)
+    }
+    fn node_attrs(&self, path: &[usize]) -> Option<NodeAttrs> {
+        attrs_of(self.root.as_ref(), path)
+    }
+    fn node_call(&mut self, path: &[usize], method: &str, args: CallArgs) -> HostResult<Value> {
+        call_node(&mut self.world, self.root.as_mut(), path, method, args)
+    }
+    fn node_read(&mut self, path: &[usize], field: Field) -> HostResult<Option<Value>> {
+        read_node(&mut self.world, self.root.as_mut(), path, field)
+    }
+    /// Closes the root node (which closes its children), then the world, as
+    /// the reference disposes of a registered attached node with its world.
+    fn close(&mut self) {
+        self.root.close(&mut self.world);
+        self.world.close();
+    }
+}
+
+/// A tree shared on one thread (e.g. a `WorldEnv` that a wrapper and the
+/// server both reach): every call borrows it for its duration.
+impl<T: Tree> Tree for std::rc::Rc<std::cell::RefCell<T>> {
+    fn has_world(&self) -> bool {
+        self.borrow().has_world()
+    }
+    fn world_attrs(&self) -> WorldAttrs {
+        self.borrow().world_attrs()
+    }
+    fn world_call(&mut self, method: &str, args: CallArgs) -> HostResult<Value> {
+        self.borrow_mut().world_call(method, args)
+    }
+    fn node_children(&self, path: &[usize]) -> Option<Vec<String>> {
+        self.borrow().node_children(path)
+    }
+    fn node_attrs(&self, path: &[usize]) -> Option<NodeAttrs> {
+        self.borrow().node_attrs(path)
+    }
+    fn node_call(&mut self, path: &[usize], method: &str, args: CallArgs) -> HostResult<Value> {
+        self.borrow_mut().node_call(path, method, args)
+    }
+    fn node_read(&mut self, path: &[usize], field: Field) -> HostResult<Option<Value>> {
+        self.borrow_mut().node_read(path, field)
+    }
+    fn close(&mut self) {
+        self.borrow_mut().close();
     }
 }

@@ -5,12 +5,12 @@
 //! fault, revision, sequence, subscriptions) lives on that thread too, so
 //! none of it needs a lock.
 
-use super::hosted::{topology, Addr, Attrs, Hosted, ResourceMeta};
+use super::hosted::{topology, Attrs, Hosted, ResourceMeta, TAKEN_PREFIX};
 use super::session::SessionShared;
 use super::snapshot::{self, Boundary, PendingSnapshot, SharedTail};
 use super::Core;
 use crate::codec::{Codec, Dict, NdArray, Value};
-use crate::host::{CallArgs, Field, HostError, HostErrorKind, HostResult};
+use crate::host::{Field, HostError, HostErrorKind, HostResult};
 use crate::protocol::{err, ErrorCode, Mode, Op, OperationKind, ProtocolError, ResourceKind};
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -294,8 +294,9 @@ impl Domain {
             let _ = catch_unwind(AssertUnwindSafe(|| product.close()));
             err(ErrorCode::EXECUTION_ERROR, message)
         };
-        let topo = match catch_unwind(AssertUnwindSafe(|| topology(&self.root_id, &product))) {
+        let topo = match catch_unwind(AssertUnwindSafe(|| topology(&self.root_id, &mut product))) {
             Ok(Ok(t)) => t,
+            Ok(Err(m)) if m.starts_with(TAKEN_PREFIX) => return Err(rejected(&mut product, m)),
             Ok(Err(m)) => {
                 return Err(rejected(
                     &mut product,
@@ -699,7 +700,7 @@ impl Domain {
         let meta = self.resources[index].clone();
         let hosted = self
             .hosted
-            .as_ref()
+            .as_mut()
             .ok_or_else(|| err(ErrorCode::EXECUTION_ERROR, "domain not instantiated"))?;
         if !hosted.exports(&meta, method) {
             return Err(err(
@@ -780,23 +781,30 @@ impl Domain {
                 *l = Dict::new();
             }
         }
-        let call_args = CallArgs::new(method, args, kwargs);
         let Some(hosted) = self.hosted.as_mut() else {
             return Err(err(ErrorCode::EXECUTION_ERROR, "domain not instantiated"));
         };
-        let outcome = catch_unwind(AssertUnwindSafe(|| hosted.call(&meta, method, call_args)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            hosted.call(&meta, method, args, kwargs)
+        }));
         let value = match outcome {
             Ok(Ok(v)) => v,
             Ok(Err(e)) if e.kind() == HostErrorKind::InvalidArgument => {
                 return Err(err(ErrorCode::INVALID_REQUEST, e.message().to_string()));
             }
             failure => {
-                let message = match failure {
-                    Ok(Err(e)) => e.message().to_string(),
-                    Err(p) => format!("{method} panicked: {}", panic_message(&p)),
-                    Ok(Ok(_)) => String::new(),
+                let (code, message) = match failure {
+                    Ok(Err(e)) if e.kind() == HostErrorKind::Serialization => {
+                        (ErrorCode::SERIALIZATION_ERROR, e.message().to_string())
+                    }
+                    Ok(Err(e)) => (ErrorCode::EXECUTION_ERROR, e.message().to_string()),
+                    Err(p) => (
+                        ErrorCode::EXECUTION_ERROR,
+                        format!("{method} panicked: {}", panic_message(&p)),
+                    ),
+                    Ok(Ok(_)) => (ErrorCode::EXECUTION_ERROR, String::new()),
                 };
-                return Err(self.mutation_failed(mutation, ErrorCode::EXECUTION_ERROR, message));
+                return Err(self.mutation_failed(mutation, code, message));
             }
         };
         if reset_family {
@@ -901,7 +909,7 @@ impl Domain {
     /// ones; identity, revision and sequence are set in place.
     fn refresh_descriptor(&mut self, index: usize, sequence: u64) {
         let meta = &self.resources[index];
-        let attrs = match &self.hosted {
+        let attrs = match &mut self.hosted {
             Some(h) => h.attrs(meta),
             None => Attrs::Missing,
         };
@@ -1022,7 +1030,7 @@ impl Domain {
                 selected = kind_fields;
             }
             let allowed = match meta.kind {
-                ResourceKind::Node => self.hosted.as_ref().and_then(|h| h.snapshot_fields(meta)),
+                ResourceKind::Node => self.hosted.as_mut().and_then(|h| h.snapshot_fields(meta)),
                 _ => None,
             };
             let mut fields: Vec<Field> = selected
@@ -1081,14 +1089,14 @@ impl Domain {
         let Some(hosted) = self.hosted.as_mut() else {
             return Ok(None);
         };
-        let value = match (&meta.addr, field) {
-            (Addr::Env, Field::Render) => {
-                catch_unwind(AssertUnwindSafe(|| hosted.render_env().map(Some)))
+        let value = match (meta.kind, field) {
+            (ResourceKind::Env, Field::Render) | (ResourceKind::Node, _) => {
+                catch_unwind(AssertUnwindSafe(|| hosted.read(&meta, field)))
                     .unwrap_or_else(|p| Err(HostError::new(panic_message(&p))))
             }
-            (Addr::Env | Addr::World, f) => Ok(self.latest[index].get(f.name()).cloned()),
-            (Addr::Node(_), f) => catch_unwind(AssertUnwindSafe(|| hosted.read_node(&meta, f)))
-                .unwrap_or_else(|p| Err(HostError::new(panic_message(&p)))),
+            (ResourceKind::Env | ResourceKind::World, f) => {
+                Ok(self.latest[index].get(f.name()).cloned())
+            }
         };
         match value {
             Ok(Some(v)) => match Codec::new(usize::MAX).map(|c| c.measure(&v)) {

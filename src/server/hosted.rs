@@ -3,43 +3,208 @@
 
 use crate::codec::{Dict, Value};
 use crate::host::tree::{NodeAttrs, Tree};
-use crate::host::{CallArgs, Env, Field, HostError, HostResult, Node, Phase, ResetArgs, Space};
+use crate::host::{
+    CallArgs, Env, Field, HostError, HostResult, Node, Phase, ResetArgs, Space, World,
+};
 use crate::protocol::ResourceKind;
 
-/// What a domain hosts: an env (possibly composed of a world and nodes), or
-/// a detached node tree.
+/// What a domain hosts: an env (possibly composed of a world and nodes), a
+/// bare world, an attached or detached node tree, several registrations
+/// sharing one world (see [`Hosted::with_env`]), or objects laid out by a
+/// foreign runtime ([`Hosted::foreign`]).
 pub struct Hosted {
     pub(crate) inner: HostedInner,
 }
 
 pub(crate) enum HostedInner {
-    Env(Box<dyn Env>),
-    Tree(Box<dyn Tree>),
+    Native(Native),
+    Foreign(Box<dyn ForeignHost>),
+}
+
+/// Rust objects: envs, a world-and-node tree, and what is registered.
+pub(crate) struct Native {
+    /// Registered envs, in registration order.
+    envs: Vec<Box<dyn Env>>,
+    /// The domain's world and node tree when it is not reached through the
+    /// first env's [`Env::as_tree`].
+    tree: Option<Box<dyn Tree>>,
+    /// Registrations in order: the first one is the root ID given to the
+    /// server (`None`), the others carry their own ID.
+    members: Vec<(Option<String>, Addr)>,
+}
+
+/// One resource of a [`ForeignHost`]: its identity and relationships, as the
+/// reference's registry records them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignResource {
+    /// Resource ID.
+    pub id: String,
+    /// Resource kind.
+    pub kind: ResourceKind,
+    /// `world_id` (an env or node attached to a world).
+    pub world_id: Option<String>,
+    /// `node_id` (an env composed of a world and nodes).
+    pub node_id: Option<String>,
+    /// (child name, child resource ID), in child order.
+    pub children: Vec<(String, String)>,
+}
+
+/// Objects of a foreign runtime (such as Python) hosted by one domain, which
+/// lays out its own resources and is addressed by resource index (the order
+/// of [`ForeignHost::resources`]). Every method runs on the domain's thread.
+///
+/// Unlike [`Env`] and [`Tree`], arguments are passed through unbound: the
+/// foreign object binds them itself, as the reference does, so a binding
+/// failure is an execution error of the call.
+pub trait ForeignHost: 'static {
+    /// The resources in the reference's registration order; the first one is
+    /// the domain's root (`root_id`).
+    fn resources(&mut self, root_id: &str) -> Result<Vec<ForeignResource>, String>;
+    /// Resource `index`'s descriptor members after `domain_id`, `operations`
+    /// included, in the reference's order.
+    fn descriptor(&mut self, index: usize) -> Dict;
+    /// Whether `method` (one of the kind's protocol methods) is exported.
+    fn exports(&mut self, index: usize, method: &str) -> bool;
+    /// `remote_snapshot_fields` of a node (`None`: every field).
+    fn snapshot_fields(&mut self, index: usize) -> Option<Vec<Field>>;
+    /// Calls `method` with the request's arguments (arrays already in native
+    /// byte order). [`HostErrorKind::Serialization`](crate::host::HostErrorKind::Serialization)
+    /// reports a result that cannot be encoded.
+    fn call(
+        &mut self,
+        index: usize,
+        method: &str,
+        args: Vec<Value>,
+        kwargs: Dict,
+    ) -> HostResult<Value>;
+    /// Reads a snapshot field: a node's getter when the field applies to it,
+    /// or an env's `render` (`Ok(None)`: not applicable).
+    fn read(&mut self, index: usize, field: Field) -> HostResult<Option<Value>>;
+    /// Releases everything, once, as the reference disposes of a domain.
+    fn close(&mut self);
 }
 
 impl Hosted {
+    fn native(envs: Vec<Box<dyn Env>>, tree: Option<Box<dyn Tree>>, root: Addr) -> Hosted {
+        Hosted {
+            inner: HostedInner::Native(Native {
+                envs,
+                tree,
+                members: vec![(None, root)],
+            }),
+        }
+    }
+
     /// An environment. When it is composed of a world and nodes (a
     /// [`WorldEnv`](crate::host::WorldEnv), or a wrapper forwarding
     /// [`Env::as_tree`]), the world and every node are exported too, as
     /// `ID/world`, `ID/node` and `ID/node/<child>`.
     pub fn env(env: impl Env) -> Hosted {
-        Hosted {
-            inner: HostedInner::Env(Box::new(env)),
-        }
+        Hosted::boxed_env(Box::new(env))
+    }
+
+    /// A boxed env.
+    pub fn boxed_env(env: Box<dyn Env>) -> Hosted {
+        Hosted::native(vec![env], None, Addr::Env(0))
     }
 
     /// A detached node tree (no world): a device with its own execution
     /// domain, driven in components mode only.
     pub fn detached(node: impl Node<()>) -> Hosted {
-        Hosted {
-            inner: HostedInner::Tree(Box::new(crate::host::Detached::new(node))),
-        }
+        Hosted::native(
+            Vec::new(),
+            Some(Box::new(crate::host::Detached::new(node))),
+            Addr::Node(Vec::new()),
+        )
     }
 
-    /// A boxed env.
-    pub fn boxed_env(env: Box<dyn Env>) -> Hosted {
+    /// A bare world, registered on its own (kind `world`, no nodes): a
+    /// coordinator drives it in components mode.
+    pub fn world(world: impl World) -> Hosted {
+        Hosted::native(
+            Vec::new(),
+            Some(Box::new(crate::host::tree::WorldOnly::new(world))),
+            Addr::World,
+        )
+    }
+
+    /// A node attached to a world, registered as the root: the node (and its
+    /// descendants, as `ID/<child>`) and its world, as `ID/world`.
+    pub fn attached<W: World>(world: W, node: Box<dyn Node<W>>) -> Hosted {
+        Hosted::native(
+            Vec::new(),
+            Some(Box::new(crate::host::tree::Attached::new(world, node))),
+            Addr::Node(Vec::new()),
+        )
+    }
+
+    /// A world-and-node tree (any [`Tree`], for example a
+    /// `Rc<RefCell<WorldEnv<W>>>` that envs registered with
+    /// [`Hosted::with_env`] share), registered as its root node — or, for a
+    /// tree with a world but no nodes, as its world.
+    pub fn tree(tree: impl Tree + 'static) -> Hosted {
+        let root = if tree.node_children(&[]).is_some() {
+            Addr::Node(Vec::new())
+        } else {
+            Addr::World
+        };
+        Hosted::native(Vec::new(), Some(Box::new(tree)), root)
+    }
+
+    /// Registers another env in the same domain under `id` — the
+    /// wrapper-plus-base pattern: a wrapper and the env it wraps, both
+    /// addressable. When the domain has a world (the tree given to
+    /// [`Hosted::tree`]/[`Hosted::with_tree`], or the first env's
+    /// [`Env::as_tree`]), the env is composed of it: its descriptor links the
+    /// already exported world and root node. The objects share state the Rust
+    /// way, e.g. through `Rc<RefCell<_>>` ([`Env`] and [`Tree`] are
+    /// implemented for `Rc<RefCell<T>>`); they are built on the domain's own
+    /// thread with [`ServerBuilder::register_with`](super::ServerBuilder::register_with).
+    /// At disposal only the first registered env is closed (it closes what it
+    /// wraps), as the reference closes the outermost registered wrapper.
+    pub fn with_env(mut self, id: &str, env: impl Env) -> Hosted {
+        if let HostedInner::Native(n) = &mut self.inner {
+            n.envs.push(Box::new(env));
+            let slot = n.envs.len() - 1;
+            n.members.push((Some(id.to_string()), Addr::Env(slot)));
+        }
+        self
+    }
+
+    /// Sets the world-and-node tree the domain's envs are composed of, when
+    /// the first env does not hand it out through [`Env::as_tree`].
+    pub fn with_tree(mut self, tree: impl Tree + 'static) -> Hosted {
+        if let HostedInner::Native(n) = &mut self.inner {
+            n.tree = Some(Box::new(tree));
+        }
+        self
+    }
+
+    /// Also registers the domain's world under `id`. An object that is
+    /// already exported keeps its first ID (the reference returns the
+    /// existing ID of a re-registered object, without aliases).
+    pub fn with_world(mut self, id: &str) -> Hosted {
+        if let HostedInner::Native(n) = &mut self.inner {
+            n.members.push((Some(id.to_string()), Addr::World));
+        }
+        self
+    }
+
+    /// Also registers the node at `path` (child indices from the root node)
+    /// under `id`, with its world and descendants (see [`Hosted::with_world`]
+    /// for objects already exported).
+    pub fn with_node(mut self, id: &str, path: &[usize]) -> Hosted {
+        if let HostedInner::Native(n) = &mut self.inner {
+            n.members
+                .push((Some(id.to_string()), Addr::Node(path.to_vec())));
+        }
+        self
+    }
+
+    /// Objects of a foreign runtime, which lays out its own resources.
+    pub fn foreign(host: impl ForeignHost) -> Hosted {
         Hosted {
-            inner: HostedInner::Env(env),
+            inner: HostedInner::Foreign(Box::new(host)),
         }
     }
 }
@@ -53,9 +218,12 @@ impl<E: Env> From<E> for Hosted {
 /// Where a resource lives inside the hosted object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Addr {
-    Env,
+    /// A registered env, by slot.
+    Env(usize),
     World,
     Node(Vec<usize>),
+    /// A resource of a foreign host, by index.
+    Foreign(usize),
 }
 
 /// A resource's identity and relationships (frozen at instantiation).
@@ -69,6 +237,10 @@ pub(crate) struct ResourceMeta {
     /// (child name, child resource ID), in child order.
     pub children: Vec<(String, String)>,
 }
+
+/// The message of a topology error for an ID taken twice (the server maps it
+/// to [`RegisterError::Taken`](super::RegisterError::Taken)).
+pub(crate) const TAKEN_PREFIX: &str = "Resource ID already registered: ";
 
 /// Percent-encodes a child name as Python's `urllib.parse.quote(name,
 /// safe="")`: everything but ASCII letters, digits and `-._~`, as UTF-8 bytes
@@ -88,113 +260,183 @@ pub(crate) fn quote(name: &str) -> String {
 }
 
 /// The resources of a hosted object registered as `root_id`, in the
-/// reference's registration order: an env, its world, its root node, then the
-/// node's descendants depth first; or a detached root and its descendants.
-pub(crate) fn topology(root_id: &str, hosted: &Hosted) -> Result<Vec<ResourceMeta>, String> {
-    let mut out = Vec::new();
-    match &hosted.inner {
-        HostedInner::Env(env) => {
-            let tree = env.tree();
-            let has_tree = tree.is_some_and(|t| t.has_world());
-            let world_id = format!("{root_id}/world");
-            let node_id = format!("{root_id}/node");
-            out.push(ResourceMeta {
-                id: root_id.to_string(),
-                kind: ResourceKind::Env,
-                addr: Addr::Env,
-                world_id: has_tree.then(|| world_id.clone()),
-                node_id: has_tree.then(|| node_id.clone()),
-                children: Vec::new(),
-            });
-            if let Some(tree) = tree.filter(|t| t.has_world()) {
-                out.push(ResourceMeta {
-                    id: world_id.clone(),
-                    kind: ResourceKind::World,
-                    addr: Addr::World,
-                    world_id: None,
-                    node_id: None,
-                    children: Vec::new(),
-                });
-                visit_nodes(tree, &node_id, Some(&world_id), &mut Vec::new(), &mut out)?;
+/// reference's registration order: each registration in turn — an env, then
+/// its world and root node; a node, then its world and its descendants depth
+/// first; a world — where an object already exported keeps its first ID.
+pub(crate) fn topology(root_id: &str, hosted: &mut Hosted) -> Result<Vec<ResourceMeta>, String> {
+    match &mut hosted.inner {
+        HostedInner::Foreign(host) => {
+            let resources = host.resources(root_id)?;
+            if resources.first().is_none_or(|r| r.id != root_id) {
+                return Err(format!("the first resource must be the root {root_id:?}"));
             }
+            let mut out: Vec<ResourceMeta> = Vec::with_capacity(resources.len());
+            for (i, r) in resources.into_iter().enumerate() {
+                if out.iter().any(|m| m.id == r.id) {
+                    return Err(format!("{TAKEN_PREFIX}{}", r.id));
+                }
+                out.push(ResourceMeta {
+                    id: r.id,
+                    kind: r.kind,
+                    addr: Addr::Foreign(i),
+                    world_id: r.world_id,
+                    node_id: r.node_id,
+                    children: r.children,
+                });
+            }
+            Ok(out)
         }
-        HostedInner::Tree(tree) => {
-            visit_nodes(tree.as_ref(), root_id, None, &mut Vec::new(), &mut out)?
+        HostedInner::Native(native) => {
+            let members = native.members.clone();
+            let env_count = native.envs.len();
+            let tree = native.tree_mut().map(|t| &*t);
+            let mut layout = Layout {
+                tree,
+                out: Vec::new(),
+            };
+            for (id, addr) in members {
+                let id = id.unwrap_or_else(|| root_id.to_string());
+                if let Addr::Env(slot) = addr {
+                    if slot >= env_count {
+                        return Err(format!("no env in slot {slot}"));
+                    }
+                }
+                layout.visit(&id, addr)?;
+            }
+            Ok(layout.out)
         }
     }
-    Ok(out)
 }
 
-fn visit_nodes(
-    tree: &dyn Tree,
-    id: &str,
-    world_id: Option<&str>,
-    path: &mut Vec<usize>,
-    out: &mut Vec<ResourceMeta>,
-) -> Result<(), String> {
-    let names = tree
-        .node_children(path)
-        .ok_or_else(|| format!("node {id} is missing from its tree"))?;
-    let mut children: Vec<(String, String)> = Vec::with_capacity(names.len());
-    for name in &names {
-        if children.iter().any(|(n, _)| n == name) {
-            return Err(format!("duplicate child node name {name:?} under {id}"));
+struct Layout<'a> {
+    tree: Option<&'a dyn Tree>,
+    out: Vec<ResourceMeta>,
+}
+
+impl Layout<'_> {
+    fn has_world(&self) -> bool {
+        self.tree.is_some_and(|t| t.has_world())
+    }
+
+    /// Exports the object at `addr` as `id` (or returns its existing ID).
+    fn visit(&mut self, id: &str, addr: Addr) -> Result<String, String> {
+        if let Some(existing) = self.out.iter().find(|m| m.addr == addr) {
+            return Ok(existing.id.clone());
         }
-        children.push((name.clone(), format!("{id}/{}", quote(name))));
+        if self.out.iter().any(|m| m.id == id) {
+            return Err(format!("{TAKEN_PREFIX}{id}"));
+        }
+        let index = self.out.len();
+        let (kind, children) = match &addr {
+            Addr::Env(_) => (ResourceKind::Env, Vec::new()),
+            Addr::World => {
+                if !self.has_world() {
+                    return Err(format!("{id}: the domain has no world"));
+                }
+                (ResourceKind::World, Vec::new())
+            }
+            Addr::Node(path) => {
+                let names = self
+                    .tree
+                    .and_then(|t| t.node_children(path))
+                    .ok_or_else(|| format!("node {id} is missing from its tree"))?;
+                let mut children: Vec<(String, String)> = Vec::with_capacity(names.len());
+                for name in names {
+                    if children.iter().any(|(n, _)| *n == name) {
+                        return Err(format!("duplicate child node name {name:?} under {id}"));
+                    }
+                    let child_id = format!("{id}/{}", quote(&name));
+                    children.push((name, child_id));
+                }
+                (ResourceKind::Node, children)
+            }
+            Addr::Foreign(_) => return Err("a foreign address in a native tree".into()),
+        };
+        self.out.push(ResourceMeta {
+            id: id.to_string(),
+            kind,
+            addr: addr.clone(),
+            world_id: None,
+            node_id: None,
+            children: Vec::new(),
+        });
+        let composed = self.has_world();
+        match &addr {
+            Addr::Env(_) if composed => {
+                let world_id = self.visit(&format!("{id}/world"), Addr::World)?;
+                let node_id = self.visit(&format!("{id}/node"), Addr::Node(Vec::new()))?;
+                self.out[index].world_id = Some(world_id);
+                self.out[index].node_id = Some(node_id);
+            }
+            Addr::Node(path) => {
+                if composed {
+                    let world_id = self.visit(&format!("{id}/world"), Addr::World)?;
+                    self.out[index].world_id = Some(world_id);
+                }
+                let mut linked = Vec::with_capacity(children.len());
+                for (i, (name, child_id)) in children.into_iter().enumerate() {
+                    let mut child = path.clone();
+                    child.push(i);
+                    linked.push((name, self.visit(&child_id, Addr::Node(child))?));
+                }
+                self.out[index].children = linked;
+            }
+            _ => {}
+        }
+        Ok(id.to_string())
     }
-    out.push(ResourceMeta {
-        id: id.to_string(),
-        kind: ResourceKind::Node,
-        addr: Addr::Node(path.clone()),
-        world_id: world_id.map(str::to_string),
-        node_id: None,
-        children: children.clone(),
-    });
-    for (i, (_, child_id)) in children.iter().enumerate() {
-        path.push(i);
-        visit_nodes(tree, child_id, world_id, path, out)?;
-        path.pop();
+}
+
+impl Native {
+    /// The domain's world and node tree: the one given, or the first env's.
+    fn tree_mut(&mut self) -> Option<&mut dyn Tree> {
+        match &mut self.tree {
+            Some(t) => Some(t.as_mut()),
+            None => self.envs.first_mut().and_then(|e| e.as_tree()),
+        }
     }
-    Ok(())
 }
 
 impl Hosted {
-    fn tree(&self) -> Option<&dyn Tree> {
-        match &self.inner {
-            HostedInner::Env(env) => env.tree(),
-            HostedInner::Tree(t) => Some(t.as_ref()),
-        }
-    }
-
-    fn tree_mut(&mut self) -> Option<&mut dyn Tree> {
+    fn native_tree(&mut self) -> Option<&mut dyn Tree> {
         match &mut self.inner {
-            HostedInner::Env(env) => env.as_tree(),
-            HostedInner::Tree(t) => Some(t.as_mut()),
+            HostedInner::Native(n) => n.tree_mut(),
+            HostedInner::Foreign(_) => None,
         }
     }
 
-    fn env_ref(&self) -> Option<&dyn Env> {
-        match &self.inner {
-            HostedInner::Env(env) => Some(env.as_ref()),
-            HostedInner::Tree(_) => None,
+    fn env_mut(&mut self, slot: usize) -> Option<&mut dyn Env> {
+        match &mut self.inner {
+            HostedInner::Native(n) => n.envs.get_mut(slot).map(|e| e.as_mut() as &mut dyn Env),
+            HostedInner::Foreign(_) => None,
         }
     }
 
     /// Whether `method` is exported for the resource.
-    pub(crate) fn exports(&self, meta: &ResourceMeta, method: &str) -> bool {
-        match meta.kind.is_mutation(method) {
-            None => false,
-            Some(_) if meta.kind == ResourceKind::Env && method == "reload" => {
-                self.env_ref().is_some_and(|e| e.supports_reload())
+    pub(crate) fn exports(&mut self, meta: &ResourceMeta, method: &str) -> bool {
+        if meta.kind.is_mutation(method).is_none() {
+            return false;
+        }
+        match &meta.addr {
+            Addr::Foreign(i) => match &mut self.inner {
+                HostedInner::Foreign(host) => host.exports(*i, method),
+                HostedInner::Native(_) => false,
+            },
+            Addr::Env(slot) if method == "reload" => {
+                self.env_mut(*slot).is_some_and(|e| e.supports_reload())
             }
-            Some(_) => true,
+            _ => true,
         }
     }
 
     /// The resource's current descriptor attributes, as comparable data.
-    pub(crate) fn attrs(&self, meta: &ResourceMeta) -> Attrs {
+    pub(crate) fn attrs(&mut self, meta: &ResourceMeta) -> Attrs {
         match &meta.addr {
-            Addr::Env => match self.env_ref() {
+            Addr::Foreign(i) => match &mut self.inner {
+                HostedInner::Foreign(host) => Attrs::Raw(Box::new(host.descriptor(*i))),
+                HostedInner::Native(_) => Attrs::Missing,
+            },
+            Addr::Env(slot) => match self.env_mut(*slot) {
                 Some(env) => Attrs::Env(Box::new(EnvAttrs {
                     batch_size: env.batch_size(),
                     control_timestep: env.has_control_timestep().then(|| env.control_timestep()),
@@ -211,19 +453,23 @@ impl Hosted {
                 None => Attrs::Missing,
             },
             Addr::World => self
-                .tree()
+                .native_tree()
                 .map_or(Attrs::Missing, |t| Attrs::World(t.world_attrs())),
             Addr::Node(path) => self
-                .tree()
+                .native_tree()
                 .and_then(|t| t.node_attrs(path))
                 .map_or(Attrs::Missing, |a| Attrs::Node(Box::new(a))),
         }
     }
 
     /// `remote_snapshot_fields` of a node resource.
-    pub(crate) fn snapshot_fields(&self, meta: &ResourceMeta) -> Option<Vec<Field>> {
+    pub(crate) fn snapshot_fields(&mut self, meta: &ResourceMeta) -> Option<Vec<Field>> {
         match &meta.addr {
-            Addr::Node(path) => self.tree()?.node_attrs(path)?.remote_snapshot_fields,
+            Addr::Node(path) => self.native_tree()?.node_attrs(path)?.remote_snapshot_fields,
+            Addr::Foreign(i) if meta.kind == ResourceKind::Node => match &mut self.inner {
+                HostedInner::Foreign(host) => host.snapshot_fields(*i),
+                HostedInner::Native(_) => None,
+            },
             _ => None,
         }
     }
@@ -232,56 +478,66 @@ impl Hosted {
     pub(crate) fn call(
         &mut self,
         meta: &ResourceMeta,
-        method: &str,
-        args: CallArgs,
+        method: &'static str,
+        args: Vec<Value>,
+        kwargs: Dict,
     ) -> HostResult<Value> {
         match &meta.addr {
-            Addr::Env => {
-                let HostedInner::Env(env) = &mut self.inner else {
-                    return Err(HostError::new("not an env"));
-                };
-                call_env(env.as_mut(), method, args)
+            Addr::Foreign(i) => match &mut self.inner {
+                HostedInner::Foreign(host) => host.call(*i, method, args, kwargs),
+                HostedInner::Native(_) => Err(HostError::new("not a foreign host")),
+            },
+            Addr::Env(slot) => {
+                let env = self
+                    .env_mut(*slot)
+                    .ok_or_else(|| HostError::new("not an env"))?;
+                call_env(env, method, CallArgs::new(method, args, kwargs))
             }
             Addr::World => self
-                .tree_mut()
+                .native_tree()
                 .ok_or_else(|| HostError::new("no world"))?
-                .world_call(method, args),
+                .world_call(method, CallArgs::new(method, args, kwargs)),
             Addr::Node(path) => self
-                .tree_mut()
+                .native_tree()
                 .ok_or_else(|| HostError::new("no node tree"))?
-                .node_call(path, method, args),
+                .node_call(path, method, CallArgs::new(method, args, kwargs)),
         }
     }
 
-    /// Reads a node field through its getter (`Ok(None)` when it does not apply).
-    pub(crate) fn read_node(
-        &mut self,
-        meta: &ResourceMeta,
-        field: Field,
-    ) -> HostResult<Option<Value>> {
+    /// Reads a snapshot field through the object: a node's getter, or an
+    /// env's `render` (`Ok(None)` when it does not apply).
+    pub(crate) fn read(&mut self, meta: &ResourceMeta, field: Field) -> HostResult<Option<Value>> {
         match &meta.addr {
+            Addr::Foreign(i) => match &mut self.inner {
+                HostedInner::Foreign(host) => host.read(*i, field),
+                HostedInner::Native(_) => Ok(None),
+            },
             Addr::Node(path) => self
-                .tree_mut()
+                .native_tree()
                 .ok_or_else(|| HostError::new("no node tree"))?
                 .node_read(path, field),
+            Addr::Env(slot) if field == Field::Render => match self.env_mut(*slot) {
+                Some(env) => env.render().map(Some),
+                None => Ok(None),
+            },
             _ => Ok(None),
         }
     }
 
-    /// Renders an env (for observers that subscribed to `render`).
-    pub(crate) fn render_env(&mut self) -> HostResult<Value> {
-        match &mut self.inner {
-            HostedInner::Env(env) => env.render(),
-            HostedInner::Tree(_) => Ok(Value::Null),
-        }
-    }
-
-    /// Closes everything once: the env (which closes what it wraps), or the
-    /// detached root (which closes its children).
+    /// Closes everything once: the first env (which closes what it wraps),
+    /// or else the tree (the root node closes its children, then the world);
+    /// or the foreign host.
     pub(crate) fn close(&mut self) {
         match &mut self.inner {
-            HostedInner::Env(env) => env.close(),
-            HostedInner::Tree(t) => t.close(),
+            HostedInner::Foreign(host) => host.close(),
+            HostedInner::Native(n) => match n.envs.first_mut() {
+                Some(env) => env.close(),
+                None => {
+                    if let Some(t) = n.tree.as_mut() {
+                        t.close();
+                    }
+                }
+            },
         }
     }
 }
@@ -293,6 +549,8 @@ pub(crate) enum Attrs {
     Env(Box<EnvAttrs>),
     World(crate::host::tree::WorldAttrs),
     Node(Box<NodeAttrs>),
+    /// Members produced by a foreign host, `operations` included.
+    Raw(Box<Dict>),
     /// The hosted object is gone (disposed).
     Missing,
 }
@@ -335,6 +593,12 @@ impl Attrs {
                 d.insert("world_subtimestep", w.world_subtimestep);
             }
             Attrs::Node(a) => node_attrs_into(a, d),
+            Attrs::Raw(members) => {
+                for (k, v) in members.iter() {
+                    d.insert(k, v.clone());
+                }
+                return;
+            }
             Attrs::Missing => return,
         }
         let reload = matches!(self, Attrs::Env(e) if e.reload);

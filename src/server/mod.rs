@@ -29,7 +29,7 @@ mod listener;
 mod session;
 mod snapshot;
 
-pub use hosted::Hosted;
+pub use hosted::{ForeignHost, ForeignResource, Hosted};
 pub use listener::Listener;
 
 use crate::host::{Env, HostResult, Node};
@@ -240,6 +240,30 @@ impl ServerBuilder {
         node: impl Node<()> + Send,
     ) -> Result<String, RegisterError> {
         self.register_with(id, move || Ok(Hosted::detached(node)))
+    }
+
+    /// Registers a bare world (kind `world`, no nodes), driven in
+    /// components mode by a remote coordinator.
+    pub fn register_world(
+        &mut self,
+        id: &str,
+        world: impl crate::host::World + Send,
+    ) -> Result<String, RegisterError> {
+        self.register_with(id, move || Ok(Hosted::world(world)))
+    }
+
+    /// Registers a node attached to a world: the node as `id` (children as
+    /// `id/<child>`) and its world as `id/world`, one domain.
+    pub fn register_attached<W: crate::host::World + Send>(
+        &mut self,
+        id: &str,
+        world: W,
+        node: Box<dyn Node<W> + Send>,
+    ) -> Result<String, RegisterError> {
+        self.register_with(id, move || {
+            let node: Box<dyn Node<W>> = node;
+            Ok(Hosted::attached(world, node))
+        })
     }
 
     /// Registers an object built by `build` on the domain's own thread, now;
