@@ -85,6 +85,31 @@ def test_the_gil_is_released_while_waiting(our_server):
     controller.close()
 
 
+def test_release_with_close_subscriptions_wakes_a_waiting_thread(our_server):
+    client = ours.RemoteClient.connect(our_server.url)
+    subscription = client.subscribe("counter3", ["observation"])
+    outcome = []
+    waiting = threading.Event()
+
+    def observe():
+        waiting.set()
+        try:
+            outcome.append(subscription.next())
+        except StopIteration:
+            outcome.append("ended")
+
+    thread = threading.Thread(target=observe, daemon=True)
+    thread.start()
+    waiting.wait()
+    client.acquire("counter3")
+    client.release("counter3", close_subscriptions=True)
+    thread.join(timeout=30)
+    assert outcome == ["ended"]
+    assert subscription.id not in client._subscriptions
+    subscription.close()  # idempotent, no request on an ended stream
+    client.close()
+
+
 def test_bearer_token():
     server = Server("ours", [str(our_binary()), "serve", "--fixtures", "--addr", "127.0.0.1:0",
                              "--token", "s3cret"])
