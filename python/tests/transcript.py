@@ -49,7 +49,7 @@ def requests_for(client: Any, fn: Callable[[], Any]) -> Tuple[Any, int]:
     return value, sent(client) - before
 
 
-def poll(fn: Callable[[], Any], accept: Callable[[Any], bool], deadline: float = 30.0) -> Any:
+def poll(fn: Callable[[], Any], accept: Callable[[Any], bool], deadline: float = 30.0, interval: float = 0.05) -> Any:
     """Calls `fn` until `accept(result)`; errors count as results."""
     end = time.monotonic() + deadline
     while True:
@@ -61,7 +61,7 @@ def poll(fn: Callable[[], Any], accept: Callable[[Any], bool], deadline: float =
             if result[0] == "exception":
                 raise result[1]
             return result[1]
-        time.sleep(0.05)
+        time.sleep(interval)
 
 
 def not_busy(result: Any) -> bool:
