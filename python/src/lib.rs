@@ -7,11 +7,13 @@ use pyo3::prelude::*;
 
 pub mod client;
 pub mod convert;
+pub mod server;
 
 /// The `_native` module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     client::register(m)?;
+    server::register(m)?;
     Ok(())
 }
