@@ -86,11 +86,7 @@ impl From<SetupError> for PyErr {
 /// A Python exception as a host error: `str(exc)`, and the reference's
 /// `CodecError` as a serialization error.
 fn host_error(py: Python<'_>, e: PyErr) -> HostError {
-    let message = e
-        .value(py)
-        .str()
-        .map(|s| s.to_string())
-        .unwrap_or_default();
+    let message = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
     if e.is_instance_of::<CodecError>(py) {
         HostError::serialization(message)
     } else {
@@ -122,18 +118,21 @@ struct PyHost {
     server: Py<PyAny>,
 }
 
+/// `(id, kind, obj, world_id, node_id, children, numpy)`.
+type LayoutEntry = (
+    String,
+    String,
+    Py<PyAny>,
+    Option<String>,
+    Option<String>,
+    Vec<(String, String)>,
+    bool,
+);
+
 /// Reads a layout entry: `(id, kind, obj, world_id, node_id, children,
 /// numpy)` with children a list of `(name, id)`.
 fn resource_from_layout(entry: &Bound<'_, PyAny>) -> PyResult<PyResource> {
-    let (id, kind, obj, world_id, node_id, children, numpy): (
-        String,
-        String,
-        Py<PyAny>,
-        Option<String>,
-        Option<String>,
-        Vec<(String, String)>,
-        bool,
-    ) = entry.extract()?;
+    let (id, kind, obj, world_id, node_id, children, numpy): LayoutEntry = entry.extract()?;
     let kind = ResourceKind::parse(&kind)
         .ok_or_else(|| PyValueError::new_err(format!("unknown resource kind {kind:?}")))?;
     Ok(PyResource {
@@ -156,7 +155,9 @@ fn host_from_layout(server: Py<PyAny>, layout: &Bound<'_, PyAny>) -> PyResult<Py
         resources.push(resource_from_layout(&entry?)?);
     }
     if resources.is_empty() {
-        return Err(PyValueError::new_err("a domain needs at least one resource"));
+        return Err(PyValueError::new_err(
+            "a domain needs at least one resource",
+        ));
     }
     Ok(PyHost { resources, server })
 }
@@ -312,7 +313,12 @@ impl ForeignHost for PyHost {
             let fields = attr(obj, "remote_snapshot_fields").ok()??;
             let mut out = Vec::new();
             for f in fields.try_iter().ok()? {
-                if let Some(field) = f.ok()?.extract::<String>().ok().and_then(|s| Field::parse(&s)) {
+                if let Some(field) = f
+                    .ok()?
+                    .extract::<String>()
+                    .ok()
+                    .and_then(|s| Field::parse(&s))
+                {
                     out.push(field);
                 }
             }
@@ -328,7 +334,10 @@ impl ForeignHost for PyHost {
         kwargs: Dict,
     ) -> HostResult<Value> {
         let server = &self.server;
-        let r = self.resources.get_mut(index).ok_or_else(|| HostError::new("no resource"))?;
+        let r = self
+            .resources
+            .get_mut(index)
+            .ok_or_else(|| HostError::new("no resource"))?;
         Python::attach(|py| {
             let run = || -> PyResult<Value> {
                 let mut items = Vec::with_capacity(args.len());
@@ -338,14 +347,19 @@ impl ForeignHost for PyHost {
                 let mut pargs = PyTuple::new(py, items)?;
                 let mut pkwargs = dict_to_py(py, &kwargs)?;
                 if !r.numpy {
-                    let mapped = server
-                        .bind(py)
-                        .call_method1(intern!(py, "_map_arguments"), (r.obj.bind(py), pargs, pkwargs))?;
+                    let mapped = server.bind(py).call_method1(
+                        intern!(py, "_map_arguments"),
+                        (r.obj.bind(py), pargs, pkwargs),
+                    )?;
                     let (a, k): (Bound<'_, PyTuple>, Bound<'_, PyDict>) = mapped.extract()?;
                     pargs = a;
                     pkwargs = k;
                 }
-                let result = r.obj.bind(py).getattr(method)?.call(pargs, Some(&pkwargs))?;
+                let result = r
+                    .obj
+                    .bind(py)
+                    .getattr(method)?
+                    .call(pargs, Some(&pkwargs))?;
                 from_py(&result, ArrayMode::Copy)
             };
             run().map_err(|e| host_error(py, e))
@@ -405,7 +419,10 @@ impl ForeignHost for PyHost {
                 .iter()
                 .map(|r| (r.info.kind.as_str().to_string(), r.obj.clone_ref(py)))
                 .collect();
-            if let Err(e) = server.bind(py).call_method1(intern!(py, "_dispose"), (items,)) {
+            if let Err(e) = server
+                .bind(py)
+                .call_method1(intern!(py, "_dispose"), (items,))
+            {
                 eprintln!("unienv_remote: disposal failed: {}", host_error(py, e));
             }
         });

