@@ -30,6 +30,35 @@ use unienv_remote::{Dict, Value};
 
 pyo3::import_exception!(unienv_interface.remote.codec, CodecError);
 
+thread_local! {
+    /// Whether this worker thread keeps a Python thread state for its life.
+    static THREAD_STATE_KEPT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` attached to the interpreter (holding the GIL), from a domain's
+/// worker thread. The first call on a thread creates its Python thread
+/// state and keeps it (with the GIL released): otherwise every call would
+/// create and destroy one, which takes the interpreter-wide head lock that
+/// all domains share.
+fn with_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
+    THREAD_STATE_KEPT.with(|kept| {
+        // SAFETY: Py_IsInitialized may be called at any time.
+        if !kept.get() && unsafe { pyo3::ffi::Py_IsInitialized() } != 0 {
+            // SAFETY: the interpreter is initialized (checked above). This
+            // thread holds no GIL here (domain workers only attach through
+            // this function, and `kept` is false on first use): Ensure
+            // creates its thread state and takes the GIL, SaveThread releases
+            // the GIL keeping the state registered as the thread's own.
+            unsafe {
+                let _ = pyo3::ffi::PyGILState_Ensure();
+                let _ = pyo3::ffi::PyEval_SaveThread();
+            }
+            kept.set(true);
+        }
+    });
+    Python::attach(f)
+}
+
 /// Descriptor attributes read with `hasattr`, in the reference's order.
 const ATTRS: [&str; 13] = [
     "name",
@@ -200,52 +229,56 @@ impl PyHost {
         out
     }
 
-    fn descriptor_members(py: Python<'_>, r: &mut PyResource) -> PyResult<Dict> {
+    /// The descriptor members after `domain_id`. A member whose getter
+    /// raises (other than `AttributeError`, which means absent) or whose
+    /// value cannot be encoded is left out and logged.
+    fn descriptor_members(py: Python<'_>, r: &mut PyResource) -> Dict {
         let obj = r.obj.bind(py).clone();
+        let id = r.info.id.clone();
+        let skip = |name: &str, e: PyErr| {
+            eprintln!(
+                "unienv_remote: descriptor member {name} of {id} left out: {}",
+                host_error(py, e)
+            );
+        };
         let mut d = Dict::with_capacity(24);
         for name in ATTRS {
-            if let Some(v) = attr(&obj, name)? {
-                d.insert(name, from_py(&v, ArrayMode::Copy)?);
+            match attr(&obj, name).and_then(|v| v.map(|v| from_py(&v, ArrayMode::Copy)).transpose())
+            {
+                Ok(Some(v)) => {
+                    d.insert(name, v);
+                }
+                Ok(None) => {}
+                Err(e) => skip(name, e),
             }
         }
         if r.info.kind != ResourceKind::World {
             for (slot, name) in SPACES.iter().enumerate() {
-                let space = match attr(&obj, name)? {
-                    Some(s) if !s.is_none() => s,
-                    _ => {
-                        r.spaces[slot] = None;
-                        d.insert(*name, Value::Null);
-                        continue;
+                match Self::space_doc(py, &obj, &mut r.spaces[slot], name) {
+                    Ok(doc) => {
+                        d.insert(*name, doc);
                     }
-                };
-                let cached = r.spaces[slot]
-                    .as_ref()
-                    .filter(|c| c.space.bind(py).is(&space))
-                    .map(|c| c.doc.clone());
-                let doc = match cached {
-                    Some(doc) => doc,
-                    None => {
-                        let doc = from_py(&space_to_json(py)?.call1((&space,))?, ArrayMode::Copy)?;
-                        r.spaces[slot] = Some(SpaceDoc {
-                            space: space.unbind(),
-                            doc: doc.clone(),
-                        });
-                        doc
-                    }
-                };
-                d.insert(*name, doc);
+                    Err(e) => skip(name, e),
+                }
             }
         }
         if r.info.kind == ResourceKind::Node {
-            let sorted = py
-                .import(intern!(py, "builtins"))?
-                .getattr(intern!(py, "sorted"))?;
-            let kwargs = PyDict::new(py);
-            kwargs.set_item(intern!(py, "reverse"), true)?;
             for name in PRIORITIES {
-                let set = obj.getattr(name)?;
-                let list = sorted.call((set,), Some(&kwargs))?;
-                d.insert(name, from_py(&list, ArrayMode::Copy)?);
+                let sorted = || -> PyResult<Value> {
+                    let kwargs = PyDict::new(py);
+                    kwargs.set_item(intern!(py, "reverse"), true)?;
+                    let list = py
+                        .import(intern!(py, "builtins"))?
+                        .getattr(intern!(py, "sorted"))?
+                        .call((obj.getattr(name)?,), Some(&kwargs))?;
+                    from_py(&list, ArrayMode::Copy)
+                };
+                match sorted() {
+                    Ok(v) => {
+                        d.insert(name, v);
+                    }
+                    Err(e) => skip(name, e),
+                }
             }
         }
         let ops = Self::methods(py, r);
@@ -253,7 +286,33 @@ impl PyHost {
             "operations",
             Value::List(ops.into_iter().map(Value::from).collect()),
         );
-        Ok(d)
+        d
+    }
+
+    /// A space's `space_to_json` document (null without a space), rebuilt
+    /// only when the attribute holds another object than last time.
+    fn space_doc(
+        py: Python<'_>,
+        obj: &Bound<'_, PyAny>,
+        cache: &mut Option<SpaceDoc>,
+        name: &str,
+    ) -> PyResult<Value> {
+        let space = match attr(obj, name)? {
+            Some(s) if !s.is_none() => s,
+            _ => {
+                *cache = None;
+                return Ok(Value::Null);
+            }
+        };
+        if let Some(c) = cache.as_ref().filter(|c| c.space.bind(py).is(&space)) {
+            return Ok(c.doc.clone());
+        }
+        let doc = from_py(&space_to_json(py)?.call1((&space,))?, ArrayMode::Copy)?;
+        *cache = Some(SpaceDoc {
+            space: space.unbind(),
+            doc: doc.clone(),
+        });
+        Ok(doc)
     }
 }
 
@@ -274,41 +333,23 @@ impl ForeignHost for PyHost {
         let Some(r) = self.resources.get_mut(index) else {
             return Dict::new();
         };
-        Python::attach(|py| match PyHost::descriptor_members(py, r) {
-            Ok(d) => d,
-            Err(e) => {
-                // Descriptors cannot fail here; an attribute getter that
-                // raises leaves the members read so far and the operations.
-                let mut d = Dict::new();
-                d.insert(
-                    "operations",
-                    Value::List(
-                        PyHost::methods(py, r)
-                            .into_iter()
-                            .map(Value::from)
-                            .collect(),
-                    ),
-                );
-                eprintln!(
-                    "unienv_remote: descriptor of {} failed: {}",
-                    r.info.id,
-                    host_error(py, e)
-                );
-                d
-            }
-        })
+        with_python(|py| PyHost::descriptor_members(py, r))
     }
 
     fn exports(&mut self, index: usize, method: &str) -> bool {
         let Some(r) = self.resources.get(index) else {
             return false;
         };
-        Python::attach(|py| PyHost::methods(py, r).contains(&method))
+        // Only an env's `reload` is optional: the others need no Python.
+        if r.info.kind != ResourceKind::Env || method != "reload" {
+            return r.info.kind.methods().iter().any(|(m, _)| *m == method);
+        }
+        with_python(|py| PyHost::methods(py, r).contains(&method))
     }
 
     fn snapshot_fields(&mut self, index: usize) -> Option<Vec<Field>> {
         let r = self.resources.get(index)?;
-        Python::attach(|py| {
+        with_python(|py| {
             let obj = r.obj.bind(py);
             let fields = attr(obj, "remote_snapshot_fields").ok()??;
             let mut out = Vec::new();
@@ -338,7 +379,7 @@ impl ForeignHost for PyHost {
             .resources
             .get_mut(index)
             .ok_or_else(|| HostError::new("no resource"))?;
-        Python::attach(|py| {
+        with_python(|py| {
             let run = || -> PyResult<Value> {
                 let mut items = Vec::with_capacity(args.len());
                 for a in &args {
@@ -369,7 +410,7 @@ impl ForeignHost for PyHost {
     fn read(&mut self, index: usize, field: Field) -> HostResult<Option<Value>> {
         let r = self.resource(index)?;
         let kind = r.info.kind;
-        Python::attach(|py| {
+        with_python(|py| {
             let obj = r.obj.bind(py);
             let run = || -> PyResult<Option<Value>> {
                 if kind == ResourceKind::Env {
@@ -414,7 +455,7 @@ impl ForeignHost for PyHost {
     fn close(&mut self) {
         let server = &self.server;
         let resources = &self.resources;
-        Python::attach(|py| {
+        with_python(|py| {
             let items: Vec<(String, Py<PyAny>)> = resources
                 .iter()
                 .map(|r| (r.info.kind.as_str().to_string(), r.obj.clone_ref(py)))
@@ -539,7 +580,7 @@ impl PyServer {
                         let server = Python::attach(|py| server_obj.clone_ref(py));
                         let id = root.clone();
                         builder.register_factory(&root, move || {
-                            Python::attach(|py| {
+                            with_python(|py| {
                                 let build = || -> PyResult<PyHost> {
                                     let product = factory.bind(py).call0()?;
                                     let layout = server.bind(py).call_method1(
