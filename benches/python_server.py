@@ -41,11 +41,13 @@ def host(module):
     from ref_fixture_server import BenchEnv
 
     server = importlib.import_module(module).RemoteServer(idle_timeout=None)
-    server.register("bench_state", BenchEnv(None, None))
-    server.register("bench_image", BenchEnv(None, (84, 84, 3)))
-    server.register("bench_batch64", BenchEnv(64, (84, 84, 3)))
-    for name in SIMS:
-        server.register(name, make_sim(name))
+    # One copy per client, so that both clients hold their controls at once.
+    for client in ("reference", "ours"):
+        server.register(f"bench_state@{client}", BenchEnv(None, None))
+        server.register(f"bench_image@{client}", BenchEnv(None, (84, 84, 3)))
+        server.register(f"bench_batch64@{client}", BenchEnv(64, (84, 84, 3)))
+        for name in SIMS:
+            server.register(f"{name}@{client}", make_sim(name))
     server.register("HalfCheetah-v5#2", make_sim("HalfCheetah-v5"))
     print(server.listen("127.0.0.1", 0), flush=True)
     sys.stdin.read()  # until the parent closes our stdin
@@ -70,28 +72,29 @@ def action_for(env, rng):
     return np.ones(space.shape, space.dtype)
 
 
-def per_step(env, steps, rounds=5):
+def timed(env, actions, steps):
+    """µs per step of `steps` steps."""
+    start = time.perf_counter()
+    for i in range(steps):
+        env.step(actions[i % len(actions)])
+    return (time.perf_counter() - start) / steps * 1e6
+
+
+def prepared(env):
     rng = np.random.default_rng(0)
     actions = [action_for(env, rng) for _ in range(64)]
     env.reset(seed=0)
-    for i in range(min(steps, 50)):
-        env.step(actions[i % 64])
-    figures = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for i in range(steps):
-            env.step(actions[i % 64])
-        figures.append((time.perf_counter() - start) / steps * 1e6)
-    return statistics.median(figures)
+    timed(env, actions, 20)  # warm up
+    return env, actions
 
 
-def local_figures(steps):
+def local_envs():
     from ref_fixture_server import BenchEnv
 
     envs = {"bench_state": BenchEnv(None, None), "bench_image": BenchEnv(None, (84, 84, 3)),
             "bench_batch64": BenchEnv(64, (84, 84, 3))}
     envs.update({name: make_sim(name) for name in SIMS})
-    return {name: per_step(env, steps) for name, env in envs.items()}
+    return envs
 
 
 def client_class(which):
@@ -140,42 +143,56 @@ def throughput(url, ids, seconds):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--steps", type=int, default=100, help="steps per measurement")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median reported)")
+    parser.add_argument("--seconds", type=float, default=2.0, help="per throughput measurement")
     args = parser.parse_args()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {args.steps} steps x 5 rounds (median)")
-    local = local_figures(args.steps)
-    results = {}
-    for server in ("unienv_interface.remote", "unienv_remote"):
-        hosted = Hosted(server)
-        try:
-            for which in ("reference", "ours"):
-                client = client_class(which).connect(hosted.url)
-                for name in ENVS:
-                    results[(server, which, name)] = per_step(client.env(name), args.steps)
-                    client.release(name)
-                client.close()
-        finally:
-            hosted.close()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f}; {args.rounds} interleaved rounds of {args.steps} steps, median")
     ref_server, our_server = "unienv_interface.remote", "unienv_remote"
-    print("\nµs per step (lower is better); speed-ups against the reference server + reference client")
+    hosts = {ref_server: Hosted(ref_server), our_server: Hosted(our_server)}
+    combos = [(srv, cli) for srv in (ref_server, our_server) for cli in ("reference", "ours")]
+    try:
+        clients = {combo: client_class(combo[1]).connect(hosts[combo[0]].url) for combo in combos}
+        local = local_envs()
+        prepared_envs = {}
+        for name in ENVS:
+            prepared_envs[("local", name)] = prepared(local[name])
+            for combo in combos:
+                prepared_envs[(combo, name)] = prepared(clients[combo].env(f"{name}@{combo[1]}"))
+        samples = {key: [] for key in prepared_envs}
+        # Rounds interleave every configuration, so that load from other
+        # processes on this machine falls on all of them alike.
+        for _ in range(args.rounds):
+            for key, (env, actions) in prepared_envs.items():
+                samples[key].append(timed(env, actions, args.steps))
+        for client in clients.values():
+            client.close()
+    finally:
+        for hosted in hosts.values():
+            hosted.close()
+    med = {key: statistics.median(v) for key, v in samples.items()}
+    print("\nµs per step (lower is better); gains against the reference server + reference client")
     print(f"{'env':<16}{'local':>9}{'ref+ref':>10}{'ours+ref':>10}{'ref+ours':>10}{'ours+ours':>11}"
           f"{'srv gain':>10}{'full gain':>11}")
     for name in ENVS:
-        base = results[(ref_server, "reference", name)]
-        our_ref = results[(our_server, "reference", name)]
-        ref_our = results[(ref_server, "ours", name)]
-        ours = results[(our_server, "ours", name)]
-        print(f"{name:<16}{local[name]:>9.1f}{base:>10.1f}{our_ref:>10.1f}{ref_our:>10.1f}{ours:>11.1f}"
+        base = med[((ref_server, "reference"), name)]
+        our_ref = med[((our_server, "reference"), name)]
+        ref_our = med[((ref_server, "ours"), name)]
+        ours = med[((our_server, "ours"), name)]
+        print(f"{name:<16}{med[('local', name)]:>9.1f}{base:>10.1f}{our_ref:>10.1f}{ref_our:>10.1f}{ours:>11.1f}"
               f"{base / our_ref:>9.2f}x{base / ours:>10.2f}x")
     hosted = Hosted(our_server)
+    ones, twos = [], []
     try:
-        one = throughput(hosted.url, ["HalfCheetah-v5"], args.seconds)
-        two = throughput(hosted.url, ["HalfCheetah-v5", "HalfCheetah-v5#2"], args.seconds)
+        for _ in range(3):
+            ones.append(throughput(hosted.url, ["HalfCheetah-v5@ours"], args.seconds))
+            twos.append(throughput(hosted.url, ["HalfCheetah-v5@ours", "HalfCheetah-v5#2"], args.seconds))
     finally:
         hosted.close()
-    print(f"\nHalfCheetah-v5 on our server, our client, {args.seconds:.0f} s each: one domain {one:.0f} steps/s, "
-          f"two domains concurrently {two:.0f} steps/s ({two / one:.2f}x)")
+    one, two = statistics.median(ones), statistics.median(twos)
+    print(f"\nHalfCheetah-v5 on our server, our client, {args.seconds:.0f} s x 3 alternating, median: "
+          f"one domain {one:.0f} steps/s, two domains concurrently {two:.0f} steps/s ({two / one:.2f}x)")
 
 
 if __name__ == "__main__":
