@@ -90,6 +90,31 @@ pub struct PyClient {
 }
 
 impl PyClient {
+    /// A client connected through an in-memory transport (`RemoteServer.connect()`).
+    pub(crate) fn over_memory(
+        py: Python<'_>,
+        transport: unienv_remote::transport::MemoryTransport,
+        timeout: Option<f64>,
+        max_message_size: usize,
+    ) -> PyResult<PyClient> {
+        if max_message_size < unienv_remote::codec::MIN_MAX_MESSAGE_SIZE {
+            return Err(PyValueError::new_err("max_message_size must be at least 8"));
+        }
+        let config = ClientConfig {
+            timeout: seconds(timeout)?,
+            max_message_size,
+            ..ClientConfig::default()
+        };
+        let client = py
+            .detach(|| blocking::Client::over_memory(transport, config))
+            .map_err(|e| client_error(py, e))?;
+        Ok(PyClient {
+            client,
+            nodes: Mutex::new(HashMap::new()),
+            spaces: Mutex::new(SpaceSerials::default()),
+        })
+    }
+
     fn descriptor(&self, resource_id: &str) -> Option<Arc<Descriptor>> {
         self.client.descriptor(resource_id)
     }

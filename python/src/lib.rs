@@ -14,6 +14,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod client;
 pub mod convert;
+pub mod server;
 
 /// The `_native` module.
 #[pymodule]
@@ -28,5 +29,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     convert::register(m)?;
     client::register(m)?;
+    server::register(m)?;
     Ok(())
 }

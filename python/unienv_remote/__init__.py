@@ -19,8 +19,9 @@ from unienv_interface.remote.errors import RemoteError, UncertainOutcomeError
 from . import _native
 from .client import RemoteClient, Subscription
 from .proxies import RemoteEnv, RemoteWorld, RemoteWorldNode, RemoteWorldEnv
+from .server import RemoteServer
 
 __all__: List[str] = [
-    "RemoteClient", "RemoteEnv", "RemoteWorld", "RemoteWorldNode", "RemoteWorldEnv", "Subscription",
+    "RemoteClient", "RemoteServer", "RemoteEnv", "RemoteWorld", "RemoteWorldNode", "RemoteWorldEnv", "Subscription",
     "Codec", "CodecError", "PROTOCOL_VERSION", "RemoteError", "UncertainOutcomeError",
 ]

@@ -71,7 +71,7 @@ class RemoteClient:
     def __init__(self, transport: Union[str, Any], *, backend: ComputeBackend = NumpyComputeBackend,
                  device: Optional[object] = None, timeout: Optional[float] = 30.0,
                  max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, token: Optional[str] = None) -> None:
-        if not isinstance(transport, str):
+        if not isinstance(transport, (str, _native.Client)):
             raise TypeError(
                 "unienv_remote.RemoteClient connects to a ws:// URI: use RemoteClient.connect(uri, ...) "
                 "(Python transport objects are not supported)")
@@ -82,8 +82,12 @@ class RemoteClient:
         self._numpy = getattr(backend, "simplified_name", None) == "numpy" and device is None
         self._proxies: weakref.WeakValueDictionary[str, _Proxy] = weakref.WeakValueDictionary()
         self._subscriptions: Dict[str, Subscription] = {}
-        self._native = _native.Client.connect(transport, timeout=timeout, max_message_size=max_message_size,
-                                              token=token)
+        if isinstance(transport, _native.Client):
+            # Already connected: an in-memory connection from unienv_remote.RemoteServer.connect().
+            self._native = transport
+        else:
+            self._native = _native.Client.connect(transport, timeout=timeout, max_message_size=max_message_size,
+                                                  token=token)
         self.codec = Codec(self._native.max_message_size)
 
     @classmethod

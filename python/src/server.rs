@@ -1,0 +1,672 @@
+//! `unienv_remote._native.Server`: the crate's server hosting Python objects.
+//!
+//! The Python side (`unienv_remote/server.py`) registers objects as the
+//! reference does and lays each domain out (resource IDs, kinds, links, in
+//! the reference's order). Each domain becomes a [`ForeignHost`] on its own
+//! worker thread in the crate's server: the protocol, codec, sessions,
+//! queues, snapshot fan-out and transports are Rust. A worker attaches to
+//! the interpreter (takes the GIL) only for the duration of one call into
+//! Python and detaches around everything else, so simulators that release
+//! the GIL (NumPy, MuJoCo) run independent domains in parallel.
+//!
+//! Python exceptions of every kind (`KeyboardInterrupt` and `SystemExit`
+//! included) become the reference's errors: `execution_error` with
+//! `str(exc)`, or `serialization_error` for a value the codec cannot carry
+//! (the reference's `CodecError`); a mutation that raised faults its domain.
+
+use crate::convert::{dict_to_py, from_py, to_py, ArrayMode};
+use parking_lot::Mutex;
+use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyValueError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use std::time::Duration;
+use unienv_remote::host::{Field, HostError, HostResult};
+use unienv_remote::protocol::ResourceKind;
+use unienv_remote::server::{
+    ForeignHost, ForeignResource, Hosted, Listener, Server, ServerBuilder, ServerConfig,
+};
+use unienv_remote::{Dict, Value};
+
+pyo3::import_exception!(unienv_interface.remote.codec, CodecError);
+
+thread_local! {
+    /// Whether this worker thread keeps a Python thread state for its life.
+    static THREAD_STATE_KEPT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` attached to the interpreter (holding the GIL), from a domain's
+/// worker thread. The first call on a thread creates its Python thread
+/// state and keeps it (with the GIL released): otherwise every call would
+/// create and destroy one, which takes the interpreter-wide head lock that
+/// all domains share.
+fn with_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
+    THREAD_STATE_KEPT.with(|kept| {
+        // SAFETY: Py_IsInitialized may be called at any time.
+        if !kept.get() && unsafe { pyo3::ffi::Py_IsInitialized() } != 0 {
+            // SAFETY: the interpreter is initialized (checked above). This
+            // thread holds no GIL here (domain workers only attach through
+            // this function, and `kept` is false on first use): Ensure
+            // creates its thread state and takes the GIL, SaveThread releases
+            // the GIL keeping the state registered as the thread's own.
+            unsafe {
+                let _ = pyo3::ffi::PyGILState_Ensure();
+                let _ = pyo3::ffi::PyEval_SaveThread();
+            }
+            kept.set(true);
+        }
+    });
+    Python::attach(f)
+}
+
+/// Descriptor attributes read with `hasattr`, in the reference's order.
+const ATTRS: [&str; 13] = [
+    "name",
+    "batch_size",
+    "world_timestep",
+    "world_subtimestep",
+    "control_timestep",
+    "update_timestep",
+    "render_mode",
+    "render_fps",
+    "supported_render_modes",
+    "has_reward",
+    "has_termination_signal",
+    "has_truncation_signal",
+    "metadata",
+];
+
+/// The spaces of envs and nodes, in the reference's order.
+const SPACES: [&str; 3] = ["action_space", "observation_space", "context_space"];
+
+/// The six priority sets of nodes.
+const PRIORITIES: [&str; 6] = [
+    "reset_priorities",
+    "reload_priorities",
+    "after_reset_priorities",
+    "after_reload_priorities",
+    "pre_environment_step_priorities",
+    "post_environment_step_priorities",
+];
+
+/// Why the server could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// A layout entry has the wrong shape.
+    #[error("invalid layout entry: {0}")]
+    Layout(String),
+    /// The crate refused a registration.
+    #[error(transparent)]
+    Register(#[from] unienv_remote::server::RegisterError),
+    /// The server's runtime could not start.
+    #[error("cannot start the server runtime: {0}")]
+    Runtime(#[from] std::io::Error),
+}
+
+impl From<SetupError> for PyErr {
+    fn from(e: SetupError) -> PyErr {
+        match e {
+            SetupError::Layout(_) | SetupError::Register(_) => PyValueError::new_err(e.to_string()),
+            SetupError::Runtime(_) => PyRuntimeError::new_err(e.to_string()),
+        }
+    }
+}
+
+/// A Python exception as a host error: `str(exc)`, and the reference's
+/// `CodecError` as a serialization error.
+fn host_error(py: Python<'_>, e: PyErr) -> HostError {
+    let message = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
+    if e.is_instance_of::<CodecError>(py) {
+        HostError::serialization(message)
+    } else {
+        HostError::new(message)
+    }
+}
+
+/// A space's document, kept with the space object it was made from: the
+/// document is rebuilt only when the attribute holds another object.
+struct SpaceDoc {
+    space: Py<PyAny>,
+    doc: Value,
+}
+
+/// One hosted Python object.
+struct PyResource {
+    obj: Py<PyAny>,
+    info: ForeignResource,
+    /// Whether arguments reach the object as NumPy arrays as they are
+    /// (NumPy backend, no device); otherwise the reference's `map_arrays`.
+    numpy: bool,
+    spaces: [Option<SpaceDoc>; 3],
+}
+
+/// The Python objects of one domain.
+struct PyHost {
+    resources: Vec<PyResource>,
+    /// The Python `RemoteServer`, for disposal and argument mapping.
+    server: Py<PyAny>,
+}
+
+/// `(id, kind, obj, world_id, node_id, children, numpy)`.
+type LayoutEntry = (
+    String,
+    String,
+    Py<PyAny>,
+    Option<String>,
+    Option<String>,
+    Vec<(String, String)>,
+    bool,
+);
+
+/// Reads a layout entry: `(id, kind, obj, world_id, node_id, children,
+/// numpy)` with children a list of `(name, id)`.
+fn resource_from_layout(entry: &Bound<'_, PyAny>) -> PyResult<PyResource> {
+    let (id, kind, obj, world_id, node_id, children, numpy): LayoutEntry = entry.extract()?;
+    let kind = ResourceKind::parse(&kind)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown resource kind {kind:?}")))?;
+    Ok(PyResource {
+        obj,
+        info: ForeignResource {
+            id,
+            kind,
+            world_id,
+            node_id,
+            children,
+        },
+        numpy,
+        spaces: [None, None, None],
+    })
+}
+
+fn host_from_layout(server: Py<PyAny>, layout: &Bound<'_, PyAny>) -> PyResult<PyHost> {
+    let mut resources = Vec::new();
+    for entry in layout.try_iter()? {
+        resources.push(resource_from_layout(&entry?)?);
+    }
+    if resources.is_empty() {
+        return Err(PyValueError::new_err(
+            "a domain needs at least one resource",
+        ));
+    }
+    Ok(PyHost { resources, server })
+}
+
+/// `getattr(obj, name)`, `None` when the attribute is missing (as `hasattr`).
+fn attr<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match obj.getattr(name) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.is_instance_of::<PyAttributeError>(obj.py()) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+impl PyHost {
+    fn resource(&mut self, index: usize) -> HostResult<&mut PyResource> {
+        self.resources
+            .get_mut(index)
+            .ok_or_else(|| HostError::new(format!("no resource {index}")))
+    }
+
+    /// The reference's `_methods`: every method of the kind, optional ones
+    /// (env `reload`) only when callable.
+    fn methods(py: Python<'_>, r: &PyResource) -> Vec<&'static str> {
+        let obj = r.obj.bind(py);
+        let mut out: Vec<&'static str> = r
+            .info
+            .kind
+            .methods()
+            .iter()
+            .map(|(m, _)| *m)
+            .filter(|m| {
+                r.info.kind != ResourceKind::Env
+                    || *m != "reload"
+                    || obj
+                        .getattr(intern!(py, "reload"))
+                        .is_ok_and(|f| f.is_callable())
+            })
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// The descriptor members after `domain_id`. A member whose getter
+    /// raises (other than `AttributeError`, which means absent) or whose
+    /// value cannot be encoded is left out and logged.
+    fn descriptor_members(py: Python<'_>, r: &mut PyResource) -> Dict {
+        let obj = r.obj.bind(py).clone();
+        let id = r.info.id.clone();
+        let skip = |name: &str, e: PyErr| {
+            eprintln!(
+                "unienv_remote: descriptor member {name} of {id} left out: {}",
+                host_error(py, e)
+            );
+        };
+        let mut d = Dict::with_capacity(24);
+        for name in ATTRS {
+            match attr(&obj, name).and_then(|v| v.map(|v| from_py(&v, ArrayMode::Copy)).transpose())
+            {
+                Ok(Some(v)) => {
+                    d.insert(name, v);
+                }
+                Ok(None) => {}
+                Err(e) => skip(name, e),
+            }
+        }
+        if r.info.kind != ResourceKind::World {
+            for (slot, name) in SPACES.iter().enumerate() {
+                match Self::space_doc(py, &obj, &mut r.spaces[slot], name) {
+                    Ok(doc) => {
+                        d.insert(*name, doc);
+                    }
+                    Err(e) => skip(name, e),
+                }
+            }
+        }
+        if r.info.kind == ResourceKind::Node {
+            for name in PRIORITIES {
+                let sorted = || -> PyResult<Value> {
+                    let kwargs = PyDict::new(py);
+                    kwargs.set_item(intern!(py, "reverse"), true)?;
+                    let list = py
+                        .import(intern!(py, "builtins"))?
+                        .getattr(intern!(py, "sorted"))?
+                        .call((obj.getattr(name)?,), Some(&kwargs))?;
+                    from_py(&list, ArrayMode::Copy)
+                };
+                match sorted() {
+                    Ok(v) => {
+                        d.insert(name, v);
+                    }
+                    Err(e) => skip(name, e),
+                }
+            }
+        }
+        let ops = Self::methods(py, r);
+        d.insert(
+            "operations",
+            Value::List(ops.into_iter().map(Value::from).collect()),
+        );
+        d
+    }
+
+    /// A space's `space_to_json` document (null without a space), rebuilt
+    /// only when the attribute holds another object than last time.
+    fn space_doc(
+        py: Python<'_>,
+        obj: &Bound<'_, PyAny>,
+        cache: &mut Option<SpaceDoc>,
+        name: &str,
+    ) -> PyResult<Value> {
+        let space = match attr(obj, name)? {
+            Some(s) if !s.is_none() => s,
+            _ => {
+                *cache = None;
+                return Ok(Value::Null);
+            }
+        };
+        if let Some(c) = cache.as_ref().filter(|c| c.space.bind(py).is(&space)) {
+            return Ok(c.doc.clone());
+        }
+        let doc = from_py(&space_to_json(py)?.call1((&space,))?, ArrayMode::Copy)?;
+        *cache = Some(SpaceDoc {
+            space: space.unbind(),
+            doc: doc.clone(),
+        });
+        Ok(doc)
+    }
+}
+
+fn space_to_json(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    py.import(intern!(
+        py,
+        "unienv_interface.space.space_utils.serialization_utils"
+    ))?
+    .getattr(intern!(py, "space_to_json"))
+}
+
+impl ForeignHost for PyHost {
+    fn resources(&mut self, _root_id: &str) -> Result<Vec<ForeignResource>, String> {
+        Ok(self.resources.iter().map(|r| r.info.clone()).collect())
+    }
+
+    fn descriptor(&mut self, index: usize) -> Dict {
+        let Some(r) = self.resources.get_mut(index) else {
+            return Dict::new();
+        };
+        with_python(|py| PyHost::descriptor_members(py, r))
+    }
+
+    fn exports(&mut self, index: usize, method: &str) -> bool {
+        let Some(r) = self.resources.get(index) else {
+            return false;
+        };
+        // Only an env's `reload` is optional: the others need no Python.
+        if r.info.kind != ResourceKind::Env || method != "reload" {
+            return r.info.kind.methods().iter().any(|(m, _)| *m == method);
+        }
+        with_python(|py| PyHost::methods(py, r).contains(&method))
+    }
+
+    fn snapshot_fields(&mut self, index: usize) -> Option<Vec<Field>> {
+        let r = self.resources.get(index)?;
+        with_python(|py| {
+            let obj = r.obj.bind(py);
+            let fields = attr(obj, "remote_snapshot_fields").ok()??;
+            let mut out = Vec::new();
+            for f in fields.try_iter().ok()? {
+                if let Some(field) = f
+                    .ok()?
+                    .extract::<String>()
+                    .ok()
+                    .and_then(|s| Field::parse(&s))
+                {
+                    out.push(field);
+                }
+            }
+            Some(out)
+        })
+    }
+
+    fn call(
+        &mut self,
+        index: usize,
+        method: &str,
+        args: Vec<Value>,
+        kwargs: Dict,
+    ) -> HostResult<Value> {
+        let server = &self.server;
+        let r = self
+            .resources
+            .get_mut(index)
+            .ok_or_else(|| HostError::new("no resource"))?;
+        with_python(|py| {
+            let run = || -> PyResult<Value> {
+                let mut items = Vec::with_capacity(args.len());
+                for a in &args {
+                    items.push(to_py(py, a)?);
+                }
+                let mut pargs = PyTuple::new(py, items)?;
+                let mut pkwargs = dict_to_py(py, &kwargs)?;
+                if !r.numpy {
+                    let mapped = server.bind(py).call_method1(
+                        intern!(py, "_map_arguments"),
+                        (r.obj.bind(py), pargs, pkwargs),
+                    )?;
+                    let (a, k): (Bound<'_, PyTuple>, Bound<'_, PyDict>) = mapped.extract()?;
+                    pargs = a;
+                    pkwargs = k;
+                }
+                let result = r
+                    .obj
+                    .bind(py)
+                    .getattr(method)?
+                    .call(pargs, Some(&pkwargs))?;
+                from_py(&result, ArrayMode::Copy)
+            };
+            run().map_err(|e| host_error(py, e))
+        })
+    }
+
+    fn read(&mut self, index: usize, field: Field) -> HostResult<Option<Value>> {
+        let r = self.resource(index)?;
+        let kind = r.info.kind;
+        with_python(|py| {
+            let obj = r.obj.bind(py);
+            let run = || -> PyResult<Option<Value>> {
+                if kind == ResourceKind::Env {
+                    if field != Field::Render {
+                        return Ok(None);
+                    }
+                    let v = obj.call_method0(intern!(py, "render"))?;
+                    return Ok(Some(from_py(&v, ArrayMode::Copy)?));
+                }
+                if kind != ResourceKind::Node {
+                    return Ok(None);
+                }
+                // The reference's `_snapshot`: (flag, getter) per field.
+                let (flag, getter) = match field {
+                    Field::Context => (Some("context_space"), "get_context"),
+                    Field::Observation => (Some("observation_space"), "get_observation"),
+                    Field::Reward => (Some("has_reward"), "get_reward"),
+                    Field::Terminated => (Some("has_termination_signal"), "get_termination"),
+                    Field::Truncated => (Some("has_truncation_signal"), "get_truncation"),
+                    Field::Info => (None, "get_info"),
+                    Field::Render => (Some("can_render"), "render"),
+                    Field::Dt => return Ok(None),
+                };
+                let enabled = match flag {
+                    None => true,
+                    Some(f) if f.ends_with("_space") => attr(obj, f)?.is_some_and(|s| !s.is_none()),
+                    Some(f) => match attr(obj, f)? {
+                        Some(v) => v.is_truthy()?,
+                        None => false,
+                    },
+                };
+                if !enabled {
+                    return Ok(None);
+                }
+                let v = obj.call_method0(getter)?;
+                Ok(Some(from_py(&v, ArrayMode::Copy)?))
+            };
+            run().map_err(|e| host_error(py, e))
+        })
+    }
+
+    fn close(&mut self) {
+        let server = &self.server;
+        let resources = &self.resources;
+        with_python(|py| {
+            let items: Vec<(String, Py<PyAny>)> = resources
+                .iter()
+                .map(|r| (r.info.kind.as_str().to_string(), r.obj.clone_ref(py)))
+                .collect();
+            if let Err(e) = server
+                .bind(py)
+                .call_method1(intern!(py, "_dispose"), (items,))
+            {
+                eprintln!("unienv_remote: disposal failed: {}", host_error(py, e));
+            }
+        });
+    }
+}
+
+/// `_native.Server`: a started server hosting Python objects.
+#[pyclass(module = "unienv_remote._native", name = "Server", frozen)]
+pub struct PyServer {
+    server: Server,
+    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    listeners: Mutex<Vec<Listener>>,
+}
+
+fn seconds(value: Option<f64>, what: &str) -> PyResult<Option<Duration>> {
+    match value {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 => Ok(Some(Duration::from_secs_f64(s))),
+        Some(_) => Err(PyValueError::new_err(format!(
+            "{what} must be positive and finite, or None"
+        ))),
+    }
+}
+
+/// What one domain is built from.
+enum DomainSpec {
+    /// Objects laid out at registration.
+    Static(PyHost),
+    /// A zero-argument factory, laid out by `RemoteServer._layout_factory`.
+    Factory(Py<PyAny>),
+}
+
+#[pymethods]
+impl PyServer {
+    /// Starts a server. `domains` is a list of `(root_id, layout)` for
+    /// registered objects (see `RemoteServer._layout`) or `(root_id,
+    /// factory)` for callables; `server` is the Python `RemoteServer`.
+    #[new]
+    #[pyo3(signature = (server, domains, *, max_message_size, idle_timeout, token = None,
+        allowed_origins = Vec::new(), allowed_hosts = Vec::new(), max_connections = 1024,
+        max_in_flight = 64, max_subscriptions_per_session = 1024, env_boundary_snapshots = false,
+        shutdown_timeout = 10.0, handshake_timeout = 10.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        server: Py<PyAny>,
+        domains: &Bound<'_, PyList>,
+        max_message_size: usize,
+        idle_timeout: Option<f64>,
+        token: Option<String>,
+        allowed_origins: Vec<String>,
+        allowed_hosts: Vec<String>,
+        max_connections: usize,
+        max_in_flight: usize,
+        max_subscriptions_per_session: usize,
+        env_boundary_snapshots: bool,
+        shutdown_timeout: f64,
+        handshake_timeout: f64,
+    ) -> PyResult<PyServer> {
+        if max_message_size < unienv_remote::codec::MIN_MAX_MESSAGE_SIZE {
+            return Err(PyValueError::new_err("max_message_size must be at least 8"));
+        }
+        let config = ServerConfig {
+            max_message_size,
+            idle_timeout: seconds(idle_timeout, "idle_timeout")?,
+            token,
+            allowed_origins,
+            allowed_hosts,
+            max_connections,
+            max_in_flight,
+            max_subscriptions_per_session,
+            env_boundary_snapshots,
+            shutdown_timeout: seconds(Some(shutdown_timeout), "shutdown_timeout")?
+                .unwrap_or_default(),
+            handshake_timeout: seconds(Some(handshake_timeout), "handshake_timeout")?
+                .unwrap_or_default(),
+            ..ServerConfig::default()
+        };
+        let mut specs: Vec<(String, DomainSpec)> = Vec::new();
+        for item in domains.iter() {
+            let (root, payload): (String, Bound<'_, PyAny>) = item.extract()?;
+            let spec = if payload.is_callable() {
+                DomainSpec::Factory(payload.unbind())
+            } else {
+                let host = host_from_layout(server.clone_ref(py), &payload)?;
+                if host.resources[0].info.id != root {
+                    return Err(SetupError::Layout(format!(
+                        "the first resource of {root:?} is {:?}",
+                        host.resources[0].info.id
+                    ))
+                    .into());
+                }
+                DomainSpec::Static(host)
+            };
+            specs.push((root, spec));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("unienv-server")
+            .enable_all()
+            .build()
+            .map_err(SetupError::from)?;
+        // Domains are built on their own threads, which attach to the
+        // interpreter: registration runs detached.
+        let server_obj = server;
+        let started = py.detach(move || -> Result<Server, SetupError> {
+            let mut builder: ServerBuilder = Server::builder(config);
+            for (root, spec) in specs {
+                match spec {
+                    DomainSpec::Static(host) => {
+                        builder.register_with(&root, move || Ok(Hosted::foreign(host)))?;
+                    }
+                    DomainSpec::Factory(factory) => {
+                        let server = Python::attach(|py| server_obj.clone_ref(py));
+                        let id = root.clone();
+                        builder.register_factory(&root, move || {
+                            with_python(|py| {
+                                let build = || -> PyResult<PyHost> {
+                                    let product = factory.bind(py).call0()?;
+                                    let layout = server.bind(py).call_method1(
+                                        intern!(py, "_layout_factory"),
+                                        (&id, product),
+                                    )?;
+                                    host_from_layout(server.clone_ref(py), &layout)
+                                };
+                                build().map(Hosted::foreign).map_err(|e| host_error(py, e))
+                            })
+                        })?;
+                    }
+                }
+            }
+            Ok(builder.start())
+        })?;
+        Ok(PyServer {
+            server: started,
+            runtime: Mutex::new(Some(runtime)),
+            listeners: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Starts a WebSocket listener; returns the bound port.
+    fn listen(&self, py: Python<'_>, host: &str, port: u16) -> PyResult<u16> {
+        let guard = self.runtime.lock();
+        let runtime = guard
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("Server is closed"))?;
+        let server = self.server.clone();
+        let addr = (host.to_string(), port);
+        let listener = py
+            .detach(|| runtime.block_on(async move { server.listen(addr).await }))
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot listen on {host}:{port}: {e}")))?;
+        let port = listener.local_addr().port();
+        self.listeners.lock().push(listener);
+        Ok(port)
+    }
+
+    /// Connects an in-memory client (the crate's blocking client).
+    #[pyo3(signature = (*, timeout = Some(30.0), max_message_size = unienv_remote::codec::DEFAULT_MAX_MESSAGE_SIZE))]
+    fn connect_memory(
+        &self,
+        py: Python<'_>,
+        timeout: Option<f64>,
+        max_message_size: usize,
+    ) -> PyResult<crate::client::PyClient> {
+        let guard = self.runtime.lock();
+        let runtime = guard
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("Server is closed"))?;
+        let transport = {
+            let _enter = runtime.enter();
+            self.server.connect_memory()
+        };
+        crate::client::PyClient::over_memory(py, transport, timeout, max_message_size)
+    }
+
+    /// Number of connected sessions.
+    #[getter]
+    fn session_count(&self) -> usize {
+        self.server.session_count()
+    }
+
+    /// Closes every session, disposes of every domain (each on its own
+    /// thread, attached to the interpreter only while closing objects) and
+    /// stops the runtime. Idempotent.
+    fn close(&self, py: Python<'_>) {
+        let Some(runtime) = self.runtime.lock().take() else {
+            return;
+        };
+        let listeners: Vec<Listener> = std::mem::take(&mut *self.listeners.lock());
+        let server = self.server.clone();
+        py.detach(move || {
+            runtime.block_on(async move {
+                for l in listeners {
+                    l.stop().await;
+                }
+                server.shutdown().await;
+            });
+            runtime.shutdown_timeout(Duration::from_secs(1));
+        });
+    }
+}
+
+/// Registers `Server`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyServer>()
+}

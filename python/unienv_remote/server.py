@@ -1,0 +1,342 @@
+"""``unienv_remote.RemoteServer``: the unienv-remote Rust server hosting Python objects.
+
+A drop-in for ``unienv_interface.remote.RemoteServer`` (unienv 0.0.1b14)::
+
+    from unienv_remote import RemoteServer   # was: from unienv_interface.remote import RemoteServer
+
+Registration is the reference's, in Python (the same forms, checks and resource
+IDs); everything after it — protocol, codec, sessions, queues, snapshots,
+transports — runs in Rust. Each execution domain has a worker thread that holds
+the GIL only while it calls into the hosted objects, so simulators that release
+the GIL (NumPy, MuJoCo) step independent domains in parallel.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from threading import Lock
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from urllib.parse import quote
+
+from unienv_interface.env_base.env import Env
+from unienv_interface.remote.codec import DEFAULT_MAX_MESSAGE_SIZE, map_arrays
+from unienv_interface.world.env_composer import WorldEnv
+from unienv_interface.world.node import WorldNode
+from unienv_interface.world.world import World
+
+from . import _native
+
+HostedResource = Union[Env, World, WorldNode]
+ResourceFactory = Callable[[], HostedResource]
+
+__all__ = ["RemoteServer"]
+
+
+class _Resource:
+    __slots__ = ("id", "obj", "kind", "domain", "world_id", "node_id", "children")
+
+    def __init__(self, resource_id: str, obj: HostedResource, kind: str, domain: "_Domain") -> None:
+        self.id, self.obj, self.kind, self.domain = resource_id, obj, kind, domain
+        self.world_id: Optional[str] = None
+        self.node_id: Optional[str] = None
+        self.children: Dict[str, str] = {}
+
+
+class _Domain:
+    __slots__ = ("resources", "factory", "root_id")
+
+    def __init__(self, factory: Optional[ResourceFactory] = None, root_id: Optional[str] = None) -> None:
+        self.resources: List[_Resource] = []
+        self.factory, self.root_id = factory, root_id
+
+
+def _is_numpy(obj: HostedResource) -> bool:
+    backend = getattr(obj, "backend", None)
+    return getattr(backend, "simplified_name", None) == "numpy" and getattr(obj, "device", None) is None
+
+
+class RemoteServer:
+    """Host objects or lazy root factories. Register resources before connecting.
+
+    The reference's constructor arguments (``max_message_size``, ``idle_timeout``)
+    and these additions:
+
+    * ``token``: WebSocket clients must send ``Authorization: Bearer <token>``.
+    * ``allowed_origins`` / ``allowed_hosts``: browser origins and ``Host`` names
+      allowed besides loopback ones (``"*"`` allows any origin).
+    * ``max_connections``, ``max_in_flight`` (requests a session may have queued),
+      ``max_subscriptions_per_session``: limits.
+    * ``env_boundary_snapshots``: also repeat an env call's own fields as its
+      boundary snapshot (the reference does; off by default, as the values are
+      already the call's result).
+    * ``shutdown_timeout``: seconds ``close()`` waits for each domain's worker
+      (a simulator hung past it is left behind).
+    """
+
+    def __init__(self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                 idle_timeout: Optional[float] = 60.0, token: Optional[str] = None,
+                 allowed_origins: Sequence[str] = (), allowed_hosts: Sequence[str] = (),
+                 max_connections: int = 1024, max_in_flight: int = 64,
+                 max_subscriptions_per_session: int = 1024, env_boundary_snapshots: bool = False,
+                 shutdown_timeout: float = 10.0) -> None:
+        if idle_timeout is not None and (not math.isfinite(idle_timeout) or idle_timeout <= 0):
+            raise ValueError("idle_timeout must be positive and finite, or None")
+        if type(max_message_size) is not int or max_message_size < 8:
+            raise ValueError("max_message_size must be an integer of at least 8")
+        self.max_message_size = max_message_size
+        self.idle_timeout = idle_timeout
+        self._options: Dict[str, Any] = dict(
+            token=token, allowed_origins=list(allowed_origins), allowed_hosts=list(allowed_hosts),
+            max_connections=max_connections, max_in_flight=max_in_flight,
+            max_subscriptions_per_session=max_subscriptions_per_session,
+            env_boundary_snapshots=env_boundary_snapshots, shutdown_timeout=shutdown_timeout)
+        self._resources: Dict[str, _Resource] = {}
+        self._objects: Dict[int, str] = {}
+        self._domains: Dict[Any, _Domain] = {}
+        self._world_owners: Dict[int, _Domain] = {}
+        self._lock = Lock()
+        self._native: Optional[_native.Server] = None
+        self._closed = False
+        self._listening = False
+
+    # -- registration (the reference's rules) ----------------------------------
+
+    def register(self, resource_id: str, obj_or_factory: Union[HostedResource, ResourceFactory]) -> str:
+        """Register an Env, World, WorldNode, or zero-arg root factory.
+
+        WorldEnv exports its world and complete node tree automatically.
+        Re-registering the same object returns its existing ID, without aliases.
+        A root WorldNode with world=None owns a separate domain, including its
+        detached children. Factories run on the domain's worker on first access
+        (including discovery); their topology must stay identical across idle
+        eviction and revival.
+        """
+        with self._lock:
+            if self._native is not None or self._closed:
+                raise RuntimeError("Register resources before starting the server")
+            if callable(obj_or_factory):
+                if not isinstance(resource_id, str) or not resource_id:
+                    raise ValueError("resource_id must be a nonempty string")
+                if resource_id in self._resources:
+                    raise ValueError(f"Resource ID already registered: {resource_id}")
+                domain = _Domain(factory=obj_or_factory, root_id=resource_id)
+                # A placeholder until the factory runs (routing and ID checks).
+                self._resources[resource_id] = _Resource(resource_id, None, None, domain)  # type: ignore[arg-type]
+                self._domains[resource_id] = domain
+                return resource_id
+            return self._register(resource_id, obj_or_factory)
+
+    def _register(self, resource_id: str, obj: HostedResource, target: Optional[_Domain] = None) -> Tuple[str, List[_Resource]]:
+        resources, objects, domains = self._resources.copy(), self._objects.copy(), self._domains.copy()
+        world_owners = self._world_owners.copy()
+        members = {key: list(domain.resources) for key, domain in domains.items()}
+        if target is not None:
+            # A factory's product: laid out on its own, never merged into the
+            # registry (a registered object met in it is refused below).
+            resources = {key: value for key, value in resources.items() if value.domain is not target}
+            members[target.root_id] = []
+        root_world: List[Any] = []
+        detached_root = obj if isinstance(obj, WorldNode) and obj.world is None else None
+        detached_key = ("node", id(detached_root)) if detached_root is not None else None
+
+        def visit(resource_id: str, obj: HostedResource) -> str:
+            if not isinstance(resource_id, str) or not resource_id:
+                raise ValueError("resource_id must be a nonempty string")
+            if resource_id in resources and resources[resource_id].obj is not obj:
+                raise ValueError(f"Resource ID already registered: {resource_id}")
+            if id(obj) in objects:
+                existing = resources[objects[id(obj)]]
+                if target is not None and existing.domain is not target:
+                    raise ValueError("Factory trees must not share registered objects")
+                expected_key = target.root_id if target is not None else detached_key
+                if detached_root is not None and obj is not detached_root and existing.domain is not domains.get(expected_key):
+                    raise ValueError("Detached node trees must not share registered nodes across domains")
+                return objects[id(obj)]
+            if not isinstance(obj, (Env, World, WorldNode)):
+                raise TypeError("Expected Env, World, or WorldNode")
+            kind = "env" if isinstance(obj, Env) else ("world" if isinstance(obj, World) else "node")
+            base = obj.unwrapped if isinstance(obj, Env) else obj
+            world = base.world if isinstance(base, (WorldEnv, WorldNode)) else base
+            if world is None:
+                if detached_root is None:
+                    raise ValueError("Only detached node roots and their children may omit a world")
+                if getattr(obj, "backend", None) is None:
+                    raise ValueError("Detached nodes must declare a backend; the RPC device defaults to None")
+            key: Any = detached_key if world is None else id(world)
+            if target is not None:
+                if world is not None:
+                    if not root_world:
+                        root_world.append(world)
+                    if world is not root_world[0]:
+                        raise ValueError("Factory trees must have their own single world")
+                key = target.root_id
+            if key not in domains:
+                domains[key] = _Domain()
+                members[key] = []
+            domain = domains[key]
+            if world is not None:
+                owner = world_owners.get(id(world))
+                if owner is not None and owner is not domain:
+                    raise ValueError("Underlying world or environment already belongs to another domain")
+                world_owners[id(world)] = domain
+            resource = _Resource(resource_id, obj, kind, domain)
+            resources[resource_id] = resource
+            objects[id(obj)] = resource_id
+            members[key].append(resource)
+            if isinstance(base, (WorldEnv, WorldNode)) and world is not None:
+                resource.world_id = visit(resource_id + "/world", world)
+            if isinstance(base, WorldEnv):
+                resource.node_id = visit(resource_id + "/node", base.node)
+            if isinstance(obj, WorldNode):
+                for child in getattr(obj, "nodes", ()):
+                    if child.world is not world:
+                        raise ValueError("All children must retain their server-side world")
+                    if child.name in resource.children:
+                        raise ValueError("Duplicate child node name")
+                    resource.children[child.name] = visit(resource_id + "/" + quote(child.name, safe=""), child)
+            return resource_id
+
+        canonical_id = visit(resource_id, obj)
+        if target is not None:
+            return canonical_id, members[target.root_id]
+        for key, domain in domains.items():
+            domain.resources = members[key]
+        self._resources, self._objects, self._domains = resources, objects, domains
+        self._world_owners = world_owners
+        return canonical_id  # type: ignore[return-value]
+
+    # -- called by the Rust domains ----------------------------------------------
+
+    @staticmethod
+    def _entries(resources: Iterable[_Resource]) -> List[tuple]:
+        return [(r.id, r.kind, r.obj, r.world_id, r.node_id, list(r.children.items()), _is_numpy(r.obj))
+                for r in resources]
+
+    def _layout_factory(self, root_id: str, obj: HostedResource) -> List[tuple]:
+        """Lays out a factory's product (on its domain's worker)."""
+        with self._lock:
+            domain = self._domains.get(root_id)
+            if domain is None:
+                raise ValueError("Unknown factory")
+            try:
+                _, resources = self._register(root_id, obj, target=domain)
+            except Exception:
+                self._dispose_rejected(obj)
+                raise
+        return self._entries(resources)
+
+    def _dispose_rejected(self, obj: HostedResource) -> None:
+        # A rejected product is closed unless it holds registered objects.
+        if id(obj) in self._objects:
+            return
+        try:
+            obj.close()
+        except Exception:
+            logging.getLogger(__name__).exception("Rejected factory object cleanup failed")
+
+    @staticmethod
+    def _map_arguments(obj: HostedResource, args: tuple, kwargs: dict) -> Tuple[tuple, dict]:
+        """Converts array arguments to a non-NumPy resource's backend and device."""
+        backend, device = obj.backend, getattr(obj, "device", None)
+        return tuple(map_arrays(list(args), backend, device)), map_arrays(kwargs, backend, device)
+
+    @staticmethod
+    def _dispose(items: List[Tuple[str, HostedResource]]) -> None:
+        """Closes a domain's objects once, as the reference does: the outermost
+        registered wrapper chain (whose close releases what it wraps), then nodes
+        no closed object covers, then a world no WorldEnv covers."""
+        nodes = [obj for kind, obj in items if kind == "node"]
+        child_ids = {id(child) for node in nodes for child in getattr(node, "nodes", ())}
+        environments = [obj for kind, obj in items if kind == "env"]
+        covered_nodes: Set[int] = set()
+
+        def cover(node: WorldNode) -> None:
+            if id(node) in covered_nodes:
+                return
+            covered_nodes.add(id(node))
+            for child in getattr(node, "nodes", ()):
+                cover(child)
+
+        wrapped_ids: Set[int] = set()
+        for env in environments:
+            current = getattr(env, "env", None)
+            while isinstance(current, Env) and id(current) not in wrapped_ids:
+                wrapped_ids.add(id(current))
+                current = getattr(current, "env", None)
+        roots = [env for env in environments if id(env) not in wrapped_ids]
+        objects: List[Any] = roots[:1]
+        world_covered = False
+        if roots:
+            base = roots[0].unwrapped
+            if isinstance(base, WorldEnv):
+                cover(base.node)
+                world_covered = True
+        objects += [node for node in nodes if id(node) not in child_ids and id(node) not in covered_nodes]
+        if not world_covered:
+            objects += [obj for kind, obj in items if kind == "world"]
+        for obj in objects:
+            try:
+                obj.close()
+            except BaseException:
+                logging.getLogger(__name__).exception("Closing %r failed", obj)
+
+    # -- serving -------------------------------------------------------------------
+
+    def _start(self) -> _native.Server:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("Server is closed")
+            if self._native is None:
+                domains: List[tuple] = []
+                for domain in self._domains.values():
+                    if domain.factory is not None:
+                        domains.append((domain.root_id, domain.factory))
+                    else:
+                        domains.append((domain.resources[0].id, self._entries(domain.resources)))
+                self._native = _native.Server(self, domains, max_message_size=self.max_message_size,
+                                              idle_timeout=self.idle_timeout, **self._options)
+            return self._native
+
+    def listen(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Start the WebSocket listener; return its ws:// endpoint."""
+        if self._closed or self._listening:
+            raise RuntimeError("Server is closed or already listening")
+        native = self._start()
+        bound = native.listen(host, port)
+        self._listening = True
+        return f"ws://{'[' + host + ']' if ':' in host else host}:{bound}"
+
+    def connect(self, **client_options: Any):
+        """Create an in-memory ``unienv_remote.RemoteClient`` using the full wire protocol."""
+        from .client import RemoteClient
+        native = self._start()
+        client_options.setdefault("max_message_size", self.max_message_size)
+        memory = native.connect_memory(timeout=client_options.get("timeout", 30.0),
+                                       max_message_size=client_options["max_message_size"])
+        return RemoteClient(memory, **client_options)
+
+    @property
+    def session_count(self) -> int:
+        """Connected sessions (0 before the server starts)."""
+        return 0 if self._native is None else self._native.session_count
+
+    def close(self) -> None:
+        """Close every session and dispose of every domain (each close hook once)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            native = self._native
+        if native is not None:
+            native.close()
+        self._resources.clear()
+        self._objects.clear()
+        self._domains.clear()
+        self._world_owners.clear()
+
+    def __enter__(self) -> RemoteServer:
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()
