@@ -616,9 +616,15 @@ fn check_request(session: &SessionShared, request: &Dict) -> Result<(), Protocol
             ));
         }
     }
-    if request.get("version").and_then(Value::as_i64) != Some(PROTOCOL_VERSION)
-        || matches!(request.get("version"), Some(Value::Bool(_)))
-    {
+    // As in the reference (`request.get("version") != 1` in Python): every
+    // value equal to 1 is version 1, so `True` and `1.0` are too.
+    let version_one = match request.get("version") {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Float(f)) => *f == PROTOCOL_VERSION as f64,
+        Some(v) => v.as_i64() == Some(PROTOCOL_VERSION),
+        None => false,
+    };
+    if !version_one {
         return Err(err(
             ErrorCode::VERSION_MISMATCH,
             "Only protocol version 1 is supported",
