@@ -851,3 +851,19 @@ async fn version_and_unbuilt_factory_roots_follow_the_reference() {
     );
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn integers_beyond_64_bits_get_a_structured_error_not_a_closed_connection() {
+    // `env.reset(seed=2**64)`: the envelope is valid (the reference runs
+    // it); a Rust simulator cannot take the seed, so the request is refused
+    // and the session carries on.
+    let server = fixture_server();
+    let mut raw = Raw::connect(&server).await;
+    let big = unienv_remote::codec::BigInt::parse("18446744073709551616").unwrap();
+    let seed = fields(&[("seed", Value::BigInt(big))]);
+    let answer = raw.env_call("counter", "reset", vec![], seed).await;
+    assert_eq!(code(&answer), "invalid_request");
+    assert!(!uncertain(&answer));
+    result(&raw.env_call("counter", "reset", vec![], seed(3)).await);
+    server.shutdown().await;
+}

@@ -660,6 +660,8 @@ fn hello(
     let limit = match request.get("max_message_size") {
         None => server_max as u64,
         Some(v @ (Value::Int(_) | Value::UInt(_))) => v.as_u64().unwrap_or(0),
+        // Beyond u64: the server's limit is the smaller.
+        Some(Value::BigInt(b)) if !b.is_negative() => u64::MAX,
         Some(_) => return Err(err(ErrorCode::INVALID_REQUEST, "Invalid max_message_size")),
     };
     if limit < crate::codec::MIN_MAX_MESSAGE_SIZE as u64 {
