@@ -860,8 +860,8 @@ async fn integers_beyond_64_bits_get_a_structured_error_not_a_closed_connection(
     let server = fixture_server();
     let mut raw = Raw::connect(&server).await;
     let big = unienv_remote::codec::BigInt::parse("18446744073709551616").unwrap();
-    let seed = fields(&[("seed", Value::BigInt(big))]);
-    let answer = raw.env_call("counter", "reset", vec![], seed).await;
+    let big_seed = fields(&[("seed", Value::BigInt(big))]);
+    let answer = raw.env_call("counter", "reset", vec![], big_seed).await;
     assert_eq!(code(&answer), "invalid_request");
     assert!(!uncertain(&answer));
     result(&raw.env_call("counter", "reset", vec![], seed(3)).await);
