@@ -298,22 +298,23 @@ fn nan_and_infinity_literals() {
 }
 
 fn integer_range_cases() -> Vec<Bad> {
+    // Integers of any size are carried (as `Value::BigInt` beyond 64 bits),
+    // up to Python's 4300-digit conversion limit, past which the reference
+    // cannot read them either.
     let range = |e: &CodecError| matches!(e, CodecError::IntegerOutOfRange { .. });
-    let bigint = "integers beyond 64 bits: Python ints are unbounded; Rust peers cannot hold them";
+    let long = "9".repeat(4301);
     [
-        "18446744073709551616",
-        "-9223372036854775809",
-        "99999999999999999999999999",
-        r#"{"t":"list","v":[0,18446744073709551616]}"#,
-        r#"{"t":"dict","v":[["ts",-18446744073709551615]]}"#,
+        long.clone(),
+        format!("-{}", "1".repeat(4301)),
+        format!(r#"{{"t":"list","v":[0,{long}]}}"#),
     ]
-    .into_iter()
-    .map(|h| Bad::header(h, b"", range).reference_accepts(bigint))
+    .iter()
+    .map(|h| Bad::header(h, b"", range))
     .collect()
 }
 
 #[test]
-fn integers_outside_the_64_bit_range() {
+fn integers_beyond_python_digit_limit() {
     check(integer_range_cases());
     // The edges themselves are fine.
     for (text, v) in [
@@ -322,6 +323,28 @@ fn integers_outside_the_64_bit_range() {
     ] {
         assert_eq!(Codec::default().decode(frame(text, b"")).unwrap(), v);
     }
+}
+
+#[test]
+fn integers_beyond_64_bits_are_carried_exactly() {
+    let max_digits = "7".repeat(4300);
+    for text in [
+        "18446744073709551616",
+        "-9223372036854775809",
+        "340282366920938463463374607431768211455",
+        max_digits.as_str(),
+    ] {
+        let header = format!(r#"{{"t":"dict","v":[["seed",{text}]]}}"#);
+        let value = Codec::default().decode(frame(&header, b"")).unwrap();
+        match value.get("seed") {
+            Some(Value::BigInt(b)) => assert_eq!(b.as_str(), text),
+            other => panic!("{text}: {other:?}"),
+        }
+        let encoded = Codec::default().encode(&value).unwrap();
+        assert_eq!(&encoded[4..], header.as_bytes(), "re-encoded byte for byte");
+    }
+    assert!(unienv_remote::codec::BigInt::parse("18446744073709551615").is_none());
+    assert!(unienv_remote::codec::BigInt::parse("018446744073709551616").is_none());
 }
 
 fn float_range_cases() -> Vec<Bad> {

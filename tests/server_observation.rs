@@ -581,3 +581,33 @@ async fn revival_must_keep_the_topology() {
     );
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_subscribed_with_no_fields_gets_no_proactive_reads() {
+    // As in the reference: the union of the controller's selections is
+    // empty, so its boundary snapshot of that resource reads nothing (the
+    // way to keep a consumptive sensor from being read).
+    let events = log();
+    let server = tree_server(&events, false, None);
+    let mut ctl = Raw::connect(&server).await;
+    result(
+        &ctl.op("subscribe", Some("tree/a"), sub("none", Some(&[])))
+            .await,
+    );
+    let done = result(&reset_op(&mut ctl, "op").await);
+    let a = done
+        .as_seq()
+        .unwrap()
+        .iter()
+        .find(|d| d.get("id") == Some(&Value::from("tree/a")))
+        .unwrap();
+    let snap = a.get("snapshot").unwrap();
+    assert_eq!(snap.get("fields"), Some(&Value::List(vec![])));
+    assert_eq!(snap.get("data"), Some(&Value::Dict(Dict::new())));
+    assert!(
+        !events.lock().iter().any(|e| e.starts_with("a.get_")),
+        "{:?}",
+        events.lock()
+    );
+    server.shutdown().await;
+}

@@ -807,3 +807,63 @@ async fn registration_conflicts_are_rejected_whole() {
     );
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_and_unbuilt_factory_roots_follow_the_reference() {
+    let server = fixture_server();
+    let mut raw = Raw::connect(&server).await;
+    // The reference compares `version != 1` in Python: True and 1.0 are 1.
+    for v in [Value::Bool(true), Value::Float(1.0), Value::UInt(1)] {
+        let mut r = raw.request("describe", Some("counter"), Dict::new());
+        r.insert("version", v.clone());
+        let answer = raw.call_raw(r).await;
+        assert_eq!(
+            answer.get("type").and_then(Value::as_str),
+            Some("response"),
+            "{v:?}"
+        );
+    }
+    for v in [
+        Value::Bool(false),
+        Value::Float(1.5),
+        Value::from("1"),
+        Value::Null,
+    ] {
+        let mut r = raw.request("describe", Some("counter"), Dict::new());
+        r.insert("version", v.clone());
+        assert_eq!(code(&raw.call_raw(r).await), "version_mismatch", "{v:?}");
+    }
+    // Releasing or unsubscribing at a factory root never built is null, as
+    // in the reference (nothing is built); unknown IDs under it are not.
+    assert!(!server.is_lazy("counter"));
+    assert_eq!(
+        result(&raw.op("release", Some("lazy"), Dict::new()).await),
+        Value::Null
+    );
+    let unsub = fields(&[("subscription_id", Value::from("nope"))]);
+    assert_eq!(
+        result(&raw.op("unsubscribe", Some("lazy"), unsub).await),
+        Value::Null
+    );
+    assert_eq!(
+        code(&raw.op("release", Some("lazy/nothing"), Dict::new()).await),
+        "not_found"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn integers_beyond_64_bits_get_a_structured_error_not_a_closed_connection() {
+    // `env.reset(seed=2**64)`: the envelope is valid (the reference runs
+    // it); a Rust simulator cannot take the seed, so the request is refused
+    // and the session carries on.
+    let server = fixture_server();
+    let mut raw = Raw::connect(&server).await;
+    let big = unienv_remote::codec::BigInt::parse("18446744073709551616").unwrap();
+    let big_seed = fields(&[("seed", Value::BigInt(big))]);
+    let answer = raw.env_call("counter", "reset", vec![], big_seed).await;
+    assert_eq!(code(&answer), "invalid_request");
+    assert!(!uncertain(&answer));
+    result(&raw.env_call("counter", "reset", vec![], seed(3)).await);
+    server.shutdown().await;
+}

@@ -69,9 +69,22 @@ pub struct LoadArgs {
     /// With --url: the bearer token.
     #[arg(long)]
     pub token: Option<String>,
-    /// Fail when the RSS grows by more than this after the warm-up (MiB).
+    /// Fail when the RSS grows by more than this after the warm-up (MiB;
+    /// not checked with --hostile, whose attackers' buffers come and go).
     #[arg(long, value_name = "MIB", default_value_t = 64.0)]
     pub max_rss_growth_mib: f64,
+    /// Fail when the peak RSS exceeds this (MiB).
+    #[arg(long, value_name = "MIB")]
+    pub max_rss_mib: Option<f64>,
+    /// Also run N attackers of each hostile kind (0 to 128; see
+    /// `unienv-remote load --help`): oversized and v-before-t envelopes,
+    /// silent and stalled connections, peers that never read, reserved
+    /// opcodes. The bystanders' checks and latency are reported as usual.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub hostile: usize,
+    /// Size of the attackers' large envelopes (MiB, 1 to 60).
+    #[arg(long, value_name = "MIB", default_value_t = 16)]
+    pub hostile_mib: usize,
 }
 
 /// What one controller saw.
@@ -229,6 +242,21 @@ fn validate(args: &LoadArgs) -> Result<(), String> {
     if !(args.max_rss_growth_mib.is_finite() && args.max_rss_growth_mib >= 0.0) {
         return Err("--max-rss-growth-mib must be a non-negative number".into());
     }
+    if args
+        .max_rss_mib
+        .is_some_and(|m| !(m.is_finite() && m > 0.0))
+    {
+        return Err("--max-rss-mib must be a positive number".into());
+    }
+    if args.hostile > 128 {
+        return Err(format!("--hostile must be 0 to 128, got {}", args.hostile));
+    }
+    if !(1..=60).contains(&args.hostile_mib) {
+        return Err(format!(
+            "--hostile-mib must be 1 to 60, got {}",
+            args.hostile_mib
+        ));
+    }
     match &args.url {
         Some(url) => {
             loopback_url(url)?;
@@ -279,7 +307,10 @@ pub fn load(args: LoadArgs) -> ExitCode {
 async fn in_process(args: &LoadArgs) -> Result<(Server, Listener, Vec<String>), String> {
     let config = ServerConfig {
         idle_timeout: None,
-        max_connections: args.controllers + args.observers + 16,
+        max_connections: args.controllers
+            + args.observers
+            + 16
+            + args.hostile * super::hostile::KINDS.len(),
         ..ServerConfig::default()
     };
     let mut builder = Server::builder(config);
@@ -377,6 +408,24 @@ async fn run(args: LoadArgs) -> Result<bool, String> {
         };
         controllers.push(tokio::spawn(control(session, reader, writer, plan)));
     }
+    let tally = Arc::new(parking_lot::Mutex::new(super::hostile::Tally::default()));
+    let attackers = if args.hostile > 0 {
+        let addr = url
+            .trim_start_matches("ws://")
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let target = super::hostile::Target {
+            addr,
+            token: args.token.clone(),
+            envs: envs.clone(),
+            mib: args.hostile_mib,
+        };
+        super::hostile::spawn(target, args.hostile, end, tally.clone())
+    } else {
+        Vec::new()
+    };
 
     // Sample memory and report progress until the end.
     let mut samples: Vec<(f64, u64)> = Vec::new();
@@ -406,6 +455,9 @@ async fn run(args: LoadArgs) -> Result<bool, String> {
     // The last sample is taken under load, before connections close.
     if let Some(kib) = rss_kib() {
         samples.push((started.elapsed().as_secs_f64(), kib));
+    }
+    for a in attackers {
+        let _ = tokio::time::timeout(SETTLE, a).await;
     }
     let mut latency = Histogram::new();
     let mut reports = Vec::new();
@@ -437,6 +489,15 @@ async fn run(args: LoadArgs) -> Result<bool, String> {
     if let Some((server, listener)) = server {
         server.shutdown().await;
         drop(listener);
+    }
+    if args.hostile > 0 {
+        println!(
+            "attackers ({} of each kind, {} MiB envelopes; how the server ended their connections):",
+            args.hostile, args.hostile_mib
+        );
+        for line in tally.lock().lines() {
+            println!("  {line}");
+        }
     }
     Ok(print_report(
         &args, &reports, &observed, &latency, elapsed, &samples,
@@ -575,15 +636,24 @@ fn print_report(
         regressions == 0,
         format!("{regressions} regressions or foreign snapshots"),
     );
-    check(
-        "memory bounded",
-        growth_mib <= args.max_rss_growth_mib,
-        format!(
-            "growth {growth_mib:+.1} MiB ≤ {} MiB, peak {:.1} MiB",
-            args.max_rss_growth_mib,
-            peak as f64 / 1024.0
-        ),
-    );
+    if args.hostile == 0 {
+        check(
+            "memory bounded",
+            growth_mib <= args.max_rss_growth_mib,
+            format!(
+                "growth {growth_mib:+.1} MiB ≤ {} MiB, peak {:.1} MiB",
+                args.max_rss_growth_mib,
+                peak as f64 / 1024.0
+            ),
+        );
+    }
+    if let Some(max) = args.max_rss_mib {
+        check(
+            "peak memory bounded",
+            peak as f64 / 1024.0 <= max,
+            format!("peak {:.1} MiB ≤ {max} MiB", peak as f64 / 1024.0),
+        );
+    }
     println!("{}", if ok { "PASS" } else { "FAIL" });
     ok
 }
@@ -959,9 +1029,20 @@ mod tests {
             envs: Vec::new(),
             token: None,
             max_rss_growth_mib: 64.0,
+            max_rss_mib: None,
+            hostile: 0,
+            hostile_mib: 16,
         };
         assert!(validate(&args).is_ok());
         for bad in [
+            LoadArgs {
+                hostile: 129,
+                ..args.clone()
+            },
+            LoadArgs {
+                hostile_mib: 0,
+                ..args.clone()
+            },
             LoadArgs {
                 seconds: 0.0,
                 ..args.clone()

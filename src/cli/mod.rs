@@ -4,6 +4,7 @@
 
 mod bench;
 mod client_cmds;
+mod hostile;
 mod json_args;
 pub mod load;
 mod pretty;

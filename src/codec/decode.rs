@@ -17,7 +17,7 @@
 use super::array::{element_count, NdArray, MAX_DIMS};
 use super::dtype::DType;
 use super::error::{truncate, CodecError};
-use super::value::{Dict, Graph, ObjectArray, Value};
+use super::value::{BigInt, Dict, Graph, ObjectArray, Value};
 use super::MAX_DEPTH;
 use bytes::Bytes;
 use std::borrow::Cow;
@@ -350,15 +350,15 @@ impl<'a> Parser<'a> {
             return Ok(Value::Float(f));
         }
         debug_assert_eq!(int_end, i);
-        if negative {
-            text.parse::<i64>()
-                .map(Value::Int)
-                .map_err(|_| CodecError::IntegerOutOfRange { offset: start })
+        let parsed = if negative {
+            text.parse::<i64>().map(Value::Int).ok()
         } else {
-            text.parse::<u64>()
-                .map(Value::from)
-                .map_err(|_| CodecError::IntegerOutOfRange { offset: start })
-        }
+            text.parse::<u64>().map(Value::from).ok()
+        };
+        // Outside both ranges: the digits themselves (up to Python's limit).
+        parsed
+            .or_else(|| BigInt::parse(text).map(Value::BigInt))
+            .ok_or(CodecError::IntegerOutOfRange { offset: start })
     }
 
     /// A non-negative integer member (offsets, lengths, dimensions).

@@ -63,6 +63,7 @@ impl<'v, S: Sink> Writer<'v, S> {
             Value::Bool(false) => self.sink.put(b"false"),
             Value::Int(i) => self.sink.put(itoa::Buffer::new().format(*i).as_bytes()),
             Value::UInt(u) => self.sink.put(itoa::Buffer::new().format(*u).as_bytes()),
+            Value::BigInt(b) => self.sink.put(b.as_str().as_bytes()),
             Value::Float(f) if f.is_finite() => {
                 let mut buf = [0u8; 32];
                 let n = python_float_repr(*f, &mut buf);
@@ -225,6 +226,7 @@ impl Plan {
         }
         let guess = match v {
             Value::Null | Value::Bool(_) | Value::Int(_) | Value::UInt(_) => 8,
+            Value::BigInt(b) => b.as_str().len(),
             Value::Float(f) if f.is_finite() => 12,
             Value::Float(_) => 24,
             Value::Str(s) => {

@@ -58,8 +58,9 @@ pub enum CodecError {
         /// The budget.
         max: usize,
     },
-    /// An integer token outside both the i64 and the u64 range.
-    #[error("integer at byte {offset} is outside the 64-bit range")]
+    /// An integer token longer than Python's 4300-digit limit (the
+    /// reference cannot read it either).
+    #[error("integer at byte {offset} has more than 4300 digits")]
     IntegerOutOfRange {
         /// Where it starts.
         offset: usize,

@@ -32,7 +32,7 @@ pub use array::{ArrayError, NdArray, MAX_DIMS};
 pub use dtype::{ByteOrder, DType, DTypeError, Element, ScalarKind};
 pub use encode::Fragment;
 pub use error::CodecError;
-pub use value::{Dict, Graph, ObjectArray, ObjectArrayError, Value};
+pub use value::{BigInt, Dict, Graph, ObjectArray, ObjectArrayError, Value};
 
 use bytes::Bytes;
 

@@ -8,9 +8,10 @@ use std::fmt;
 
 /// One node of the protocol's value tree.
 ///
-/// Integers are lossless over the whole `i64` and `u64` ranges: values that fit
-/// in `i64` are [`Value::Int`], larger unsigned values are [`Value::UInt`]
-/// (equality compares the numbers, so `Int(5) == UInt(5)`). [`Value::Float`] may
+/// Integers are lossless: values that fit in `i64` are [`Value::Int`], larger
+/// unsigned values are [`Value::UInt`] (equality compares the numbers, so
+/// `Int(5) == UInt(5)`), and every other integer up to Python's 4300-digit
+/// conversion limit is a [`Value::BigInt`] holding its decimal digits. [`Value::Float`] may
 /// hold any `f64`; non-finite values travel with the `float` tag. Equality is
 /// structural: `NaN` equals `NaN`, dictionaries compare in order, lists and
 /// tuples are different things.
@@ -25,6 +26,12 @@ pub enum Value {
     Int(i64),
     /// An unsigned integer above `i64::MAX`.
     UInt(u64),
+    /// An integer outside both the `i64` and the `u64` range (Python's
+    /// `2**64`, a 128-bit `SeedSequence().entropy`), carried exactly as its
+    /// decimal digits and re-encoded byte for byte. No numeric accessor
+    /// (`as_i64`, `as_u64`, `as_f64`) returns it; hosts that need a machine
+    /// integer refuse it as an invalid argument.
+    BigInt(BigInt),
     /// A float (finite or not).
     Float(f64),
     /// A UTF-8 string.
@@ -76,7 +83,7 @@ impl Value {
         match self {
             Value::Null => "null",
             Value::Bool(_) => "bool",
-            Value::Int(_) | Value::UInt(_) => "int",
+            Value::Int(_) | Value::UInt(_) | Value::BigInt(_) => "int",
             Value::Float(_) => "float",
             Value::Str(_) => "str",
             Value::Bytes(_) => "bytes",
@@ -206,6 +213,8 @@ impl Value {
             Value::Bool(b) => *b,
             Value::Int(i) => *i != 0,
             Value::UInt(u) => *u != 0,
+            // Never zero: zero is an `Int`.
+            Value::BigInt(_) => true,
             Value::Float(f) => *f != 0.0,
             Value::Str(s) => !s.is_empty(),
             Value::Bytes(b) => !b.is_empty(),
@@ -235,6 +244,7 @@ impl PartialEq for Value {
             (Int(_) | UInt(_), Int(_) | UInt(_)) => {
                 self.as_i64() == other.as_i64() && self.as_u64() == other.as_u64()
             }
+            (BigInt(a), BigInt(b)) => a == b,
             (Float(a), Float(b)) => a == b || (a.is_nan() && b.is_nan()),
             (Str(a), Str(b)) => a == b,
             (Bytes(a), Bytes(b)) => a == b,
@@ -245,6 +255,57 @@ impl PartialEq for Value {
             (Graph(a), Graph(b)) => a == b,
             _ => false,
         }
+    }
+}
+
+/// An integer outside the `i64` and `u64` ranges, as its canonical decimal
+/// digits (an optional `-`, no leading zero), at most
+/// [`BigInt::MAX_DIGITS`] digits.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct BigInt(Box<str>);
+
+impl BigInt {
+    /// Python's default limit on the digits of an integer converted from or
+    /// to text (`sys.int_info.default_max_str_digits`): the reference cannot
+    /// decode or encode a longer one.
+    pub const MAX_DIGITS: usize = 4300;
+
+    /// The integer written as `text` (a JSON integer token: `-`?, digits,
+    /// no leading zero), if it is outside both the `i64` and the `u64`
+    /// range and has at most [`BigInt::MAX_DIGITS`] digits. Integers in
+    /// range are [`Value::Int`] / [`Value::UInt`] instead.
+    pub fn parse(text: &str) -> Option<BigInt> {
+        let digits = text.strip_prefix('-').unwrap_or(text);
+        let canonical = !digits.is_empty()
+            && digits.len() <= Self::MAX_DIGITS
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && (digits.len() == 1 || !digits.starts_with('0'));
+        if !canonical || text.parse::<i64>().is_ok() || text.parse::<u64>().is_ok() {
+            return None;
+        }
+        Some(BigInt(text.into()))
+    }
+
+    /// The decimal digits, with a leading `-` when negative.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether it is negative (below `i64::MIN`).
+    pub fn is_negative(&self) -> bool {
+        self.0.starts_with('-')
+    }
+}
+
+impl fmt::Debug for BigInt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Display for BigInt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
@@ -758,6 +819,7 @@ impl fmt::Display for Value {
             Value::Bool(false) => f.write_str("False"),
             Value::Int(i) => write!(f, "{i}"),
             Value::UInt(u) => write!(f, "{u}"),
+            Value::BigInt(b) => f.write_str(b.as_str()),
             Value::Float(x) if x.is_nan() => f.write_str("nan"),
             Value::Float(x) if x.is_infinite() => {
                 f.write_str(if *x > 0.0 { "inf" } else { "-inf" })

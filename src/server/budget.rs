@@ -276,6 +276,27 @@ impl Guards {
 mod tests {
     use super::*;
 
+    /// The defaults keep a 24 GiB machine alive with 1,024 connections all
+    /// misbehaving at once, with room for the OS, its socket buffers and
+    /// the simulators.
+    #[test]
+    fn default_worst_case_fits_a_24_gib_machine() {
+        let config = crate::server::ServerConfig::default();
+        let worst = config.worst_case_memory_bytes();
+        assert_eq!(config.max_connections, 1024);
+        assert!(
+            worst <= 12 << 30,
+            "{:.1} GiB",
+            worst as f64 / (1u64 << 30) as f64
+        );
+        // Each term counts: raising a limit raises the bound.
+        let more = crate::server::ServerConfig {
+            max_server_bytes: config.max_server_bytes + (1 << 30),
+            ..config.clone()
+        };
+        assert_eq!(more.worst_case_memory_bytes(), worst + (1 << 30));
+    }
+
     #[test]
     fn allowance_then_pool_then_caps() {
         let pool = Pool::new(3 << 20);

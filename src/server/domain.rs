@@ -459,6 +459,14 @@ impl Domain {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let Some(&index) = self.ids.get(resource_id) else {
+            // As in the reference: releasing or unsubscribing at the root of
+            // a factory never built holds nothing to undo and is null.
+            if matches!(op, Some(Op::Release | Op::Unsubscribe))
+                && self.hosted.is_none()
+                && resource_id == self.root_id
+            {
+                return Ok((Reply::Value(Value::Null), None));
+            }
             return Err(err(ErrorCode::NOT_FOUND, "Unknown resource ID"));
         };
         let kind = self.resources[index].kind;
@@ -1020,13 +1028,18 @@ impl Domain {
                 .iter()
                 .filter_map(|f| Field::parse(f))
                 .collect();
+            // The union of the controller's own selections for this
+            // resource (empty when it subscribed with `fields: []`: no
+            // proactive reads, as in the reference), else every field.
             let mut selected: Vec<Field> = Vec::new();
+            let mut subscribed = false;
             for s in &self.subscriptions {
                 if Arc::ptr_eq(&s.session, &controller) && s.resource == index {
+                    subscribed = true;
                     selected.extend(s.fields.iter().copied());
                 }
             }
-            if selected.is_empty() {
+            if !subscribed {
                 selected = kind_fields;
             }
             let allowed = match meta.kind {

@@ -141,6 +141,52 @@ impl Default for ServerConfig {
     }
 }
 
+impl ServerConfig {
+    /// The most memory the server's connections can hold at once under
+    /// this configuration, whatever the peers do (SPEC section 11), in
+    /// bytes:
+    ///
+    /// `max_connections × (1 MiB allowance + 160 KiB fixed buffers)`
+    /// `+ max_server_bytes` (frames, decoded trees, queued and in-flight
+    /// responses beyond the allowances)
+    /// `+ max_parallel_decodes × max_decoded_bytes` (trees being built,
+    /// charged once built)
+    /// `+ max_connections × max_subscriptions_per_session × 1 KiB`
+    /// (subscription records and their IDs, at most 256 bytes)
+    /// `+ max_pending_handshakes × max_handshake_bytes`.
+    ///
+    /// Not included: the hosted simulators' own memory, in-memory
+    /// connections (not capped by `max_connections`), and the kernel's socket
+    /// buffers (bounded by the OS, e.g. Linux's `net.ipv4.tcp_mem`).
+    pub fn worst_case_memory_bytes(&self) -> u64 {
+        let n = self.max_connections as u64;
+        let per_connection = budget::ACCOUNT_ALLOWANCE as u64 + FIXED_CONNECTION_BYTES;
+        n.saturating_mul(per_connection)
+            .saturating_add(self.max_server_bytes as u64)
+            .saturating_add(
+                (self.max_parallel_decodes.max(1) as u64)
+                    .saturating_mul(self.max_decoded_bytes as u64),
+            )
+            .saturating_add(
+                n.saturating_mul(self.max_subscriptions_per_session as u64)
+                    .saturating_mul(SUBSCRIPTION_BYTES),
+            )
+            .saturating_add(
+                (self.max_pending_handshakes as u64)
+                    .saturating_mul(self.max_handshake_bytes as u64),
+            )
+    }
+}
+
+/// Per connection, uncharged: the read buffer's spare room (8 KiB), the
+/// writer's gathering buffer (64 KiB and one small frame), control frames
+/// held back (4 KiB), the tasks and session records.
+const FIXED_CONNECTION_BYTES: u64 = 160 << 10;
+
+/// One subscription: its record at the domain and the session, its ID
+/// (at most 256 bytes) twice, and its pending-snapshot slot.
+const SUBSCRIPTION_BYTES: u64 = 1 << 10;
+
 /// Why a registration was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RegisterError {

@@ -352,31 +352,40 @@ pub(crate) async fn run(
     let mut shutdown_rx = server.shutdown.subscribe();
     let writer_task = tokio::spawn(write_loop(session.clone(), writer));
     let in_flight = Arc::new(Semaphore::new(config.max_in_flight));
-    let hello_deadline = tokio::time::Instant::now() + config.hello_timeout;
+    // One timer, armed at the hello deadline, then (lazily, when it fires)
+    // at the idle limit: no timer is touched per message.
+    let timer = tokio::time::sleep(config.hello_timeout);
+    tokio::pin!(timer);
+    let mut timer_on = true;
     let mut last_message = tokio::time::Instant::now();
 
     let reason = loop {
-        // Before hello: the hello deadline. After: the idle limit, for a
-        // session that holds nothing.
-        let deadline = if !session.ready.load(Ordering::Acquire) {
-            Some(hello_deadline)
-        } else {
-            config.idle_session_timeout.map(|t| last_message + t)
-        };
         let frame = tokio::select! {
             biased;
             _ = close_rx.changed() => break close_rx.borrow().clone().unwrap_or(CloseReason::Shutdown),
             // `wait_for` sees a shutdown that began before this session did.
             _ = shutdown_rx.wait_for(|stop| *stop) => break CloseReason::Shutdown,
             frame = reader.recv() => frame,
-            _ = sleep_until(deadline) => {
+            _ = &mut timer, if timer_on => {
                 if !session.ready.load(Ordering::Acquire) {
                     break CloseReason::HelloTimeout;
                 }
-                if holds_nothing(&session, &in_flight, config.max_in_flight) {
-                    break CloseReason::Idle;
+                // After hello: a session that holds nothing and has sent
+                // nothing for the idle limit is closed.
+                let Some(idle) = config.idle_session_timeout else {
+                    timer_on = false;
+                    continue;
+                };
+                let now = tokio::time::Instant::now();
+                let idle_at = last_message + idle;
+                if now >= idle_at {
+                    if holds_nothing(&session, &in_flight, config.max_in_flight) {
+                        break CloseReason::Idle;
+                    }
+                    timer.as_mut().reset(now + idle);
+                } else {
+                    timer.as_mut().reset(idle_at);
                 }
-                last_message = tokio::time::Instant::now();
                 continue;
             }
         };
@@ -425,13 +434,6 @@ pub(crate) async fn run(
     server.sessions.lock().remove(&session.id);
     tracing_log(&reason, &session.id);
     reason
-}
-
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// Whether a session holds nothing a peer could be waiting on: no request
@@ -616,9 +618,15 @@ fn check_request(session: &SessionShared, request: &Dict) -> Result<(), Protocol
             ));
         }
     }
-    if request.get("version").and_then(Value::as_i64) != Some(PROTOCOL_VERSION)
-        || matches!(request.get("version"), Some(Value::Bool(_)))
-    {
+    // As in the reference (`request.get("version") != 1` in Python): every
+    // value equal to 1 is version 1, so `True` and `1.0` are too.
+    let version_one = match request.get("version") {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Float(f)) => *f == PROTOCOL_VERSION as f64,
+        Some(v) => v.as_i64() == Some(PROTOCOL_VERSION),
+        None => false,
+    };
+    if !version_one {
         return Err(err(
             ErrorCode::VERSION_MISMATCH,
             "Only protocol version 1 is supported",
@@ -654,6 +662,8 @@ fn hello(
     let limit = match request.get("max_message_size") {
         None => server_max as u64,
         Some(v @ (Value::Int(_) | Value::UInt(_))) => v.as_u64().unwrap_or(0),
+        // Beyond u64: the server's limit is the smaller.
+        Some(Value::BigInt(b)) if !b.is_negative() => u64::MAX,
         Some(_) => return Err(err(ErrorCode::INVALID_REQUEST, "Invalid max_message_size")),
     };
     if limit < crate::codec::MIN_MAX_MESSAGE_SIZE as u64 {

@@ -79,6 +79,7 @@ fn same_at(e: &Value, a: &Value, path: &mut String) -> Result<(), String> {
         (Value::Bool(x), Value::Bool(y)) if x == y => Ok(()),
         (Value::Int(x), Value::Int(y)) if x == y => Ok(()),
         (Value::UInt(x), Value::UInt(y)) if x == y => Ok(()),
+        (Value::BigInt(x), Value::BigInt(y)) if x == y => Ok(()),
         (Value::Float(x), Value::Float(y)) => {
             if x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()) {
                 Ok(())
