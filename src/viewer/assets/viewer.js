@@ -350,6 +350,7 @@ class Panel {
     while (this.boundaries.length > 1 && h.timestamp_ns / 1e9 - this.boundaries[0][0] > 1) this.boundaries.shift();
     if (descriptor) updateResource(descriptor, h.sequence);
     this.lastKind = h.kind;
+    this.gated = !!h.gated;
     this.apply(data, h.sequence);
     this.el.dataset.sequence = String(h.sequence);
     this.el.dataset.revision = String(h.revision);
@@ -437,10 +438,11 @@ class Panel {
       `boundaries <b>${brate.toFixed(1)}</b>/s`,
       `drawn <b>${rate.toFixed(1)}</b>/s`,
       `skipped ${this.skipped}`,
+      this.gated ? '<span title="Boundaries come faster than the page draws: the viewer subscribes once per drawn frame">paced</span>' : "",
     ];
     if ("terminated" in sig) parts.push(sig.terminated ? '<b style="color:#c62828">terminated</b>' : "not terminated");
     if ("truncated" in sig) parts.push(sig.truncated ? '<b style="color:#ef8f00">truncated</b>' : "not truncated");
-    this.stats.innerHTML = parts.join(" · ");
+    this.stats.innerHTML = parts.filter((x) => x).join(" · ");
   }
 }
 
@@ -605,6 +607,11 @@ function onMessage(buffer) {
       if (panel) {
         panel.pending = { h, data: revive(h.data, blob), descriptor: revive(h.descriptor, blob) };
         schedule();
+      }
+      break;
+    case "stale":
+      if (panel) {
+        panel.message(`Boundary #${h.sequence} is the latest; this panel shows #${h.shown}. Boundaries came faster than the page draws, so the viewer subscribes once per drawn frame, and the domain stopped between two frames.`, "warn");
       }
       break;
     case "subscription_error":
