@@ -631,7 +631,7 @@ async fn benchmark() {
     // without a browser (a WebSocket client granting a credit every 1/60 s
     // and drawing nothing), which is the viewer's own cost.
     let mut rounds: [Vec<Duration>; 4] = Default::default();
-    for _ in 0..5 {
+    for _ in 0..9 {
         rounds[0].push(mean_step(&controller, "bench_image", &small, steps).await);
         watch(&mut browser, "bench_image").await;
         step_until(
@@ -683,7 +683,7 @@ async fn benchmark() {
     let m: Vec<f64> = rounds.iter_mut().map(median).collect();
     let pct = |x: f64| (x / m[0] - 1.0) * 100.0;
     eprintln!(
-        "bench_image step, median of 5 rounds of {steps}: no panel {:.1} µs; browser panel live {:.1} µs ({:+.1} %); paused {:.1} µs ({:+.1} %); viewer page without a browser {:.1} µs ({:+.1} %)",
+        "bench_image step, median of 9 rounds of {steps}: no panel {:.1} µs; browser panel live {:.1} µs ({:+.1} %); paused {:.1} µs ({:+.1} %); viewer page without a browser {:.1} µs ({:+.1} %)",
         m[0], m[1], pct(m[1]), m[2], pct(m[2]), m[3], pct(m[3])
     );
 
