@@ -131,6 +131,21 @@ async fn a_page_without_credit_gets_nothing_then_only_the_latest() {
     let at = state["offset"].as_u64().expect("offset") as usize;
     let x = f32::from_le_bytes(latest.blob[at..at + 4].try_into().expect("4 bytes"));
     assert_eq!(x, 301.0);
+    // 300 boundaries in well under 2 s: above the gating rate, the panel
+    // now subscribes only while the page waits for a frame.
+    assert_eq!(latest.header["gated"], json!(true), "{}", latest.header);
+    // A boundary while unsubscribed between frames is missed; the next
+    // credit subscribes again, nothing comes, and the page is told how far
+    // behind its frame is.
+    bench.step(action.clone()).await.expect("step");
+    send(&mut page, json!({ "op": "ready", "panel": 7 })).await;
+    let stale = next_of(&mut page, "stale").await;
+    assert_eq!(stale.header["sequence"].as_u64(), Some(last_seq + 1));
+    assert_eq!(stale.header["shown"].as_u64(), Some(last_seq));
+    // From then on the subscription is kept: the next boundary arrives.
+    bench.step(action.clone()).await.expect("step");
+    let next = next_of(&mut page, "snapshot").await;
+    assert_eq!(next.header["sequence"].as_u64(), Some(last_seq + 2));
 
     // A subscription error reaches the page plainly.
     send(

@@ -263,6 +263,20 @@ impl Browser {
         );
     }
 
+    /// Whether `expression` becomes true within `within` (polled).
+    pub async fn poll(&mut self, expression: &str, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if self.eval(expression).await == Json::Bool(true) {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// A PNG screenshot of the page.
     pub async fn screenshot(&mut self) -> Vec<u8> {
         let r = self

@@ -8,6 +8,11 @@
 "use strict";
 
 const MAX_POINTS = 600;
+// Plots and the stats line are redrawn at most this often (ms); images every
+// frame. Redrawing every plot 60 times a second costs a tab without a GPU
+// more CPU than everything else together.
+const PLOT_INTERVAL = 100;
+const STATS_INTERVAL = 250;
 const PALETTE = ["#2463d6", "#d6336c", "#2e7d32", "#b26a00", "#6f42c1", "#00838f",
   "#c62828", "#5d4037", "#455a64", "#9e9d24", "#ad1457", "#1565c0", "#ef6c00", "#4527a0",
   "#00695c", "#37474f"];
@@ -182,6 +187,8 @@ class PlotWidget {
     this.kind = `plot:${count}`;
     this.path = path;
     this.panel = panel;
+    this.lastFlush = -Infinity;
+    this.timer = null;
     this.data = [[]];
     for (let i = 0; i < count; i++) this.data.push([]);
     this.el = el("div", { class: "plot", "data-field": path, "data-points": "0" });
@@ -206,6 +213,12 @@ class PlotWidget {
   }
   flush() {
     if (!this.dirty) return;
+    const wait = this.lastFlush + PLOT_INTERVAL - performance.now();
+    if (wait > 0) {
+      if (!this.timer) this.timer = setTimeout(() => { this.timer = null; this.flush(); }, wait);
+      return;
+    }
+    this.lastFlush = performance.now();
     this.dirty = false;
     this.plot.setData(this.data);
     this.el.dataset.points = String(this.data[0].length);
@@ -350,6 +363,7 @@ class Panel {
     while (this.boundaries.length > 1 && h.timestamp_ns / 1e9 - this.boundaries[0][0] > 1) this.boundaries.shift();
     if (descriptor) updateResource(descriptor, h.sequence);
     this.lastKind = h.kind;
+    this.gated = !!h.gated;
     this.apply(data, h.sequence);
     this.el.dataset.sequence = String(h.sequence);
     this.el.dataset.revision = String(h.revision);
@@ -425,6 +439,12 @@ class Panel {
     this.renderBox.replaceChildren(el("div", { class: "msg bad", text: `render failed: ${h.code ? h.code + ": " : ""}${h.message}` }));
   }
   showStats() {
+    const wait = (this.lastStats ?? -Infinity) + STATS_INTERVAL - performance.now();
+    if (wait > 0) {
+      if (!this.statsTimer) this.statsTimer = setTimeout(() => { this.statsTimer = null; this.showStats(); }, wait);
+      return;
+    }
+    this.lastStats = performance.now();
     const rate = this.arrivals.length > 1 ? (this.arrivals.length - 1) / ((this.arrivals[this.arrivals.length - 1] - this.arrivals[0]) / 1000) : 0;
     const b = this.boundaries;
     const brate = b.length > 1 && b[b.length - 1][0] > b[0][0] ? (b[b.length - 1][1] - b[0][1]) / (b[b.length - 1][0] - b[0][0]) : 0;
@@ -437,10 +457,11 @@ class Panel {
       `boundaries <b>${brate.toFixed(1)}</b>/s`,
       `drawn <b>${rate.toFixed(1)}</b>/s`,
       `skipped ${this.skipped}`,
+      this.gated ? '<span title="Boundaries come faster than the page draws: the viewer subscribes once per drawn frame">paced</span>' : "",
     ];
     if ("terminated" in sig) parts.push(sig.terminated ? '<b style="color:#c62828">terminated</b>' : "not terminated");
     if ("truncated" in sig) parts.push(sig.truncated ? '<b style="color:#ef8f00">truncated</b>' : "not truncated");
-    this.stats.innerHTML = parts.join(" · ");
+    this.stats.innerHTML = parts.filter((x) => x).join(" · ");
   }
 }
 
@@ -605,6 +626,11 @@ function onMessage(buffer) {
       if (panel) {
         panel.pending = { h, data: revive(h.data, blob), descriptor: revive(h.descriptor, blob) };
         schedule();
+      }
+      break;
+    case "stale":
+      if (panel) {
+        panel.message(`Boundary #${h.sequence} is the latest; this panel shows #${h.shown}. Boundaries came faster than the page draws, so the viewer subscribes once per drawn frame, and the domain stopped between two frames.`, "warn");
       }
       break;
     case "subscription_error":
