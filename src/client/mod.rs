@@ -85,6 +85,7 @@ mod proxy;
 mod remote_env;
 mod shared;
 mod subscription;
+pub mod vector;
 
 pub use crate::protocol::{Mode, OperationKind};
 pub use descriptor::{BoundarySnapshot, Descriptor};
