@@ -7,7 +7,7 @@
 //! | --- | --- | --- |
 //! | `None` | `Null` | `None` |
 //! | `bool` | `Bool` | `bool` |
-//! | `int` (and subclasses) | `Int` / `UInt` | `int` |
+//! | `int` (and subclasses) | `Int` / `UInt` / `BigInt` | `int` |
 //! | `float` (and subclasses, so `np.float64`) | `Float` | `float` |
 //! | `str` (and subclasses) | `Str` | `str` |
 //! | `bytes` (and subclasses) | `Bytes` | `bytes` |
@@ -31,6 +31,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+use unienv_remote::codec::BigInt;
 use unienv_remote::{ByteOrder, DType, Dict, Graph, NdArray, ObjectArray, ScalarKind, Value};
 
 pyo3::import_exception!(unienv_interface.remote.codec, CodecError);
@@ -60,8 +61,9 @@ pub enum ConvertError {
         /// NumPy's name of the dtype.
         dtype: String,
     },
-    /// An integer outside the `i64` and `u64` ranges.
-    #[error("integer {repr} is outside the range this build can carry (-2**63 .. 2**64-1)")]
+    /// An integer the value tree cannot carry (more digits than Python's
+    /// default int-to-str limit of 4,300).
+    #[error("integer {repr} is too large to carry")]
     IntegerRange {
         /// The integer, as Python prints it.
         repr: String,
@@ -177,6 +179,7 @@ pub fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>>
         Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
         Value::Int(i) => i.into_pyobject(py)?.into_any(),
         Value::UInt(u) => u.into_pyobject(py)?.into_any(),
+        Value::BigInt(b) => py.get_type::<PyInt>().call1((b.as_str(),))?,
         Value::Float(f) => PyFloat::new(py, *f).into_any(),
         Value::Str(s) => PyString::new(py, s).into_any(),
         Value::Bytes(b) => PyBytes::new(py, b).into_any(),
@@ -306,10 +309,13 @@ fn from_py_at(obj: &Bound<'_, PyAny>, mode: ArrayMode, depth: usize) -> PyResult
         if let Ok(u) = obj.extract::<u64>() {
             return Ok(Value::from(u));
         }
-        return Err(ConvertError::IntegerRange {
-            repr: obj.str().map(|s| s.to_string()).unwrap_or_default(),
-        }
-        .into());
+        // Beyond 64 bits: carried as decimal digits, as the reference's
+        // JSON header carries any Python int.
+        let repr = obj.str()?.to_cow()?.into_owned();
+        return match BigInt::parse(&repr) {
+            Some(big) => Ok(Value::BigInt(big)),
+            None => Err(ConvertError::IntegerRange { repr }.into()),
+        };
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
         return Ok(Value::Float(f.value()));

@@ -87,6 +87,7 @@ def arrays(value):
 
 SCALARS = [
     None, True, False, 0, 1, -1, 2**63 - 1, -(2**63), 2**63, 2**64 - 1,
+    2**64, -(2**63) - 1, 2**128 + 7, -(10**80),
     0.0, -0.0, 1.5, 1e300, 5e-324, float("nan"), float("inf"), float("-inf"),
     "", "text", "ünïcödé ☃ 𝄞", "quote \" backslash \\ control \x01 \n",
     b"", b"\x00\xffbytes",

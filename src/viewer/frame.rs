@@ -37,6 +37,8 @@ impl Frame {
             Value::Bool(b) => Json::Bool(*b),
             Value::Int(i) => json!(i),
             Value::UInt(u) => json!(u),
+            // Beyond 64 bits: the decimal digits, shown as they are.
+            Value::BigInt(b) => Json::String(b.as_str().to_string()),
             Value::Float(f) => float(*f),
             Value::Str(s) => Json::String(s.clone()),
             Value::Bytes(b) => json!({ "$bytes": b.len() }),
