@@ -4,9 +4,12 @@
 //! - (b) the reference Python client ↔ our server;
 //! - (c) the reference Python client ↔ the reference Python server;
 //! - (d) the floor: a raw TCP ping-pong with the same request and response sizes;
+//! - (e) our Python client (`unienv_remote`, the Rust client under Python) ↔ our
+//!   server, when the package is installed in the venv (build it with
+//!   `maturin develop --release`, see BENCHMARKS.md);
 //!
-//! on `bench_state`, `bench_image` and `bench_batch64`, with the ratios a/d and
-//! c/b; then the controller's step with 0, 16 and 64 observers subscribed and
+//! on `bench_state`, `bench_image` and `bench_batch64`, with the ratios a/d,
+//! c/b, e/a and c/e; then the controller's step with 0, 16 and 64 observers subscribed and
 //! with one observer that never reads; server memory per idle session (1,000
 //! sessions); and the in-memory transport's round trip.
 //!
@@ -66,6 +69,11 @@ impl Stats {
 /// in-memory round trip (for profiling).
 fn only_ours() -> bool {
     std::env::var("ROUNDTRIP_ONLY").as_deref() == Ok("ours")
+}
+
+/// `ROUNDTRIP_ONLY=python` runs (a)–(e) and their ratios, nothing after them.
+fn only_python() -> bool {
+    std::env::var("ROUNDTRIP_ONLY").as_deref() == Ok("python")
 }
 
 /// `ROUNDTRIP_ONLY=floor` runs (a) and (d) with their ratio, nothing else.
@@ -134,14 +142,16 @@ fn python() -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
-/// Runs `benches/py/ref_roundtrip.py` against `url`.
-/// Each env's figures come with the reference client's own CPU time per step.
-fn python_roundtrips(python: &PathBuf, url: &str) -> Vec<(String, Stats, f64)> {
+/// Runs `benches/py/ref_roundtrip.py` against `url` with the `RemoteClient`
+/// of `module` (`unienv_interface.remote`, the reference, or `unienv_remote`,
+/// ours). Each env's figures come with the client's own CPU time per step.
+fn python_roundtrips(python: &PathBuf, url: &str, module: &str) -> Vec<(String, Stats, f64)> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/py/ref_roundtrip.py");
     let out = Command::new(python)
         .arg(script)
         .arg(url)
         .arg(seconds().to_string())
+        .arg(module)
         .stderr(Stdio::inherit())
         .output()
         .expect("run the reference client");
@@ -161,6 +171,22 @@ fn python_roundtrips(python: &PathBuf, url: &str) -> Vec<(String, Stats, f64)> {
             ))
         })
         .collect()
+}
+
+/// The build profile of our Python package in the venv (`release` or
+/// `debug`), or `None` when it is not installed there.
+fn our_python_package(python: &PathBuf) -> Option<String> {
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "import unienv_remote; print(unienv_remote._native.BUILD_PROFILE)",
+        ])
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// Starts the reference fixture server; returns the child and its URL.
@@ -539,9 +565,10 @@ fn main() {
         return;
     }
     let (b, c) = match (&python, &reference) {
-        (Some(py), Some((_, ref_url))) => {
-            (python_roundtrips(py, &url), python_roundtrips(py, ref_url))
-        }
+        (Some(py), Some((_, ref_url))) => (
+            python_roundtrips(py, &url, "unienv_interface.remote"),
+            python_roundtrips(py, ref_url, "unienv_interface.remote"),
+        ),
         _ => {
             eprintln!("reference Python not found: skipping (b) and (c); run ./scripts/test.sh once to create .venv-ref");
             (Vec::new(), Vec::new())
@@ -558,6 +585,28 @@ fn main() {
             s,
         );
         println!("    the reference client's own CPU per step: {cpu:.1} µs");
+    }
+    let e = match &python {
+        Some(py) => {
+            match our_python_package(py) {
+                Some(profile) => {
+                    if profile != "release" {
+                        eprintln!("warning: unienv_remote in the venv is a {profile} build; (e) needs `maturin develop --release -m python/Cargo.toml`");
+                    }
+                    python_roundtrips(py, &url, "unienv_remote")
+                }
+                None => {
+                    eprintln!("unienv_remote is not installed in the venv: skipping (e); see BENCHMARKS.md");
+                    Vec::new()
+                }
+            }
+        }
+        None => Vec::new(),
+    };
+    println!("\nour Python client (unienv_remote)");
+    for (env, s, cpu) in &e {
+        row(&format!("(e) our Python client <-> our server: {env}"), s);
+        println!("    the client's own CPU per step: {cpu:.1} µs");
     }
     println!("\nratios (medians)");
     for (i, env) in envs().iter().enumerate() {
@@ -576,6 +625,31 @@ fn main() {
             _ => "n/a".into(),
         };
         println!("  {env:<14} a/d = {ad:.2}   c/b = {cb}");
+    }
+
+    println!("\nour Python client: e/a (target ≤ 1.5 for bench_state and bench_image, ≤ 2 for bench_batch64), c/e (target ≥ 10 for bench_state)");
+    for (i, env) in envs().iter().enumerate() {
+        let find = |v: &Vec<(String, Stats, f64)>| {
+            v.iter()
+                .find(|(e, _, _)| e == env)
+                .map(|(_, s, _)| s.median_us)
+        };
+        match (find(&e), find(&c)) {
+            (Some(e_us), c_us) => println!(
+                "  {env:<14} e/a = {:.2}   c/e = {}",
+                e_us / ours[i].median_us,
+                c_us.map_or("n/a".into(), |c_us| format!("{:.2}", c_us / e_us))
+            ),
+            (None, _) => println!("  {env:<14} e not measured"),
+        }
+    }
+    if only_python() {
+        rt.block_on(server.shutdown());
+        if let Some((mut child, _)) = reference {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        return;
     }
 
     // Observer fan-out on bench_image.

@@ -1,19 +1,24 @@
-"""Step round trips of the reference Python client against a server hosting
-the fixture registry's bench envs. Prints one JSON line per env:
+"""Step round trips of a Python client against a server hosting the fixture
+registry's bench envs. Prints one JSON line per env:
 {"env", "median_us", "p99_us", "steps_per_s", "n", "client_cpu_us"}, the
 last being this process's CPU time (all its threads) per step: what the
-reference client itself costs, whatever the server.
+client itself costs, whatever the server.
 
-  python ref_roundtrip.py URL SECONDS
+  python ref_roundtrip.py URL SECONDS [CLIENT_MODULE]
+
+CLIENT_MODULE is the module whose RemoteClient is measured: the reference
+`unienv_interface.remote` (default) or our `unienv_remote`.
 """
+import importlib
 import json
 import sys
 import time
 
 import numpy as np
-from unienv_interface.remote import RemoteClient
 
 url, seconds = sys.argv[1], float(sys.argv[2])
+module = sys.argv[3] if len(sys.argv) > 3 else "unienv_interface.remote"
+RemoteClient = importlib.import_module(module).RemoteClient
 client = RemoteClient.connect(url)
 for env_id, action in (
     ("bench_state", np.zeros(4, np.float32)),

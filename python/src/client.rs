@@ -554,10 +554,14 @@ impl PySubscription {
         &self.resource_id
     }
 
-    /// Whether the stream has ended.
+    /// Whether the stream has ended (`False` while another thread waits in
+    /// `next`).
     #[getter]
     fn closed(&self) -> bool {
-        self.sub.lock().as_ref().is_none_or(|s| s.is_closed())
+        match self.sub.try_lock() {
+            Some(guard) => guard.as_ref().is_none_or(|s| s.is_closed()),
+            None => false,
+        }
     }
 
     /// The next snapshot message (a dict), `None` once the stream has
@@ -588,12 +592,14 @@ impl PySubscription {
     }
 
     /// Unsubscribes (waits for the server's acknowledgement); idempotent.
+    /// While another thread waits in `next`, this waits for that call to
+    /// return (with the GIL released).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let Some(sub) = self.sub.lock().take() else {
-            return Ok(());
-        };
-        py.detach(|| sub.unsubscribe())
-            .map_err(|e| client_error(py, e))
+        py.detach(|| match self.sub.lock().take() {
+            Some(sub) => sub.unsubscribe(),
+            None => Ok(()),
+        })
+        .map_err(|e| client_error(py, e))
     }
 }
 

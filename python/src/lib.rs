@@ -5,6 +5,13 @@
 
 use pyo3::prelude::*;
 
+/// Rust allocations of the extension (received frames, encoded requests,
+/// the value trees) come from mimalloc, which reuses freed memory instead of
+/// returning each large block to the OS (see BENCHMARKS.md: a 1.4 MB
+/// message cost hundreds of page faults per step with glibc's malloc).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod client;
 pub mod convert;
 pub mod server;
@@ -12,6 +19,14 @@ pub mod server;
 /// The `_native` module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add(
+        "BUILD_PROFILE",
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+    )?;
     convert::register(m)?;
     client::register(m)?;
     server::register(m)?;

@@ -177,12 +177,13 @@ class RemoteClient:
         Set close_subscriptions=True to also close this client's domain streams.
         """
         if close_subscriptions:
+            # The Rust client ends and unsubscribes the domain's streams
+            # itself (waking any thread waiting in next), then releases.
             domain_id = self._domain_id(resource_id)
             for subscription in list(self._subscriptions.values()):
                 if self._domain_id(subscription.resource_id) == domain_id:
-                    subscription.close()
-        if not self.closed:
-            self._native.release(resource_id, close_subscriptions)
+                    self._subscriptions.pop(subscription.id, None)
+        self._native.release(resource_id, close_subscriptions)
 
     @contextmanager
     def operation(self, resource_id: str, kind: str = "step") -> Iterator[str]:

@@ -139,7 +139,10 @@ class _Proxy:
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         if self._closed:
             raise ConnectionError("Proxy is closed")
-        return self.client.call(self.resource_id, method, *args, **kwargs)
+        # RemoteClient.call without its lookup: a proxy's resource is known.
+        client = self.client
+        value = client._native.call(self.resource_id, method, args, kwargs)
+        return value if client._numpy else client._map(value)
 
     def _read(self, field: str, method: str) -> Any:
         if self._closed:
