@@ -83,7 +83,7 @@ def test_fixture_registry_under_the_reference_client(fixture_servers):
     assert len(got) >= 74
 
 
-def test_fixture_registry_under_our_client(servers):
+def test_fixture_registry_under_our_client():
     """The same scenario through ``unienv_remote.RemoteClient`` against both
     servers (two fresh servers: the scenario counts factory instantiations)."""
     import unienv_remote
