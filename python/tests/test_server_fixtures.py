@@ -58,7 +58,7 @@ class FixtureServer:
 
 
 @pytest.fixture(scope="module")
-def servers():
+def fixture_servers():
     ours, reference = FixtureServer("unienv_remote"), FixtureServer()
     assert (ours.name, reference.name) == ("unienv-remote", "unienv")
     yield ours, reference
@@ -76,14 +76,14 @@ def _compare(compare, ours_url, reference_url):
     return got
 
 
-def test_fixture_registry_under_the_reference_client(servers):
-    ours, reference = servers
+def test_fixture_registry_under_the_reference_client(fixture_servers):
+    ours, reference = fixture_servers
     compare = _load("compare_fixtures")
     got = _compare(compare, ours.url, reference.url)
     assert len(got) >= 74
 
 
-def test_fixture_registry_under_our_client(servers):
+def test_fixture_registry_under_our_client():
     """The same scenario through ``unienv_remote.RemoteClient`` against both
     servers (two fresh servers: the scenario counts factory instantiations)."""
     import unienv_remote
