@@ -12,8 +12,21 @@
 //! `{"$bytes": LENGTH}`, tuples `{"$tuple": [...]}`, object arrays
 //! `{"$object": {"shape", "values"}}` and graphs `{"$graph": {...}}`.
 //!
+//! Header `type`s: `upstream` (`state`: `connected` with the server's name,
+//! version and session, `lost`, or `unreachable` with `code` and
+//! `message`), `resources` (`descriptors`), `subscribed` (`panel`,
+//! `descriptor`), `snapshot` and `render` (`panel`, `resource`, `kind`,
+//! `sequence`, `timestamp_ns`, `revision`, `data`, `descriptor`; a snapshot
+//! also says whether its panel is `gated`), `stale` (`panel`, the latest
+//! `sequence` and the one `shown`), `subscription_error`, `render_error` and
+//! `ended` (`panel`, `code`, `message`), and `error` (a page command the
+//! viewer could not read).
+//!
 //! Page → viewer: binary messages holding one JSON object each (the
-//! viewer's WebSocket layer refuses text messages).
+//! viewer's WebSocket layer refuses text messages), with `op`: `subscribe`
+//! (`panel`, `resource`, optional `fields`), `unsubscribe` (`panel`),
+//! `ready` (`panel`: one credit), `render` (`panel`, `resource`) and
+//! `refresh`.
 
 use crate::codec::{ScalarKind, Value};
 use serde_json::{json, Map, Value as Json};
