@@ -94,7 +94,9 @@ pub struct ServerConfig {
     /// envelope.
     pub max_decoded_bytes: usize,
     /// Decodes of large messages (over 64 KiB) running at once, on tokio's
-    /// blocking threads (default 2); others wait their turn.
+    /// blocking threads (default: half the cores, 1 to 8, so that at
+    /// least half the cores stay with the async workers that serve every
+    /// connection's I/O); others wait their turn, first come first served.
     pub max_parallel_decodes: usize,
     /// WebSocket handshakes in progress at once (default 256); a new
     /// connection beyond it evicts the oldest pending handshake.
@@ -132,7 +134,8 @@ impl Default for ServerConfig {
                 1 << 30
             },
             max_decoded_bytes: 256 << 20,
-            max_parallel_decodes: 2,
+            max_parallel_decodes: std::thread::available_parallelism()
+                .map_or(1, |n| (n.get() / 2).clamp(1, 8)),
             max_pending_handshakes: 256,
             hello_timeout: Duration::from_secs(10),
             idle_session_timeout: Some(Duration::from_secs(300)),
