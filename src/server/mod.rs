@@ -104,8 +104,8 @@ pub struct ServerConfig {
     /// Time allowed between the upgrade and `hello` (default 10 s).
     pub hello_timeout: Duration,
     /// A session that holds nothing (no request ever routed to a domain, so
-    /// no control; no subscription) and sends nothing for this long is
-    /// closed (default 300 s; `None` disables).
+    /// no control; no subscription) and sends nothing, not even a ping, for
+    /// this long is closed (default 300 s; `None` disables).
     pub idle_session_timeout: Option<Duration>,
     /// Time a WebSocket message may take to arrive once its first byte has
     /// (default 60 s).
