@@ -98,16 +98,21 @@ pub(crate) struct Target {
     pub mib: usize,
 }
 
-/// Runs `per_kind` attackers of every kind until `end`.
+/// Runs `per_kind` attackers of every kind (or of `only` those) until
+/// `end`.
 pub(crate) fn spawn(
     target: Target,
     per_kind: usize,
+    only: &[String],
     end: Instant,
     tally: Arc<Mutex<Tally>>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let big = Arc::new(Envelopes::build(target.mib));
     let mut tasks = Vec::new();
     for kind in KINDS {
+        if !only.is_empty() && !only.iter().any(|k| k == kind) {
+            continue;
+        }
         for i in 0..per_kind {
             let (target, big, tally) = (target.clone(), big.clone(), tally.clone());
             tasks.push(tokio::spawn(async move {

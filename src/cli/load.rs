@@ -85,6 +85,10 @@ pub struct LoadArgs {
     /// Size of the attackers' large envelopes (MiB, 1 to 60).
     #[arg(long, value_name = "MIB", default_value_t = 16)]
     pub hostile_mib: usize,
+    /// With --hostile: only these kinds (comma-separated: v-first, zeros,
+    /// silent-ws, silent-tcp, stall, unread, lazy-observer, garbage).
+    #[arg(long, value_name = "KINDS", value_delimiter = ',')]
+    pub hostile_kinds: Vec<String>,
 }
 
 /// What one controller saw.
@@ -250,6 +254,16 @@ fn validate(args: &LoadArgs) -> Result<(), String> {
     }
     if args.hostile > 128 {
         return Err(format!("--hostile must be 0 to 128, got {}", args.hostile));
+    }
+    if let Some(k) = args
+        .hostile_kinds
+        .iter()
+        .find(|k| !super::hostile::KINDS.contains(&k.as_str()))
+    {
+        return Err(format!(
+            "unknown --hostile-kinds {k:?} (known: {})",
+            super::hostile::KINDS.join(", ")
+        ));
     }
     if !(1..=60).contains(&args.hostile_mib) {
         return Err(format!(
@@ -422,7 +436,13 @@ async fn run(args: LoadArgs) -> Result<bool, String> {
             envs: envs.clone(),
             mib: args.hostile_mib,
         };
-        super::hostile::spawn(target, args.hostile, end, tally.clone())
+        super::hostile::spawn(
+            target,
+            args.hostile,
+            &args.hostile_kinds,
+            end,
+            tally.clone(),
+        )
     } else {
         Vec::new()
     };
@@ -1032,6 +1052,7 @@ mod tests {
             max_rss_mib: None,
             hostile: 0,
             hostile_mib: 16,
+            hostile_kinds: Vec::new(),
         };
         assert!(validate(&args).is_ok());
         for bad in [
@@ -1041,6 +1062,10 @@ mod tests {
             },
             LoadArgs {
                 hostile_mib: 0,
+                ..args.clone()
+            },
+            LoadArgs {
+                hostile_kinds: vec!["nope".into()],
                 ..args.clone()
             },
             LoadArgs {

@@ -94,7 +94,9 @@ pub struct ServerConfig {
     /// envelope.
     pub max_decoded_bytes: usize,
     /// Decodes of large messages (over 64 KiB) running at once, on tokio's
-    /// blocking threads (default 2); others wait their turn.
+    /// blocking threads (default: half the cores, 1 to 8, so that at
+    /// least half the cores stay with the async workers that serve every
+    /// connection's I/O); others wait their turn, first come first served.
     pub max_parallel_decodes: usize,
     /// WebSocket handshakes in progress at once (default 256); a new
     /// connection beyond it evicts the oldest pending handshake.
@@ -102,8 +104,8 @@ pub struct ServerConfig {
     /// Time allowed between the upgrade and `hello` (default 10 s).
     pub hello_timeout: Duration,
     /// A session that holds nothing (no request ever routed to a domain, so
-    /// no control; no subscription) and sends nothing for this long is
-    /// closed (default 300 s; `None` disables).
+    /// no control; no subscription) and sends nothing, not even a ping, for
+    /// this long is closed (default 300 s; `None` disables).
     pub idle_session_timeout: Option<Duration>,
     /// Time a WebSocket message may take to arrive once its first byte has
     /// (default 60 s).
@@ -132,7 +134,8 @@ impl Default for ServerConfig {
                 1 << 30
             },
             max_decoded_bytes: 256 << 20,
-            max_parallel_decodes: 2,
+            max_parallel_decodes: std::thread::available_parallelism()
+                .map_or(1, |n| (n.get() / 2).clamp(1, 8)),
             max_pending_handshakes: 256,
             hello_timeout: Duration::from_secs(10),
             idle_session_timeout: Some(Duration::from_secs(300)),

@@ -377,6 +377,11 @@ pub(crate) async fn run(
                     continue;
                 };
                 let now = tokio::time::Instant::now();
+                // Keepalive pings (the Python client's, every 20 s) count
+                // as activity: only silent sessions are idle.
+                if let Some(at) = reader.last_control() {
+                    last_message = last_message.max(at.into());
+                }
                 let idle_at = last_message + idle;
                 if now >= idle_at {
                     if holds_nothing(&session, &in_flight, config.max_in_flight) {

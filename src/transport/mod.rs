@@ -119,6 +119,14 @@ impl Reader {
         }
     }
 
+    /// When the peer last sent a ping or pong (WebSocket keepalive).
+    pub(crate) fn last_control(&self) -> Option<std::time::Instant> {
+        match self {
+            Reader::Memory(_) => None,
+            Reader::Ws(r) => r.last_control(),
+        }
+    }
+
     /// Lowers the message limit (after hello).
     pub(crate) fn set_max_message(&mut self, max: usize) {
         if let Reader::Ws(r) = self {

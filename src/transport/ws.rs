@@ -206,6 +206,8 @@ pub(crate) struct WsReader {
     message_timeout: Option<Duration>,
     /// When the first byte of the message being received arrived.
     started: Option<Instant>,
+    /// When the last ping or pong arrived (keepalive counts as activity).
+    last_control: Option<Instant>,
 }
 
 /// The sending half.
@@ -231,6 +233,11 @@ impl WsReader {
     /// message is then refused from its frame header (1009).
     pub(crate) fn set_max_message(&mut self, max: usize) {
         self.max_message = max;
+    }
+
+    /// When the last ping or pong arrived.
+    pub(crate) fn last_control(&self) -> Option<Instant> {
+        self.last_control
     }
 
     /// What the last message returned by [`WsReader::recv`] was charged.
@@ -445,9 +452,10 @@ impl WsReader {
                     self.partial = Some(message);
                 }
                 OP_PING => {
+                    self.last_control = Some(Instant::now());
                     let _ = self.shared.write_control(OP_PONG, &frame).await;
                 }
-                OP_PONG => {}
+                OP_PONG => self.last_control = Some(Instant::now()),
                 _ => {
                     // Close: a valid code is echoed, an empty payload
                     // answered 1000; a 1-byte payload, a reserved or
@@ -664,6 +672,7 @@ fn pair(
             head_charged: false,
             message_timeout: None,
             started: None,
+            last_control: None,
         },
         WsWriter {
             shared,
