@@ -192,6 +192,40 @@ async fn a_page_without_credit_gets_nothing_then_only_the_latest() {
         "{}",
         lost.header
     );
+    // A server back on the same address: the viewer reconnects, lists the
+    // resources again and subscribes the page's panels again.
+    let addr = url.trim_start_matches("ws://").to_string();
+    let mut builder = Server::builder(ServerConfig::default());
+    unienv_remote::fixtures::register(&mut builder).expect("fixtures");
+    let revived = builder.start();
+    let _listener = revived.listen(addr.as_str()).await.expect("listen again");
+    let back = loop {
+        let m = next_of(&mut page, "upstream").await;
+        if m.header["state"] == "connected" {
+            break m;
+        }
+    };
+    assert_ne!(back.header["session_id"], hello.header["session_id"]);
+    next_of(&mut page, "resources").await;
+    let again = next_of(&mut page, "subscribed").await;
+    assert_eq!(again.header["panel"], 7);
+    // The new server's bench_image starts over: its revision and sequence
+    // are those of a fresh domain, and snapshots flow again.
+    let controller = Client::connect(&url, ClientConfig::default())
+        .await
+        .expect("controller");
+    let bench = controller.env("bench_image").await.expect("env");
+    bench.reset(ResetArgs::default()).await.expect("reset");
+    let fresh = next_of(&mut page, "snapshot").await;
+    assert_eq!(fresh.header["kind"], "reset");
+    assert_eq!(fresh.header["sequence"].as_u64(), Some(1));
+    assert_eq!(fresh.header["revision"].as_u64(), Some(1));
+    send(&mut page, json!({ "op": "ready", "panel": 7 })).await;
+    bench.step(action.clone()).await.expect("step");
+    let step = next_of(&mut page, "snapshot").await;
+    assert_eq!(step.header["sequence"].as_u64(), Some(2));
+    controller.close().await;
+    revived.shutdown().await;
 }
 
 async fn http(addr: std::net::SocketAddr, request: &str) -> String {
