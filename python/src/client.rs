@@ -8,7 +8,9 @@
 
 use crate::convert::{self, ArrayMode};
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyConnectionError, PyRuntimeError, PyTimeoutError, PyValueError};
+use pyo3::exceptions::{
+    PyConnectionError, PyConnectionRefusedError, PyRuntimeError, PyTimeoutError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::collections::HashMap;
@@ -51,6 +53,13 @@ pub fn client_error(py: Python<'_>, error: ClientError) -> PyErr {
         ClientError::Timeout(_) => PyTimeoutError::new_err("Remote request timed out"),
         ClientError::Closed(reason) => {
             PyConnectionError::new_err(format!("Client is closed ({reason})"))
+        }
+        // The reference's WebSocket library raises the OS error's own class.
+        ClientError::Connect(reason) if reason.contains("os error 111") => {
+            PyConnectionRefusedError::new_err(reason)
+        }
+        ClientError::Connect(reason) if reason.contains("timed out") => {
+            PyTimeoutError::new_err(reason)
         }
         ClientError::Connect(reason) => PyConnectionError::new_err(reason),
         ClientError::Protocol(reason) => remote_error(py, "protocol_error", &reason, false),

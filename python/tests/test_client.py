@@ -124,6 +124,18 @@ def test_bearer_token():
         server.stop()
 
 
+def test_connection_refused_is_the_reference_exception_class():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # Nothing listens on the port any more.
+    for remote in (reference, ours):
+        with pytest.raises(ConnectionRefusedError):
+            remote.RemoteClient.connect(f"ws://127.0.0.1:{port}")
+
+
 def test_constructor_options(our_server):
     client = ours.RemoteClient(our_server.url, timeout=5.0, max_message_size=1 << 20)
     assert client.timeout == 5.0 and client.codec.max_message_size == 1 << 20
