@@ -14,8 +14,9 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use unienv_remote::client::{
     blocking, ClientConfig, ClientError, Descriptor, Mode, OperationKind, SnapshotEvent,
 };
@@ -468,6 +469,7 @@ impl PyClient {
             id: sub.id().to_string(),
             resource_id: sub.resource_id().to_string(),
             session_id: self.client.session_id().to_string(),
+            closing: AtomicBool::new(false),
             sub: Mutex::new(Some(sub)),
         })
     }
@@ -521,8 +523,13 @@ pub struct PySubscription {
     id: String,
     resource_id: String,
     session_id: String,
+    closing: AtomicBool,
     sub: Mutex<Option<blocking::Subscription>>,
 }
+
+/// The longest `Subscription.next` holds its subscription at a time (see
+/// `next`); snapshots are returned as soon as they arrive.
+const NEXT_SLICE: Duration = Duration::from_millis(50);
 
 #[pymethods]
 impl PySubscription {
@@ -539,9 +546,12 @@ impl PySubscription {
     }
 
     /// Whether the stream has ended (`False` while another thread waits in
-    /// `next`).
+    /// `next`, unless `close` was called).
     #[getter]
     fn closed(&self) -> bool {
+        if self.closing.load(Ordering::Acquire) {
+            return true;
+        }
         match self.sub.try_lock() {
             Some(guard) => guard.as_ref().is_none_or(|s| s.is_closed()),
             None => false,
@@ -559,10 +569,29 @@ impl PySubscription {
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let limit = seconds(timeout)?;
         let outcome = py.detach(|| {
-            let mut guard = self.sub.lock();
-            match guard.as_mut() {
-                Some(s) => s.next(limit),
-                None => Ok(None),
+            let deadline = limit.map(|l| Instant::now() + l);
+            loop {
+                // Waits in slices, so that a close() from another thread
+                // gets the subscription within one slice and ends this wait.
+                if self.closing.load(Ordering::Acquire) {
+                    return Ok(None);
+                }
+                let slice = deadline.map_or(NEXT_SLICE, |d| {
+                    d.saturating_duration_since(Instant::now()).min(NEXT_SLICE)
+                });
+                let mut guard = self.sub.lock();
+                let Some(sub) = guard.as_mut() else {
+                    return Ok(None);
+                };
+                match sub.next(Some(slice)) {
+                    Err(ClientError::Timeout(_)) => match (deadline, limit) {
+                        (Some(d), Some(l)) if Instant::now() >= d => {
+                            return Err(ClientError::Timeout(l))
+                        }
+                        _ => continue,
+                    },
+                    other => return other,
+                }
             }
         });
         match outcome {
@@ -576,9 +605,9 @@ impl PySubscription {
     }
 
     /// Unsubscribes (waits for the server's acknowledgement); idempotent.
-    /// While another thread waits in `next`, this waits for that call to
-    /// return (with the GIL released).
+    /// A thread waiting in `next` returns `None` (its iteration ends).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.closing.store(true, Ordering::Release);
         py.detach(|| match self.sub.lock().take() {
             Some(sub) => sub.unsubscribe(),
             None => Ok(()),

@@ -110,6 +110,27 @@ def test_release_with_close_subscriptions_wakes_a_waiting_thread(our_server):
     client.close()
 
 
+def test_close_from_another_thread_ends_a_waiting_next(our_server):
+    client = ours.RemoteClient.connect(our_server.url)
+    subscription = client.subscribe("hand")
+    outcome = []
+    waiting = threading.Event()
+
+    def observe():
+        waiting.set()
+        outcome.extend(subscription)  # iterates until the stream ends
+
+    thread = threading.Thread(target=observe, daemon=True)
+    thread.start()
+    waiting.wait()
+    subscription.close()
+    thread.join(timeout=30)
+    assert not thread.is_alive() and outcome == []
+    with pytest.raises(StopIteration):
+        subscription.next(timeout=0)
+    client.close()
+
+
 def test_bearer_token():
     server = Server("ours", [str(our_binary()), "serve", "--fixtures", "--addr", "127.0.0.1:0",
                              "--token", "s3cret"])
