@@ -177,8 +177,9 @@ fn kwargs_from_py(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Dict> {
 #[pymethods]
 impl PyClient {
     /// Connects over WebSocket, says hello and discovers every resource.
+    /// `headers` are extra handshake headers (`[(name, value), ...]`).
     #[staticmethod]
-    #[pyo3(signature = (uri, *, timeout = Some(30.0), max_message_size = unienv_remote::codec::DEFAULT_MAX_MESSAGE_SIZE, token = None, discover = true))]
+    #[pyo3(signature = (uri, *, timeout = Some(30.0), max_message_size = unienv_remote::codec::DEFAULT_MAX_MESSAGE_SIZE, token = None, discover = true, headers = Vec::new()))]
     fn connect(
         py: Python<'_>,
         uri: &str,
@@ -186,13 +187,14 @@ impl PyClient {
         max_message_size: usize,
         token: Option<String>,
         discover: bool,
+        headers: Vec<(String, String)>,
     ) -> PyResult<PyClient> {
         let config = ClientConfig {
             timeout: seconds(timeout)?,
             max_message_size,
             discover,
             token,
-            ..ClientConfig::default()
+            headers,
         };
         if max_message_size < unienv_remote::codec::MIN_MAX_MESSAGE_SIZE {
             return Err(PyValueError::new_err("max_message_size must be at least 8"));

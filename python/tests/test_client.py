@@ -157,6 +157,23 @@ def test_connection_refused_is_the_reference_exception_class():
             remote.RemoteClient.connect(f"ws://127.0.0.1:{port}")
 
 
+def test_the_reference_websocket_transport_is_accepted():
+    """The reference's documented token pattern works unchanged."""
+    server = Server("ours", [str(our_binary()), "serve", "--fixtures", "--addr", "127.0.0.1:0",
+                             "--token", "s3cret"])
+    try:
+        for remote in (reference, ours):
+            transport = reference.WebSocketTransport.connect(
+                server.url, additional_headers={"Authorization": "Bearer s3cret"})
+            with remote.RemoteClient(transport, timeout=10.0) as client:
+                assert client.env("counter").reset(seed=2)[2] == {"seed": 2}
+                client.release("counter")
+        with pytest.raises(TypeError):
+            ours.RemoteClient(reference.MemoryTransport.pair()[0])
+    finally:
+        server.stop()
+
+
 def test_constructor_options(our_server):
     client = ours.RemoteClient(our_server.url, timeout=5.0, max_message_size=1 << 20)
     assert client.timeout == 5.0 and client.codec.max_message_size == 1 << 20
