@@ -43,7 +43,9 @@ cargo test --doc --quiet
 echo "==> cargo doc (warnings are errors: broken links in the public API docs)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 echo "==> building the Python package (python/) into $VENV"
-VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop --quiet -m python/Cargo.toml
+# (pip's "Requirement already satisfied" lines are dropped; pipefail keeps maturin's status)
+VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop --quiet -m python/Cargo.toml 2>&1 \
+  | { grep -v '^Requirement already satisfied' || true; }
 echo "==> pytest python/tests"
 "$VENV/bin/python" -m pytest -q python/tests
 echo "==> all tests passed"

@@ -8,12 +8,15 @@
 
 use crate::convert::{self, ArrayMode};
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyConnectionError, PyRuntimeError, PyTimeoutError, PyValueError};
+use pyo3::exceptions::{
+    PyConnectionError, PyConnectionRefusedError, PyRuntimeError, PyTimeoutError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use unienv_remote::client::{
     blocking, ClientConfig, ClientError, Descriptor, Mode, OperationKind, SnapshotEvent,
 };
@@ -51,6 +54,13 @@ pub fn client_error(py: Python<'_>, error: ClientError) -> PyErr {
         ClientError::Timeout(_) => PyTimeoutError::new_err("Remote request timed out"),
         ClientError::Closed(reason) => {
             PyConnectionError::new_err(format!("Client is closed ({reason})"))
+        }
+        // The reference's WebSocket library raises the OS error's own class.
+        ClientError::Connect(reason) if reason.contains("os error 111") => {
+            PyConnectionRefusedError::new_err(reason)
+        }
+        ClientError::Connect(reason) if reason.contains("timed out") => {
+            PyTimeoutError::new_err(reason)
         }
         ClientError::Connect(reason) => PyConnectionError::new_err(reason),
         ClientError::Protocol(reason) => remote_error(py, "protocol_error", &reason, false),
@@ -192,8 +202,9 @@ fn kwargs_from_py(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Dict> {
 #[pymethods]
 impl PyClient {
     /// Connects over WebSocket, says hello and discovers every resource.
+    /// `headers` are extra handshake headers (`[(name, value), ...]`).
     #[staticmethod]
-    #[pyo3(signature = (uri, *, timeout = Some(30.0), max_message_size = unienv_remote::codec::DEFAULT_MAX_MESSAGE_SIZE, token = None, discover = true))]
+    #[pyo3(signature = (uri, *, timeout = Some(30.0), max_message_size = unienv_remote::codec::DEFAULT_MAX_MESSAGE_SIZE, token = None, discover = true, headers = Vec::new()))]
     fn connect(
         py: Python<'_>,
         uri: &str,
@@ -201,13 +212,14 @@ impl PyClient {
         max_message_size: usize,
         token: Option<String>,
         discover: bool,
+        headers: Vec<(String, String)>,
     ) -> PyResult<PyClient> {
         let config = ClientConfig {
             timeout: seconds(timeout)?,
             max_message_size,
             discover,
             token,
-            ..ClientConfig::default()
+            headers,
         };
         if max_message_size < unienv_remote::codec::MIN_MAX_MESSAGE_SIZE {
             return Err(PyValueError::new_err("max_message_size must be at least 8"));
@@ -484,6 +496,7 @@ impl PyClient {
             id: sub.id().to_string(),
             resource_id: sub.resource_id().to_string(),
             session_id: self.client.session_id().to_string(),
+            closing: AtomicBool::new(false),
             sub: Mutex::new(Some(sub)),
         })
     }
@@ -537,8 +550,13 @@ pub struct PySubscription {
     id: String,
     resource_id: String,
     session_id: String,
+    closing: AtomicBool,
     sub: Mutex<Option<blocking::Subscription>>,
 }
+
+/// The longest `Subscription.next` holds its subscription at a time (see
+/// `next`); snapshots are returned as soon as they arrive.
+const NEXT_SLICE: Duration = Duration::from_millis(50);
 
 #[pymethods]
 impl PySubscription {
@@ -555,9 +573,12 @@ impl PySubscription {
     }
 
     /// Whether the stream has ended (`False` while another thread waits in
-    /// `next`).
+    /// `next`, unless `close` was called).
     #[getter]
     fn closed(&self) -> bool {
+        if self.closing.load(Ordering::Acquire) {
+            return true;
+        }
         match self.sub.try_lock() {
             Some(guard) => guard.as_ref().is_none_or(|s| s.is_closed()),
             None => false,
@@ -575,10 +596,29 @@ impl PySubscription {
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let limit = seconds(timeout)?;
         let outcome = py.detach(|| {
-            let mut guard = self.sub.lock();
-            match guard.as_mut() {
-                Some(s) => s.next(limit),
-                None => Ok(None),
+            let deadline = limit.map(|l| Instant::now() + l);
+            loop {
+                // Waits in slices, so that a close() from another thread
+                // gets the subscription within one slice and ends this wait.
+                if self.closing.load(Ordering::Acquire) {
+                    return Ok(None);
+                }
+                let slice = deadline.map_or(NEXT_SLICE, |d| {
+                    d.saturating_duration_since(Instant::now()).min(NEXT_SLICE)
+                });
+                let mut guard = self.sub.lock();
+                let Some(sub) = guard.as_mut() else {
+                    return Ok(None);
+                };
+                match sub.next(Some(slice)) {
+                    Err(ClientError::Timeout(_)) => match (deadline, limit) {
+                        (Some(d), Some(l)) if Instant::now() >= d => {
+                            return Err(ClientError::Timeout(l))
+                        }
+                        _ => continue,
+                    },
+                    other => return other,
+                }
             }
         });
         match outcome {
@@ -592,9 +632,9 @@ impl PySubscription {
     }
 
     /// Unsubscribes (waits for the server's acknowledgement); idempotent.
-    /// While another thread waits in `next`, this waits for that call to
-    /// return (with the GIL released).
+    /// A thread waiting in `next` returns `None` (its iteration ends).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.closing.store(true, Ordering::Release);
         py.detach(|| match self.sub.lock().take() {
             Some(sub) => sub.unsubscribe(),
             None => Ok(()),

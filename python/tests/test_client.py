@@ -110,6 +110,27 @@ def test_release_with_close_subscriptions_wakes_a_waiting_thread(our_server):
     client.close()
 
 
+def test_close_from_another_thread_ends_a_waiting_next(our_server):
+    client = ours.RemoteClient.connect(our_server.url)
+    subscription = client.subscribe("hand")
+    outcome = []
+    waiting = threading.Event()
+
+    def observe():
+        waiting.set()
+        outcome.extend(subscription)  # iterates until the stream ends
+
+    thread = threading.Thread(target=observe, daemon=True)
+    thread.start()
+    waiting.wait()
+    subscription.close()
+    thread.join(timeout=30)
+    assert not thread.is_alive() and outcome == []
+    with pytest.raises(StopIteration):
+        subscription.next(timeout=0)
+    client.close()
+
+
 def test_bearer_token():
     server = Server("ours", [str(our_binary()), "serve", "--fixtures", "--addr", "127.0.0.1:0",
                              "--token", "s3cret"])
@@ -120,6 +141,35 @@ def test_bearer_token():
             ours.RemoteClient.connect(server.url, token="wrong")
         with ours.RemoteClient.connect(server.url, token="s3cret") as client:
             assert client.env("counter").reset(seed=1)[2] == {"seed": 1}
+    finally:
+        server.stop()
+
+
+def test_connection_refused_is_the_reference_exception_class():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # Nothing listens on the port any more.
+    for remote in (reference, ours):
+        with pytest.raises(ConnectionRefusedError):
+            remote.RemoteClient.connect(f"ws://127.0.0.1:{port}")
+
+
+def test_the_reference_websocket_transport_is_accepted():
+    """The reference's documented token pattern works unchanged."""
+    server = Server("ours", [str(our_binary()), "serve", "--fixtures", "--addr", "127.0.0.1:0",
+                             "--token", "s3cret"])
+    try:
+        for remote in (reference, ours):
+            transport = reference.WebSocketTransport.connect(
+                server.url, additional_headers={"Authorization": "Bearer s3cret"})
+            with remote.RemoteClient(transport, timeout=10.0) as client:
+                assert client.env("counter").reset(seed=2)[2] == {"seed": 2}
+                client.release("counter")
+        with pytest.raises(TypeError):
+            ours.RemoteClient(reference.MemoryTransport.pair()[0])
     finally:
         server.stop()
 

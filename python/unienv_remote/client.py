@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import weakref
 from contextlib import contextmanager
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Union, TYPE_CHECKING
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union, TYPE_CHECKING
 
 from unienv_interface.backends.numpy import NumpyComputeBackend
 from unienv_interface.remote.codec import Codec, DEFAULT_MAX_MESSAGE_SIZE, map_arrays
@@ -22,6 +22,24 @@ if TYPE_CHECKING:
     from .proxies import RemoteEnv, RemoteWorld, RemoteWorldNode, _Proxy
 
 __all__ = ["RemoteClient", "Subscription"]
+
+
+_HANDSHAKE_HEADERS = {"host", "upgrade", "connection", "sec-websocket-key", "sec-websocket-version",
+                      "sec-websocket-extensions", "sec-websocket-protocol", "user-agent"}
+
+
+def _from_websocket_transport(transport: Any) -> Tuple[str, List[Tuple[str, str]]]:
+    """The URI and extra handshake headers of an open reference
+    ``WebSocketTransport``, which is then closed."""
+    request = getattr(getattr(transport, "connection", None), "request", None)
+    host = None if request is None else request.headers.get("Host")
+    if host is None:
+        raise TypeError("unienv_remote.RemoteClient connects to a ws:// URI or takes the reference's "
+                        "WebSocketTransport; other Python transports are not supported")
+    headers = [(name, value) for name, value in request.headers.raw_items()
+               if name.lower() not in _HANDSHAKE_HEADERS]
+    transport.close()
+    return f"ws://{host}{request.path}", headers
 
 
 class Subscription:
@@ -63,18 +81,20 @@ class RemoteClient:
     timeout closes the connection: late replies can never be confused with a
     later request. Mutations aren't retried and may have executed remotely.
 
-    ``transport`` is the server's ``ws://`` URI (the reference takes a
-    transport object; ``RemoteClient.connect(uri, ...)`` is the same in
-    both). ``token`` is sent as ``Authorization: Bearer <token>``.
+    ``transport`` is the server's ``ws://`` URI, or the reference's
+    ``WebSocketTransport`` (its connection's address and handshake headers,
+    such as ``Authorization``, are reused for our own connection, and it is
+    closed); ``RemoteClient.connect(uri, ...)`` is the same in both. Other
+    Python transports (``MemoryTransport``) are not supported. ``token`` is
+    sent as ``Authorization: Bearer <token>``.
     """
 
     def __init__(self, transport: Union[str, Any], *, backend: ComputeBackend = NumpyComputeBackend,
                  device: Optional[object] = None, timeout: Optional[float] = 30.0,
                  max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, token: Optional[str] = None) -> None:
+        headers: List[Tuple[str, str]] = []
         if not isinstance(transport, (str, _native.Client)):
-            raise TypeError(
-                "unienv_remote.RemoteClient connects to a ws:// URI: use RemoteClient.connect(uri, ...) "
-                "(Python transport objects are not supported)")
+            transport, headers = _from_websocket_transport(transport)
         if max_message_size < 8:
             raise ValueError("max_message_size must be at least 8")
         self.backend, self.device = backend, device
@@ -87,7 +107,7 @@ class RemoteClient:
             self._native = transport
         else:
             self._native = _native.Client.connect(transport, timeout=timeout, max_message_size=max_message_size,
-                                                  token=token)
+                                                  token=token, headers=headers)
         self.codec = Codec(self._native.max_message_size)
 
     @classmethod
