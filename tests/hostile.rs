@@ -198,6 +198,17 @@ async fn hello_deadline_and_idle_sessions() {
     let mut idle = Raw::connect(addr, "").await;
     idle.hello(None).await;
     assert_eq!(idle.close_code(10).await, Some(1001));
+    // A session that only pings (keepalive) is not idle either.
+    let mut pinger = Raw::connect(addr, "").await;
+    pinger.hello(None).await;
+    for _ in 0..8 {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        pinger.send_frame(true, 0x9, b"ka").await;
+        match pinger.frame(10).await {
+            Frame::Data(0xA, p) => assert_eq!(p, b"ka"),
+            _ => panic!("a session that pings was closed as idle"),
+        }
+    }
     // An observer holds a subscription: never idle.
     let mut observer = Raw::connect(addr, "").await;
     let session = observer.hello(None).await;
@@ -487,5 +498,32 @@ async fn pongs_are_answered_while_a_discover_waits_for_a_slow_factory() {
     let answer = s.message().await;
     assert_eq!(answer.get("request_id"), Some(&Value::from("d")));
     assert_eq!(answer.get("type").and_then(Value::as_str), Some("response"));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_follows_the_servers_close_frame() {
+    // Found by the `frames` fuzz target: the reader echoed the peer's close
+    // and the session's writer then sent a second (empty) close frame.
+    let (server, l) = serve(ServerConfig::default()).await;
+    for hello_first in [false, true] {
+        let mut s = Raw::connect(l.local_addr(), "").await;
+        if hello_first {
+            s.hello(None).await;
+        }
+        s.send_frame(true, 0x8, &[0x03, 0xE8]).await;
+        let mut closes = Vec::new();
+        loop {
+            match s.frame(5).await {
+                Frame::Data(0x8, p) => closes.push(p),
+                Frame::Data(op, _) => {
+                    assert!(closes.is_empty(), "frame {op:#x} after the close frame")
+                }
+                Frame::Closed => break,
+                Frame::Timeout => panic!("the connection stayed open"),
+            }
+        }
+        assert_eq!(closes, vec![vec![0x03, 0xE8]], "one close frame, the echo");
+    }
     server.shutdown().await;
 }

@@ -80,12 +80,19 @@ struct Sink {
     /// Control frames (pongs, a close) that came while `torn`, written as
     /// soon as the torn frame is complete (never, if it never is).
     held: Vec<u8>,
+    /// A close frame was written (or held): nothing may follow it (RFC 6455
+    /// section 5.5.1), neither a second close, nor a pong, nor data.
+    close_sent: bool,
 }
 
 impl Sink {
     /// Writes `parts` in order; they complete any torn frame, or are whole
     /// frames. A write cancelled part-way leaves the sink torn.
     async fn put(&mut self, parts: &[&[u8]]) -> std::io::Result<()> {
+        if self.close_sent && !self.torn {
+            // Whole frames after the close frame are dropped.
+            return Ok(());
+        }
         self.torn = true;
         for part in parts {
             self.half.write_all(part).await?;
@@ -161,13 +168,19 @@ impl Shared {
         let mut frame = Vec::with_capacity(payload.len() + 14);
         self.frame_into(&mut frame, opcode, payload);
         let mut w = self.write.lock().await;
+        if w.close_sent {
+            return Ok(());
+        }
         if w.torn {
             if w.held.len() + frame.len() <= HELD_LIMIT {
                 w.held.extend_from_slice(&frame);
+                w.close_sent |= opcode == OP_CLOSE;
             }
             return Ok(());
         }
-        w.put(&[&frame]).await
+        let r = w.put(&[&frame]).await;
+        w.close_sent |= opcode == OP_CLOSE;
+        r
     }
 }
 
@@ -617,7 +630,7 @@ impl WsDirect {
         let Ok(mut w) = self.shared.write.try_lock() else {
             return Direct::NotNow;
         };
-        if w.torn {
+        if w.torn || w.close_sent {
             return Direct::NotNow;
         }
         let (header, n) = Shared::header(OP_BINARY, message.len());
@@ -656,6 +669,7 @@ fn pair(
             half: write,
             torn: false,
             held: Vec::new(),
+            close_sent: false,
         }),
         role,
         mask_state: parking_lot::Mutex::new(random_u64()),
