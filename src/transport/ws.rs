@@ -1231,6 +1231,42 @@ mod tests {
         reading.abort();
     }
 
+    /// After a large message the read buffer is small again, so an idle
+    /// connection does not keep its largest message's memory.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_read_buffer_shrinks_after_a_large_message() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut peer = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server_side, _) = listener.accept().await.unwrap();
+        let (mut reader, _writer) = pair(server_side, BytesMut::new(), Role::Server, 1 << 30);
+        let len = 4usize << 20;
+        let mut frame = vec![0x80 | OP_BINARY, 0x80 | 127];
+        frame.extend_from_slice(&(len as u64).to_be_bytes());
+        frame.extend_from_slice(&[0, 0, 0, 0]);
+        frame.resize(frame.len() + len, 7);
+        let sending = tokio::spawn(async move {
+            peer.write_all(&frame).await.unwrap();
+            peer
+        });
+        let big = reader.recv().await.unwrap();
+        assert_eq!(big.len(), len);
+        let mut peer = sending.await.unwrap();
+        drop(big);
+        // The next read reserves room: a buffer still sharing the large
+        // allocation would take it all back now.
+        peer.write_all(&[0x80 | OP_BINARY, 0x80 | 3, 0, 0, 0, 0, 1, 2, 3])
+            .await
+            .unwrap();
+        assert_eq!(&reader.recv().await.unwrap()[..], &[1, 2, 3]);
+        assert!(
+            reader.buf.capacity() <= 64 * 1024,
+            "the buffer kept {} bytes",
+            reader.buf.capacity()
+        );
+    }
+
     #[test]
     fn head_ends_and_keys() {
         assert_eq!(head_end(b"GET / HTTP/1.1\r\nHost: a\r\n\r\nrest"), Some(27));
