@@ -77,6 +77,7 @@ pub fn init_logging(verbose: u8, default: tracing::Level) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }
@@ -437,6 +438,36 @@ pub fn client_urls(addr: std::net::SocketAddr) -> Vec<(String, &'static str)> {
     urls
 }
 
+/// The first lines of the `serve` banner: where clients connect, and for an
+/// unspecified address (`0.0.0.0`) every usable URL and, without a token, a
+/// warning.
+pub fn banner_head(
+    what: &str,
+    addr: std::net::SocketAddr,
+    urls: &[(String, &str)],
+    token: bool,
+) -> Vec<String> {
+    let version = env!("CARGO_PKG_VERSION");
+    if !addr.ip().is_unspecified() {
+        let url = urls.first().map_or("?", |(u, _)| u.as_str());
+        return vec![format!("unienv-remote {version} serving {what} on {url}")];
+    }
+    let mut lines = vec![format!(
+        "unienv-remote {version} serving {what} on all interfaces ({addr}); clients connect to:"
+    )];
+    for (u, who) in urls {
+        lines.push(format!("  {u}  ({who})"));
+    }
+    lines.push("  (a client using a DNS name needs --allow-host NAME)".into());
+    if !token {
+        lines.push(
+            "warning: no --token: anyone who can reach this port can control the simulators; start with --token TOKEN"
+                .into(),
+        );
+    }
+    lines
+}
+
 async fn print_banner(server: &Server, addr: std::net::SocketAddr, token: bool, fixtures: bool) {
     let what = if fixtures {
         "the conformance fixture registry"
@@ -445,27 +476,13 @@ async fn print_banner(server: &Server, addr: std::net::SocketAddr, token: bool, 
     };
     let urls = client_urls(addr);
     let url = urls[0].0.clone();
-    if addr.ip().is_unspecified() {
-        say!(
-            "unienv-remote {} serving {what} on all interfaces ({addr}); clients connect to:",
-            env!("CARGO_PKG_VERSION")
-        );
-        for (u, who) in &urls {
-            say!("  {u}  ({who})");
-        }
-        say!("  (a client using a DNS name needs --allow-host NAME)");
-        if !token {
-            say!(
-                "warning: no --token: anyone who can reach this port can control the simulators; start with --token TOKEN"
-            );
-            tracing::warn!(%addr, "listening on all interfaces without a token");
-        }
-    } else {
-        say!(
-            "unienv-remote {} serving {what} on {url}",
-            env!("CARGO_PKG_VERSION")
-        );
+    for line in banner_head(what, addr, &urls, token) {
+        say!("{line}");
     }
+    if addr.ip().is_unspecified() && !token {
+        tracing::warn!(%addr, "listening on all interfaces without a token");
+    }
+    tracing::info!(%url, "serving");
     let descriptors = describe_eager(server).await;
     for root in server.roots().iter().filter(|r| server.is_lazy(r)) {
         say!("  lazy  {root}  (built on first use, disposed when idle)");
@@ -596,5 +613,44 @@ pub fn inspect(args: InspectArgs) -> ExitCode {
             }
         }
         Err(e) => fail(format!("invalid envelope: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod banner_tests {
+    use super::*;
+
+    #[test]
+    fn all_interfaces_name_usable_addresses_and_warn_without_a_token() {
+        let any: std::net::SocketAddr = "0.0.0.0:8765".parse().expect("addr");
+        let urls = client_urls(any);
+        assert_eq!(urls[0], ("ws://127.0.0.1:8765".to_string(), "this machine"));
+        assert!(urls.iter().all(|(u, _)| !u.contains("0.0.0.0")), "{urls:?}");
+        let lines = banner_head("the built-in simulators", any, &urls, false);
+        assert!(
+            lines[0].contains("on all interfaces (0.0.0.0:8765)"),
+            "{lines:?}"
+        );
+        assert_eq!(lines[1], "  ws://127.0.0.1:8765  (this machine)");
+        assert!(
+            lines.iter().any(|l| l.starts_with("warning: no --token")),
+            "{lines:?}"
+        );
+        let with_token = banner_head("the built-in simulators", any, &urls, true);
+        assert!(
+            !with_token.iter().any(|l| l.contains("warning")),
+            "{with_token:?}"
+        );
+
+        let local: std::net::SocketAddr = "127.0.0.1:9".parse().expect("addr");
+        let urls = client_urls(local);
+        assert_eq!(urls, [("ws://127.0.0.1:9".to_string(), "")]);
+        assert_eq!(
+            banner_head("x", local, &urls, false),
+            [format!(
+                "unienv-remote {} serving x on ws://127.0.0.1:9",
+                env!("CARGO_PKG_VERSION")
+            )]
+        );
     }
 }

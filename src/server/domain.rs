@@ -915,7 +915,13 @@ impl Domain {
         };
         let takes_action = (is_env && method == "step") || method == "set_next_action";
         if takes_action && self.server.config.validate_actions {
-            let action = args.first().or_else(|| kwargs.get("action"));
+            // Only a well-formed call is checked: a wrong argument count is
+            // reported by the binding, which names what was given.
+            let action = match args.len() {
+                0 => kwargs.get("action"),
+                1 if !kwargs.contains_key("action") => args.first(),
+                _ => None,
+            };
             if let (Some(action), Some(space)) = (action, hosted.action_space(&meta)) {
                 if let Err(problem) = space.check(action, "action") {
                     tracing::debug!(resource = %meta.id, method, %problem, "action refused");
