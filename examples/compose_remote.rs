@@ -20,7 +20,18 @@ fn floats(v: Option<&Value>) -> Result<Vec<f32>, Box<dyn std::error::Error>> {
     Ok(array.to_vec::<f32>()?)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Prints an error readably (`error: …`, not Rust's debug form) and exits 1.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "ws://127.0.0.1:8765".to_string());
@@ -29,10 +40,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = client.node("pointmass/node")?;
     let mut env = blocking::RemoteWorldEnv::new(world, root)?;
     println!(
-        "composed {} with {} children client-side; control timestep {:?} s",
+        "composed {} with {} children client-side; control timestep {}",
         env.world_id(),
         env.composer().node().child_count(),
         env.control_timestep()
+            .map_or_else(|| "none".to_string(), |t| format!("{t} s"))
     );
     for episode in 0..3 {
         // One `reload` operation (the first reset) or `reset` operation.
@@ -49,13 +61,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             // One `step` operation: set_next_action, the update substeps and
             // world steps, then the observation reads.
             let result = env.step(Value::Array(NdArray::from_vec(push)))?;
-            total += result.reward.as_f64().unwrap_or(0.0);
+            total += result.reward_f64().unwrap_or(0.0);
             body = result.observation.get("body").cloned().unwrap_or_default();
-            let done = |v: &Value| v.as_bool().unwrap_or(false);
-            if done(&result.terminated) || done(&result.truncated) {
+            if result.is_done() {
                 println!(
                     "episode {episode}: {} after {step} steps, return {total:.2}",
-                    if done(&result.terminated) {
+                    if result.is_terminated() {
                         "reached the goal"
                     } else {
                         "truncated"

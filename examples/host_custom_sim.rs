@@ -27,6 +27,13 @@ impl Env for Oscillator {
     }
 
     fn step(&mut self, action: Value) -> HostResult<StepResult> {
+        // Refusals come first, before any state changes: an invalid-argument
+        // error is a certain `invalid_request` and the env stays usable.
+        if self.steps == u32::MAX {
+            return Err(HostError::invalid_argument(
+                "step() was called before reset(): call reset() first",
+            ));
+        }
         let force = action
             .as_scalar_f64()
             .filter(|f| f.is_finite())
@@ -62,22 +69,43 @@ impl Oscillator {
     }
 }
 
+/// Prints an error readably (`error: …`, not Rust's debug form) and exits 1.
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:8765".into());
-    let mut builder = Server::builder(ServerConfig::default());
+    // Check actions against the action spaces before the simulators see them.
+    let config = ServerConfig {
+        validate_actions: true,
+        ..ServerConfig::default()
+    };
+    let mut builder = Server::builder(config);
     let oscillator = Oscillator {
         state: [0.0; 2],
-        steps: 0,
+        // No episode yet: `step` refuses until the first `reset`.
+        steps: u32::MAX,
         rng: SplitMix64::from_entropy(),
     };
     builder.register_env("oscillator", oscillator)?;
     unienv_remote::sims::register(&mut builder)?;
     let server = builder.start();
     let listener = server.listen(addr.as_str()).await?;
-    println!("serving {:?} on {}", server.roots(), listener.url());
+    println!(
+        "serving {} on {}; Ctrl-C stops",
+        server.roots().join(", "),
+        listener.url()
+    );
     tokio::signal::ctrl_c().await?;
     println!("shutting down");
     server.shutdown().await;

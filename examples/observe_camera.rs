@@ -1,4 +1,4 @@
-//! Run: start a server (`cargo run --release -- serve`), drive `pointmass` from another client (e.g. `unienv-remote bench ws://127.0.0.1:8765 pointmass`), then `cargo run --example observe_camera [URL] [FRAMES]` (default `ws://127.0.0.1:8765`, 50 frames).
+//! Run: start a server (`unienv-remote serve`, after `cargo install --path .`), drive `pointmass` from another client (e.g. `unienv-remote bench ws://127.0.0.1:8765 pointmass --seconds 60`), then `cargo run --example observe_camera [URL] [FRAMES]` (default `ws://127.0.0.1:8765`, 50 frames).
 //!
 //! An observer: subscribes to the camera node `pointmass/node/camera` (no
 //! control needed; latest wins, so a slow observer never slows the
@@ -24,14 +24,26 @@ fn centroid(pixels: &[u8], width: usize, is: impl Fn(&[u8]) -> bool) -> Option<(
     (n > 0.0).then(|| (sx / n, sy / n))
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Prints an error readably (`error: …`, not Rust's debug form) and exits 1.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let url = args.next().unwrap_or_else(|| "ws://127.0.0.1:8765".into());
     let frames: u64 = args.next().map(|n| n.parse()).transpose()?.unwrap_or(50);
     let client = blocking::Client::connect(&url, ClientConfig::default().with_discover(false))?;
     let mut subscription = client.subscribe(CAMERA, Some(&["observation"]))?;
     println!(
-        "observing {CAMERA} on {url}; waiting for boundaries (drive pointmass from another client)"
+        "observing {CAMERA} on {url}; waiting for boundaries. An observer only watches: drive \
+         pointmass beside it, e.g. `unienv-remote bench {url} pointmass --seconds 60`"
     );
     let mut last_sequence = None;
     let mut previous: Option<Vec<u8>> = None;

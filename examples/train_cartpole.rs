@@ -28,11 +28,10 @@ fn episode(
     let (mut total, mut steps) = (0.0, 0);
     loop {
         let step = env.step(policy(&obs))?;
-        total += step.reward.as_f64().unwrap_or(0.0);
+        total += step.reward_f64().unwrap_or(0.0);
         steps += 1;
         obs = observation(&step.observation)?;
-        let done = |v: &Value| v.as_bool().unwrap_or(false);
-        if done(&step.terminated) || done(&step.truncated) {
+        if step.is_done() {
             return Ok((total, steps));
         }
     }
@@ -47,7 +46,18 @@ fn linear(w: [f32; 4]) -> impl Fn(&[f32]) -> i64 {
     move |obs: &[f32]| i64::from(obs.iter().zip(w).map(|(o, w)| o * w).sum::<f32>() > 0.0)
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// Prints an error readably (`error: …`, not Rust's debug form) and exits 1.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "ws://127.0.0.1:8765".to_string());

@@ -33,35 +33,55 @@
 //! as this crate implements it.
 //!
 //! # Hosting a simulator
+//! A complete program (`cargo add unienv-remote tokio --features tokio/full`)
+//! that serves one env until Ctrl-C. A bad action is refused before the env
+//! sees it, and `step` before `reset` is refused by the env itself, both as
+//! a certain `invalid_request` that leaves the env usable; any other error
+//! from `step` faults the env until the next `reset`.
 //! ```no_run
-//! use unienv_remote::host::{Env, HostResult, ResetArgs, ResetResult, Space, StepResult};
+//! use unienv_remote::host::{Env, HostError, HostResult, ResetArgs, ResetResult, Space, StepResult};
 //! use unienv_remote::server::{Server, ServerConfig};
-//! use unienv_remote::{Dict, NdArray, Value};
+//! use unienv_remote::{DType, Dict, NdArray, Value};
 //!
-//! struct Walker { x: f32 }
+//! struct Walker { x: Option<f32> }
 //!
 //! impl Env for Walker {
 //!     fn reset(&mut self, args: ResetArgs) -> HostResult<ResetResult> {
-//!         self.x = args.seed.unwrap_or(0) as f32;
-//!         Ok(ResetResult::new((), NdArray::from_vec(vec![self.x]), Dict::new()))
+//!         let x = args.seed.unwrap_or(0) as f32;
+//!         self.x = Some(x);
+//!         Ok(ResetResult::new((), NdArray::from_vec(vec![x]), Dict::new()))
 //!     }
 //!     fn step(&mut self, action: Value) -> HostResult<StepResult> {
-//!         self.x += action.as_scalar_f64().ok_or("the action is a number")? as f32;
-//!         let done = self.x.abs() > 10.0;
-//!         Ok(StepResult::new(NdArray::from_vec(vec![self.x]), -self.x.abs() as f64, done, false, Dict::new()))
+//!         // Refusals first, before anything changes.
+//!         let x = self.x.ok_or_else(|| HostError::invalid_argument("call reset() first"))?;
+//!         let a = action.as_scalar_f64().ok_or_else(|| HostError::invalid_argument("the action is a number"))?;
+//!         let x = x + a as f32;
+//!         self.x = Some(x);
+//!         let done = x.abs() > 10.0;
+//!         Ok(StepResult::new(NdArray::from_vec(vec![x]), -x.abs() as f64, done, false, Dict::new()))
 //!     }
-//!     fn action_space(&self) -> Option<Space> { Some(Space::boxed(unienv_remote::DType::F32, vec![], -1.0, 1.0)) }
+//!     fn action_space(&self) -> Option<Space> { Some(Space::boxed(DType::F32, vec![], -1.0, 1.0)) }
 //!     fn observation_space(&self) -> Option<Space> { Some(Space::unbounded_f32(vec![1])) }
 //! }
 //!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let mut builder = Server::builder(ServerConfig::default());
-//! builder.register_env("walker", Walker { x: 0.0 })?;
-//! let server = builder.start();
-//! let listener = server.listen("127.0.0.1:8765").await?;
-//! println!("Python: RemoteClient.connect(\"{}\").env(\"walker\")", listener.url());
-//! # Ok(()) }
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // Check actions against the action space before the env sees them.
+//!     let config = ServerConfig { validate_actions: true, ..ServerConfig::default() };
+//!     let mut builder = Server::builder(config);
+//!     builder.register_env("walker", Walker { x: None })?;
+//!     let server = builder.start();
+//!     let listener = server.listen("127.0.0.1:8765").await?;
+//!     println!("Python: RemoteClient.connect(\"{}\").env(\"walker\"); Ctrl-C stops", listener.url());
+//!     tokio::signal::ctrl_c().await?;
+//!     server.shutdown().await; // closes the env, joins its thread
+//!     Ok(())
+//! }
 //! ```
+//!
+//! Logging uses [`tracing`](https://docs.rs/tracing) (target `unienv_remote`):
+//! install a subscriber (e.g. `tracing_subscriber::fmt::init()`) to see
+//! sessions, refusals, faults, evictions and slow calls.
 #![deny(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
 

@@ -145,8 +145,9 @@ fn inspect_reads_golden_files_and_names_problems() {
     assert!(text.contains("\"request_id\": \"r42\""), "{text}");
     assert!(text.contains("\"type\": \"response\""), "{text}");
     assert!(
-        text.trim_end()
-            .ends_with(&format!("-- valid envelope, {size} bytes")),
+        text.trim_end().ends_with(&format!(
+            "-- valid envelope and protocol v1 message, {size} bytes"
+        )),
         "{text}"
     );
     let json = run(&["inspect", "--json", path.to_str().expect("path")]);

@@ -16,6 +16,9 @@ pub struct DiscoverArgs {
     /// Connection options.
     #[command(flatten)]
     pub client: ClientArgs,
+    /// Print the descriptors as one plain JSON array (for scripts) instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options of `describe`.
@@ -47,6 +50,13 @@ pub struct CallArgs {
     /// Keyword arguments: a JSON object (see below).
     #[arg(long, value_name = "JSON")]
     pub kwargs: Option<String>,
+    /// Print the result as plain JSON (for scripts): arrays as nested lists,
+    /// non-finite floats as "nan"/"inf"/"-inf", bytes as {"base64": …}.
+    #[arg(long)]
+    pub json: bool,
+    /// Also save the result, as an envelope `inspect` reads, to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<std::path::PathBuf>,
 }
 
 /// `discover`: a table of every resource the server hosts, in the server's
@@ -58,6 +68,14 @@ pub fn discover(args: DiscoverArgs) -> ExitCode {
         let info = client.server_info().clone();
         client.close().await;
         let descriptors = outcome?;
+        if args.json {
+            let list: Vec<serde_json::Value> = descriptors
+                .iter()
+                .map(|d| super::pretty::to_plain_json(&Value::Dict(d.raw().clone())))
+                .collect();
+            println!("{}", serde_json::Value::Array(list));
+            return Ok(ExitCode::SUCCESS);
+        }
         println!(
             "{} {} at {}: {} resources",
             info.server,
@@ -234,8 +252,17 @@ pub fn call(args: CallArgs) -> ExitCode {
         Ok(parsed) => parsed,
         Err(e) => return super::fail(e),
     };
+    let frames: std::sync::Arc<parking_lot::Mutex<Vec<bytes::Bytes>>> = Default::default();
     run_client(async move {
-        let client = args.client.connect(false).await?;
+        let mut config = args.client.config(false).map_err(ClientError::InvalidUse)?;
+        if args.save.is_some() {
+            let frames = frames.clone();
+            config.capture = Some(crate::client::Capture::new(move |frame| {
+                frames.lock().push(frame.clone())
+            }));
+        }
+        let client = crate::client::Client::connect(&args.client.url, config).await?;
+        let before = std::sync::atomic::AtomicUsize::new(0);
         let outcome = async {
             let descriptor = client.describe(&args.id).await?;
             let action_space = descriptor.action_space();
@@ -243,7 +270,10 @@ pub fn call(args: CallArgs) -> ExitCode {
                 .map_err(ClientError::InvalidUse)?;
             let (id, method) = (args.id.as_str(), args.method.as_str());
             match operation_for(descriptor.kind(), method) {
-                None => client.call(id, method, call.args, call.kwargs).await,
+                None => {
+                    before.store(frames.lock().len(), std::sync::atomic::Ordering::Relaxed);
+                    client.call(id, method, call.args, call.kwargs).await
+                }
                 Some(kind) => {
                     client.acquire(id, Some(Mode::Components)).await?;
                     let outcome = client
@@ -254,7 +284,13 @@ pub fn call(args: CallArgs) -> ExitCode {
                                 op.id(),
                                 op.domain_id()
                             );
-                            client.call(id, method, call.args, call.kwargs).await
+                            before.store(frames.lock().len(), std::sync::atomic::Ordering::Relaxed);
+                            let result = client.call(id, method, call.args, call.kwargs).await;
+                            // The call's own reply, not the completion's.
+                            frames
+                                .lock()
+                                .truncate(before.load(std::sync::atomic::Ordering::Relaxed) + 1);
+                            result
                         })
                         .await;
                     if let Err(e) = &outcome {
@@ -273,7 +309,47 @@ pub fn call(args: CallArgs) -> ExitCode {
         }
         .await;
         client.close().await;
-        println!("{}", pretty(&outcome?));
+        if let Some(path) = &args.save {
+            // The reply to the call (a response, or the error answering it).
+            let start = before.load(std::sync::atomic::Ordering::Relaxed);
+            let reply = frames.lock().get(start).cloned();
+            match reply {
+                Some(frame) => match std::fs::write(path, &frame) {
+                    Ok(()) => eprintln!(
+                        "saved the reply envelope ({} bytes) to {}; read it with: unienv-remote inspect {}",
+                        frame.len(),
+                        path.display(),
+                        path.display()
+                    ),
+                    Err(e) => {
+                        return Err(ClientError::InvalidUse(format!(
+                            "cannot write {}: {e}",
+                            path.display()
+                        )))
+                    }
+                },
+                None => eprintln!("nothing saved: no reply to the call arrived"),
+            }
+        }
+        let value = match outcome {
+            Ok(value) => value,
+            Err(e) => {
+                if e.code() == "invalid_request"
+                    && matches!(args.method.as_str(), "step" | "set_next_action")
+                    && e.to_string().contains("positional argument")
+                {
+                    eprintln!(
+                        "hint: --args lists the positional arguments; an array action is one argument: --args '[[0.5, -0.5]]'"
+                    );
+                }
+                return Err(e);
+            }
+        };
+        if args.json {
+            println!("{}", super::pretty::to_plain_json(&value));
+        } else {
+            println!("{}", pretty(&value));
+        }
         Ok(ExitCode::SUCCESS)
     })
 }

@@ -59,7 +59,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DEPTH", default_value_t = 4)]
     pub pipeline: usize,
     /// Load a running server at this ws:// URL instead of an in-process one
-    /// (loopback addresses only).
+    /// (loopback addresses only). It must host counter-like envs (see --env),
+    /// as `unienv-remote serve --fixtures` does.
     #[arg(long)]
     pub url: Option<String>,
     /// With --url: the counter-like env IDs to drive (repeatable; one per
@@ -276,7 +277,9 @@ fn validate(args: &LoadArgs) -> Result<(), String> {
             loopback_url(url)?;
             if args.envs.len() < args.controllers {
                 return Err(format!(
-                    "--url needs an --env for each controller ({} given, {} controllers)",
+                    "--url needs an --env for each controller ({} given, {} controllers): \
+                     envs that behave like the fixture `counter`, which `unienv-remote serve \
+                     --fixtures` hosts, e.g. `--controllers 3 --env counter --env counter3 --env lazy`",
                     args.envs.len(),
                     args.controllers
                 ));

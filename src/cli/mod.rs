@@ -5,6 +5,7 @@
 mod bench;
 mod client_cmds;
 mod hostile;
+mod inspect;
 mod json_args;
 pub mod load;
 mod pretty;
@@ -27,6 +28,19 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// Prints a line on stdout, ignoring a closed pipe (`serve | head -1` must
+/// not take the server down).
+macro_rules! say {
+    () => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout());
+    }};
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 /// The default address of `serve`.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8765";
 
@@ -34,9 +48,39 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:8765";
 #[derive(Debug, Parser)]
 #[command(name = "unienv-remote", version, about)]
 pub struct Cli {
+    /// Log more (repeatable): `-v` debug, `-vv` trace. `RUST_LOG` (e.g.
+    /// `RUST_LOG=unienv_remote=debug`) overrides it. `serve` logs at info by
+    /// default, the client commands only warnings.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Installs the `tracing` subscriber (to stderr): `RUST_LOG` when set, else
+/// `unienv_remote` at `default` (info for a server, warn for a client)
+/// raised by each `-v`. Does nothing if a subscriber is already installed.
+pub fn init_logging(verbose: u8, default: tracing::Level) {
+    use tracing_subscriber::EnvFilter;
+    let level = match (verbose, default) {
+        (0, level) => level,
+        (1, _) => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    };
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(spec) if !spec.trim().is_empty() => EnvFilter::new(spec),
+        _ => EnvFilter::new(format!(
+            "unienv_remote={}",
+            level.as_str().to_ascii_lowercase()
+        )),
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .try_init();
 }
 
 /// The subcommands.
@@ -125,6 +169,15 @@ pub struct ServeArgs {
     /// Host the conformance fixture registry instead of the built-in simulators.
     #[arg(long)]
     pub fixtures: bool,
+    /// Host N independent instances of each built-in simulator, as ID-0 …
+    /// ID-(N-1) (cartpole-0, cartpole-1, …): one per trainer, or per env of a vector client.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub copies: usize,
+    /// Pass actions to the simulators unchecked. By default `serve` checks each
+    /// action against the action space (dtype, shape, bounds, finiteness) and
+    /// refuses a bad one with a message naming the element and the bound.
+    #[arg(long)]
+    pub no_validate_actions: bool,
     /// Also serve the browser viewer of this server, on ADDR (default 127.0.0.1:8766).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::viewer::DEFAULT_LISTEN)]
     pub viewer: Option<String>,
@@ -142,6 +195,11 @@ pub struct InspectArgs {
 
 /// Runs the command line and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
+    let default = match cli.command {
+        Command::Serve(_) | Command::View(_) => tracing::Level::INFO,
+        _ => tracing::Level::WARN,
+    };
+    init_logging(cli.verbose, default);
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Discover(args) => discover(args),
@@ -257,6 +315,12 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     if args.max_message_size < crate::codec::MIN_MAX_MESSAGE_SIZE {
         return fail("--max-message-size must be at least 8");
     }
+    if args.copies == 0 {
+        return fail("--copies must be at least 1");
+    }
+    if args.fixtures && args.copies != 1 {
+        return fail("--copies applies to the built-in simulators, not to --fixtures");
+    }
     if args.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
         // `--token "$UNSET"` would otherwise turn authentication off while
         // the banner asks for a token.
@@ -269,13 +333,15 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         token: args.token.clone(),
         allowed_origins: args.allow_origin.clone(),
         allowed_hosts: args.allow_host.clone(),
+        // The fixtures reproduce the reference, which passes actions through.
+        validate_actions: !args.fixtures && !args.no_validate_actions,
         ..ServerConfig::default()
     };
     let mut builder = Server::builder(config);
     let registered = if args.fixtures {
         crate::fixtures::register(&mut builder)
     } else {
-        crate::sims::register(&mut builder)
+        crate::sims::register_copies(&mut builder, args.copies)
     };
     if let Err(e) = registered {
         return fail(e);
@@ -291,6 +357,9 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     runtime.block_on(async move {
         let listener = match server.listen(args.addr.as_str()).await {
             Ok(l) => l,
+            // The error names the resolved address; an unresolvable one is
+            // named here.
+            Err(e) if e.to_string().starts_with("cannot listen on") => return fail(e),
             Err(e) => return fail(format!("cannot listen on {}: {e}", args.addr)),
         };
         // Install the signal handlers before announcing the URL, so that a
@@ -301,7 +370,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         };
         print_banner(
             &server,
-            &listener.url(),
+            listener.local_addr(),
             args.token.is_some(),
             args.fixtures,
         )
@@ -317,7 +386,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
                 );
                 match crate::viewer::Viewer::start(addr, config).await {
                     Ok(v) => {
-                        println!("Viewer: open {} in a browser", v.url());
+                        say!("Viewer: open {} in a browser", v.url());
                         Some(v)
                     }
                     Err(e) => return fail(e),
@@ -333,29 +402,107 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     })
 }
 
-async fn print_banner(server: &Server, url: &str, token: bool, fixtures: bool) {
+/// The URLs clients can use for a listener bound to `addr`: itself, or for
+/// an unspecified address (`0.0.0.0`, `::`) loopback and this machine's
+/// outward address, each with who can use it.
+pub fn client_urls(addr: std::net::SocketAddr) -> Vec<(String, &'static str)> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+    let url = |ip: IpAddr| match ip {
+        IpAddr::V6(ip) => format!("ws://[{ip}]:{}", addr.port()),
+        IpAddr::V4(ip) => format!("ws://{ip}:{}", addr.port()),
+    };
+    if !addr.ip().is_unspecified() {
+        return vec![(url(addr.ip()), "")];
+    }
+    let (loopback, probe): (IpAddr, SocketAddr) = if addr.is_ipv4() {
+        (
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            SocketAddr::from(([192, 0, 2, 1], 9)),
+        )
+    } else {
+        (
+            IpAddr::V6(Ipv6Addr::LOCALHOST),
+            SocketAddr::from((Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1), 9)),
+        )
+    };
+    let mut urls = vec![(url(loopback), "this machine")];
+    // Connecting a UDP socket sends nothing: it only asks the kernel which
+    // local address routes outwards (to a documentation-only address).
+    let outward = UdpSocket::bind(SocketAddr::new(addr.ip(), 0))
+        .and_then(|s| s.connect(probe).and_then(|_| s.local_addr()))
+        .map(|a| a.ip())
+        .ok()
+        .filter(|ip| !ip.is_loopback() && !ip.is_unspecified());
+    if let Some(ip) = outward {
+        urls.push((url(ip), "other machines"));
+    }
+    urls
+}
+
+/// The first lines of the `serve` banner: where clients connect, and for an
+/// unspecified address (`0.0.0.0`) every usable URL and, without a token, a
+/// warning.
+pub fn banner_head(
+    what: &str,
+    addr: std::net::SocketAddr,
+    urls: &[(String, &str)],
+    token: bool,
+) -> Vec<String> {
+    let version = env!("CARGO_PKG_VERSION");
+    if !addr.ip().is_unspecified() {
+        let url = urls.first().map_or("?", |(u, _)| u.as_str());
+        return vec![format!("unienv-remote {version} serving {what} on {url}")];
+    }
+    let mut lines = vec![format!(
+        "unienv-remote {version} serving {what} on all interfaces ({addr}); clients connect to:"
+    )];
+    for (u, who) in urls {
+        lines.push(format!("  {u}  ({who})"));
+    }
+    lines.push("  (a client using a DNS name needs --allow-host NAME)".into());
+    if !token {
+        lines.push(
+            "warning: no --token: anyone who can reach this port can control the simulators; start with --token TOKEN"
+                .into(),
+        );
+    }
+    lines
+}
+
+async fn print_banner(server: &Server, addr: std::net::SocketAddr, token: bool, fixtures: bool) {
     let what = if fixtures {
         "the conformance fixture registry"
     } else {
         "the built-in simulators"
     };
-    println!(
-        "unienv-remote {} serving {what} on {url}",
-        env!("CARGO_PKG_VERSION")
-    );
+    let urls = client_urls(addr);
+    let url = urls[0].0.clone();
+    for line in banner_head(what, addr, &urls, token) {
+        say!("{line}");
+    }
+    if addr.ip().is_unspecified() && !token {
+        tracing::warn!(%addr, "listening on all interfaces without a token");
+    }
+    tracing::info!(%url, "serving");
     let descriptors = describe_eager(server).await;
     for root in server.roots().iter().filter(|r| server.is_lazy(r)) {
-        println!("  lazy  {root}  (built on first use, disposed when idle)");
+        say!("  lazy  {root}  (built on first use, disposed when idle)");
     }
     for d in &descriptors {
         let id = d.get("id").and_then(crate::Value::as_str).unwrap_or("?");
         let kind = d.get("kind").and_then(crate::Value::as_str).unwrap_or("?");
-        let obs = d
-            .get("observation_space")
-            .and_then(|s| crate::host::Space::from_value(s).ok())
-            .map(|s| format!("  observation {s}"))
-            .unwrap_or_default();
-        println!("  {kind:5} {id}{obs}");
+        let space = |key: &str, label: &str| {
+            d.get(key)
+                .and_then(|s| crate::host::Space::from_value(s).ok())
+                .map(|s| format!("  {label} {s}"))
+                .unwrap_or_default()
+        };
+        let act = space("action_space", "action");
+        let obs = space("observation_space", "observation");
+        say!("  {kind:5} {id}{act}{obs}");
+    }
+    if server.config().validate_actions {
+        say!("Actions are checked against the action spaces (--no-validate-actions to pass them unchecked).");
     }
     let header = if token {
         ", additional_headers={\"Authorization\": \"Bearer <TOKEN>\"}"
@@ -368,22 +515,22 @@ async fn print_banner(server: &Server, url: &str, token: bool, fixtures: bool) {
         .and_then(|d| d.get("id").and_then(crate::Value::as_str))
         .unwrap_or("cartpole")
         .to_string();
-    println!();
-    println!("Python (pip install \"unienv[network]==0.0.1b14\"):");
+    let token_flag = if token { " --token <TOKEN>" } else { "" };
+    say!();
+    say!("Python (pip install \"unienv[network]==0.0.1b14\"):");
     if token {
-        println!("  from unienv_interface.remote import RemoteClient, WebSocketTransport");
-        println!("  client = RemoteClient(WebSocketTransport.connect(\"{url}\"{header}))");
+        say!("  from unienv_interface.remote import RemoteClient, WebSocketTransport");
+        say!("  client = RemoteClient(WebSocketTransport.connect(\"{url}\"{header}))");
     } else {
-        println!("  from unienv_interface.remote import RemoteClient");
-        println!("  client = RemoteClient.connect(\"{url}\")");
+        say!("  from unienv_interface.remote import RemoteClient");
+        say!("  client = RemoteClient.connect(\"{url}\")");
     }
-    println!("  env = client.env(\"{first_env}\"); context, obs, info = env.reset(seed=0)");
-    println!();
-    println!(
-        "Rust: unienv_remote::client::blocking::Client::connect(\"{url}\", Default::default())"
-    );
-    println!("Watch: unienv-remote watch {url} {first_env}");
-    println!("Press Ctrl-C to stop.");
+    say!("  env = client.env(\"{first_env}\"); context, obs, info = env.reset(seed=0)");
+    say!();
+    say!("Rust: unienv_remote::client::blocking::Client::connect(\"{url}\", Default::default())");
+    say!("Try:  unienv-remote call {url} {first_env} reset{token_flag}");
+    say!("Watch: unienv-remote watch {url} {first_env}{token_flag}");
+    say!("Press Ctrl-C to stop.");
 }
 
 /// The descriptors of every eager registration, through an in-memory
@@ -453,10 +600,58 @@ pub fn inspect(args: InspectArgs) -> ExitCode {
         Ok(value) => {
             if !args.json {
                 println!("{}", pretty(&value));
-                println!("-- valid envelope, {size} bytes");
             }
-            ExitCode::SUCCESS
+            let problems = inspect::protocol_problems(&value);
+            if problems.is_empty() {
+                println!("-- valid envelope and protocol v1 message, {size} bytes");
+                ExitCode::SUCCESS
+            } else {
+                println!("-- valid envelope ({size} bytes), but not a valid protocol v1 message:");
+                for p in &problems {
+                    println!("   - {p}");
+                }
+                ExitCode::FAILURE
+            }
         }
         Err(e) => fail(format!("invalid envelope: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod banner_tests {
+    use super::*;
+
+    #[test]
+    fn all_interfaces_name_usable_addresses_and_warn_without_a_token() {
+        let any: std::net::SocketAddr = "0.0.0.0:8765".parse().expect("addr");
+        let urls = client_urls(any);
+        assert_eq!(urls[0], ("ws://127.0.0.1:8765".to_string(), "this machine"));
+        assert!(urls.iter().all(|(u, _)| !u.contains("0.0.0.0")), "{urls:?}");
+        let lines = banner_head("the built-in simulators", any, &urls, false);
+        assert!(
+            lines[0].contains("on all interfaces (0.0.0.0:8765)"),
+            "{lines:?}"
+        );
+        assert_eq!(lines[1], "  ws://127.0.0.1:8765  (this machine)");
+        assert!(
+            lines.iter().any(|l| l.starts_with("warning: no --token")),
+            "{lines:?}"
+        );
+        let with_token = banner_head("the built-in simulators", any, &urls, true);
+        assert!(
+            !with_token.iter().any(|l| l.contains("warning")),
+            "{with_token:?}"
+        );
+
+        let local: std::net::SocketAddr = "127.0.0.1:9".parse().expect("addr");
+        let urls = client_urls(local);
+        assert_eq!(urls, [("ws://127.0.0.1:9".to_string(), "")]);
+        assert_eq!(
+            banner_head("x", local, &urls, false),
+            [format!(
+                "unienv-remote {} serving x on ws://127.0.0.1:9",
+                env!("CARGO_PKG_VERSION")
+            )]
+        );
     }
 }

@@ -296,3 +296,150 @@ mod tests {
         assert!(s.contains("\"v\": []"));
     }
 }
+
+/// A value tree as plain JSON for scripts (`--json` of `discover` and
+/// `call`): dicts are objects, lists and tuples arrays, numeric arrays nested
+/// lists in C order (complex elements `[re, im]`), object arrays nested
+/// lists, graphs objects, bytes `{"base64": "…"}`, integers beyond 64 bits
+/// their decimal digits as a string, and non-finite floats the strings
+/// `"nan"`, `"inf"`, `"-inf"` (JSON has no such numbers).
+pub fn to_plain_json(value: &Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    let float = |f: f64| {
+        if f.is_finite() {
+            serde_json::Number::from_f64(f).map_or(J::Null, J::Number)
+        } else if f.is_nan() {
+            J::from("nan")
+        } else if f > 0.0 {
+            J::from("inf")
+        } else {
+            J::from("-inf")
+        }
+    };
+    match value {
+        Value::Null => J::Null,
+        Value::Bool(b) => J::Bool(*b),
+        Value::Int(i) => J::from(*i),
+        Value::UInt(u) => J::from(*u),
+        // Beyond 64 bits JSON readers lose precision: the decimal digits.
+        Value::BigInt(b) => J::from(b.as_str()),
+        Value::Float(f) => float(*f),
+        Value::Str(s) => J::from(s.as_str()),
+        Value::Bytes(b) => {
+            let mut o = serde_json::Map::new();
+            o.insert("base64".into(), J::from(base64_encode(b)));
+            J::Object(o)
+        }
+        Value::List(items) | Value::Tuple(items) => {
+            J::Array(items.iter().map(to_plain_json).collect())
+        }
+        Value::Dict(d) => J::Object(
+            d.iter()
+                .map(|(k, v)| (k.to_string(), to_plain_json(v)))
+                .collect(),
+        ),
+        Value::Array(a) => {
+            use crate::codec::ScalarKind;
+            let elements: Vec<J> = match a.dtype().kind() {
+                ScalarKind::Complex => (0..a.len())
+                    .map(|i| {
+                        a.get_complex(i)
+                            .map_or(J::Null, |(re, im)| J::Array(vec![float(re), float(im)]))
+                    })
+                    .collect(),
+                ScalarKind::Bool => a
+                    .to_f64_vec()
+                    .into_iter()
+                    .map(|x| J::Bool(x != 0.0))
+                    .collect(),
+                ScalarKind::Int | ScalarKind::UInt => (0..a.len())
+                    .map(|i| {
+                        a.format_element(i)
+                            .and_then(|t| t.parse::<serde_json::Number>().ok())
+                            .map_or(J::Null, J::Number)
+                    })
+                    .collect(),
+                ScalarKind::Float => a.to_f64_vec().into_iter().map(float).collect(),
+            };
+            nest(elements, a.shape())
+        }
+        Value::ObjectArray(o) => nest(o.values().iter().map(to_plain_json).collect(), o.shape()),
+        Value::Graph(g) => {
+            let mut o = serde_json::Map::new();
+            o.insert("n_nodes".into(), to_plain_json(&g.n_nodes));
+            o.insert("n_edges".into(), to_plain_json(&g.n_edges));
+            o.insert("nodes_features".into(), to_plain_json(&g.nodes_features));
+            o.insert("edges_features".into(), to_plain_json(&g.edges_features));
+            o.insert("edges".into(), to_plain_json(&g.edges));
+            J::Object(o)
+        }
+    }
+}
+
+/// Nests C-order elements by `shape` (a scalar shape gives the element).
+fn nest(elements: Vec<serde_json::Value>, shape: &[usize]) -> serde_json::Value {
+    match shape {
+        [] => elements
+            .into_iter()
+            .next()
+            .unwrap_or(serde_json::Value::Null),
+        [_] => serde_json::Value::Array(elements),
+        [_, rest @ ..] => {
+            let inner: usize = rest.iter().product();
+            if inner == 0 {
+                return serde_json::Value::Array(
+                    (0..shape[0]).map(|_| nest(Vec::new(), rest)).collect(),
+                );
+            }
+            let mut out = Vec::with_capacity(shape[0]);
+            let mut it = elements.into_iter();
+            for _ in 0..shape[0] {
+                let chunk: Vec<serde_json::Value> = it.by_ref().take(inner).collect();
+                out.push(nest(chunk, rest));
+            }
+            serde_json::Value::Array(out)
+        }
+    }
+}
+
+/// Standard base64 with padding.
+fn base64_encode(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod plain_json_tests {
+    use super::*;
+
+    #[test]
+    fn plain_json_of_values() {
+        let a = NdArray::from_shape_vec(vec![2, 2], vec![1.0f32, f32::NAN, 3.0, 4.0]).unwrap();
+        let mut d = crate::codec::Dict::new();
+        d.insert("obs", Value::Array(a));
+        d.insert("ok", true);
+        d.insert("raw", Value::Bytes(bytes::Bytes::from_static(b"hi!")));
+        let j = to_plain_json(&Value::Dict(d));
+        assert_eq!(
+            j.to_string(),
+            r#"{"obs":[[1.0,"nan"],[3.0,4.0]],"ok":true,"raw":{"base64":"aGkh"}}"#
+        );
+        assert_eq!(base64_encode(b"ab"), "YWI=");
+    }
+}

@@ -25,7 +25,7 @@ pub enum ClientError {
     Uncertain(Box<ClientError>),
     /// No reply (or no snapshot) arrived in time. A request timeout closes
     /// the connection, so that a late reply can never be taken for another.
-    #[error("timed out after {0:?}")]
+    #[error("timed out after {} s", .0.as_secs_f64())]
     Timeout(Duration),
     /// The connection is closed (locally, by the peer, or after a failure).
     #[error("connection closed: {0}")]

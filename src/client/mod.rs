@@ -119,6 +119,32 @@ pub struct ClientConfig {
     pub token: Option<String>,
     /// Additional HTTP headers for the WebSocket handshake.
     pub headers: Vec<(String, String)>,
+    /// Receives every envelope the server sends, as its raw bytes, before
+    /// it is decoded (default none): for saving envelopes that
+    /// `unienv-remote inspect` reads.
+    pub capture: Option<Capture>,
+}
+
+/// A sink for received envelopes (see [`ClientConfig::capture`]).
+#[derive(Clone)]
+pub struct Capture(Arc<dyn Fn(&bytes::Bytes) + Send + Sync>);
+
+impl Capture {
+    /// Calls `sink` with every received envelope, on the connection's reader
+    /// task (keep it short).
+    pub fn new(sink: impl Fn(&bytes::Bytes) + Send + Sync + 'static) -> Capture {
+        Capture(Arc::new(sink))
+    }
+
+    pub(crate) fn record(&self, frame: &bytes::Bytes) {
+        (self.0)(frame)
+    }
+}
+
+impl std::fmt::Debug for Capture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Capture(..)")
+    }
 }
 
 impl Default for ClientConfig {
@@ -129,6 +155,7 @@ impl Default for ClientConfig {
             discover: true,
             token: None,
             headers: Vec::new(),
+            capture: None,
         }
     }
 }

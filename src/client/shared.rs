@@ -543,6 +543,9 @@ async fn read_loop(shared: Arc<Shared>, mut reader: Reader, mut shutdown: watch:
         };
         match frame {
             Ok(frame) => {
+                if let Some(capture) = &shared.config.capture {
+                    capture.record(&frame);
+                }
                 if let Err(e) = shared.dispatch(frame) {
                     break e;
                 }

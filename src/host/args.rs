@@ -136,6 +136,43 @@ impl StepResult {
         ])
     }
 
+    /// The reward as a number (`None` when it is not one number, e.g. a
+    /// batched env's array: see [`StepResult::rewards`]).
+    pub fn reward_f64(&self) -> Option<f64> {
+        self.reward.as_scalar_f64()
+    }
+
+    /// Every reward as numbers: one for an unbatched env, one per
+    /// sub-environment for a batched one (empty when not numeric).
+    pub fn rewards(&self) -> Vec<f64> {
+        numbers_of(&self.reward)
+    }
+
+    /// Whether the episode terminated (for a batched env: any
+    /// sub-environment). A missing or non-boolean signal counts as `false`.
+    pub fn is_terminated(&self) -> bool {
+        numbers_of(&self.terminated).iter().any(|x| *x != 0.0)
+    }
+
+    /// Whether the episode was truncated (for a batched env: any
+    /// sub-environment).
+    pub fn is_truncated(&self) -> bool {
+        numbers_of(&self.truncated).iter().any(|x| *x != 0.0)
+    }
+
+    /// Whether the episode ended, terminated or truncated: time to reset.
+    ///
+    /// ```
+    /// use unienv_remote::host::StepResult;
+    /// use unienv_remote::Dict;
+    /// let step = StepResult::new(0.0, 1.0, false, true, Dict::new());
+    /// assert_eq!(step.reward_f64(), Some(1.0));
+    /// assert!(!step.is_terminated() && step.is_truncated() && step.is_done());
+    /// ```
+    pub fn is_done(&self) -> bool {
+        self.is_terminated() || self.is_truncated()
+    }
+
     /// Parses the wire form (a 5-tuple or list whose last item is a dict or null).
     pub fn from_value(value: Value) -> Result<StepResult, String> {
         let mut items = into_items(value, 5, "step result")?.into_iter();
@@ -146,6 +183,14 @@ impl StepResult {
             truncated: next(&mut items),
             info: into_info(next(&mut items))?,
         })
+    }
+}
+
+/// A scalar (bool, number, one-element array) or a real array as numbers.
+fn numbers_of(v: &Value) -> Vec<f64> {
+    match v {
+        Value::Array(a) if a.dtype().kind() != crate::codec::ScalarKind::Complex => a.to_f64_vec(),
+        other => other.as_scalar_f64().into_iter().collect(),
     }
 }
 
@@ -178,6 +223,8 @@ pub struct CallArgs {
     args: Vec<Option<Value>>,
     kwargs: Dict,
     method: &'static str,
+    /// The positional parameters bound so far, by position.
+    positional: Vec<String>,
 }
 
 impl CallArgs {
@@ -187,6 +234,7 @@ impl CallArgs {
             args: args.into_iter().map(Some).collect(),
             kwargs,
             method,
+            positional: Vec::new(),
         }
     }
 
@@ -194,6 +242,10 @@ impl CallArgs {
     /// (Python's positional-or-keyword parameters); a value given both ways is
     /// an error.
     pub fn param(&mut self, name: &str, position: usize) -> HostResult<Option<Value>> {
+        if self.positional.len() <= position {
+            self.positional.resize(position + 1, String::new());
+        }
+        self.positional[position] = name.to_string();
         let positional = self.args.get_mut(position).and_then(Option::take);
         let keyword = self.kwargs.remove(name);
         match (positional, keyword) {
@@ -222,14 +274,26 @@ impl CallArgs {
 
     /// Fails if positional arguments remain unconsumed.
     pub fn no_positional(&self) -> HostResult<()> {
-        let given = self.args.iter().filter(|a| a.is_some()).count();
-        if given > 0 {
-            return Err(HostError::invalid_argument(format!(
-                "{}() takes no positional arguments here but {given} were given",
-                self.method
-            )));
+        if self.args.iter().all(Option::is_none) {
+            return Ok(());
         }
-        Ok(())
+        let given = self.args.len();
+        let were = if given == 1 { "was" } else { "were" };
+        let names: Vec<String> = self
+            .positional
+            .iter()
+            .filter(|n| !n.is_empty())
+            .map(|n| format!("'{n}'"))
+            .collect();
+        let takes = match names.len() {
+            0 => "takes no positional arguments (pass them by keyword)".to_string(),
+            1 => format!("takes 1 positional argument ({})", names[0]),
+            n => format!("takes {n} positional arguments ({})", names.join(", ")),
+        };
+        Err(HostError::invalid_argument(format!(
+            "{}() {takes} but {given} {were} given",
+            self.method
+        )))
     }
 
     /// Fails if any argument remains unconsumed.
@@ -355,6 +419,28 @@ mod tests {
         assert!(c.required("action", 0).is_err());
         let c = CallArgs::new("render", vec![], dict! { "x" => 1 });
         assert!(c.finish().is_err());
+    }
+
+    #[test]
+    fn argument_count_messages_count_what_was_given() {
+        // `call pointmass step --args '[0.5, -0.5]'`: two given, one taken.
+        let mut c = CallArgs::new(
+            "step",
+            vec![Value::Float(0.5), Value::Float(-0.5)],
+            Dict::new(),
+        );
+        c.required("action", 0).unwrap();
+        let e = c.finish().unwrap_err();
+        assert_eq!(
+            e.message(),
+            "step() takes 1 positional argument ('action') but 2 were given"
+        );
+        let mut c = CallArgs::new("reset", vec![Value::Int(1)], Dict::new());
+        let e = ResetArgs::bind(&mut c).unwrap_err();
+        assert_eq!(
+            e.message(),
+            "reset() takes no positional arguments (pass them by keyword) but 1 was given"
+        );
     }
 
     #[test]

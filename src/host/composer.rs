@@ -55,6 +55,11 @@ pub struct WorldEnv<W: World> {
     update_dt: Option<f64>,
     control_dt: Option<f64>,
     first_reset: bool,
+    /// Whether `step` before the first reset is refused (off by default,
+    /// as the reference's `WorldEnv`, which steps whatever state it has).
+    refuse_step_before_reset: bool,
+    /// Whether the env or its world was reset (or reloaded) successfully.
+    started: bool,
 }
 
 /// `world.is_control_timestep_compatible(ts)`: true when either timestep is
@@ -139,7 +144,24 @@ impl<W: World> WorldEnv<W> {
             update_dt: py_or(update_ts, world_ts),
             control_dt: py_or(py_or(control_ts, update_ts), world_ts),
             first_reset: true,
+            refuse_step_before_reset: false,
+            started: false,
         })
+    }
+
+    /// Refuses `step` before the first reset with an invalid-argument error
+    /// naming `reset` (a certain `invalid_request`; nothing runs), as the
+    /// hosting traits recommend and the built-in simulators do. Off by
+    /// default: the reference's `WorldEnv` steps whatever state it has.
+    pub fn refusing_step_before_reset(mut self) -> WorldEnv<W> {
+        self.refuse_step_before_reset = true;
+        self
+    }
+
+    /// Records that an episode started: the env, or its world in components
+    /// mode, was reset or reloaded.
+    pub(crate) fn episode_started(&mut self) {
+        self.started = true;
     }
 
     /// Composes `world` with several nodes, wrapped as
@@ -286,22 +308,7 @@ impl<W: World> WorldEnv<W> {
         Ok(result)
     }
 
-    fn zeros(&self, dtype: DType) -> HostResult<Option<Value>> {
-        match self.world.batch_size() {
-            Some(n) => Ok(Some(Value::Array(NdArray::zeros(dtype, vec![n])?))),
-            None => Ok(None),
-        }
-    }
-}
-
-fn py_opt(x: Option<f64>) -> String {
-    x.map_or_else(|| "None".to_owned(), |x| format!("{x:?}"))
-}
-
-impl<W: World> Env for WorldEnv<W> {
-    /// Resets; the first reset, or one with a truthy `reload` keyword
-    /// argument (which is not forwarded), takes the reload path.
-    fn reset(&mut self, mut args: ResetArgs) -> HostResult<ResetResult> {
+    fn reset_impl(&mut self, mut args: ResetArgs) -> HostResult<ResetResult> {
         let reload = match args.kwargs.remove("reload") {
             None => false,
             Some(flag) => flag.truthy().ok_or_else(|| {
@@ -325,7 +332,7 @@ impl<W: World> Env for WorldEnv<W> {
         self.read_reset_result()
     }
 
-    fn step(&mut self, action: Value) -> HostResult<StepResult> {
+    fn step_impl(&mut self, action: Value) -> HostResult<StepResult> {
         if self.node.action_space().is_some() {
             self.node.set_next_action(&mut self.world, action)?;
         }
@@ -377,6 +384,47 @@ impl<W: World> Env for WorldEnv<W> {
         })
     }
 
+    fn zeros(&self, dtype: DType) -> HostResult<Option<Value>> {
+        match self.world.batch_size() {
+            Some(n) => Ok(Some(Value::Array(NdArray::zeros(dtype, vec![n])?))),
+            None => Ok(None),
+        }
+    }
+}
+
+fn py_opt(x: Option<f64>) -> String {
+    x.map_or_else(|| "None".to_owned(), |x| format!("{x:?}"))
+}
+
+impl<W: World> Env for WorldEnv<W> {
+    /// Resets; the first reset, or one with a truthy `reload` keyword
+    /// argument (which is not forwarded), takes the reload path.
+    ///
+    /// An invalid-argument error (Python's `TypeError`) may come after parts
+    /// already reset: the server treats a composite's invalid-argument errors
+    /// as execution failures (see [`crate::host::tree::ran`]).
+    fn reset(&mut self, args: ResetArgs) -> HostResult<ResetResult> {
+        let result = self.reset_impl(args)?;
+        self.started = true;
+        Ok(result)
+    }
+
+    /// Steps. With [`WorldEnv::refusing_step_before_reset`], before the
+    /// first reset it refuses with an invalid-argument error naming `reset`,
+    /// and nothing runs (see [`Env::awaits_reset`]).
+    fn step(&mut self, action: Value) -> HostResult<StepResult> {
+        if self.awaits_reset() {
+            return Err(HostError::invalid_argument(super::STEP_BEFORE_RESET));
+        }
+        self.step_impl(action)
+    }
+
+    /// With [`WorldEnv::refusing_step_before_reset`]: `true` until the
+    /// first successful reset or reload of the env or of its world.
+    fn awaits_reset(&self) -> bool {
+        self.refuse_step_before_reset && !self.started
+    }
+
     fn render(&mut self) -> HostResult<Value> {
         if self.node.render_mode().is_some() {
             self.node.render(&mut self.world)
@@ -390,7 +438,9 @@ impl<W: World> Env for WorldEnv<W> {
     }
 
     fn reload(&mut self, args: ResetArgs) -> HostResult<ResetResult> {
-        self.reload_impl(&args)
+        let result = self.reload_impl(&args)?;
+        self.started = true;
+        Ok(result)
     }
 
     /// Closes the node tree, then the world.

@@ -7,7 +7,19 @@ use std::fmt;
 pub enum HostErrorKind {
     /// The simulator failed while running (`execution_error`).
     Execution,
-    /// The arguments do not fit the method's signature or types; nothing ran.
+    /// The request was refused before anything changed: the arguments do not
+    /// fit the method's signature or types, the action is out of the action
+    /// space, or the call comes in the wrong state (e.g. `step` before
+    /// `reset`). The server answers a certain `invalid_request` and the
+    /// resource stays usable (no fault).
+    ///
+    /// Return it only before the method mutates anything. Errors raised
+    /// after the simulator started mutating belong to
+    /// [`HostErrorKind::Execution`], which faults the domain until a reset.
+    /// An object composed of others (a [`WorldEnv`](crate::host::WorldEnv),
+    /// a node with children) cannot promise that nothing changed in its
+    /// parts, so the server treats an invalid-argument error returned from
+    /// inside its running method as an execution failure.
     InvalidArgument,
     /// The method is not implemented by this object (UniEnv's
     /// `NotImplementedError`).
@@ -28,7 +40,10 @@ pub struct HostError {
 pub type HostResult<T> = Result<T, HostError>;
 
 impl HostError {
-    /// An execution failure with a diagnostic message.
+    /// An execution failure with a diagnostic message. Returned by a
+    /// mutation (`reset`, `step`, …) it means the simulator may be in an
+    /// unknown state: the client gets an uncertain `execution_error` and the
+    /// domain is faulted until a successful reset or reload.
     pub fn new(message: impl Into<String>) -> HostError {
         HostError {
             kind: HostErrorKind::Execution,
@@ -36,7 +51,17 @@ impl HostError {
         }
     }
 
-    /// The arguments are wrong (missing, unexpected or mistyped).
+    /// Refuses a call before anything changed: the arguments are wrong
+    /// (missing, unexpected, mistyped, outside the action space) or the call
+    /// comes in the wrong state (`step` before `reset`). The client gets a
+    /// certain `invalid_request` and can go on using the resource; see
+    /// [`HostErrorKind::InvalidArgument`] for when it is allowed.
+    ///
+    /// ```
+    /// use unienv_remote::host::{HostError, HostErrorKind};
+    /// let e = HostError::invalid_argument("action[1] = 2.5 is above the high bound 1");
+    /// assert_eq!(e.kind(), HostErrorKind::InvalidArgument);
+    /// ```
     pub fn invalid_argument(message: impl Into<String>) -> HostError {
         HostError {
             kind: HostErrorKind::InvalidArgument,

@@ -7,9 +7,24 @@
 //! node tree are owned side by side by the domain, so no lock or shared
 //! pointer is needed. Detached node trees use `W = ()`.
 //!
-//! Methods return [`HostResult`]; an `Err` becomes the protocol's
-//! `execution_error` (and faults the domain for mutations), and so does a
-//! panic, which the server catches on the worker thread.
+//! Methods return [`HostResult`]. What an `Err` does depends on its kind:
+//!
+//! - [`HostError::invalid_argument`], returned *before* the method changed
+//!   anything (a bad action, a wrong keyword, `step` before `reset`), is a
+//!   certain `invalid_request`: the resource stays usable, as a Gymnasium
+//!   user expects of a rejected action.
+//! - Any other error ([`HostError::new`]), and a panic (which the server
+//!   catches on the worker thread), is an `execution_error`; from a mutation
+//!   (`reset`, `step`, lifecycle hooks) it is *uncertain* and faults the
+//!   domain until a successful reset or reload, as in the reference.
+//!
+//! `step` before the first `reset` is refused with an invalid-argument error
+//! naming `reset` by every built-in simulator (a [`WorldEnv`] does it when
+//! built with [`WorldEnv::refusing_step_before_reset`]); a hosted [`Env`]
+//! should do the same.
+//!
+//! A server can also check actions against the declared action space before
+//! the simulator sees them (`ServerConfig::validate_actions`).
 
 mod args;
 mod combined;
@@ -19,6 +34,11 @@ mod shared;
 pub mod space;
 mod traits;
 pub mod tree;
+
+/// The refusal of `step` before the first `reset` (built-in simulators,
+/// `WorldEnv`, [`Env::awaits_reset`]).
+pub(crate) const STEP_BEFORE_RESET: &str =
+    "step() was called before reset(): call reset() first to start an episode";
 
 pub use args::{CallArgs, ResetArgs, ResetResult, StepResult};
 pub use combined::{find_node, find_node_mut, CombinedNode, CombinedNodeBuilder, RenderModeArg};

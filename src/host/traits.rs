@@ -148,7 +148,27 @@ pub trait Env: 'static {
     fn reset(&mut self, args: ResetArgs) -> HostResult<ResetResult>;
 
     /// Advances one control step.
+    ///
+    /// Rejecting the call *before* changing any state — an action outside
+    /// the action space, or `step` before the first `reset` — is
+    /// [`HostError::invalid_argument`]: the client gets a certain
+    /// `invalid_request` and the env stays usable. `step` before `reset`
+    /// should be refused that way, with a message naming `reset` (every
+    /// built-in simulator does; a [`WorldEnv`](crate::host::WorldEnv) does
+    /// when built with `refusing_step_before_reset`).
+    /// Any other error means the state may have changed: the client gets an
+    /// uncertain `execution_error` and the env is faulted until `reset`.
     fn step(&mut self, action: Value) -> HostResult<StepResult>;
+
+    /// Whether no episode has started yet, so that `step` must be refused
+    /// (default `false`). When `true`, the server refuses `step` with a
+    /// certain `invalid_request` naming `reset`, without calling it; an env
+    /// that keeps the default refuses in [`Env::step`] itself.
+    /// [`WorldEnv`](crate::host::WorldEnv) returns `true` until its first
+    /// reset when built with `refusing_step_before_reset`.
+    fn awaits_reset(&self) -> bool {
+        false
+    }
 
     /// Renders the current state (`None` by default).
     fn render(&mut self) -> HostResult<Value> {

@@ -98,15 +98,27 @@ fn find_mut<'a, W: ?Sized + 'static>(
     Some(cur)
 }
 
-/// The outcome of a hosted method once it has started: an invalid-argument
-/// error it returns (e.g. a composite rejecting a keyword after its world
-/// already reset) is an execution failure, since state may have changed.
-/// Only the binding done before invocation reports invalid arguments.
+/// The outcome of a composite's method once it has started: an
+/// invalid-argument error it returns (e.g. a composite rejecting a keyword
+/// after its world already reset, or a child refusing an action after a
+/// sibling took its own) is an execution failure, since state may have
+/// changed. A leaf object's invalid-argument error passes through: it
+/// promises that nothing changed (see
+/// [`HostErrorKind::InvalidArgument`](crate::host::HostErrorKind::InvalidArgument)).
 pub fn ran<T>(result: HostResult<T>) -> HostResult<T> {
     result.map_err(|e| match e.kind() {
         crate::host::HostErrorKind::InvalidArgument => HostError::new(e.message()),
         _ => e,
     })
+}
+
+/// [`ran`] for a composite, the result itself for a leaf.
+fn settle<T>(composite: bool, result: HostResult<T>) -> HostResult<T> {
+    if composite {
+        ran(result)
+    } else {
+        result
+    }
 }
 
 fn no_node() -> HostError {
@@ -160,18 +172,23 @@ pub fn call_node<W: ?Sized + 'static>(
     args: CallArgs,
 ) -> HostResult<Value> {
     let node = find_mut(root, path).ok_or_else(no_node)?;
+    // A node with children is a composite: it cannot promise that a refusal
+    // left its parts untouched.
+    let composite = node.child_count() > 0;
+    let ran = |r| settle(composite, r);
+    let ran_unit = |r| settle(composite, r);
     let mut args = args;
     match method {
         "set_next_action" => {
             let action = args.required("action", 0)?;
             args.finish()?;
-            ran(node.set_next_action(world, action)).map(|_| Value::Null)
+            ran_unit(node.set_next_action(world, action)).map(|_| Value::Null)
         }
         "pre_environment_step" | "post_environment_step" => {
             let dt = dt_arg(args.required("dt", 0)?)?;
             let priority = priority_arg(args.keyword("priority"))?;
             args.finish()?;
-            ran(if method == "pre_environment_step" {
+            ran_unit(if method == "pre_environment_step" {
                 node.pre_environment_step(world, dt, priority)
             } else {
                 node.post_environment_step(world, dt, priority)
@@ -181,7 +198,7 @@ pub fn call_node<W: ?Sized + 'static>(
         "reset" | "reload" => {
             let priority = priority_arg(args.keyword("priority"))?;
             let reset = ResetArgs::bind(&mut args)?;
-            ran(if method == "reset" {
+            ran_unit(if method == "reset" {
                 node.reset(world, priority, &reset)
             } else {
                 node.reload(world, priority, &reset)
@@ -192,7 +209,7 @@ pub fn call_node<W: ?Sized + 'static>(
             let priority = priority_arg(args.keyword("priority"))?;
             let mask = mask_arg(args.keyword("mask"))?;
             args.finish()?;
-            ran(if method == "after_reset" {
+            ran_unit(if method == "after_reset" {
                 node.after_reset(world, priority, mask.as_ref())
             } else {
                 node.after_reload(world, priority, mask.as_ref())
@@ -251,14 +268,14 @@ pub fn call_world<W: World + ?Sized>(
     match method {
         "step" => {
             args.finish()?;
-            let dt = ran(world.step())?;
+            let dt = world.step()?;
             Ok(world
                 .last_step_per_env()
                 .map_or(Value::Float(dt), Value::Array))
         }
         "reset" | "reload" | "after_reset" | "after_reload" => {
             let reset = ResetArgs::bind(&mut args)?;
-            ran(match method {
+            (match method {
                 "reset" => world.reset(&reset),
                 "reload" => world.reload(&reset),
                 "after_reset" => world.after_reset(&reset),
@@ -335,7 +352,13 @@ impl<W: World> Tree for super::WorldEnv<W> {
         world_attrs_of(self.world())
     }
     fn world_call(&mut self, method: &str, args: CallArgs) -> HostResult<Value> {
-        call_world(self.world_mut(), method, args)
+        let value = call_world(self.world_mut(), method, args)?;
+        if matches!(method, "reset" | "reload") {
+            // A coordinator reset the world in components mode: an episode
+            // has started, for `step` in env mode too.
+            self.episode_started();
+        }
+        Ok(value)
     }
     fn node_children(&self, path: &[usize]) -> Option<Vec<String>> {
         children_of(self.node(), path)

@@ -116,6 +116,8 @@ pub(crate) struct Domain {
     owner: Option<Owner>,
     operation: Option<Operation>,
     faulted: bool,
+    /// What faulted the domain (for the `faulted` refusal and the log).
+    fault_cause: Option<String>,
     revision: u64,
     sequence: u64,
     subscriptions: Vec<Subscription>,
@@ -150,6 +152,7 @@ impl Domain {
             owner: None,
             operation: None,
             faulted: false,
+            fault_cause: None,
             revision: 0,
             sequence: 0,
             subscriptions: Vec::new(),
@@ -173,8 +176,7 @@ impl Domain {
                     // Our own code must never take the thread down; hosted
                     // code is already isolated per call.
                     if catch_unwind(AssertUnwindSafe(|| self.handle(job))).is_err() {
-                        self.faulted = true;
-                        self.operation = None;
+                        self.fault("an internal error of the server".into());
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -199,8 +201,9 @@ impl Domain {
                     match catch_unwind(AssertUnwindSafe(|| self.execute(&session, &request))) {
                         Ok(outcome) => outcome,
                         Err(_) => {
-                            self.faulted = true;
-                            self.operation = None;
+                            self.fault(
+                                "an internal error of the server while handling a request".into(),
+                            );
                             let e = ProtocolError::uncertain(
                                 ErrorCode::EXECUTION_ERROR,
                                 "internal server error",
@@ -345,8 +348,12 @@ impl Domain {
         self.resources = topo;
         self.hosted = Some(product);
         self.faulted = false;
+        self.fault_cause = None;
         if revived {
             self.revision += 1;
+            tracing::info!(domain = %self.root_id, revision = self.revision, "domain revived after idle eviction");
+        } else {
+            tracing::debug!(domain = %self.root_id, resources = self.resources.len(), "domain instantiated");
         }
         Ok(())
     }
@@ -357,6 +364,7 @@ impl Domain {
             && self.subscriptions.is_empty()
             && self.last_activity.elapsed() >= idle
         {
+            tracing::info!(domain = %self.root_id, idle_secs = idle.as_secs_f64(), "evicting idle domain");
             self.dispose();
         }
     }
@@ -366,10 +374,10 @@ impl Domain {
     fn dispose(&mut self) {
         if let Some(mut hosted) = self.hosted.take() {
             if let Err(p) = catch_unwind(AssertUnwindSafe(|| hosted.close())) {
-                eprintln!(
-                    "unienv-remote: closing domain {} panicked: {}",
-                    self.root_id,
-                    panic_message(&p)
+                tracing::error!(
+                    domain = %self.root_id,
+                    panic = %panic_message(&p),
+                    "closing the hosted object panicked"
                 );
             }
             drop(hosted);
@@ -380,11 +388,70 @@ impl Domain {
     }
 
     fn release(&mut self) {
-        if self.operation.is_some() {
-            self.faulted = true;
+        if let Some(op) = &self.operation {
+            let cause = format!(
+                "its controller released control (or disconnected) during the unfinished {} operation '{}'",
+                op.kind.as_str(),
+                op.id
+            );
+            self.fault(cause);
         }
         self.operation = None;
-        self.owner = None;
+        if let Some(owner) = self.owner.take() {
+            tracing::debug!(domain = %self.root_id, session = %owner.session.id, mode = owner.mode.as_str(), "control released");
+        }
+    }
+
+    /// Faults the domain: stepping is refused until a successful reset or
+    /// reload; `cause` says what happened, for the refusal and the log.
+    fn fault(&mut self, cause: String) {
+        tracing::warn!(domain = %self.root_id, %cause, "domain faulted");
+        self.faulted = true;
+        self.fault_cause = Some(cause);
+        self.operation = None;
+    }
+
+    /// The `faulted` refusal: names the resource, what faulted it and how to
+    /// recover (for a plain env, without speaking of a world).
+    fn faulted_error(&self) -> ProtocolError {
+        let cause = self
+            .fault_cause
+            .as_deref()
+            .unwrap_or("an interrupted operation");
+        let Some(root) = self.resources.first() else {
+            return err(
+                ErrorCode::FAULTED,
+                format!("Faulted by {cause}: reset or reload to recover"),
+            );
+        };
+        let envs: Vec<String> = self
+            .resources
+            .iter()
+            .filter(|r| r.kind == ResourceKind::Env)
+            .map(|r| format!("'{}'", r.id))
+            .collect();
+        let message = match (root.kind, root.world_id.as_deref()) {
+            (ResourceKind::Env, None) => format!(
+                "Env '{}' is faulted: {cause}, so its state is unknown. Call reset() (or reload()) on '{}' to recover",
+                root.id, root.id
+            ),
+            (ResourceKind::Node, None) => format!(
+                "Detached node tree '{}' is faulted: {cause}, so its state is unknown. To recover, begin a reset (or reload) operation, reset (or reload) the root node '{}', and complete the operation",
+                root.id, root.id
+            ),
+            (_, world) => {
+                let world = world.unwrap_or(&root.id);
+                let via_env = if envs.is_empty() {
+                    String::new()
+                } else {
+                    format!("call reset() on env {} (env mode), or ", envs.join(" or "))
+                };
+                format!(
+                    "World '{world}' is faulted: {cause}, so its state is unknown. To recover, {via_env}begin a reset (or reload) operation, reset (or reload) the world '{world}', and complete the operation"
+                )
+            }
+        };
+        err(ErrorCode::FAULTED, message)
     }
 
     fn claim(
@@ -396,18 +463,51 @@ impl Domain {
             return Err(err(ErrorCode::INVALID_REQUEST, "Unknown execution mode"));
         };
         if let Some(owner) = &self.owner {
-            if !Arc::ptr_eq(&owner.session, session) || owner.mode != mode {
+            if !Arc::ptr_eq(&owner.session, session) {
+                tracing::debug!(domain = %self.root_id, session = %session.id, owner = %owner.session.id, "control refused: another session controls the domain");
                 return Err(err(
                     ErrorCode::OWNERSHIP_CONFLICT,
-                    "This world already has a controller or a different execution mode",
+                    format!(
+                        "{} is controlled by another session ({} mode): wait until it releases control or disconnects, or watch it as an observer (subscribe)",
+                        self.scope_name(),
+                        owner.mode.as_str()
+                    ),
                 ));
             }
+            if owner.mode != mode {
+                return Err(err(
+                    ErrorCode::OWNERSHIP_CONFLICT,
+                    format!(
+                        "this session controls {} in {} mode; release it before using {} mode",
+                        self.scope_name(),
+                        owner.mode.as_str(),
+                        mode.as_str()
+                    ),
+                ));
+            }
+        } else {
+            tracing::debug!(domain = %self.root_id, session = %session.id, mode = mode.as_str(), "control acquired");
         }
         self.owner = Some(Owner {
             session: session.clone(),
             mode,
         });
         Ok(())
+    }
+
+    /// How the domain is named in messages: `env 'cartpole'`, `world
+    /// 'pointmass/world'`, `detached node tree 'gripper'`.
+    fn scope_name(&self) -> String {
+        match self.resources.first() {
+            Some(r) if r.world_id.is_none() && r.kind == ResourceKind::Env => {
+                format!("env '{}'", r.id)
+            }
+            Some(r) if r.world_id.is_none() && r.kind == ResourceKind::Node => {
+                format!("detached node tree '{}'", r.id)
+            }
+            Some(r) => format!("world '{}'", r.world_id.as_deref().unwrap_or(&r.id)),
+            None => format!("'{}'", self.root_id),
+        }
     }
 
     fn check_operation(&self, request: &Dict) -> Result<&Operation, ProtocolError> {
@@ -467,7 +567,11 @@ impl Domain {
             {
                 return Ok((Reply::Value(Value::Null), None));
             }
-            return Err(err(ErrorCode::NOT_FOUND, "Unknown resource ID"));
+            let ids: Vec<&str> = self.resources.iter().map(|r| r.id.as_str()).collect();
+            return Err(err(
+                ErrorCode::NOT_FOUND,
+                super::unknown_name("resource ID", resource_id, &ids),
+            ));
         };
         let kind = self.resources[index].kind;
         let value = |v: Value| Ok((Reply::Value(v), None));
@@ -523,9 +627,10 @@ impl Domain {
                 match op {
                     Op::Begin => value(self.begin(request)?),
                     Op::Abort => {
-                        self.check_operation(request)?;
-                        self.faulted = true;
-                        self.operation = None;
+                        let op = self.check_operation(request)?;
+                        let cause =
+                            format!("the {} operation '{}' was aborted", op.kind.as_str(), op.id);
+                        self.fault(cause);
                         value(Value::Null)
                     }
                     Op::Complete => self.complete(session, request),
@@ -563,19 +668,33 @@ impl Domain {
                     {
                         Some(f) => fields.push(f),
                         None => {
+                            let asked = match item.as_str() {
+                                Some(name) => name.to_string(),
+                                None => format!("a {}", item.type_name()),
+                            };
                             return Err(err(
                                 ErrorCode::INVALID_REQUEST,
-                                "Unsupported snapshot fields",
-                            ))
+                                format!(
+                                    "Unsupported snapshot fields: {} '{}' has no field '{asked}'{}",
+                                    kind.as_str(),
+                                    self.resources[index].id,
+                                    super::valid_list(&asked, kind.fields())
+                                ),
+                            ));
                         }
                     }
                 }
                 fields
             }
-            Some(_) => {
+            Some(other) => {
                 return Err(err(
                     ErrorCode::INVALID_REQUEST,
-                    "Unsupported snapshot fields",
+                    format!(
+                        "Unsupported snapshot fields: fields must be a list of names, got a {}; {} fields are {}",
+                        other.type_name(),
+                        kind.as_str(),
+                        kind.fields().join(", ")
+                    ),
                 ))
             }
         };
@@ -633,10 +752,7 @@ impl Domain {
             ));
         }
         if self.faulted && !kind.is_reset_family() {
-            return Err(err(
-                ErrorCode::FAULTED,
-                "Reset or reload the world after an interrupted operation",
-            ));
+            return Err(self.faulted_error());
         }
         for l in &mut self.latest {
             *l = Dict::new();
@@ -670,7 +786,11 @@ impl Domain {
         let kind = op.kind.as_str();
         let operation_id = Value::from(op.id.as_str());
         self.operation = None;
+        if self.faulted {
+            tracing::info!(domain = %self.root_id, kind, "domain recovered");
+        }
         self.faulted = false;
+        self.fault_cause = None;
         let mut captures = Captures::new();
         let sequence = self.sequence + 1;
         let mut descriptors = self.take_descriptors(Some(sequence));
@@ -711,9 +831,21 @@ impl Domain {
             .as_mut()
             .ok_or_else(|| err(ErrorCode::EXECUTION_ERROR, "domain not instantiated"))?;
         if !hosted.exports(&meta, method) {
+            let exported: Vec<&str> = meta
+                .kind
+                .methods()
+                .iter()
+                .map(|(m, _)| *m)
+                .filter(|m| hosted.exports(&meta, m))
+                .collect();
             return Err(err(
                 ErrorCode::UNSUPPORTED_OPERATION,
-                "Method is not exported",
+                format!(
+                    "Method is not exported: {} '{}' has no method '{method}'{}",
+                    meta.kind.as_str(),
+                    meta.id,
+                    super::valid_list(method, &exported)
+                ),
             ));
         }
         let method: &'static str = meta
@@ -730,10 +862,7 @@ impl Domain {
             .as_ref()
             .is_some_and(|o| o.kind.is_reset_family());
         if self.faulted && !matches!(method, "reset" | "reload") && !in_reset_op {
-            return Err(err(
-                ErrorCode::FAULTED,
-                "Reset or reload the world after an interrupted operation",
-            ));
+            return Err(self.faulted_error());
         }
         let is_env = meta.kind == ResourceKind::Env;
         if !is_env && (mutation || self.operation.is_some()) {
@@ -792,12 +921,45 @@ impl Domain {
         let Some(hosted) = self.hosted.as_mut() else {
             return Err(err(ErrorCode::EXECUTION_ERROR, "domain not instantiated"));
         };
+        let takes_action = (is_env && method == "step") || method == "set_next_action";
+        if takes_action && self.server.config.validate_actions {
+            // Only a well-formed call is checked: a wrong argument count is
+            // reported by the binding, which names what was given.
+            let action = match args.len() {
+                0 => kwargs.get("action"),
+                1 if !kwargs.contains_key("action") => args.first(),
+                _ => None,
+            };
+            if let (Some(action), Some(space)) = (action, hosted.action_space(&meta)) {
+                if let Err(problem) = space.check(action, "action") {
+                    tracing::debug!(resource = %meta.id, method, %problem, "action refused");
+                    return Err(err(
+                        ErrorCode::INVALID_REQUEST,
+                        format!("{method}() on '{}' refused the action: {problem}", meta.id),
+                    ));
+                }
+            }
+        }
+        let started = Instant::now();
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             hosted.call(&meta, method, args, kwargs)
         }));
+        let took = started.elapsed();
+        if self
+            .server
+            .config
+            .slow_call
+            .is_some_and(|limit| took >= limit)
+        {
+            tracing::warn!(resource = %meta.id, method, secs = took.as_secs_f64(), "slow call");
+        } else {
+            tracing::trace!(resource = %meta.id, method, secs = took.as_secs_f64(), "call");
+        }
         let value = match outcome {
             Ok(Ok(v)) => v,
+            // A refusal before anything changed: certain, no fault.
             Ok(Err(e)) if e.kind() == HostErrorKind::InvalidArgument => {
+                tracing::debug!(resource = %meta.id, method, reason = e.message(), "call refused");
                 return Err(err(ErrorCode::INVALID_REQUEST, e.message().to_string()));
             }
             failure => {
@@ -812,7 +974,8 @@ impl Domain {
                     ),
                     Ok(Ok(_)) => (ErrorCode::EXECUTION_ERROR, String::new()),
                 };
-                return Err(self.mutation_failed(mutation, code, message));
+                let call = format!("{method}() on '{}'", meta.id);
+                return Err(self.mutation_failed(mutation, code, message, &call));
             }
         };
         if reset_family {
@@ -833,7 +996,11 @@ impl Domain {
             self.latest[index] = l;
         }
         if env_mutation {
+            if self.faulted {
+                tracing::info!(domain = %self.root_id, resource = %meta.id, method, "domain recovered");
+            }
             self.faulted = false;
+            self.fault_cause = None;
             let names: &[&str] = if method == "step" {
                 &["observation", "reward", "terminated", "truncated", "info"]
             } else {
@@ -876,7 +1043,13 @@ impl Domain {
         let bytes = match encoded {
             Ok(b) => b,
             Err(message) => {
-                return Err(self.mutation_failed(mutation, ErrorCode::SERIALIZATION_ERROR, message))
+                let call = format!("encoding the result of {method}() on '{}'", meta.id);
+                return Err(self.mutation_failed(
+                    mutation,
+                    ErrorCode::SERIALIZATION_ERROR,
+                    message,
+                    &call,
+                ));
             }
         };
         let publish = env_mutation.then(|| Publish {
@@ -895,10 +1068,10 @@ impl Domain {
         mutation: bool,
         code: ErrorCode,
         message: String,
+        call: &str,
     ) -> ProtocolError {
         if mutation {
-            self.faulted = true;
-            self.operation = None;
+            self.fault(format!("{call} failed after it started ({message})"));
             ProtocolError::uncertain(code, message)
         } else {
             ProtocolError::new(code, message)

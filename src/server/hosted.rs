@@ -462,6 +462,16 @@ impl Hosted {
         }
     }
 
+    /// The declared action space of an env or node resource hosted in Rust
+    /// (`None` for foreign hosts, worlds, and resources without one).
+    pub(crate) fn action_space(&mut self, meta: &ResourceMeta) -> Option<Space> {
+        match self.attrs(meta) {
+            Attrs::Env(e) => e.spaces[0].clone(),
+            Attrs::Node(a) => a.action_space.clone(),
+            _ => None,
+        }
+    }
+
     /// `remote_snapshot_fields` of a node resource.
     pub(crate) fn snapshot_fields(&mut self, meta: &ResourceMeta) -> Option<Vec<Field>> {
         match &meta.addr {
@@ -640,25 +650,34 @@ fn node_attrs_into(a: &NodeAttrs, d: &mut Dict) {
     }
 }
 
+/// Calls an env method. A leaf env's invalid-argument error passes through
+/// (a certain refusal); a composite's (an env exposing a world and nodes,
+/// e.g. a `WorldEnv`) becomes an execution failure, since parts may have
+/// changed — except `step` before the first reset, refused before it runs.
 fn call_env(env: &mut dyn Env, method: &str, mut args: CallArgs) -> HostResult<Value> {
     use crate::host::tree::ran;
+    let composite = env.as_tree().is_some();
+    let settle = |r: HostResult<Value>| if composite { ran(r) } else { r };
     match method {
         "reset" => {
             let a = ResetArgs::bind(&mut args)?;
-            ran(env.reset(a)).map(|r| r.into_value())
+            settle(env.reset(a).map(|r| r.into_value()))
         }
         "reload" => {
             let a = ResetArgs::bind(&mut args)?;
-            ran(env.reload(a)).map(|r| r.into_value())
+            settle(env.reload(a).map(|r| r.into_value()))
         }
         "step" => {
             let action = args.required("action", 0)?;
             args.finish()?;
-            ran(env.step(action)).map(|r| r.into_value())
+            if env.awaits_reset() {
+                return Err(HostError::invalid_argument(crate::host::STEP_BEFORE_RESET));
+            }
+            settle(env.step(action).map(|r| r.into_value()))
         }
         "render" => {
             args.finish()?;
-            ran(env.render())
+            settle(env.render())
         }
         other => Err(HostError::invalid_argument(format!(
             "{other} is not an env method"

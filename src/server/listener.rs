@@ -56,7 +56,22 @@ pub(crate) async fn listen(
             "the bearer token is empty: set a non-empty token or none",
         ));
     }
-    let tcp = TcpListener::bind(addr).await?;
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr)
+        .await
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot resolve the listen address: {e}")))?
+        .collect();
+    let shown: Vec<String> = addrs.iter().map(SocketAddr::to_string).collect();
+    let tcp = TcpListener::bind(&addrs[..]).await.map_err(|e| {
+        let hint = if e.kind() == io::ErrorKind::AddrInUse {
+            " (another server is using it: stop it, or choose another port, e.g. port 0 for any free one)"
+        } else {
+            ""
+        };
+        io::Error::new(
+            e.kind(),
+            format!("cannot listen on {}: {e}{hint}", shown.join(", ")),
+        )
+    })?;
     let local_addr = tcp.local_addr()?;
     let (stop, mut stop_rx) = watch::channel(false);
     let mut shutdown_rx = shared.shutdown.subscribe();
@@ -67,14 +82,14 @@ pub(crate) async fn listen(
                 _ = shutdown_rx.changed() => break,
                 a = tcp.accept() => a,
             };
-            let Ok((stream, _peer)) = accepted else {
+            let Ok((stream, peer)) = accepted else {
                 // Out of file descriptors or similar: back off briefly.
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 continue;
             };
             let shared = shared.clone();
             tokio::spawn(async move {
-                serve_connection(shared, stream).await;
+                serve_connection(shared, stream, peer).await;
             });
         }
     });
@@ -85,7 +100,7 @@ pub(crate) async fn listen(
     })
 }
 
-async fn serve_connection(shared: Arc<ServerShared>, stream: TcpStream) {
+async fn serve_connection(shared: Arc<ServerShared>, stream: TcpStream, peer: SocketAddr) {
     // A handshake in progress holds a handshake place, not a connection
     // slot: when all places are taken, the oldest pending handshake is
     // dropped for the newcomer, so silent sockets cannot keep out a peer that
@@ -117,13 +132,24 @@ async fn serve_connection(shared: Arc<ServerShared>, stream: TcpStream) {
     );
     let accepted = tokio::select! {
         r = tokio::time::timeout(config.handshake_timeout, handshake) => r,
-        _ = slot.evicted.notified() => return,
+        _ = slot.evicted.notified() => {
+            tracing::info!(%peer, "connection dropped: too many pending handshakes");
+            return;
+        }
     };
     drop(slot);
     let (reader, writer) = match accepted {
         Ok(Ok(halves)) => halves,
-        _ => return,
+        Ok(Err(e)) => {
+            tracing::info!(%peer, reason = %e, "connection refused");
+            return;
+        }
+        Err(_) => {
+            tracing::info!(%peer, "connection refused: handshake timed out");
+            return;
+        }
     };
+    tracing::debug!(%peer, "connection accepted");
     let _connection = connection;
     session::run(shared, Reader::Ws(reader), Writer::Ws(writer)).await;
 }
@@ -157,11 +183,27 @@ impl Policy {
     fn check(&self, req: &RequestHead) -> Result<(), Refusal> {
         match req.header("host") {
             Some(host) if self.host_allowed(host) => {}
-            _ => return Err(Refusal::new(403, "Forbidden", "Host not allowed")),
+            host => {
+                let shown: String = host.unwrap_or("").chars().take(200).collect();
+                return Err(Refusal::new(
+                    403,
+                    "Forbidden",
+                    format!(
+                        "Host not allowed: '{shown}' is neither a loopback name nor an IP address (a DNS-rebinding guard); start the server with --allow-host NAME (ServerConfig::allowed_hosts) to accept it"
+                    ),
+                ));
+            }
         }
         if let Some(origin) = req.header("origin") {
             if !self.origin_allowed(origin) {
-                return Err(Refusal::new(403, "Forbidden", "Origin not allowed"));
+                let shown: String = origin.chars().take(200).collect();
+                return Err(Refusal::new(
+                    403,
+                    "Forbidden",
+                    format!(
+                        "Origin not allowed: '{shown}' is not a loopback origin; start the server with --allow-origin ORIGIN (ServerConfig::allowed_origins) to accept it"
+                    ),
+                ));
             }
         }
         if let Some(token) = &self.token {
@@ -173,7 +215,14 @@ impl Policy {
                 })
                 .unwrap_or("");
             if !constant_time_eq(given.trim().as_bytes(), token.as_bytes()) {
-                let mut r = Refusal::new(401, "Unauthorized", "missing or wrong bearer token");
+                let what = if given.is_empty() { "missing" } else { "wrong" };
+                let mut r = Refusal::new(
+                    401,
+                    "Unauthorized",
+                    format!(
+                        "{what} bearer token: this server requires the header 'Authorization: Bearer TOKEN' with the token it was started with (unienv-remote clients: --token TOKEN)"
+                    ),
+                );
                 r.extra_headers.push(("WWW-Authenticate", "Bearer"));
                 return Err(r);
             }

@@ -110,6 +110,19 @@ pub struct ServerConfig {
     /// Time a WebSocket message may take to arrive once its first byte has
     /// (default 60 s).
     pub message_timeout: Duration,
+    /// Whether actions (`step` of a hosted Rust env, `set_next_action` of a
+    /// hosted Rust node) are checked against the declared action space
+    /// before the simulator sees them: dtype kind, shape, bounds and
+    /// finiteness (see [`Space::check`](crate::host::Space::check)). A bad
+    /// action is answered with a certain `invalid_request` naming the
+    /// element and the bound, and the simulator stays usable. Default
+    /// `false`, as the reference (which passes any action through);
+    /// `unienv-remote serve` turns it on. Foreign (Python) hosts are never
+    /// checked.
+    pub validate_actions: bool,
+    /// Hosted calls taking longer than this are logged at `warn` level with
+    /// `tracing` (default 1 s; `None` disables).
+    pub slow_call: Option<Duration>,
 }
 
 impl Default for ServerConfig {
@@ -140,6 +153,8 @@ impl Default for ServerConfig {
             hello_timeout: Duration::from_secs(10),
             idle_session_timeout: Some(Duration::from_secs(300)),
             message_timeout: Duration::from_secs(60),
+            validate_actions: false,
+            slow_call: Some(Duration::from_secs(1)),
         }
     }
 }
@@ -235,6 +250,20 @@ pub(crate) struct ServerShared {
 }
 
 impl ServerShared {
+    /// The `not_found` message of an unknown resource ID: what was asked,
+    /// the closest known ID and the known ones.
+    pub(crate) fn unknown_resource(&self, resource_id: &str) -> String {
+        let registry = self.core.registry.read();
+        let mut ids: Vec<&str> = registry.keys().map(String::as_str).collect();
+        for (root, _) in &self.factory_roots {
+            if !registry.contains_key(root) {
+                ids.push(root);
+            }
+        }
+        ids.sort_unstable();
+        unknown_name("resource ID", resource_id, &ids)
+    }
+
     /// The domain serving a resource ID.
     pub(crate) fn route(&self, resource_id: &str) -> Option<usize> {
         if let Some(&d) = self.core.registry.read().get(resource_id) {
@@ -250,6 +279,51 @@ impl ServerShared {
             .max_by_key(|(root, _)| root.len())
             .map(|(_, d)| *d)
     }
+}
+
+/// `Unknown resource ID 'x'; did you mean 'y'? Valid: 'a', 'b'`.
+pub(crate) fn unknown_name(what: &str, asked: &str, valid: &[&str]) -> String {
+    let shown: String = asked.chars().take(200).collect();
+    format!("Unknown {what} '{shown}'{}", valid_list(asked, valid))
+}
+
+/// `; did you mean 'y'? Valid: 'a', 'b'` (at most 20 listed), or nothing
+/// when nothing is valid.
+pub(crate) fn valid_list(asked: &str, valid: &[&str]) -> String {
+    if valid.is_empty() {
+        return String::new();
+    }
+    let closest = valid
+        .iter()
+        .map(|v| (edit_distance(asked, v), *v))
+        .filter(|(d, v)| *d <= (v.chars().count().max(asked.chars().count()) / 3).max(2))
+        .min();
+    let listed: Vec<String> = valid.iter().take(20).map(|v| format!("'{v}'")).collect();
+    let more = if valid.len() > 20 {
+        format!(" and {} more", valid.len() - 20)
+    } else {
+        String::new()
+    };
+    match closest {
+        Some((_, v)) => format!("; did you mean '{v}'? Valid: {}{more}", listed.join(", ")),
+        None => format!("; valid: {}{more}", listed.join(", ")),
+    }
+}
+
+/// Levenshtein distance over chars (short names only).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().take(256).collect();
+    let b: Vec<char> = b.chars().take(256).collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
 
 fn validate_id(id: &str) -> Result<(), RegisterError> {

@@ -38,18 +38,26 @@ pub(crate) struct InFlight {
 }
 
 /// Why a session ended, for logs and tests.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum CloseReason {
+    #[error("the peer closed the connection")]
     PeerClosed,
+    #[error("invalid envelope: {0}")]
     InvalidEnvelope(String),
+    #[error("transport error: {0}")]
     Transport(String),
+    #[error("the client did not read its responses (reliable queue overflow)")]
     QueueOverflow,
+    #[error("the server is shutting down")]
     Shutdown,
     /// The connection or the server's byte budget was exceeded.
+    #[error("{0}")]
     OverBudget(BudgetError),
     /// No hello within `hello_timeout` of the upgrade.
+    #[error("no hello in time")]
     HelloTimeout,
     /// Held nothing and sent nothing for `idle_session_timeout`.
+    #[error("idle: held nothing and sent nothing for the idle session timeout")]
     Idle,
 }
 
@@ -498,10 +506,11 @@ async fn process_frame(
 }
 
 fn tracing_log(reason: &CloseReason, id: &str) {
-    if let CloseReason::InvalidEnvelope(e) | CloseReason::Transport(e) = reason {
-        if std::env::var_os("UNIENV_REMOTE_DEBUG").is_some() {
-            eprintln!("unienv-remote: session {id} closed: {e}");
+    match reason {
+        CloseReason::PeerClosed | CloseReason::Shutdown => {
+            tracing::info!(session = %id, reason = %reason, "session closed")
         }
+        _ => tracing::warn!(session = %id, reason = %reason, "session closed"),
     }
 }
 
@@ -569,7 +578,7 @@ async fn handle_message(
                 return session.respond(&request, Err(&e));
             };
             let Some(index) = server.route(resource_id) else {
-                let e = err(ErrorCode::NOT_FOUND, "Unknown resource ID");
+                let e = err(ErrorCode::NOT_FOUND, server.unknown_resource(resource_id));
                 return session.respond(&request, Err(&e));
             };
             // Bounded work per session: at most `max_in_flight` requests
@@ -679,6 +688,7 @@ fn hello(
         .max_message_size
         .store(negotiated, Ordering::Relaxed);
     session.ready.store(true, Ordering::Release);
+    tracing::info!(session = %session.id, max_message_size = negotiated, "session opened");
     let mut result = Dict::with_capacity(5);
     result.insert("session_id", &*session.id);
     result.insert("max_message_size", negotiated);

@@ -296,10 +296,11 @@ impl Env for CartPole {
     }
 
     fn step(&mut self, action: Value) -> HostResult<StepResult> {
-        let action = parse_action(&action)?;
+        // Refusals before anything changes: the env stays usable.
         let state = self
             .state
-            .ok_or_else(|| HostError::new("Call reset before using step method."))?;
+            .ok_or_else(|| HostError::invalid_argument(crate::host::STEP_BEFORE_RESET))?;
+        let action = parse_action(&action)?;
         let force = if action == 1 { FORCE_MAG } else { -FORCE_MAG };
         let state = CartPole::dynamics(state, force);
         self.state = Some(state);
@@ -702,7 +703,7 @@ mod tests {
     fn stepping_before_reset_fails() {
         let mut env = CartPole::new();
         let e = env.step(Value::Int(1)).unwrap_err();
-        assert_eq!(e.kind(), HostErrorKind::Execution);
+        assert_eq!(e.kind(), HostErrorKind::InvalidArgument);
         assert!(e.message().contains("reset"));
         assert_eq!(env.render().unwrap(), Value::Null);
     }

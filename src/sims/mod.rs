@@ -33,9 +33,53 @@ use crate::server::{Hosted, RegisterError, ServerBuilder};
 
 /// Registers `cartpole`, `pointmass` (with its world and nodes) and
 /// `gripper` (with its fingers), each in its own execution domain, built now.
+///
+/// The built-in simulators declare exact action spaces: serve them with
+/// [`ServerConfig::validate_actions`](crate::server::ServerConfig::validate_actions)
+/// on (as `unienv-remote serve` does) to refuse a bad action with a message
+/// naming the element and the bound.
 pub fn register(builder: &mut ServerBuilder) -> Result<(), RegisterError> {
-    builder.register_env("cartpole", CartPole::new())?;
-    builder.register_with("pointmass", || make_pointmass().map(Hosted::env))?;
-    builder.register_node("gripper", Gripper::new())?;
+    register_copies(builder, 1)
+}
+
+/// The root ID of copy `index` of `count` copies of the simulator `base`:
+/// `base` itself when there is one copy, else `base-index`
+/// (`cartpole-0`, `cartpole-1`, …).
+pub fn copy_id(base: &str, index: usize, count: usize) -> String {
+    if count == 1 {
+        base.to_string()
+    } else {
+        format!("{base}-{index}")
+    }
+}
+
+/// Registers `copies` independent instances of each built-in simulator,
+/// under the IDs of [`copy_id`] (their worlds and nodes below them, e.g.
+/// `pointmass-1/world`): each copy is its own execution domain with its own
+/// controller, so several trainers, or a vector client, each get their own.
+/// `copies` of 0 registers nothing.
+///
+/// ```
+/// use unienv_remote::server::{Server, ServerConfig};
+/// let mut builder = Server::builder(ServerConfig::default());
+/// unienv_remote::sims::register_copies(&mut builder, 2).unwrap();
+/// let server = builder.start();
+/// assert_eq!(
+///     server.roots(),
+///     ["cartpole-0", "cartpole-1", "pointmass-0", "pointmass-1", "gripper-0", "gripper-1"]
+/// );
+/// ```
+pub fn register_copies(builder: &mut ServerBuilder, copies: usize) -> Result<(), RegisterError> {
+    for i in 0..copies {
+        builder.register_env(&copy_id("cartpole", i, copies), CartPole::new())?;
+    }
+    for i in 0..copies {
+        builder.register_with(&copy_id("pointmass", i, copies), || {
+            make_pointmass().map(Hosted::env)
+        })?;
+    }
+    for i in 0..copies {
+        builder.register_node(&copy_id("gripper", i, copies), Gripper::new())?;
+    }
     Ok(())
 }

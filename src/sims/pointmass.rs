@@ -278,10 +278,24 @@ fn parse_force(action: &Value) -> HostResult<[f64; 2]> {
         }
         _ => None,
     };
+    const EXPECTED: &str =
+        "pointmass body action must be two finite numbers in [-1, 1] (an array of shape (2,))";
     match values.as_deref() {
         Some(&[x, y]) if x.is_finite() && y.is_finite() => Ok([x, y].map(|v| v.clamp(-1.0, 1.0))),
+        // The right container with a non-finite element: say which.
+        Some(&[x, y]) => {
+            let (i, v) = if x.is_finite() { (1, y) } else { (0, x) };
+            let what = if v.is_nan() {
+                "NaN".to_string()
+            } else {
+                format!("{v}")
+            };
+            Err(HostError::new(format!(
+                "{EXPECTED}, but action[{i}] is {what}"
+            )))
+        }
         _ => Err(HostError::new(format!(
-            "pointmass body action must be two finite numbers in [-1, 1] (an array of shape (2,)), got {}",
+            "{EXPECTED}, got {}",
             describe(action)
         ))),
     }
@@ -519,7 +533,9 @@ pub fn make_pointmass() -> HostResult<WorldEnv<PointMassWorld>> {
             Box::new(PointMassCamera::new(CAMERA_SIZE)),
         ],
     )?;
-    WorldEnv::new(PointMassWorld::new(), Box::new(robot))
+    // `step` before `reset` is refused (nothing runs), as in every built-in
+    // simulator.
+    Ok(WorldEnv::new(PointMassWorld::new(), Box::new(robot))?.refusing_step_before_reset())
 }
 
 #[cfg(test)]

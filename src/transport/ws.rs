@@ -1057,7 +1057,18 @@ impl std::fmt::Display for ConnectError {
                 if !body.is_empty() {
                     write!(f, " ({})", body.trim())?;
                 }
-                Ok(())
+                // The way out, when the body does not already say it.
+                match status {
+                    401 if !body.contains("--token") => write!(
+                        f,
+                        "; the server requires a bearer token: pass it with --token TOKEN (ClientConfig::token)"
+                    ),
+                    403 if !body.contains("--allow-") => write!(
+                        f,
+                        "; the server refused this Host or Origin: start it with --allow-host NAME or --allow-origin ORIGIN"
+                    ),
+                    _ => Ok(()),
+                }
             }
             ConnectError::Handshake(e) => write!(f, "invalid handshake response: {e}"),
         }
