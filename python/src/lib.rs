@@ -7,11 +7,13 @@ use pyo3::prelude::*;
 
 pub mod client;
 pub mod convert;
+pub mod vector;
 
 /// The `_native` module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     client::register(m)?;
+    vector::register(m)?;
     Ok(())
 }
