@@ -87,6 +87,10 @@ def test_vector_env_over_ray_actors(cluster) -> None:
         # The actor on node b dies: its envs (1 and 3) report connection
         # loss, the others' results are intact.
         ray.kill(b[0].actor, no_restart=True)
+        # ray.kill returns at once; Ray reports the actor dead once its
+        # process is gone (and with it the server and its connections).
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(b[0].actor.info.remote(), timeout=120)
         actions = local.action_space.sample()
         with pytest.raises(VectorEnvError) as caught:
             envs.step(actions)
