@@ -2,18 +2,18 @@
 # Runs every test of unienv-remote, setting up what they need first:
 # a local virtual environment (.venv-ref) with the Python reference
 # implementation (unienv==0.0.1b14) for the interop tests, gymnasium (for the
-# wrapper tests), pytest and maturin; our Python package (python/) is built
+# wrapper tests), pytest, maturin and ray (python/tests/test_ray.py); our Python package (python/) is built
 # into it and its pytest suite (python/tests) runs last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=.venv-ref
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import unienv_interface.remote, websockets, gymnasium, mujoco, pytest' 2>/dev/null \
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import unienv_interface.remote, websockets, gymnasium, mujoco, pytest, ray' 2>/dev/null \
     || [ ! -x "$VENV/bin/maturin" ]; then
   echo "==> setting up $VENV with the reference implementation (unienv==0.0.1b14), gymnasium, pytest, maturin"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check \
-    "unienv[network]==0.0.1b14" "gymnasium[mujoco]" pytest maturin
+    "unienv[network]==0.0.1b14" "gymnasium[mujoco]" pytest maturin ray
 fi
 export UNIENV_REF_PYTHON="$PWD/$VENV/bin/python"
 

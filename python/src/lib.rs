@@ -15,6 +15,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub mod client;
 pub mod convert;
 pub mod server;
+pub mod vector;
 
 /// The `_native` module.
 #[pymodule]
@@ -30,5 +31,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     client::register(m)?;
     server::register(m)?;
+    vector::register(m)?;
     Ok(())
 }

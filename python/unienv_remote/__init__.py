@@ -25,3 +25,12 @@ __all__: List[str] = [
     "RemoteClient", "RemoteServer", "RemoteEnv", "RemoteWorld", "RemoteWorldNode", "RemoteWorldEnv", "Subscription",
     "Codec", "CodecError", "PROTOCOL_VERSION", "RemoteError", "UncertainOutcomeError",
 ]
+__all__ += ["RemoteVectorEnv", "VectorEnvError"]
+
+
+def __getattr__(name: str) -> object:
+    # RemoteVectorEnv needs gymnasium: imported on first use only.
+    if name in ("RemoteVectorEnv", "VectorEnvError"):
+        from . import vector
+        return getattr(vector, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,289 @@
+//! `_native.VectorEnv`: the crate's vector client
+//! ([`unienv_remote::client::vector`]) as a Python object, for
+//! `unienv_remote.RemoteVectorEnv` (`unienv_remote/vector.py`).
+//!
+//! Requests go out on the vector env's own runtime thread; waiting and
+//! stacking happen without the GIL. Only the conversion of the stacked
+//! arrays into NumPy arrays (and of the small per-env info dicts) holds it.
+
+use crate::client::client_error;
+use crate::convert::{self, ArrayMode};
+use parking_lot::Mutex;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use std::time::Duration;
+use unienv_remote::client::vector::{
+    AutoresetMode, BlockingVectorEnv, EnvAddress, VectorError, VectorReset, VectorStep,
+};
+use unienv_remote::client::ClientConfig;
+use unienv_remote::host::ResetArgs;
+use unienv_remote::{Dict, NdArray, Value};
+
+/// A vector error as `(index, kind, exception)`: `kind` is `"failed"` for a
+/// failure in this call (the exception is what the single-env client raises
+/// for it, uncertainty included) or `"needs_reset"` for an env that failed
+/// earlier and was not stepped.
+fn vector_error<'py>(py: Python<'py>, e: &VectorError) -> PyResult<Bound<'py, PyTuple>> {
+    let (index, kind, exc) = match e {
+        VectorError::Env { index, error, .. } => {
+            (*index, "failed", client_error(py, error.clone()))
+        }
+        VectorError::NeedsReset { index, .. } => (
+            *index,
+            "needs_reset",
+            PyRuntimeError::new_err(e.to_string()),
+        ),
+        other => return Err(top_error(py, other.clone())),
+    };
+    PyTuple::new(
+        py,
+        [
+            index.into_pyobject(py)?.into_any(),
+            kind.into_pyobject(py)?.into_any(),
+            exc.into_value(py).into_bound(py).into_any(),
+        ],
+    )
+}
+
+/// An error of the whole call.
+fn top_error(py: Python<'_>, e: VectorError) -> PyErr {
+    match e {
+        VectorError::Connect { ref error, .. } => {
+            let err = client_error(py, error.clone());
+            let wrapped = pyo3::exceptions::PyConnectionError::new_err(e.to_string());
+            wrapped.set_cause(py, Some(err));
+            wrapped
+        }
+        VectorError::InvalidUse(msg) => PyValueError::new_err(msg),
+        other => PyRuntimeError::new_err(other.to_string()),
+    }
+}
+
+fn errors_to_py<'py>(
+    py: Python<'py>,
+    errors: &[Option<VectorError>],
+) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for e in errors.iter().flatten() {
+        out.append(vector_error(py, e)?)?;
+    }
+    Ok(out)
+}
+
+fn infos_to_py<'py>(py: Python<'py>, infos: &[Dict]) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for d in infos {
+        out.append(convert::dict_to_py(py, d)?)?;
+    }
+    Ok(out)
+}
+
+fn array_to_py<'py>(py: Python<'py>, a: NdArray) -> PyResult<Bound<'py, PyAny>> {
+    convert::array_to_py(py, &a)
+}
+
+/// N remote envs stepped together (`_native.VectorEnv(addresses, ...)`).
+#[pyclass(module = "unienv_remote._native", name = "VectorEnv", frozen)]
+pub struct PyVectorEnv {
+    env: Mutex<Option<BlockingVectorEnv>>,
+    num_envs: usize,
+}
+
+impl PyVectorEnv {
+    fn with<T>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut BlockingVectorEnv) -> Result<T, VectorError> + Send,
+    ) -> PyResult<T>
+    where
+        T: Send,
+    {
+        let result = py.detach(|| {
+            let mut guard = self.env.lock();
+            match guard.as_mut() {
+                Some(env) => Ok(f(env)),
+                None => Err(()),
+            }
+        });
+        match result {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(top_error(py, e)),
+            Err(()) => Err(PyRuntimeError::new_err("the vector env is closed")),
+        }
+    }
+}
+
+#[pymethods]
+impl PyVectorEnv {
+    /// Connects to every server of `addresses` (`[(url, resource_id)]`).
+    #[new]
+    #[pyo3(signature = (addresses, autoreset_mode = "NextStep", timeout = Some(30.0), token = None))]
+    fn new(
+        py: Python<'_>,
+        addresses: Vec<(String, String)>,
+        autoreset_mode: &str,
+        timeout: Option<f64>,
+        token: Option<String>,
+    ) -> PyResult<PyVectorEnv> {
+        let mode = AutoresetMode::parse(autoreset_mode).ok_or_else(|| {
+            PyValueError::new_err(format!("unknown autoreset mode {autoreset_mode:?}"))
+        })?;
+        let timeout = timeout
+            .map(|t| {
+                Duration::try_from_secs_f64(t.max(0.0)).map_err(|_| {
+                    PyValueError::new_err("timeout must be a finite number of seconds")
+                })
+            })
+            .transpose()?;
+        let mut config = ClientConfig::default().with_timeout(timeout);
+        config.token = token;
+        let addresses: Vec<EnvAddress> = addresses
+            .into_iter()
+            .map(|(url, id)| EnvAddress::new(url, id))
+            .collect();
+        let env = py
+            .detach(|| BlockingVectorEnv::connect(&addresses, config, mode))
+            .map_err(|e| top_error(py, e))?;
+        Ok(PyVectorEnv {
+            num_envs: env.num_envs(),
+            env: Mutex::new(Some(env)),
+        })
+    }
+
+    /// The number of sub-environments.
+    #[getter]
+    fn num_envs(&self) -> usize {
+        self.num_envs
+    }
+
+    /// The serialized form of env 0's space `name` (`action_space`,
+    /// `observation_space`), as its descriptor holds it (all envs share it).
+    fn space_document<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        let doc = {
+            let guard = self.env.lock();
+            let env = guard
+                .as_ref()
+                .ok_or_else(|| PyRuntimeError::new_err("the vector env is closed"))?;
+            env.inner().envs()[0]
+                .descriptor()
+                .get(name)
+                .cloned()
+                .unwrap_or(Value::Null)
+        };
+        convert::to_py(py, &doc)
+    }
+
+    /// Env 0's metadata dict.
+    fn env_metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let meta = {
+            let guard = self.env.lock();
+            let env = guard
+                .as_ref()
+                .ok_or_else(|| PyRuntimeError::new_err("the vector env is closed"))?;
+            env.inner().envs()[0].metadata()
+        };
+        convert::dict_to_py(py, &meta)
+    }
+
+    /// Resets the envs (those where `mask` is true, or all): one seed per
+    /// env, `options` passed to every env as the `options` keyword.
+    /// Returns `(observation, infos, errors, mask)`.
+    #[pyo3(signature = (seeds, options = None, mask = None))]
+    fn reset<'py>(
+        &self,
+        py: Python<'py>,
+        seeds: Vec<Option<i64>>,
+        options: Option<&Bound<'py, PyAny>>,
+        mask: Option<Vec<bool>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let options = options
+            .map(|o| convert::from_py(o, ArrayMode::Copy))
+            .transpose()?;
+        let args: Vec<ResetArgs> = seeds
+            .into_iter()
+            .map(|seed| {
+                let mut a = ResetArgs {
+                    seed,
+                    ..ResetArgs::default()
+                };
+                if let Some(o) = &options {
+                    a.kwargs.insert("options", o.clone());
+                }
+                a
+            })
+            .collect();
+        let (r, mask): (VectorReset, Vec<bool>) =
+            self.with(py, |env| env.reset_masked(args, mask.as_deref()))?;
+        PyTuple::new(
+            py,
+            [
+                convert::to_py(py, &r.observation)?,
+                infos_to_py(py, &r.infos)?.into_any(),
+                errors_to_py(py, &r.errors)?.into_any(),
+                array_to_py(py, NdArray::from_vec(mask))?,
+            ],
+        )
+    }
+
+    /// Sends every env's step at once and returns; `actions` is stacked
+    /// along the first axis (an array, or a dict/tuple of arrays).
+    fn step_async(&self, py: Python<'_>, actions: &Bound<'_, PyAny>) -> PyResult<()> {
+        let actions = convert::from_py(actions, ArrayMode::Copy)?;
+        self.with(py, move |env| env.step_async_stacked(&actions))
+    }
+
+    /// Waits for the pending step. Returns `(observation, rewards,
+    /// terminations, truncations, infos, autoreset, finals, errors)`, where
+    /// `finals` lists `(index, final_obs, final_info)` (SameStep mode).
+    fn step_wait<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let s: VectorStep = self.with(py, |env| env.step_wait())?;
+        let finals = PyList::empty(py);
+        for (i, (o, inf)) in s.final_observation.iter().zip(&s.final_info).enumerate() {
+            if let Some(o) = o {
+                let info = match inf {
+                    Some(d) => convert::dict_to_py(py, d)?.into_any(),
+                    None => PyDict::new(py).into_any(),
+                };
+                finals.append((i, convert::to_py(py, o)?, info))?;
+            }
+        }
+        PyTuple::new(
+            py,
+            [
+                convert::to_py(py, &s.observation)?,
+                array_to_py(py, s.reward_array())?,
+                array_to_py(py, s.terminated_array())?,
+                array_to_py(py, s.truncated_array())?,
+                infos_to_py(py, &s.infos)?.into_any(),
+                array_to_py(py, NdArray::from_vec(s.autoreset.clone()))?,
+                finals.into_any(),
+                errors_to_py(py, &s.errors)?.into_any(),
+            ],
+        )
+    }
+
+    /// Whether a step is pending.
+    fn step_pending(&self) -> bool {
+        self.env
+            .lock()
+            .as_ref()
+            .is_some_and(|e| e.inner().is_step_pending())
+    }
+
+    /// Closes every connection (idempotent).
+    fn close(&self, py: Python<'_>) {
+        let env = self.env.lock().take();
+        if let Some(mut env) = env {
+            py.detach(move || {
+                env.close();
+                drop(env);
+            });
+        }
+    }
+}
+
+/// Registers `VectorEnv`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyVectorEnv>()
+}

@@ -1,0 +1,118 @@
+"""unienv_remote.ray on a local two-node Ray cluster bound to 127.0.0.1
+(usage statistics and dashboard off): server actors placed by resource
+requests on different nodes, a RemoteVectorEnv over them that matches
+Gymnasium's SyncVectorEnv, actor death reported as connection loss for that
+actor's envs only, and a restarted actor serving again.
+
+Skipped when ray is not installed, unless CI=true (then it must run).
+
+Ray turns 127.0.0.1 into the machine's outward IP address when a driver
+connects (`resolve_ip_for_localhost`) unless multi-node mode is off for this
+machine: `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` (read when ray is imported) keeps
+every node address, and so all traffic, on loopback.
+"""
+
+import os
+import sys
+
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+import numpy as np
+import pytest
+
+try:
+    import ray
+except ImportError:
+    if os.environ.get("CI") == "true":
+        raise
+    pytest.skip("ray is not installed (pip install ray); with CI=true this test fails instead",
+                allow_module_level=True)
+
+import gymnasium
+from gymnasium.vector import SyncVectorEnv
+
+from unienv_remote import UncertainOutcomeError, VectorEnvError
+from unienv_remote import ray as uray
+
+
+# The factory travels to the actors by value (this test module is not
+# importable in Ray's worker processes).
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def cartpoles():
+    import gymnasium
+    from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
+    return {f"cartpole{i}": FromGymnasiumEnv(gymnasium.make("CartPole-v1")) for i in range(2)}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from ray.cluster_utils import Cluster
+    c = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False, "resources": {"sim_a": 1}})
+    try:
+        c.add_node(num_cpus=1, node_ip_address="127.0.0.1", resources={"sim_b": 1})
+        ray.init(address=c.address)
+        assert ray.util.get_node_ip_address() == "127.0.0.1"
+        yield c
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+def test_vector_env_over_ray_actors(cluster) -> None:
+    a = uray.start_servers(cartpoles, 1, num_cpus=0, resources={"sim_a": 1})
+    b = uray.start_servers(cartpoles, 1, num_cpus=0, resources={"sim_b": 1})
+    servers = a + b
+    assert a[0].node_id != b[0].node_id, "placed on different nodes by their resource requests"
+    for s in servers:
+        assert s.url.startswith("ws://127.0.0.1:"), s.url
+        assert s.resource_ids == ["cartpole0", "cartpole1"]
+    assert uray.addresses(servers) == [(a[0].url, "cartpole0"), (b[0].url, "cartpole0"),
+                                       (a[0].url, "cartpole1"), (b[0].url, "cartpole1")]
+    envs = uray.vector_env(servers, timeout=10.0)
+    local = SyncVectorEnv([lambda: gymnasium.make("CartPole-v1") for _ in range(4)])
+    try:
+        obs, _ = envs.reset(seed=4)
+        assert np.array_equal(obs, local.reset(seed=4)[0])
+        local.action_space.seed(4)
+        for _ in range(30):
+            actions = local.action_space.sample()
+            got, expected = envs.step(actions), local.step(actions)
+            for x, y in zip(got[:4], expected[:4]):
+                assert np.array_equal(x, y)
+
+        # The actor on node b dies: its envs (1 and 3) report connection
+        # loss, the others' results are intact.
+        ray.kill(b[0].actor, no_restart=True)
+        # ray.kill returns at once; Ray reports the actor dead once its
+        # process is gone (and with it the server and its connections).
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(b[0].actor.info.remote(), timeout=120)
+        actions = local.action_space.sample()
+        with pytest.raises(VectorEnvError) as caught:
+            envs.step(actions)
+        expected = local.step(actions)
+        assert sorted(caught.value.errors) == [1, 3]
+        for e in caught.value.errors.values():
+            assert isinstance(e, (ConnectionError, UncertainOutcomeError)), repr(e)
+        got = caught.value.result
+        assert np.array_equal(got[0][[0, 2]], expected[0][[0, 2]])
+    finally:
+        envs.close()
+        local.close()
+
+    # A replacement actor, same placement, serves again.
+    restarted = uray.restart_server(b[0])
+    assert restarted.node_id == b[0].node_id
+    envs = uray.vector_env([a[0], restarted])
+    try:
+        obs, _ = envs.reset(seed=1)
+        assert obs.shape == (4, 4)
+        envs.step(np.array([0, 1, 0, 1]))
+    finally:
+        envs.close()
+    ray.kill(a[0].actor, no_restart=True)
+    ray.kill(restarted.actor, no_restart=True)

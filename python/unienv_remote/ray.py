@@ -1,0 +1,135 @@
+"""UniEnv servers as Ray actors, and a ``RemoteVectorEnv`` over them.
+
+    import ray
+    from unienv_remote import ray as uray
+
+    def pendulums():
+        import gymnasium
+        from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
+        return {f"pendulum{i}": FromGymnasiumEnv(gymnasium.make("Pendulum-v1")) for i in range(4)}
+
+    servers = uray.start_servers(pendulums, 4, num_cpus=1, resources={"sim": 1})
+    envs = uray.vector_env(servers)          # 16 envs, spread over the 4 actors
+    ...
+    servers[2] = uray.restart_server(servers[2])   # a fresh actor (new URL)
+
+Each actor runs one server (our Python ``unienv_remote.RemoteServer`` when this
+package has it, otherwise the reference's ``unienv_interface.remote.RemoteServer``)
+hosting what ``factory()`` returns (a dict of resource ID -> env), listening on
+its node's IP address (``ray.util.get_node_ip_address()``) with a port the OS
+picks; Ray's resource requests (``num_cpus``, ``num_gpus``, ``resources``,
+``scheduling_strategy``...) place it. Clients connect to it directly over the
+protocol, not through Ray.
+
+When an actor dies, its server's connections drop: the protocol's connection
+loss. A request that was on its way fails with ``UncertainOutcomeError`` (its
+mutation may have executed), later ones with ``ConnectionError``;
+``RemoteVectorEnv`` reports them per env (``VectorEnvError``) without losing
+the other envs' results. ``restart_server`` starts a replacement actor with
+the same factory and options (fresh envs, a new URL); build a new vector env
+(or new clients) over the new URLs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import ray
+
+from .vector import RemoteVectorEnv
+
+__all__ = ["ServerHandle", "start_servers", "restart_server", "vector_env", "addresses"]
+
+
+class _ServerActor:
+    """Hosts ``factory()`` on a UniEnv server in the actor's process."""
+
+    def __init__(self, factory: Callable[[], Dict[str, Any]], host: Optional[str]) -> None:
+        try:
+            from unienv_remote import RemoteServer  # type: ignore[attr-defined]
+        except ImportError:
+            from unienv_interface.remote import RemoteServer
+        self._server = RemoteServer()
+        resources = factory()
+        for resource_id, obj in resources.items():
+            self._server.register(resource_id, obj)
+        self._ids = list(resources)
+        bind = host if host is not None else ray.util.get_node_ip_address()
+        self._url = self._server.listen(bind, 0)
+
+    def info(self) -> Dict[str, Any]:
+        return {"url": self._url, "resource_ids": self._ids, "node_id": ray.get_runtime_context().get_node_id()}
+
+
+@dataclass
+class ServerHandle:
+    """A server actor: its Ray handle, URL, hosted env IDs and node, and how
+    it was made (for ``restart_server``)."""
+
+    actor: Any
+    url: str
+    resource_ids: List[str]
+    node_id: str
+    factory: Callable[[], Dict[str, Any]] = field(repr=False)
+    options: Dict[str, Any] = field(repr=False)
+    host: Optional[str] = None
+
+
+def _start(factory: Callable[[], Dict[str, Any]], options: Dict[str, Any], host: Optional[str]) -> ServerHandle:
+    actor_class = ray.remote(_ServerActor)
+    actor = actor_class.options(**options).remote(factory, host)
+    info = ray.get(actor.info.remote())
+    return ServerHandle(actor=actor, url=info["url"], resource_ids=info["resource_ids"], node_id=info["node_id"],
+                        factory=factory, options=options, host=host)
+
+
+def start_servers(
+    factory: Callable[[], Dict[str, Any]],
+    count: int,
+    *,
+    host: Optional[str] = None,
+    **actor_options: Any,
+) -> List[ServerHandle]:
+    """Starts ``count`` server actors hosting ``factory()`` each, placed by
+    ``actor_options`` (passed to ``ActorClass.options``: ``num_cpus``,
+    ``resources``, ``scheduling_strategy``, ...); waits until every one
+    listens. ``host`` overrides the address the servers bind (default: the
+    node's IP address)."""
+    return [_start(factory, dict(actor_options), host) for _ in range(count)]
+
+
+def restart_server(server: ServerHandle) -> ServerHandle:
+    """Kills ``server``'s actor (if still alive) and starts a replacement
+    with the same factory, placement and bind address; returns its handle
+    (fresh envs, a new URL)."""
+    try:
+        ray.kill(server.actor, no_restart=True)
+    except Exception:  # already dead: nothing to kill
+        pass
+    return _start(server.factory, server.options, server.host)
+
+
+def addresses(servers: Sequence[ServerHandle], num_envs: Optional[int] = None) -> List[tuple]:
+    """``(url, resource_id)`` for ``num_envs`` envs (default: every hosted
+    env), round-robin over the servers so that consecutive envs live on
+    different actors."""
+    per = [list(s.resource_ids) for s in servers]
+    out: List[tuple] = []
+    k = 0
+    total = sum(len(p) for p in per)
+    wanted = total if num_envs is None else num_envs
+    if wanted > total:
+        raise ValueError(f"{wanted} envs wanted, the servers host {total}")
+    while len(out) < wanted:
+        for s, ids in zip(servers, per):
+            if k < len(ids) and len(out) < wanted:
+                out.append((s.url, ids[k]))
+        k += 1
+    return out
+
+
+def vector_env(servers: Sequence[ServerHandle], num_envs: Optional[int] = None, **kwargs: Any) -> RemoteVectorEnv:
+    """A ``RemoteVectorEnv`` over the servers' envs (see ``addresses``);
+    ``kwargs`` go to ``RemoteVectorEnv``."""
+    return RemoteVectorEnv(addresses(servers, num_envs), **kwargs)

@@ -1,0 +1,199 @@
+"""``RemoteVectorEnv``: many remote environments as one Gymnasium ``VectorEnv``.
+
+    from unienv_remote import RemoteVectorEnv
+
+    envs = RemoteVectorEnv([("ws://10.0.0.5:8765", "pendulum0"), ("ws://10.0.0.6:8765", "pendulum0"), ...])
+    obs, infos = envs.reset(seed=0)
+    obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
+
+Each sub-environment is an env-mode resource of any UniEnv server (ours or the
+reference), given as ``(url, resource_id)``; any mix of servers and resource IDs
+works, as long as the envs share their action and observation spaces. A step
+sends every request at once (envs on one server share a connection, their
+requests pipelined) from a Rust thread; ``step_wait`` gathers the replies and
+stacks them in Rust without the GIL. ``step_async`` returns as soon as the
+requests are on their way, so the learner can compute meanwhile.
+
+Autoreset follows Gymnasium 1.x: ``AutoresetMode.NEXT_STEP`` by default (what
+``SyncVectorEnv`` and ``AsyncVectorEnv`` do unless told otherwise), or
+``SAME_STEP`` (``infos["final_obs"]`` / ``infos["final_info"]``) or
+``DISABLED``, chosen with ``autoreset_mode=``.
+
+Failures of single sub-environments do not lose the others' results: with
+``on_error="raise"`` (default) ``step`` / ``step_wait`` / ``reset`` raise
+:class:`VectorEnvError`, which carries the whole result (``.result``, failed
+envs' slots zero) and the per-env exceptions (``.errors``: index -> the
+exception the single-env client raises, e.g. ``UncertainOutcomeError`` for a
+lost reply or ``RemoteError`` with its ``uncertain`` flag). With
+``on_error="info"`` the result is returned and the exceptions are in
+``infos["error"]`` (object array, mask ``infos["_error"]``). A failed env is
+not stepped again until it is reset: ``reset(options={"reset_mask": mask})``
+resets only the envs of ``mask``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import gymnasium
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from unienv_interface.backends import NumpyComputeBackend
+from unienv_interface.space.space_utils.serialization_utils import json_to_space
+from unienv_interface.wrapper.gym_compat import gym_utils
+
+from . import _native
+
+__all__ = ["RemoteVectorEnv", "VectorEnvError"]
+
+
+class VectorEnvError(RuntimeError):
+    """Some sub-environments failed; the others' results are complete.
+
+    ``errors`` maps each failed env's index to its exception (the one the
+    single-env client raises for the same failure; ``getattr(e, "uncertain",
+    False)`` or ``isinstance(e, UncertainOutcomeError)`` tells whether its
+    mutation may have executed). Envs that failed in an earlier call and were
+    not reset since are in ``needs_reset`` (nothing was sent to them).
+    ``result`` is what the call would have returned, with zeros in the failed
+    envs' slots.
+    """
+
+    def __init__(self, errors: Dict[int, BaseException], needs_reset: List[int], result: Any) -> None:
+        self.errors = errors
+        self.needs_reset = needs_reset
+        self.result = result
+        parts = [f"env {i}: {type(e).__name__}: {e}" for i, e in sorted(errors.items())]
+        parts += [f"env {i}: failed earlier, reset it first" for i in needs_reset]
+        super().__init__("; ".join(parts))
+
+
+def _mode(mode: Union[AutoresetMode, str]) -> AutoresetMode:
+    if isinstance(mode, AutoresetMode):
+        return mode
+    for m in AutoresetMode:
+        if mode in (m.value, m.name):
+            return m
+    raise ValueError(f"unknown autoreset mode {mode!r}")
+
+
+class RemoteVectorEnv(VectorEnv):
+    """``num_envs`` remote environments as one Gymnasium ``VectorEnv``.
+
+    ``envs`` lists ``(url, resource_id)`` pairs. ``timeout`` (seconds, per
+    request; ``None`` waits forever) and ``token`` (bearer token) apply to
+    every connection.
+
+    The single spaces are the envs' UniEnv spaces converted by unienv's
+    ``to_gym_space``, which has no ``Discrete``: a ``Discrete(n)`` hosted
+    env's space comes back as an integer ``Box``. ``single_observation_space``
+    / ``single_action_space`` give the Gymnasium spaces to use instead.
+    """
+
+    def __init__(
+        self,
+        envs: Sequence[Tuple[str, str]],
+        *,
+        autoreset_mode: Union[AutoresetMode, str] = AutoresetMode.NEXT_STEP,
+        timeout: Optional[float] = 30.0,
+        token: Optional[str] = None,
+        on_error: str = "raise",
+        single_observation_space: Optional[gymnasium.Space] = None,
+        single_action_space: Optional[gymnasium.Space] = None,
+    ) -> None:
+        if on_error not in ("raise", "info"):
+            raise ValueError("on_error must be 'raise' or 'info'")
+        mode = _mode(autoreset_mode)
+        self._on_error = on_error
+        self._native = _native.VectorEnv([(str(u), str(r)) for u, r in envs], mode.value, timeout, token)
+        self.num_envs = self._native.num_envs
+        self.single_observation_space = single_observation_space or self._gym_space("observation_space")
+        self.single_action_space = single_action_space or self._gym_space("action_space")
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        metadata = dict(self._native.env_metadata())
+        metadata["autoreset_mode"] = mode
+        self.metadata = metadata
+        self.render_mode = None
+        self.closed = False
+
+    def _gym_space(self, name: str) -> gymnasium.Space:
+        document = self._native.space_document(name)
+        if document is None:
+            raise ValueError(f"the remote envs have no {name}")
+        return gym_utils.to_gym_space(json_to_space(document, NumpyComputeBackend, None))
+
+    def _report(self, errors: List[Tuple[int, str, BaseException]], infos: Dict[str, Any], result_of) -> Any:
+        if not errors:
+            return result_of(infos)
+        failed = {i: e for i, kind, e in errors if kind == "failed"}
+        needs_reset = [i for i, kind, _ in errors if kind == "needs_reset"]
+        if self._on_error == "info":
+            for i, _, e in errors:
+                infos = self._add_info(infos, {"error": e}, i)
+            return result_of(infos)
+        raise VectorEnvError(failed, needs_reset, result_of(infos))
+
+    def reset(
+        self,
+        *,
+        seed: Optional[Union[int, Sequence[Optional[int]]]] = None,
+        options: Optional[Dict[str, Any]] = None,
+    ) -> Tuple[Any, Dict[str, Any]]:
+        """Resets every env (``seed``: ``None``, an int ``s`` for seeds
+        ``s, s+1, ...``, or one per env); ``options["reset_mask"]`` (a bool
+        array) resets only those envs, the others keeping their latest
+        observation. Other options are passed to every env's reset."""
+        if seed is None:
+            seeds: List[Optional[int]] = [None] * self.num_envs
+        elif isinstance(seed, (int, np.integer)):
+            seeds = [int(seed) + i for i in range(self.num_envs)]
+        else:
+            seeds = [None if s is None else int(s) for s in seed]
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"{len(seeds)} seeds for {self.num_envs} envs")
+        mask = None
+        if options is not None and "reset_mask" in options:
+            options = dict(options)
+            reset_mask = np.asarray(options.pop("reset_mask"))
+            if reset_mask.shape != (self.num_envs,) or reset_mask.dtype != np.bool_:
+                raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},)")
+            mask = [bool(m) for m in reset_mask]
+            if not options:
+                options = None
+        obs, env_infos, errors, used = self._native.reset(seeds, options, mask)
+        infos: Dict[str, Any] = {}
+        for i, info in enumerate(env_infos):
+            if used[i] and info:
+                infos = self._add_info(infos, info, i)
+        return self._report(errors, infos, lambda inf: (obs, inf))
+
+    def step_async(self, actions: Any) -> None:
+        """Sends every env's action (stacked along the first axis) at once."""
+        self._native.step_async(actions)
+
+    def step_wait(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+        """Waits for the pending step and returns the stacked results."""
+        obs, rewards, terminations, truncations, env_infos, _autoreset, finals, errors = self._native.step_wait()
+        infos: Dict[str, Any] = {}
+        for i, info in enumerate(env_infos):
+            if info:
+                infos = self._add_info(infos, info, i)
+        for i, final_obs, final_info in finals:
+            infos = self._add_info(infos, {"final_obs": final_obs, "final_info": final_info}, i)
+        return self._report(errors, infos, lambda inf: (obs, rewards, terminations, truncations, inf))
+
+    def step(self, actions: Any) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+        """``step_async(actions)`` then ``step_wait()``."""
+        self.step_async(actions)
+        return self.step_wait()
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._native.close()
+
+    def __del__(self) -> None:
+        native = getattr(self, "_native", None)
+        if native is not None:
+            native.close()
