@@ -8,8 +8,7 @@ Figures are env steps per second (vector steps x 16 / wall time, random
 actions drawn beforehand, after 50 warm-up steps). Printed as a Markdown table.
 
 The servers are `python/tests/vector_server.py` processes (our Python
-`unienv_remote.RemoteServer` when the interpreter's unienv_remote has it,
-otherwise the reference server: the table says which).
+`unienv_remote.RemoteServer`).
 
 Latency (root only): the benchmark creates network namespaces `uvr-bench-cli`
 and `uvr-bench-srv` joined by a veth pair with addresses in 10.213.77.0/30

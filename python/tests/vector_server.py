@@ -6,9 +6,7 @@ Hosts ``pendulum0..pendulum{COUNT-1}`` (``Pendulum-v1``) and
 ``cartpole0..cartpole{COUNT-1}`` (``CartPole-v1``), each a
 ``FromGymnasiumEnv(gymnasium.make(...))``, on HOST (default 127.0.0.1) with a
 port the OS picks, and prints the server's ws:// URL. The server is our Python
-``unienv_remote.RemoteServer`` when the installed package has it, otherwise
-the reference's (``unienv_interface.remote.RemoteServer``); the first line
-printed names which.
+``unienv_remote.RemoteServer`` (the first line printed names it).
 """
 
 import sys
@@ -17,12 +15,9 @@ import time
 import gymnasium
 from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
 
-try:
-    from unienv_remote import RemoteServer  # type: ignore[attr-defined]
-    KIND = "unienv_remote"
-except ImportError:
-    from unienv_interface.remote import RemoteServer
-    KIND = "reference"
+from unienv_remote import RemoteServer
+
+KIND = "unienv_remote"
 
 
 def main() -> None:
