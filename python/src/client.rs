@@ -220,6 +220,7 @@ impl PyClient {
             discover,
             token,
             headers,
+            ..ClientConfig::default()
         };
         if max_message_size < unienv_remote::codec::MIN_MAX_MESSAGE_SIZE {
             return Err(PyValueError::new_err("max_message_size must be at least 8"));
