@@ -13,7 +13,9 @@ every node address, and so all traffic, on loopback.
 """
 
 import os
+import socket
 import sys
+import time
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -62,6 +64,20 @@ def cluster():
         c.shutdown()
 
 
+def _wait_until_refused(url: str, deadline_s: float = 120.0) -> None:
+    """Returns once nothing listens at ``url``'s loopback port any more."""
+    host, port = url[len("ws://"):].split("/")[0].rsplit(":", 1)
+    assert host == "127.0.0.1", url
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            socket.create_connection((host, int(port)), timeout=1.0).close()
+        except OSError:
+            return
+        assert time.monotonic() < deadline, f"{url} still accepts connections"
+        time.sleep(0.05)
+
+
 def test_vector_env_over_ray_actors(cluster) -> None:
     a = uray.start_servers(cartpoles, 1, num_cpus=0, resources={"sim_a": 1})
     b = uray.start_servers(cartpoles, 1, num_cpus=0, resources={"sim_b": 1})
@@ -91,6 +107,9 @@ def test_vector_env_over_ray_actors(cluster) -> None:
         # process is gone (and with it the server and its connections).
         with pytest.raises(ray.exceptions.RayActorError):
             ray.get(b[0].actor.info.remote(), timeout=120)
+        # Ray may report the actor dead before its process has exited: wait
+        # until the server's port refuses connections (loopback only).
+        _wait_until_refused(b[0].url)
         actions = local.action_space.sample()
         with pytest.raises(VectorEnvError) as caught:
             envs.step(actions)
