@@ -7,9 +7,7 @@ The servers are `vector_server.py` processes on 127.0.0.1 (port 0).
 """
 
 import os
-import re
 import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Iterator, List, Tuple
@@ -22,26 +20,19 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv  # noqa: E402
 
 from unienv_remote import RemoteVectorEnv, UncertainOutcomeError, VectorEnvError  # noqa: E402
 
+from conftest import Server  # noqa: E402
+
 SERVER = Path(__file__).resolve().parent / "vector_server.py"
-URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
 NUM_SERVERS = 4
 PER_SERVER = 4
 
 
-class ServerProcess:
+class ServerProcess(Server):
+    """A `vector_server.py` process (started and read by conftest's `Server`);
+    stopping kills it at once, also when a test has SIGSTOPped it."""
+
     def __init__(self, count: int) -> None:
-        self.process = subprocess.Popen([sys.executable, str(SERVER), str(count)], stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, text=True)
-        self.url = None
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            match = URL.search(line)
-            if match:
-                self.url = match.group(1)
-                break
-        if self.url is None:
-            self.process.kill()
-            raise RuntimeError(f"vector_server.py printed no URL (exit code {self.process.wait()})")
+        super().__init__("vector", [sys.executable, str(SERVER), str(count)])
 
     def stop(self) -> None:
         if self.process.poll() is None:
