@@ -265,6 +265,120 @@ impl OperationKind {
     }
 }
 
+/// The protocol methods of every resource kind (see
+/// [`ResourceKind::methods`] for which kind exports which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// `reset`
+    Reset,
+    /// `step`
+    Step,
+    /// `render`
+    Render,
+    /// `reload`
+    Reload,
+    /// `after_reset`
+    AfterReset,
+    /// `after_reload`
+    AfterReload,
+    /// `pre_environment_step`
+    PreEnvironmentStep,
+    /// `post_environment_step`
+    PostEnvironmentStep,
+    /// `set_next_action`
+    SetNextAction,
+    /// `get_context`
+    GetContext,
+    /// `get_observation`
+    GetObservation,
+    /// `get_reward`
+    GetReward,
+    /// `get_termination`
+    GetTermination,
+    /// `get_truncation`
+    GetTruncation,
+    /// `get_info`
+    GetInfo,
+}
+
+impl Method {
+    /// Every method, in no particular order.
+    pub const ALL: [Method; 15] = [
+        Method::Reset,
+        Method::Step,
+        Method::Render,
+        Method::Reload,
+        Method::AfterReset,
+        Method::AfterReload,
+        Method::PreEnvironmentStep,
+        Method::PostEnvironmentStep,
+        Method::SetNextAction,
+        Method::GetContext,
+        Method::GetObservation,
+        Method::GetReward,
+        Method::GetTermination,
+        Method::GetTruncation,
+        Method::GetInfo,
+    ];
+
+    /// Parses the wire name.
+    pub fn parse(s: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Reset => "reset",
+            Method::Step => "step",
+            Method::Render => "render",
+            Method::Reload => "reload",
+            Method::AfterReset => "after_reset",
+            Method::AfterReload => "after_reload",
+            Method::PreEnvironmentStep => "pre_environment_step",
+            Method::PostEnvironmentStep => "post_environment_step",
+            Method::SetNextAction => "set_next_action",
+            Method::GetContext => "get_context",
+            Method::GetObservation => "get_observation",
+            Method::GetReward => "get_reward",
+            Method::GetTermination => "get_termination",
+            Method::GetTruncation => "get_truncation",
+            Method::GetInfo => "get_info",
+        }
+    }
+
+    /// `reset` or `reload`: the calls that recover a faulted domain.
+    pub fn is_reset_or_reload(self) -> bool {
+        matches!(self, Method::Reset | Method::Reload)
+    }
+
+    /// The reset/reload lifecycle (`reset`, `reload` and their after-hooks):
+    /// not allowed inside a step operation; each advances the revision.
+    pub fn is_reset_lifecycle(self) -> bool {
+        matches!(
+            self,
+            Method::Reset | Method::Reload | Method::AfterReset | Method::AfterReload
+        )
+    }
+
+    /// Stepping and action hooks: not allowed inside a reset/reload operation.
+    pub fn is_step_lifecycle(self) -> bool {
+        matches!(
+            self,
+            Method::Step
+                | Method::SetNextAction
+                | Method::PreEnvironmentStep
+                | Method::PostEnvironmentStep
+        )
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Resource kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ResourceKind {
@@ -340,6 +454,12 @@ impl ResourceKind {
             .map(|(_, mutation)| *mutation)
     }
 
+    /// Whether this kind exports `method` at all (env `reload` only when
+    /// implemented, which the hosted object decides).
+    pub fn has_method(self, method: Method) -> bool {
+        self.is_mutation(method.as_str()).is_some()
+    }
+
     /// The snapshot fields of this kind.
     pub fn fields(self) -> &'static [&'static str] {
         match self {
@@ -396,6 +516,25 @@ pub fn request_envelope(
     d
 }
 
+/// The leading members of a response (`ok`) or an error, in the
+/// reference's order; the `result` or `error` member follows them.
+pub(crate) fn response_head(
+    ok: bool,
+    session_id: &str,
+    request_id: Value,
+    resource_id: Value,
+    operation_id: Value,
+) -> [(&'static str, Value); 6] {
+    [
+        ("version", Value::Int(PROTOCOL_VERSION)),
+        ("type", Value::from(if ok { "response" } else { "error" })),
+        ("session_id", Value::from(session_id)),
+        ("request_id", request_id),
+        ("resource_id", resource_id),
+        ("operation_id", operation_id),
+    ]
+}
+
 /// Builds the envelope of a response or an error for a request whose
 /// correlation fields are `request_id`, `resource_id` and `operation_id`,
 /// in the reference's member order.
@@ -406,13 +545,17 @@ pub fn response_envelope(
     operation_id: Value,
     outcome: Result<Value, &ProtocolError>,
 ) -> Value {
+    let head = response_head(
+        outcome.is_ok(),
+        session_id,
+        request_id,
+        resource_id,
+        operation_id,
+    );
     let mut d = Dict::with_capacity(7);
-    d.insert("version", PROTOCOL_VERSION);
-    d.insert("type", if outcome.is_ok() { "response" } else { "error" });
-    d.insert("session_id", session_id);
-    d.insert("request_id", request_id);
-    d.insert("resource_id", resource_id);
-    d.insert("operation_id", operation_id);
+    for (k, v) in head {
+        d.insert(k, v);
+    }
     match outcome {
         Ok(result) => d.insert("result", result),
         Err(e) => d.insert("error", e.to_value()),

@@ -238,9 +238,23 @@ pub(crate) struct ResourceMeta {
     pub children: Vec<(String, String)>,
 }
 
-/// The message of a topology error for an ID taken twice (the server maps it
-/// to [`RegisterError::Taken`](super::RegisterError::Taken)).
-pub(crate) const TAKEN_PREFIX: &str = "Resource ID already registered: ";
+/// Why a hosted object's resources cannot be laid out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TopologyError {
+    /// Two resources would have this ID (the server reports
+    /// [`RegisterError::Taken`](super::RegisterError::Taken)).
+    #[error("Resource ID already registered: {0}")]
+    Taken(String),
+    /// Anything else wrong with the tree.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<String> for TopologyError {
+    fn from(message: String) -> TopologyError {
+        TopologyError::Invalid(message)
+    }
+}
 
 /// Percent-encodes a child name as Python's `urllib.parse.quote(name,
 /// safe="")`: everything but ASCII letters, digits and `-._~`, as UTF-8 bytes
@@ -263,17 +277,20 @@ pub(crate) fn quote(name: &str) -> String {
 /// reference's registration order: each registration in turn — an env, then
 /// its world and root node; a node, then its world and its descendants depth
 /// first; a world — where an object already exported keeps its first ID.
-pub(crate) fn topology(root_id: &str, hosted: &mut Hosted) -> Result<Vec<ResourceMeta>, String> {
+pub(crate) fn topology(
+    root_id: &str,
+    hosted: &mut Hosted,
+) -> Result<Vec<ResourceMeta>, TopologyError> {
     match &mut hosted.inner {
         HostedInner::Foreign(host) => {
             let resources = host.resources(root_id)?;
             if resources.first().is_none_or(|r| r.id != root_id) {
-                return Err(format!("the first resource must be the root {root_id:?}"));
+                return Err(format!("the first resource must be the root {root_id:?}").into());
             }
             let mut out: Vec<ResourceMeta> = Vec::with_capacity(resources.len());
             for (i, r) in resources.into_iter().enumerate() {
                 if out.iter().any(|m| m.id == r.id) {
-                    return Err(format!("{TAKEN_PREFIX}{}", r.id));
+                    return Err(TopologyError::Taken(r.id));
                 }
                 out.push(ResourceMeta {
                     id: r.id,
@@ -298,7 +315,7 @@ pub(crate) fn topology(root_id: &str, hosted: &mut Hosted) -> Result<Vec<Resourc
                 let id = id.unwrap_or_else(|| root_id.to_string());
                 if let Addr::Env(slot) = addr {
                     if slot >= env_count {
-                        return Err(format!("no env in slot {slot}"));
+                        return Err(format!("no env in slot {slot}").into());
                     }
                 }
                 layout.visit(&id, addr)?;
@@ -319,19 +336,19 @@ impl Layout<'_> {
     }
 
     /// Exports the object at `addr` as `id` (or returns its existing ID).
-    fn visit(&mut self, id: &str, addr: Addr) -> Result<String, String> {
+    fn visit(&mut self, id: &str, addr: Addr) -> Result<String, TopologyError> {
         if let Some(existing) = self.out.iter().find(|m| m.addr == addr) {
             return Ok(existing.id.clone());
         }
         if self.out.iter().any(|m| m.id == id) {
-            return Err(format!("{TAKEN_PREFIX}{id}"));
+            return Err(TopologyError::Taken(id.to_string()));
         }
         let index = self.out.len();
         let (kind, children) = match &addr {
             Addr::Env(_) => (ResourceKind::Env, Vec::new()),
             Addr::World => {
                 if !self.has_world() {
-                    return Err(format!("{id}: the domain has no world"));
+                    return Err(format!("{id}: the domain has no world").into());
                 }
                 (ResourceKind::World, Vec::new())
             }
@@ -343,14 +360,18 @@ impl Layout<'_> {
                 let mut children: Vec<(String, String)> = Vec::with_capacity(names.len());
                 for name in names {
                     if children.iter().any(|(n, _)| *n == name) {
-                        return Err(format!("duplicate child node name {name:?} under {id}"));
+                        return Err(format!("duplicate child node name {name:?} under {id}").into());
                     }
                     let child_id = format!("{id}/{}", quote(&name));
                     children.push((name, child_id));
                 }
                 (ResourceKind::Node, children)
             }
-            Addr::Foreign(_) => return Err("a foreign address in a native tree".into()),
+            Addr::Foreign(_) => {
+                return Err(TopologyError::Invalid(
+                    "a foreign address in a native tree".into(),
+                ))
+            }
         };
         self.out.push(ResourceMeta {
             id: id.to_string(),

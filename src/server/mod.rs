@@ -22,9 +22,15 @@
 //! # Ok(()) }
 //! ```
 
+mod boundary;
 pub(crate) mod budget;
+mod call;
+mod control;
+mod descriptors;
 mod domain;
 mod hosted;
+mod instance;
+mod jobs;
 mod listener;
 mod session;
 mod snapshot;
@@ -34,7 +40,8 @@ pub use listener::Listener;
 
 use crate::host::{Env, HostResult, Node};
 use crate::transport::MemoryTransport;
-use domain::{Domain, DomainSender, Job};
+use domain::Domain;
+use jobs::{DomainSender, InstantiateError, Job};
 use parking_lot::{Mutex, RwLock};
 use session::SessionShared;
 use std::collections::HashMap;
@@ -419,7 +426,7 @@ impl ServerBuilder {
     fn spawn(
         &mut self,
         id: &str,
-        factory: domain::Factory,
+        factory: jobs::Factory,
         lazy: bool,
     ) -> Result<String, RegisterError> {
         validate_id(id)?;
@@ -442,19 +449,14 @@ impl ServerBuilder {
             self.factory_roots.push((id.to_string(), index));
         } else {
             let (reply_tx, reply_rx) = mpsc::channel();
-            sender.send(domain::Job::Instantiate { reply: reply_tx });
+            sender.send(Job::Instantiate { reply: reply_tx });
             let outcome = reply_rx
                 .recv()
                 .map_err(|_| RegisterError::Failed("the domain thread stopped".into()))
                 .and_then(|r| {
-                    r.map_err(|e| {
-                        if let Some(rest) =
-                            e.message.strip_prefix("Resource ID already registered: ")
-                        {
-                            RegisterError::Taken(rest.to_string())
-                        } else {
-                            RegisterError::Failed(e.message)
-                        }
+                    r.map_err(|e| match e {
+                        InstantiateError::Taken(id) => RegisterError::Taken(id),
+                        e => RegisterError::Failed(e.to_string()),
                     })
                 });
             if let Err(e) = outcome {

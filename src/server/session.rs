@@ -2,7 +2,7 @@
 //! its writer (reliable messages first, then latest-wins snapshots).
 
 use super::budget::{Account, BudgetError, Charge};
-use super::domain::Job;
+use super::jobs::Job;
 use super::snapshot::PendingSnapshot;
 use super::{ServerShared, SERVER_NAME};
 use crate::codec::{Codec, Dict, Value};

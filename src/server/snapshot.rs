@@ -10,7 +10,7 @@
 //! first writer that needs it; each observer then adds only its own leading
 //! members, and the attachments are written from the shared buffer.
 
-use super::domain::DomainSender;
+use super::jobs::DomainSender;
 use super::session::{CloseReason, SessionShared};
 use crate::codec::{Codec, Dict, Fragment, Value};
 use crate::protocol::PROTOCOL_VERSION;

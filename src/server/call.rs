@@ -1,0 +1,132 @@
+//! The parts of a `call` that need no domain state: its arguments, the
+//! optional action check, and the encoding of a response around a result.
+
+use super::hosted::{Hosted, ResourceMeta};
+use super::session::SessionShared;
+use crate::codec::{Dict, NdArray, Value};
+use crate::protocol::{err, response_head, ErrorCode, ProtocolError};
+
+/// The request's `args` and `kwargs`, arrays in native byte order.
+pub(crate) fn arguments(request: &Dict) -> Result<(Vec<Value>, Dict), ProtocolError> {
+    let shape = || {
+        err(
+            ErrorCode::INVALID_REQUEST,
+            "Expected args sequence and kwargs dictionary",
+        )
+    };
+    let args = match request.get("args") {
+        None => Vec::new(),
+        Some(Value::List(a) | Value::Tuple(a)) => a.iter().map(native).collect(),
+        Some(_) => return Err(shape()),
+    };
+    let kwargs = match request.get("kwargs") {
+        None => Dict::new(),
+        Some(Value::Dict(d)) => d.iter().map(|(k, v)| (k.to_string(), native(v))).collect(),
+        Some(_) => return Err(shape()),
+    };
+    Ok((args, kwargs))
+}
+
+/// Checks a well-formed call's action against the declared action space (a
+/// wrong argument count is left to the binding, which names what was given).
+pub(crate) fn check_action(
+    hosted: &mut Hosted,
+    meta: &ResourceMeta,
+    method: &str,
+    args: &[Value],
+    kwargs: &Dict,
+) -> Result<(), ProtocolError> {
+    let action = match args.len() {
+        0 => kwargs.get("action"),
+        1 if !kwargs.contains_key("action") => args.first(),
+        _ => None,
+    };
+    if let (Some(action), Some(space)) = (action, hosted.action_space(meta)) {
+        if let Err(problem) = space.check(action, "action") {
+            tracing::debug!(resource = %meta.id, method, %problem, "action refused");
+            return Err(err(
+                ErrorCode::INVALID_REQUEST,
+                format!("{method}() on '{}' refused the action: {problem}", meta.id),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Arrays in arguments are normalized to native byte order before invocation
+/// (lossless for every supported dtype).
+fn native(v: &Value) -> Value {
+    match v {
+        Value::Array(a) if !a.dtype().is_native() => Value::Array(NdArray::to_native(a)),
+        Value::List(items) => Value::List(items.iter().map(native).collect()),
+        Value::Tuple(items) => Value::Tuple(items.iter().map(native).collect()),
+        Value::Dict(d) => Value::Dict(d.iter().map(|(k, v)| (k.to_string(), native(v))).collect()),
+        Value::ObjectArray(o) => crate::codec::ObjectArray::new(
+            o.shape().to_vec(),
+            o.values().iter().map(native).collect(),
+        )
+        .map(Value::ObjectArray)
+        .unwrap_or_else(|_| v.clone()),
+        Value::Graph(g) => Value::Graph(Box::new(crate::codec::Graph {
+            n_nodes: native(&g.n_nodes),
+            n_edges: native(&g.n_edges),
+            nodes_features: native(&g.nodes_features),
+            edges_features: native(&g.edges_features),
+            edges: native(&g.edges),
+        })),
+        other => other.clone(),
+    }
+}
+
+/// Encodes a response envelope around `result` without copying it; if it
+/// does not fit, drops the optional snapshots from its descriptors and tries
+/// again.
+pub(crate) fn encode_response(
+    session: &SessionShared,
+    request: &Dict,
+    result: &mut Value,
+) -> Result<Vec<u8>, String> {
+    let codec = session.codec();
+    let attempt = |result: &Value| {
+        let echo = |k: &str| request.get(k).cloned().unwrap_or_default();
+        let head = response_head(
+            true,
+            &session.id,
+            echo("request_id"),
+            echo("resource_id"),
+            echo("operation_id"),
+        );
+        let mut entries: Vec<(&str, &Value)> = head.iter().map(|(k, v)| (*k, v)).collect();
+        entries.push(("result", result));
+        codec.encode_entries(&entries)
+    };
+    match attempt(result) {
+        Ok(bytes) => Ok(bytes),
+        Err(e) => {
+            if !strip_snapshots(result) {
+                return Err(e.to_string());
+            }
+            attempt(result).map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// Removes every boundary snapshot from a result's descriptors; whether
+/// there was any.
+fn strip_snapshots(result: &mut Value) -> bool {
+    let descriptors = match result {
+        Value::List(d) => d,
+        Value::Dict(d) => match d.get_mut("descriptors") {
+            Some(Value::List(d)) => d,
+            _ => return false,
+        },
+        _ => return false,
+    };
+    let mut any = false;
+    for d in descriptors {
+        if let Some(d) = d.as_dict_mut() {
+            any |= d.remove("snapshot").is_some();
+        }
+    }
+    any
+}

@@ -1,0 +1,80 @@
+//! Work for a domain thread, and the handle sessions send it with.
+
+use super::hosted::Hosted;
+use super::session::{InFlight, SessionShared};
+use crate::codec::{Dict, Value};
+use crate::host::HostResult;
+use crate::protocol::{err, ErrorCode, ProtocolError};
+use std::sync::mpsc;
+use std::sync::Arc;
+use tokio::sync::oneshot;
+
+/// A factory that builds a domain's hosted object on the domain's thread.
+pub(crate) type Factory = Box<dyn FnMut() -> HostResult<Hosted> + Send>;
+
+/// Work for a domain thread.
+pub(crate) enum Job {
+    /// A resource request from a session; the response goes straight to
+    /// the session's reliable queue.
+    Request {
+        session: Arc<SessionShared>,
+        request: Dict,
+        permit: InFlight,
+    },
+    /// Descriptors of every resource (instantiating a pending domain).
+    Discover {
+        reply: oneshot::Sender<Result<Vec<Value>, ProtocolError>>,
+    },
+    /// A session closed: release its control and drop its subscriptions.
+    Detach { session: Arc<SessionShared> },
+    /// A subscription ended because its snapshot could not be delivered.
+    DropSubscription {
+        session_id: Arc<str>,
+        subscription_id: Arc<str>,
+    },
+    /// Instantiate now (eager registration); replies with the resource IDs.
+    Instantiate {
+        reply: mpsc::Sender<Result<Vec<String>, InstantiateError>>,
+    },
+    /// Dispose of the hosted objects and stop the thread.
+    Shutdown,
+}
+
+/// A cloneable handle for sending jobs to a domain thread.
+#[derive(Clone)]
+pub(crate) struct DomainSender(pub mpsc::Sender<Job>);
+
+impl DomainSender {
+    pub(crate) fn send(&self, job: Job) {
+        // A stopped domain (server shutting down) drops the job, which drops
+        // any reply sender and so answers the waiter.
+        let _ = self.0.send(job);
+    }
+}
+
+/// Why a domain's object could not be built (or rebuilt).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum InstantiateError {
+    #[error("the domain has been disposed")]
+    Disposed,
+    #[error("factory failed: {0}")]
+    Factory(String),
+    #[error("factory panicked: {0}")]
+    FactoryPanicked(String),
+    /// A resource ID of the object is registered already.
+    #[error("Resource ID already registered: {0}")]
+    Taken(String),
+    #[error("invalid resource tree: {0}")]
+    InvalidTree(String),
+    #[error("resource tree inspection panicked: {0}")]
+    TreePanicked(String),
+    #[error("Factory resource topology must remain unchanged on revival")]
+    TopologyChanged,
+}
+
+impl InstantiateError {
+    /// The error answered to the request that needed the object.
+    pub(crate) fn into_protocol(self) -> ProtocolError {
+        err(ErrorCode::EXECUTION_ERROR, self.to_string())
+    }
+}
