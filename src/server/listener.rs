@@ -15,6 +15,8 @@ use tokio::sync::watch;
 /// A running WebSocket listener.
 pub struct Listener {
     local_addr: SocketAddr,
+    // [transport: TLS hook]
+    tls: bool,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -25,12 +27,18 @@ impl Listener {
         self.local_addr
     }
 
-    /// `ws://HOST:PORT` for clients.
+    /// `ws://HOST:PORT` for clients (`wss://` when serving TLS).
     pub fn url(&self) -> String {
+        let scheme = if self.tls { "wss" } else { "ws" };
         match self.local_addr.ip() {
-            IpAddr::V6(ip) => format!("ws://[{ip}]:{}", self.local_addr.port()),
-            IpAddr::V4(ip) => format!("ws://{ip}:{}", self.local_addr.port()),
+            IpAddr::V6(ip) => format!("{scheme}://[{ip}]:{}", self.local_addr.port()),
+            IpAddr::V4(ip) => format!("{scheme}://{ip}:{}", self.local_addr.port()),
         }
+    }
+
+    /// Whether connections are served over TLS (`wss://`).
+    pub fn is_tls(&self) -> bool {
+        self.tls
     }
 
     /// Stops accepting connections (open sessions are not affected).
@@ -73,6 +81,7 @@ pub(crate) async fn listen(
         )
     })?;
     let local_addr = tcp.local_addr()?;
+    let tls = shared.core.config.tls.is_some();
     let (stop, mut stop_rx) = watch::channel(false);
     let mut shutdown_rx = shared.shutdown.subscribe();
     let task = tokio::spawn(async move {
@@ -95,6 +104,7 @@ pub(crate) async fn listen(
     });
     Ok(Listener {
         local_addr,
+        tls,
         stop,
         task,
     })
@@ -111,8 +121,12 @@ async fn serve_connection(shared: Arc<ServerShared>, stream: TcpStream, peer: So
     let config = &shared.core.config;
     let policy = Policy::from_config(config);
     let mut connection = None;
-    let handshake = ws::accept(
+    // [transport: TLS hook] the TLS handshake, when configured, runs under
+    // the same timeout and handshake place as the WebSocket upgrade.
+    let tls = config.tls.as_ref().map(|t| t.acceptor());
+    let handshake = ws::accept_over(
         stream,
+        tls,
         config.max_handshake_bytes,
         config.max_message_size,
         |req| {
