@@ -36,6 +36,8 @@ echo "==> cargo clippy"
 cargo clippy --all-targets --quiet -- -D warnings
 echo "==> cargo clippy (python crate)"
 cargo clippy -p unienv-remote-py --all-targets --quiet -- -D warnings
+echo "==> cargo check --no-default-features --lib (the library without the command line)"
+cargo check --no-default-features --lib --quiet
 echo "==> cargo test"
 cargo test --all-targets --quiet "$@"
 echo "==> doc tests"

@@ -22,8 +22,8 @@
 //! - [`client`]: the async client, its proxies, operations, subscriptions and
 //!   boundary cache, and a blocking facade ([`client::blocking`]).
 //! - [`sims`]: the built-in simulators (`cartpole`, `pointmass`, `gripper`).
-//! - [`fixtures`]: the conformance fixture registry.
-//! - [`cli`]: the `unienv-remote` command line.
+//! - `cli` (feature `cli`, on by default): the `unienv-remote` command line.
+//!   Without it (`default-features = false`) the library builds without clap.
 //! - [`viewer`]: the browser viewer (`unienv-remote view`, `serve --viewer`).
 //!
 //! # Wire format
@@ -85,9 +85,14 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod client;
 pub mod codec;
+// The conformance fixture registry is for this crate's own tests, benches,
+// fuzz targets and `unienv-remote serve --fixtures`: public so that they can
+// reach it, hidden from the documentation because it is no API for users.
+#[doc(hidden)]
 pub mod fixtures;
 pub mod host;
 pub mod protocol;
