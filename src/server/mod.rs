@@ -26,6 +26,7 @@ pub(crate) mod budget;
 mod domain;
 mod hosted;
 mod listener;
+mod names;
 mod session;
 mod snapshot;
 
