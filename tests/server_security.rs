@@ -396,3 +396,76 @@ async fn stalled_handshakes_hold_no_connection_slot() {
     assert!(ok, "a slot is free again");
     server.shutdown().await;
 }
+
+/// This machine's host name when it resolves to loopback (as Debian's
+/// `/etc/hosts` makes it), so that a client can connect by it on loopback.
+fn loopback_host_name() -> Option<String> {
+    use std::net::ToSocketAddrs;
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let name = name.trim().to_ascii_lowercase();
+    let resolved: Vec<_> = (name.as_str(), 0).to_socket_addrs().ok()?.collect();
+    (!name.is_empty() && !resolved.is_empty() && resolved.iter().all(|a| a.ip().is_loopback()))
+        .then_some(name)
+}
+
+/// A loopback bind keeps the DNS-rebinding guard even for this machine's own
+/// names (non-loopback binds accept those: see the listener's unit tests,
+/// since tests bind loopback only); every refusal names the flag that fixes
+/// it, in the 403 body and in the client's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_refusals_name_the_flag_that_accepts_the_name() {
+    let (server, l) = serve(ServerConfig::default()).await;
+    assert!(l.host_names().is_empty(), "{:?}", l.host_names());
+    // The whole refusal: the server closes the connection after it.
+    let mut s = TcpStream::connect(l.local_addr()).await.unwrap();
+    s.write_all(upgrade_request("sim7.lab.example:8765", "").as_bytes())
+        .await
+        .unwrap();
+    let mut all = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut all)).await;
+    let body = String::from_utf8_lossy(&all).into_owned();
+    assert!(body.starts_with("HTTP/1.1 403"), "{body}");
+    assert!(
+        body.contains("--allow-host sim7.lab.example ") && body.contains("bound to loopback"),
+        "{body}"
+    );
+
+    // The client's error carries the body's way out, for an Origin too.
+    let config = unienv_remote::client::ClientConfig {
+        headers: vec![("Origin".into(), "https://dash.lab.example".into())],
+        ..Default::default()
+    };
+    let e = unienv_remote::client::Client::connect(&l.url(), config)
+        .await
+        .err()
+        .expect("a foreign origin is refused");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("HTTP 403") && msg.contains("--allow-origin https://dash.lab.example "),
+        "{msg}"
+    );
+
+    if let Some(name) = loopback_host_name() {
+        let url = format!("ws://{name}:{}", l.local_addr().port());
+        let e = unienv_remote::client::Client::connect(&url, Default::default())
+            .await
+            .err()
+            .expect("the host name is refused on a loopback bind");
+        assert!(
+            e.to_string().contains(&format!("--allow-host {name} ")),
+            "{e}"
+        );
+        let (server2, l2) = serve(ServerConfig {
+            allowed_hosts: vec![name.clone()],
+            ..ServerConfig::default()
+        })
+        .await;
+        let url = format!("ws://{name}:{}", l2.local_addr().port());
+        let client = unienv_remote::client::Client::connect(&url, Default::default())
+            .await
+            .expect("--allow-host accepts the name");
+        client.close().await;
+        server2.shutdown().await;
+    }
+    server.shutdown().await;
+}

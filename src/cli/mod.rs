@@ -390,10 +390,9 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         };
         print_banner(
             &server,
-            listener.local_addr(),
+            &listener,
             args.token.is_some(),
             args.fixtures,
-            listener.is_tls(),
         )
         .await;
         let _viewer = match &args.viewer {
@@ -480,7 +479,6 @@ pub fn banner_head(
     for (u, who) in urls {
         lines.push(format!("  {u}  ({who})"));
     }
-    lines.push("  (a client using a DNS name needs --allow-host NAME)".into());
     if !token {
         lines.push(
             "warning: no --token: anyone who can reach this port can control the simulators; start with --token TOKEN"
@@ -490,13 +488,31 @@ pub fn banner_head(
     lines
 }
 
+/// For a non-loopback bind, the DNS names clients may use (besides IP
+/// addresses) and the flag that accepts any other.
+pub fn host_names_line(addr: std::net::SocketAddr, names: &[String]) -> Option<String> {
+    if addr.ip().is_loopback() {
+        return None;
+    }
+    Some(if names.is_empty() {
+        "  (clients connect by IP address; a client using a DNS name needs --allow-host NAME)"
+            .into()
+    } else {
+        format!(
+            "  (clients may also use this machine's names: {}; any other DNS name needs --allow-host NAME)",
+            names.join(", ")
+        )
+    })
+}
+
 async fn print_banner(
     server: &Server,
-    addr: std::net::SocketAddr,
+    listener: &crate::server::Listener,
     token: bool,
     fixtures: bool,
-    tls: bool,
 ) {
+    let addr = listener.local_addr();
+    let tls = listener.is_tls();
     let what = if fixtures {
         "the conformance fixture registry"
     } else {
@@ -510,6 +526,9 @@ async fn print_banner(
     }
     let url = urls[0].0.clone();
     for line in banner_head(what, addr, &urls, token) {
+        say!("{line}");
+    }
+    if let Some(line) = host_names_line(addr, listener.host_names()) {
         say!("{line}");
     }
     if addr.ip().is_unspecified() && !token {
@@ -678,7 +697,15 @@ mod banner_tests {
             "{with_token:?}"
         );
 
+        let names = ["vm".to_string(), "vm.lab.example".to_string()];
+        assert_eq!(
+            host_names_line(any, &names).as_deref(),
+            Some("  (clients may also use this machine's names: vm, vm.lab.example; any other DNS name needs --allow-host NAME)")
+        );
+        assert!(host_names_line(any, &[]).is_some_and(|l| l.contains("--allow-host NAME")));
+
         let local: std::net::SocketAddr = "127.0.0.1:9".parse().expect("addr");
+        assert_eq!(host_names_line(local, &names), None);
         let urls = client_urls(local);
         assert_eq!(urls, [("ws://127.0.0.1:9".to_string(), "")]);
         assert_eq!(

@@ -17,6 +17,7 @@ pub struct Listener {
     local_addr: SocketAddr,
     // [transport: TLS hook]
     tls: bool,
+    host_names: Vec<String>,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -39,6 +40,15 @@ impl Listener {
     /// Whether connections are served over TLS (`wss://`).
     pub fn is_tls(&self) -> bool {
         self.tls
+    }
+
+    /// The DNS names accepted in `Host` besides IP addresses, `localhost`
+    /// and [`ServerConfig::allowed_hosts`](super::ServerConfig::allowed_hosts):
+    /// the names this machine answers to (its host name, FQDN, the names
+    /// `/etc/hosts` gives its addresses) for a non-loopback bind, found once
+    /// at start; none for a loopback bind (a DNS-rebinding guard).
+    pub fn host_names(&self) -> &[String] {
+        &self.host_names
     }
 
     /// Stops accepting connections (open sessions are not affected).
@@ -82,6 +92,12 @@ pub(crate) async fn listen(
     })?;
     let local_addr = tcp.local_addr()?;
     let tls = shared.core.config.tls.is_some();
+    let host_names = super::names::machine_names(local_addr.ip()).await;
+    let policy = Arc::new(Policy::new(
+        &shared.core.config,
+        local_addr.ip(),
+        host_names.clone(),
+    ));
     let (stop, mut stop_rx) = watch::channel(false);
     let mut shutdown_rx = shared.shutdown.subscribe();
     let task = tokio::spawn(async move {
@@ -97,20 +113,27 @@ pub(crate) async fn listen(
                 continue;
             };
             let shared = shared.clone();
+            let policy = policy.clone();
             tokio::spawn(async move {
-                serve_connection(shared, stream, peer).await;
+                serve_connection(shared, &policy, stream, peer).await;
             });
         }
     });
     Ok(Listener {
         local_addr,
         tls,
+        host_names,
         stop,
         task,
     })
 }
 
-async fn serve_connection(shared: Arc<ServerShared>, stream: TcpStream, peer: SocketAddr) {
+async fn serve_connection(
+    shared: Arc<ServerShared>,
+    policy: &Policy,
+    stream: TcpStream,
+    peer: SocketAddr,
+) {
     // A handshake in progress holds a handshake place, not a connection
     // slot: when all places are taken, the oldest pending handshake is
     // dropped for the newcomer, so silent sockets cannot keep out a peer that
@@ -119,7 +142,6 @@ async fn serve_connection(shared: Arc<ServerShared>, stream: TcpStream, peer: So
     let slot = shared.guards.handshakes.admit();
     let _ = stream.set_nodelay(true);
     let config = &shared.core.config;
-    let policy = Policy::from_config(config);
     let mut connection = None;
     // [transport: TLS hook] the TLS handshake, when configured, runs under
     // the same timeout and handshake place as the WebSocket upgrade.
@@ -173,11 +195,21 @@ async fn serve_connection(shared: Arc<ServerShared>, stream: TcpStream, peer: So
 struct Policy {
     token: Option<String>,
     origins: Vec<String>,
+    /// `--allow-host` names (lowercase).
     hosts: Vec<String>,
+    /// Whether the listener is bound to a loopback address: then only
+    /// loopback names and IP addresses pass without `--allow-host`.
+    loopback: bool,
+    /// The names this machine answers to (lowercase), accepted when the
+    /// listener is not bound to loopback.
+    machine_names: Vec<String>,
 }
 
 impl Policy {
-    fn from_config(c: &super::ServerConfig) -> Policy {
+    /// The policy of a listener bound to `bind` on a machine called
+    /// `machine_names` (which a loopback bind ignores).
+    fn new(c: &super::ServerConfig, bind: IpAddr, machine_names: Vec<String>) -> Policy {
+        let loopback = bind.is_loopback();
         Policy {
             token: c.token.clone(),
             origins: c
@@ -188,25 +220,25 @@ impl Policy {
             hosts: c
                 .allowed_hosts
                 .iter()
-                .map(|h| h.to_ascii_lowercase())
+                .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())
                 .collect(),
+            loopback,
+            machine_names: if loopback {
+                Vec::new()
+            } else {
+                machine_names
+                    .iter()
+                    .map(|n| n.trim_end_matches('.').to_ascii_lowercase())
+                    .collect()
+            },
         }
     }
 
     /// Host, Origin and token checks, before the upgrade.
     fn check(&self, req: &RequestHead) -> Result<(), Refusal> {
-        match req.header("host") {
-            Some(host) if self.host_allowed(host) => {}
-            host => {
-                let shown: String = host.unwrap_or("").chars().take(200).collect();
-                return Err(Refusal::new(
-                    403,
-                    "Forbidden",
-                    format!(
-                        "Host not allowed: '{shown}' is neither a loopback name nor an IP address (a DNS-rebinding guard); start the server with --allow-host NAME (ServerConfig::allowed_hosts) to accept it"
-                    ),
-                ));
-            }
+        let host = req.header("host").unwrap_or("");
+        if !self.host_allowed(host) {
+            return Err(Refusal::new(403, "Forbidden", self.host_refusal(host)));
         }
         if let Some(origin) = req.header("origin") {
             if !self.origin_allowed(origin) {
@@ -215,7 +247,8 @@ impl Policy {
                     403,
                     "Forbidden",
                     format!(
-                        "Origin not allowed: '{shown}' is not a loopback origin; start the server with --allow-origin ORIGIN (ServerConfig::allowed_origins) to accept it"
+                        "Origin not allowed: '{shown}' is not a loopback origin; start the server with --allow-origin {} (ServerConfig::allowed_origins) to accept it",
+                        flag_value(origin.trim().trim_end_matches('/'), "ORIGIN")
                     ),
                 ));
             }
@@ -244,17 +277,53 @@ impl Policy {
         Ok(())
     }
 
+    /// Whether the `Host` header `host` (`name[:port]`) may connect: an IP
+    /// address or a loopback name always; a name given by `--allow-host`
+    /// (or `*`); for a non-loopback bind, a name this machine answers to.
+    /// Other DNS names could be an attacker's, rebound to this address.
     fn host_allowed(&self, host: &str) -> bool {
         let host = host.trim().to_ascii_lowercase();
+        if host.is_empty() {
+            return false;
+        }
         if self.hosts.iter().any(|h| h == "*" || *h == host) {
             return true;
         }
-        let name = split_host(&host);
+        let name = split_host(&host).trim_end_matches('.');
         if self.hosts.iter().any(|h| h == name) {
             return true;
         }
         // DNS rebinding needs a DNS name: IP literals and localhost are safe.
-        name == "localhost" || name.ends_with(".localhost") || name.parse::<IpAddr>().is_ok()
+        name == "localhost"
+            || name.ends_with(".localhost")
+            || name.parse::<IpAddr>().is_ok()
+            || self.machine_names.iter().any(|n| n == name)
+    }
+
+    /// The 403 body for a refused `Host`: why, and the flag that accepts it.
+    fn host_refusal(&self, host: &str) -> String {
+        let shown: String = host.trim().chars().take(200).collect();
+        if shown.is_empty() {
+            return "Host not allowed: the request has no Host header (HTTP/1.1 requires one); send the name or address the client connects to".into();
+        }
+        let fix = format!(
+            "start the server with --allow-host {} (ServerConfig::allowed_hosts) to accept it",
+            flag_value(split_host(&shown.to_ascii_lowercase()), "NAME")
+        );
+        if self.loopback {
+            format!(
+                "Host not allowed: '{shown}' is a DNS name, and a server bound to loopback accepts only localhost and IP addresses (a DNS-rebinding guard); {fix}"
+            )
+        } else {
+            let known = if self.machine_names.is_empty() {
+                "none found".to_string()
+            } else {
+                self.machine_names.join(", ")
+            };
+            format!(
+                "Host not allowed: '{shown}' is neither an IP address nor a name of this machine ({known}) (a DNS-rebinding guard); {fix}"
+            )
+        }
     }
 
     fn origin_allowed(&self, origin: &str) -> bool {
@@ -272,6 +341,22 @@ impl Policy {
         name == "localhost"
             || name.ends_with(".localhost")
             || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    }
+}
+
+/// `value` as a command-line argument when it is plainly one (letters,
+/// digits, `.-_:/[]`), else `placeholder`: a refusal never echoes arbitrary
+/// bytes into a suggested command.
+fn flag_value<'a>(value: &'a str, placeholder: &'a str) -> &'a str {
+    let plain = !value.is_empty()
+        && value.len() <= 200
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-_:/[]".contains(&b));
+    if plain {
+        value
+    } else {
+        placeholder
     }
 }
 
@@ -300,12 +385,20 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    fn policy() -> Policy {
-        Policy {
-            token: None,
-            origins: vec!["https://dash.example".into()],
-            hosts: vec!["sim.lan".into()],
+    fn config() -> crate::server::ServerConfig {
+        crate::server::ServerConfig {
+            allowed_origins: vec!["https://dash.example".into()],
+            allowed_hosts: vec!["sim.lan".into()],
+            ..Default::default()
         }
+    }
+
+    fn policy() -> Policy {
+        Policy::new(&config(), IpAddr::from([127, 0, 0, 1]), Vec::new())
+    }
+
+    fn names() -> Vec<String> {
+        vec!["farm-a".into(), "farm-a.lab.example".into()]
     }
 
     #[test]
@@ -318,16 +411,80 @@ mod tests {
             "10.0.0.2:5",
             "sim.lan:7",
             "SIM.LAN",
+            "sim.lan.:7",
         ] {
             assert!(p.host_allowed(ok), "{ok}");
         }
         for bad in [
+            "",
             "evil.example:80",
             "localhost.evil.example",
             "rebind.attacker.test:1",
         ] {
             assert!(!p.host_allowed(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_non_loopback_bind_accepts_the_machine_names() {
+        for bind in ["10.0.0.5", "0.0.0.0", "::", "fd00::2"] {
+            let p = Policy::new(&config(), bind.parse().unwrap(), names());
+            for ok in [
+                "farm-a:8765",
+                "FARM-A.lab.example",
+                "farm-a.lab.example.:1",
+                "sim.lan",
+                "10.0.0.5:8765",
+                "localhost",
+            ] {
+                assert!(p.host_allowed(ok), "{bind} {ok}");
+            }
+            for bad in [
+                "evil.example:8765",
+                "farm-a.evil.example",
+                "lab.example",
+                "",
+            ] {
+                assert!(!p.host_allowed(bad), "{bind} {bad}");
+            }
+            let body = p.host_refusal("evil.example:8765");
+            assert!(
+                body.contains("--allow-host evil.example ")
+                    && body.contains("(farm-a, farm-a.lab.example)"),
+                "{body}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_loopback_bind_keeps_the_rebinding_guard_for_the_machine_names() {
+        for bind in ["127.0.0.1", "::1", "127.0.0.2"] {
+            let p = Policy::new(&config(), bind.parse().unwrap(), names());
+            assert!(!p.host_allowed("farm-a:8765"), "{bind}");
+            assert!(!p.host_allowed("farm-a.lab.example"), "{bind}");
+            assert!(p.host_allowed("sim.lan"), "{bind}");
+            let body = p.host_refusal("farm-a:8765");
+            assert!(
+                body.contains("bound to loopback") && body.contains("--allow-host farm-a "),
+                "{body}"
+            );
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_flag_and_never_echo_odd_bytes_into_it() {
+        let p = policy();
+        let body = p.host_refusal("we ird\"name");
+        assert!(body.contains("--allow-host NAME "), "{body}");
+        assert!(p.host_refusal("").contains("no Host header"));
+        let p = Policy::new(&config(), IpAddr::from([10, 0, 0, 5]), Vec::new());
+        assert!(p.host_refusal("x.example").contains("(none found)"));
+        assert_eq!(
+            flag_value("https://a.example:8", "O"),
+            "https://a.example:8"
+        );
+        assert_eq!(flag_value("a b", "O"), "O");
+        assert_eq!(flag_value("", "O"), "O");
     }
 
     #[test]

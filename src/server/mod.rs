@@ -32,6 +32,7 @@ mod hosted;
 mod instance;
 mod jobs;
 mod listener;
+mod names;
 mod session;
 mod snapshot;
 
