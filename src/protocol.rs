@@ -498,8 +498,26 @@ impl Request {
 
 /// The members every request starts with, in the reference's order:
 /// `version`, `type`, `request_id`, `session_id` (null before hello), `op`
-/// and `resource_id` (null where the op has none). Op-specific members are
-/// inserted after these.
+/// and `resource_id` (null where the op has none). Op-specific members
+/// follow them. The one place requests' heads are built.
+pub(crate) fn request_head(
+    op: &str,
+    request_id: Value,
+    session_id: Value,
+    resource_id: Option<&str>,
+) -> [(&'static str, Value); 6] {
+    [
+        ("version", Value::Int(PROTOCOL_VERSION)),
+        ("type", Value::from("request")),
+        ("request_id", request_id),
+        ("session_id", session_id),
+        ("op", Value::from(op)),
+        ("resource_id", resource_id.map_or(Value::Null, Value::from)),
+    ]
+}
+
+/// A request dict holding [`request_head`]'s members; op-specific members
+/// are inserted after these.
 pub fn request_envelope(
     op: &str,
     request_id: &str,
@@ -507,12 +525,9 @@ pub fn request_envelope(
     resource_id: Option<&str>,
 ) -> Dict {
     let mut d = Dict::with_capacity(10);
-    d.insert("version", PROTOCOL_VERSION);
-    d.insert("type", "request");
-    d.insert("request_id", request_id);
-    d.insert("session_id", session_id.clone());
-    d.insert("op", op);
-    d.insert("resource_id", resource_id);
+    for (k, v) in request_head(op, Value::from(request_id), session_id.clone(), resource_id) {
+        d.insert(k, v);
+    }
     d
 }
 

@@ -560,6 +560,9 @@ impl PyServer {
             };
             specs.push((root, spec));
         }
+        config
+            .validate()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("unienv-server")

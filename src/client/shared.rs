@@ -141,8 +141,6 @@ pub(crate) struct Shared {
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
-static VERSION: Value = Value::Int(PROTOCOL_VERSION);
-
 impl Shared {
     /// Starts the reader and writer tasks on the current runtime.
     pub fn start(reader: Reader, writer: Writer, config: ClientConfig) -> Arc<Shared> {
@@ -249,20 +247,15 @@ impl Shared {
         resource_id: Option<&str>,
         params: &[(&str, &Value)],
     ) -> ClientResult<Bytes> {
-        let id = Value::Str(format!("{request_id:x}"));
-        let kind = Value::from("request");
-        let op = Value::from(op.as_str());
-        let resource = resource_id.map_or(Value::Null, Value::from);
-        let session = self.session.get().unwrap_or(&Value::Null);
+        let session = self.session.get().cloned().unwrap_or(Value::Null);
+        let head = crate::protocol::request_head(
+            op.as_str(),
+            Value::Str(format!("{request_id:x}")),
+            session,
+            resource_id,
+        );
         let mut entries: Vec<(&str, &Value)> = Vec::with_capacity(6 + params.len());
-        entries.extend([
-            ("version", &VERSION),
-            ("type", &kind),
-            ("request_id", &id),
-            ("session_id", session),
-            ("op", &op),
-            ("resource_id", &resource),
-        ]);
+        entries.extend(head.iter().map(|(k, v)| (*k, v)));
         entries.extend_from_slice(params);
         Ok(Bytes::from(self.codec().encode_entries(&entries)?))
     }

@@ -3,7 +3,7 @@
 //! published after it (SPEC section 8).
 
 use super::instance::{Captures, Instance};
-use super::session::SessionShared;
+use super::outbound::{CloseReason, SessionShared};
 use super::snapshot::{self, Boundary, PendingSnapshot, SharedTail};
 use crate::codec::{Dict, Value};
 use crate::host::Field;
@@ -177,7 +177,7 @@ impl Subscriptions {
     pub(crate) fn publish(
         &mut self,
         instance: &mut Instance,
-        domain: &super::jobs::DomainSender,
+        domain: usize,
         p: Publish,
         revision: u64,
         sequence: u64,
@@ -225,7 +225,7 @@ impl Subscriptions {
                 Ok(tail) => sub.session.send_snapshot(
                     sub.id.clone(),
                     PendingSnapshot {
-                        domain: domain.clone(),
+                        domain,
                         subscription_id: sub.id.clone(),
                         resource_id: Arc::from(resource_id),
                         boundary: boundary.clone(),
@@ -234,17 +234,18 @@ impl Subscriptions {
                 ),
                 Err(message) => {
                     let head = snapshot::header(
-                        &sub.session,
+                        &sub.session.id,
                         "subscription_error",
                         &sub.id,
                         resource_id,
                         &boundary,
                     );
-                    sub.session.send_reliable(snapshot::subscription_error(
-                        &sub.session,
-                        head,
-                        &message,
-                    ));
+                    match snapshot::subscription_error(&sub.session.codec(), head, &message) {
+                        Ok(bytes) => sub.session.send_reliable(bytes),
+                        // Not even the error fits the session's limit: the
+                        // session is closed (as for a response).
+                        Err(e) => sub.session.close(CloseReason::InvalidEnvelope(e)),
+                    }
                     sub.session.subscriptions.lock().remove(&sub.id);
                     ended.push(i);
                 }

@@ -263,11 +263,17 @@ pub(crate) struct Guards {
 }
 
 impl Guards {
-    pub(crate) fn new(config: &super::ServerConfig) -> Arc<Guards> {
+    /// Guards for a server pool of `server_bytes`, at most
+    /// `parallel_decodes` large decodes and `pending_handshakes` handshakes.
+    pub(crate) fn new(
+        server_bytes: usize,
+        parallel_decodes: usize,
+        pending_handshakes: usize,
+    ) -> Arc<Guards> {
         Arc::new(Guards {
-            pool: Pool::new(config.max_server_bytes),
-            decodes: Arc::new(Semaphore::new(config.max_parallel_decodes.max(1))),
-            handshakes: Handshakes::new(config.max_pending_handshakes),
+            pool: Pool::new(server_bytes),
+            decodes: Arc::new(Semaphore::new(parallel_decodes.max(1))),
+            handshakes: Handshakes::new(pending_handshakes),
         })
     }
 }

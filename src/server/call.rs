@@ -2,7 +2,7 @@
 //! optional action check, and the encoding of a response around a result.
 
 use super::hosted::{Hosted, ResourceMeta};
-use super::session::SessionShared;
+use super::outbound::SessionShared;
 use crate::codec::{Dict, NdArray, Value};
 use crate::protocol::{err, response_head, ErrorCode, ProtocolError};
 

@@ -10,8 +10,8 @@ use super::call;
 use super::control::{CallPolicy, Claim, Control, Refusal};
 use super::hosted::{topology, Hosted, TopologyError};
 use super::instance::{panic_message, Captures, Instance};
-use super::jobs::{DomainSender, Factory, InstantiateError, Job};
-use super::session::SessionShared;
+use super::jobs::{Factory, InstantiateError, Job};
+use super::outbound::SessionShared;
 use super::Core;
 use crate::codec::{Dict, Value};
 use crate::host::HostErrorKind;
@@ -41,7 +41,6 @@ pub(crate) struct Domain {
     pub index: usize,
     pub root_id: String,
     server: Arc<Core>,
-    sender: DomainSender,
     factory: Option<Factory>,
     evictable: bool,
     instance: Instance,
@@ -55,7 +54,6 @@ impl Domain {
         index: usize,
         root_id: String,
         server: Arc<Core>,
-        sender: DomainSender,
         factory: Factory,
         evictable: bool,
     ) -> Domain {
@@ -64,7 +62,6 @@ impl Domain {
             control: Control::new(&root_id),
             root_id,
             server,
-            sender,
             factory: Some(factory),
             evictable,
             instance: Instance::default(),
@@ -435,11 +432,7 @@ impl Domain {
             captures: Captures::new(),
         };
         self.boundary_response(session, request, publish)
-            .map_err(|(message, publish)| {
-                // The boundary itself stands; only the response is undeliverable.
-                self.publish(publish);
-                ProtocolError::new(ErrorCode::SERIALIZATION_ERROR, message)
-            })
+            .map_err(|message| ProtocolError::new(ErrorCode::SERIALIZATION_ERROR, message))
     }
 
     /// parse → policy → invoke → bookkeeping → encode.
@@ -620,14 +613,14 @@ impl Domain {
     }
 
     /// The response of `complete`: the boundary's descriptors (with the
-    /// controller's snapshots). On an encoding failure, the message and the
-    /// publication (which still stands).
+    /// controller's snapshots). On an encoding failure, the boundary still
+    /// stands (it is published at once) and the message is returned.
     fn boundary_response(
         &mut self,
         session: &Arc<SessionShared>,
         request: &Dict,
         mut publish: Publish,
-    ) -> Result<(Reply, Option<Publish>), (String, Publish)> {
+    ) -> Result<(Reply, Option<Publish>), String> {
         let sequence = self.control.next_sequence();
         let mut descriptors = self
             .instance
@@ -640,7 +633,10 @@ impl Domain {
         }
         match bytes {
             Ok(b) => Ok((Reply::Encoded(b), Some(publish))),
-            Err(e) => Err((e, publish)),
+            Err(e) => {
+                self.publish(publish);
+                Err(e)
+            }
         }
     }
 
@@ -681,7 +677,7 @@ impl Domain {
         let sequence = self.control.publish();
         self.subscriptions.publish(
             &mut self.instance,
-            &self.sender,
+            self.index,
             p,
             self.control.revision(),
             sequence,

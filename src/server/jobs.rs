@@ -1,7 +1,7 @@
 //! Work for a domain thread, and the handle sessions send it with.
 
 use super::hosted::Hosted;
-use super::session::{InFlight, SessionShared};
+use super::outbound::{InFlight, SessionShared};
 use crate::codec::{Dict, Value};
 use crate::host::HostResult;
 use crate::protocol::{err, ErrorCode, ProtocolError};

@@ -62,18 +62,7 @@ pub(crate) async fn listen(
     shared: Arc<ServerShared>,
     addr: impl tokio::net::ToSocketAddrs,
 ) -> io::Result<Listener> {
-    if shared
-        .core
-        .config
-        .token
-        .as_deref()
-        .is_some_and(|t| t.trim().is_empty())
-    {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "the bearer token is empty: set a non-empty token or none",
-        ));
-    }
+    check_config(&shared)?;
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr)
         .await
         .map_err(|e| io::Error::new(e.kind(), format!("cannot resolve the listen address: {e}")))?
@@ -90,6 +79,21 @@ pub(crate) async fn listen(
             format!("cannot listen on {}: {e}{hint}", shown.join(", ")),
         )
     })?;
+    serve(shared, tcp)
+}
+
+/// A configuration the server cannot run with, as an `InvalidInput` error.
+fn check_config(shared: &ServerShared) -> io::Result<()> {
+    shared
+        .core
+        .config
+        .validate_for_websocket()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
+}
+
+/// Accepts connections on a bound listener until stopped or shut down.
+pub(crate) fn serve(shared: Arc<ServerShared>, tcp: TcpListener) -> io::Result<Listener> {
+    check_config(&shared)?;
     let local_addr = tcp.local_addr()?;
     let tls = shared.core.config.tls.is_some();
     let host_names = super::names::machine_names(local_addr.ip()).await;

@@ -25,6 +25,7 @@
 mod boundary;
 pub(crate) mod budget;
 mod call;
+mod config;
 mod control;
 mod descriptors;
 mod domain;
@@ -33,9 +34,11 @@ mod instance;
 mod jobs;
 mod listener;
 mod names;
+mod outbound;
 mod session;
 mod snapshot;
 
+pub use config::{ConfigError, ServerConfig};
 pub use hosted::{ForeignHost, ForeignResource, Hosted};
 pub use listener::Listener;
 
@@ -43,182 +46,14 @@ use crate::host::{Env, HostResult, Node};
 use crate::transport::MemoryTransport;
 use domain::Domain;
 use jobs::{DomainSender, InstantiateError, Job};
+use outbound::SessionShared;
 use parking_lot::{Mutex, RwLock};
-use session::SessionShared;
 use std::collections::HashMap;
 use std::sync::{mpsc, Arc, Weak};
-use std::time::Duration;
 use tokio::sync::watch;
 
 /// The `server` member of the hello result.
 pub const SERVER_NAME: &str = "unienv-remote";
-
-/// Server settings. Every limit has a documented default.
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    /// Largest message in either direction (default 64 MiB). A client may
-    /// lower it for its session in `hello`.
-    pub max_message_size: usize,
-    /// Factory-registered domains with no activity, subscription or
-    /// controller for this long are disposed (default 60 s; `None` disables).
-    pub idle_timeout: Option<Duration>,
-    /// Most simultaneous connections (default 1024); more are refused.
-    pub max_connections: usize,
-    /// When set, WebSocket clients must send `Authorization: Bearer <token>`.
-    /// An empty (or blank) token is refused by [`Server::listen`].
-    pub token: Option<String>,
-    /// Browser origins allowed besides loopback ones (`*` allows any).
-    pub allowed_origins: Vec<String>,
-    /// `Host` header values allowed besides loopback names and IP literals.
-    pub allowed_hosts: Vec<String>,
-    /// Time allowed for a WebSocket handshake (default 10 s).
-    pub handshake_timeout: Duration,
-    /// Largest handshake request, headers included (default 16 KiB).
-    pub max_handshake_bytes: usize,
-    /// Requests a session may have queued at domains at once (default 64).
-    pub max_in_flight: usize,
-    /// Subscriptions a session may hold (default 1024).
-    pub max_subscriptions_per_session: usize,
-    /// Whether env-mutation responses also carry the mutated env's own
-    /// controller snapshot (default `false`). Its data would repeat the call's
-    /// value — for an image observation, doubling the response — and no
-    /// protocol read is served from it; node and world snapshots are always
-    /// sent. `true` reproduces the reference byte for byte.
-    pub env_boundary_snapshots: bool,
-    /// How long shutdown waits for each domain thread (default 10 s); a
-    /// simulator hung past it is left behind rather than blocking forever.
-    pub shutdown_timeout: Duration,
-    /// Most bytes one connection may hold at once (default 256 MiB): the
-    /// message it is sending, its requests waiting at domains (their frames
-    /// and decoded trees) and the responses queued for it. Beyond it the
-    /// connection is closed (1008).
-    pub max_connection_bytes: usize,
-    /// Most bytes all connections together may hold beyond their first MiB
-    /// each (default 8 GiB; 1 GiB on 32-bit targets). A connection that
-    /// needs more while it is exhausted is closed (1013, try again later).
-    pub max_server_bytes: usize,
-    /// Largest decoded value tree of one message, attachments excluded
-    /// (default 256 MiB, counted by node); a larger one is an invalid
-    /// envelope.
-    pub max_decoded_bytes: usize,
-    /// Decodes of large messages (over 64 KiB) running at once, on tokio's
-    /// blocking threads (default: half the cores, 1 to 8, so that at
-    /// least half the cores stay with the async workers that serve every
-    /// connection's I/O); others wait their turn, first come first served.
-    pub max_parallel_decodes: usize,
-    /// WebSocket handshakes in progress at once (default 256); a new
-    /// connection beyond it evicts the oldest pending handshake.
-    pub max_pending_handshakes: usize,
-    /// Time allowed between the upgrade and `hello` (default 10 s).
-    pub hello_timeout: Duration,
-    /// A session that holds nothing (no request ever routed to a domain, so
-    /// no control; no subscription) and sends nothing, not even a ping, for
-    /// this long is closed (default 300 s; `None` disables).
-    pub idle_session_timeout: Option<Duration>,
-    /// Time a WebSocket message may take to arrive once its first byte has
-    /// (default 60 s).
-    pub message_timeout: Duration,
-    /// Whether actions (`step` of a hosted Rust env, `set_next_action` of a
-    /// hosted Rust node) are checked against the declared action space
-    /// before the simulator sees them: dtype kind, shape, bounds and
-    /// finiteness (see [`Space::check`](crate::host::Space::check)). A bad
-    /// action is answered with a certain `invalid_request` naming the
-    /// element and the bound, and the simulator stays usable. Default
-    /// `false`, as the reference (which passes any action through);
-    /// `unienv-remote serve` turns it on. Foreign (Python) hosts are never
-    /// checked.
-    pub validate_actions: bool,
-    /// Hosted calls taking longer than this are logged at `warn` level with
-    /// `tracing` (default 1 s; `None` disables).
-    pub slow_call: Option<Duration>,
-    // [transport: TLS hook]
-    /// TLS for every WebSocket connection (`wss://`; default none: plain
-    /// `ws://`). Build it with
-    /// [`ServerTls::from_pem_files`](crate::transport::ServerTls::from_pem_files).
-    /// The handshake timeout covers the TLS handshake too.
-    pub tls: Option<crate::transport::ServerTls>,
-}
-
-impl Default for ServerConfig {
-    fn default() -> ServerConfig {
-        ServerConfig {
-            max_message_size: crate::codec::DEFAULT_MAX_MESSAGE_SIZE,
-            idle_timeout: Some(Duration::from_secs(60)),
-            max_connections: 1024,
-            token: None,
-            allowed_origins: Vec::new(),
-            allowed_hosts: Vec::new(),
-            handshake_timeout: Duration::from_secs(10),
-            max_handshake_bytes: 16 * 1024,
-            max_in_flight: 64,
-            max_subscriptions_per_session: 1024,
-            env_boundary_snapshots: false,
-            shutdown_timeout: Duration::from_secs(10),
-            max_connection_bytes: 256 << 20,
-            max_server_bytes: if usize::BITS >= 64 {
-                (8u64 << 30) as usize
-            } else {
-                1 << 30
-            },
-            max_decoded_bytes: 256 << 20,
-            max_parallel_decodes: std::thread::available_parallelism()
-                .map_or(1, |n| (n.get() / 2).clamp(1, 8)),
-            max_pending_handshakes: 256,
-            hello_timeout: Duration::from_secs(10),
-            idle_session_timeout: Some(Duration::from_secs(300)),
-            message_timeout: Duration::from_secs(60),
-            validate_actions: false,
-            slow_call: Some(Duration::from_secs(1)),
-            tls: None,
-        }
-    }
-}
-
-impl ServerConfig {
-    /// The most memory the server's connections can hold at once under
-    /// this configuration, whatever the peers do (SPEC section 11), in
-    /// bytes:
-    ///
-    /// `max_connections × (1 MiB allowance + 160 KiB fixed buffers)`
-    /// `+ max_server_bytes` (frames, decoded trees, queued and in-flight
-    /// responses beyond the allowances)
-    /// `+ max_parallel_decodes × max_decoded_bytes` (trees being built,
-    /// charged once built)
-    /// `+ max_connections × max_subscriptions_per_session × 1 KiB`
-    /// (subscription records and their IDs, at most 256 bytes)
-    /// `+ max_pending_handshakes × max_handshake_bytes`.
-    ///
-    /// Not included: the hosted simulators' own memory, in-memory
-    /// connections (not capped by `max_connections`), and the kernel's socket
-    /// buffers (bounded by the OS, e.g. Linux's `net.ipv4.tcp_mem`).
-    pub fn worst_case_memory_bytes(&self) -> u64 {
-        let n = self.max_connections as u64;
-        let per_connection = budget::ACCOUNT_ALLOWANCE as u64 + FIXED_CONNECTION_BYTES;
-        n.saturating_mul(per_connection)
-            .saturating_add(self.max_server_bytes as u64)
-            .saturating_add(
-                (self.max_parallel_decodes.max(1) as u64)
-                    .saturating_mul(self.max_decoded_bytes as u64),
-            )
-            .saturating_add(
-                n.saturating_mul(self.max_subscriptions_per_session as u64)
-                    .saturating_mul(SUBSCRIPTION_BYTES),
-            )
-            .saturating_add(
-                (self.max_pending_handshakes as u64)
-                    .saturating_mul(self.max_handshake_bytes as u64),
-            )
-    }
-}
-
-/// Per connection, uncharged: the read buffer's spare room (8 KiB), the
-/// writer's gathering buffer (64 KiB and one small frame), control frames
-/// held back (4 KiB), the tasks and session records.
-const FIXED_CONNECTION_BYTES: u64 = 160 << 10;
-
-/// One subscription: its record at the domain and the session, its ID
-/// (at most 256 bytes) twice, and its pending-snapshot slot.
-const SUBSCRIPTION_BYTES: u64 = 1 << 10;
 
 /// Why a registration was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -237,7 +72,7 @@ pub enum RegisterError {
 /// Collects registrations, then starts the server.
 pub struct ServerBuilder {
     core: Arc<Core>,
-    domains: Vec<(DomainSender, std::thread::JoinHandle<()>)>,
+    domains: Vec<(DomainSender, DomainThread)>,
     factory_roots: Vec<(String, usize)>,
     roots: Vec<String>,
 }
@@ -258,6 +93,8 @@ pub(crate) struct ServerShared {
     /// Factory root IDs (for routing IDs that appear only once built).
     pub factory_roots: Vec<(String, usize)>,
     pub sessions: Mutex<HashMap<Arc<str>, Weak<SessionShared>>>,
+    /// Signalled when the last session ends (shutdown waits on it).
+    pub sessions_gone: tokio::sync::Notify,
     pub shutdown: watch::Sender<bool>,
     pub connections: Arc<tokio::sync::Semaphore>,
     /// Byte budgets, the decode pool, pending handshakes.
@@ -446,12 +283,19 @@ impl ServerBuilder {
         let index = self.domains.len();
         let (tx, rx) = mpsc::channel();
         let sender = DomainSender(tx);
-        let (core, root, own_sender) = (self.core.clone(), id.to_string(), sender.clone());
+        let (core, root) = (self.core.clone(), id.to_string());
         // The domain is built on its own thread: what it hosts need not be Send.
-        let thread = std::thread::Builder::new()
+        let (done_tx, done) = tokio::sync::oneshot::channel::<()>();
+        let handle = std::thread::Builder::new()
             .name(format!("unienv-domain-{index}"))
-            .spawn(move || Domain::new(index, root, core, own_sender, factory, lazy).run(rx))
+            .spawn(move || {
+                // Dropped when the thread ends, however it ends: shutdown
+                // waits on it instead of polling the thread.
+                let _done = done_tx;
+                Domain::new(index, root, core, factory, lazy).run(rx)
+            })
             .map_err(|e| RegisterError::Failed(e.to_string()))?;
+        let thread = DomainThread { handle, done };
         if lazy {
             self.core.registry.write().insert(id.to_string(), index);
             self.factory_roots.push((id.to_string(), index));
@@ -469,7 +313,7 @@ impl ServerBuilder {
                 });
             if let Err(e) = outcome {
                 sender.send(Job::Shutdown);
-                let _ = thread.join();
+                let _ = thread.handle.join();
                 return Err(e);
             }
         }
@@ -478,9 +322,27 @@ impl ServerBuilder {
         Ok(id.to_string())
     }
 
-    /// Freezes the registry and returns the running server. Domain threads
+    /// Freezes the registry and returns the running server, once the
+    /// configuration is valid ([`ServerConfig::validate`]). Domain threads
     /// are already running; sessions need a tokio runtime.
+    pub fn try_start(self) -> Result<Server, ConfigError> {
+        self.core.config.validate()?;
+        Ok(self.start_unchecked())
+    }
+
+    /// [`ServerBuilder::try_start`] for a configuration known to be valid.
+    ///
+    /// # Panics
+    ///
+    /// If the configuration is invalid (the message names the field).
     pub fn start(self) -> Server {
+        if let Err(e) = self.core.config.validate() {
+            panic!("invalid ServerConfig: {e}");
+        }
+        self.start_unchecked()
+    }
+
+    fn start_unchecked(self) -> Server {
         let ServerBuilder {
             core,
             domains,
@@ -490,13 +352,18 @@ impl ServerBuilder {
         let (senders, threads): (Vec<_>, Vec<_>) = domains.into_iter().unzip();
         let (shutdown, _) = watch::channel(false);
         let connections = Arc::new(tokio::sync::Semaphore::new(core.config.max_connections));
-        let guards = budget::Guards::new(&core.config);
+        let guards = budget::Guards::new(
+            core.config.max_server_bytes,
+            core.config.max_parallel_decodes,
+            core.config.max_pending_handshakes,
+        );
         let shared = Arc::new(ServerShared {
             guards,
             core,
             domains: senders,
             factory_roots,
             sessions: Mutex::new(HashMap::new()),
+            sessions_gone: tokio::sync::Notify::new(),
             shutdown,
             connections,
         });
@@ -512,7 +379,7 @@ impl ServerBuilder {
 
 struct ServerInner {
     shared: Arc<ServerShared>,
-    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    threads: Mutex<Vec<DomainThread>>,
     roots: Vec<String>,
 }
 
@@ -544,9 +411,18 @@ impl Server {
         &self.inner.shared.core.config
     }
 
-    /// Starts a WebSocket listener on `addr` (e.g. `127.0.0.1:0`).
+    /// Starts a WebSocket listener on `addr` (e.g. `127.0.0.1:0`). An
+    /// invalid configuration is an `InvalidInput` error whose source is the
+    /// [`ConfigError`].
     pub async fn listen(&self, addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<Listener> {
         listener::listen(self.inner.shared.clone(), addr).await
+    }
+
+    /// Serves WebSocket connections accepted on a listener bound by the
+    /// caller (a socket with options of its own, or one handed over by a
+    /// service manager); as [`Server::listen`] otherwise.
+    pub fn serve(&self, tcp: tokio::net::TcpListener) -> std::io::Result<Listener> {
+        listener::serve(self.inner.shared.clone(), tcp)
     }
 
     /// Connects an in-memory client. Must be called inside a tokio runtime.
@@ -572,42 +448,57 @@ impl Server {
     }
 
     /// Stops listeners, closes every session, disposes every instantiated
-    /// domain on its own thread (each close hook once) and joins the threads
-    /// (waiting at most `shutdown_timeout` for each).
+    /// domain on its own thread (each close hook once) and joins the threads.
+    /// Sessions get `shutdown_timeout` to close; then each domain thread gets
+    /// `shutdown_timeout` (from when all were told to stop) to finish; a
+    /// simulator hung past it is left behind rather than blocking forever.
     pub async fn shutdown(&self) {
-        self.inner.shared.shutdown.send_replace(true);
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while self.session_count() > 0 && std::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+        let shared = &self.inner.shared;
+        let timeout = shared.core.config.shutdown_timeout;
+        shared.shutdown.send_replace(true);
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let gone = shared.sessions_gone.notified();
+            tokio::pin!(gone);
+            // Registered before the check, so a session ending in between
+            // still wakes us.
+            gone.as_mut().enable();
+            if self.session_count() == 0 {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, gone).await.is_err() {
+                tracing::warn!(
+                    sessions = self.session_count(),
+                    "sessions still open after the shutdown timeout"
+                );
+                break;
+            }
         }
-        let threads: Vec<_> = std::mem::take(&mut *self.inner.threads.lock());
-        let senders = self.inner.shared.domains.clone();
-        let timeout = self.inner.shared.core.config.shutdown_timeout;
-        let _ = tokio::task::spawn_blocking(move || {
-            for s in &senders {
-                s.send(Job::Shutdown);
+        let threads: Vec<DomainThread> = std::mem::take(&mut *self.inner.threads.lock());
+        for s in &shared.domains {
+            s.send(Job::Shutdown);
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        for DomainThread { handle, done } in threads {
+            // `done` resolves (as closed) when the thread ends.
+            if tokio::time::timeout_at(deadline, done).await.is_err() {
+                tracing::warn!(
+                    thread = ?handle.thread().name(),
+                    ?timeout,
+                    "domain thread did not stop within the shutdown timeout; leaving it"
+                );
+                continue;
             }
-            for t in threads {
-                join_with_timeout(t, timeout);
-            }
-        })
-        .await;
+            // The thread has ended: joining does not block.
+            let _ = handle.join();
+        }
     }
 }
 
-fn join_with_timeout(handle: std::thread::JoinHandle<()>, timeout: Duration) {
-    let deadline = std::time::Instant::now() + timeout;
-    while !handle.is_finished() {
-        if std::time::Instant::now() >= deadline {
-            eprintln!(
-                "unienv-remote: domain thread {:?} did not stop within {timeout:?}; leaving it",
-                handle.thread().name()
-            );
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    let _ = handle.join();
+/// A domain's OS thread, and the signal of its end.
+struct DomainThread {
+    handle: std::thread::JoinHandle<()>,
+    done: tokio::sync::oneshot::Receiver<()>,
 }
 
 /// 128 random bits as 32 lowercase hex digits (session IDs).
@@ -631,3 +522,7 @@ pub(crate) fn random_hex() -> String {
     }
     out
 }
+
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;

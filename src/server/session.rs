@@ -1,345 +1,23 @@
-//! One connected peer: its outbound queues, its reader (decode, route) and
-//! its writer (reliable messages first, then latest-wins snapshots).
+//! One connected peer: its reader (decode, route) and its writer (reliable
+//! messages first, then latest-wins snapshots, from its
+//! [`SessionShared`] queues).
 
 use super::budget::{Account, BudgetError, Charge};
 use super::jobs::Job;
-use super::snapshot::PendingSnapshot;
+use super::outbound::{CloseReason, InFlight, Outgoing, SessionShared, MAX_ID_BYTES};
+use super::snapshot::Encoded;
 use super::{ServerShared, SERVER_NAME};
-use crate::codec::{Codec, Dict, Value};
-use crate::protocol::{err, response_envelope, ErrorCode, Op, ProtocolError, PROTOCOL_VERSION};
-use crate::transport::ws::Direct;
-use crate::transport::{DirectWriter, Reader, TransportError, Writer};
+use crate::codec::{Dict, Value};
+use crate::protocol::{err, ErrorCode, Op, ProtocolError, PROTOCOL_VERSION};
+use crate::transport::{Reader, Writer};
 use bytes::Bytes;
-use parking_lot::Mutex;
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
-
-/// Reliable messages a session may have queued; one more disconnects it.
-pub(crate) const RELIABLE_QUEUE_LIMIT: usize = 64;
-
-/// Longest `request_id`, `operation_id` and `subscription_id`, in bytes.
-pub const MAX_ID_BYTES: usize = 256;
-
-/// Longest `resource_id` echoed in a response (registered IDs are at most
-/// this long, so a longer one is never found).
-const MAX_RESOURCE_ID_BYTES: usize = 1024;
+use tokio::sync::Semaphore;
 
 /// Messages larger than this are decoded on tokio's blocking threads (at
 /// most `max_parallel_decodes` at once), not on the async workers.
 const BLOCKING_DECODE_BYTES: usize = 64 * 1024;
-
-/// A request queued at a domain: its in-flight slot and the bytes it holds
-/// (its frame and decoded tree), both given back when the domain is done.
-pub(crate) struct InFlight {
-    _permit: OwnedSemaphorePermit,
-    _charge: Charge,
-}
-
-/// Why a session ended, for logs and tests.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum CloseReason {
-    #[error("the peer closed the connection")]
-    PeerClosed,
-    #[error("invalid envelope: {0}")]
-    InvalidEnvelope(String),
-    #[error("transport error: {0}")]
-    Transport(String),
-    #[error("the client did not read its responses (reliable queue overflow)")]
-    QueueOverflow,
-    #[error("the server is shutting down")]
-    Shutdown,
-    /// The connection or the server's byte budget was exceeded.
-    #[error("{0}")]
-    OverBudget(BudgetError),
-    /// No hello within `hello_timeout` of the upgrade.
-    #[error("no hello in time")]
-    HelloTimeout,
-    /// Held nothing and sent nothing for `idle_session_timeout`.
-    #[error("idle: held nothing and sent nothing for the idle session timeout")]
-    Idle,
-}
-
-#[derive(Default)]
-struct Outbound {
-    reliable: VecDeque<Queued>,
-    /// Pending snapshots, one per subscription, in first-queued order.
-    snapshots: SnapshotSlots,
-    /// Whether the writer task has written and flushed everything it took
-    /// and waits for more: only then may a reliable message skip the queue.
-    writer_idle: bool,
-    /// Sends at once from the thread that produced the message (taken away
-    /// when the session closes, so the connection's last handle goes too).
-    direct: Option<DirectWriter>,
-}
-
-/// Latest-wins snapshot slots, one per subscription, delivered in the order
-/// the slots were first filled. Replacing, adding, removing and taking the
-/// next are each O(1) (amortised), whatever the number of subscriptions: a
-/// boundary publishing to many never-reading observers costs the controller
-/// a constant per delivery.
-struct SnapshotSlots<T = PendingSnapshot> {
-    /// The pending snapshot of each subscription, with its slot's stamp.
-    slots: HashMap<Arc<str>, (u64, T)>,
-    /// Delivery order: (subscription, stamp). An entry whose stamp no longer
-    /// matches its slot (removed, or removed and filled again) is stale and
-    /// skipped.
-    order: VecDeque<(Arc<str>, u64)>,
-    next_stamp: u64,
-}
-
-impl<T> Default for SnapshotSlots<T> {
-    fn default() -> Self {
-        SnapshotSlots {
-            slots: HashMap::new(),
-            order: VecDeque::new(),
-            next_stamp: 0,
-        }
-    }
-}
-
-impl<T> SnapshotSlots<T> {
-    fn is_empty(&self) -> bool {
-        self.slots.is_empty()
-    }
-
-    fn clear(&mut self) {
-        self.slots.clear();
-        self.order.clear();
-    }
-
-    /// Fills a subscription's slot, replacing what it held (keeping its
-    /// place in the delivery order).
-    fn put(&mut self, id: Arc<str>, snapshot: T) {
-        match self.slots.get_mut(&id) {
-            Some((_, slot)) => *slot = snapshot,
-            None => {
-                let stamp = self.next_stamp;
-                self.next_stamp += 1;
-                self.order.push_back((id.clone(), stamp));
-                self.slots.insert(id, (stamp, snapshot));
-            }
-        }
-    }
-
-    fn remove(&mut self, id: &str) {
-        self.slots.remove(id);
-        // Stale order entries are skipped when reached; compact when they
-        // outnumber the live ones, so the queue stays proportional to the
-        // subscriptions however often they come and go.
-        if self.order.len() > 2 * self.slots.len() + 16 {
-            let slots = &self.slots;
-            self.order
-                .retain(|(id, stamp)| slots.get(id).is_some_and(|(s, _)| s == stamp));
-        }
-    }
-
-    /// The oldest filled slot, emptied.
-    fn pop(&mut self) -> Option<(Arc<str>, T)> {
-        while let Some((id, stamp)) = self.order.pop_front() {
-            if self.slots.get(&id).is_some_and(|(s, _)| *s == stamp) {
-                if let Some((_, snapshot)) = self.slots.remove(&id) {
-                    return Some((id, snapshot));
-                }
-            }
-        }
-        None
-    }
-}
-
-/// A reliable queue entry.
-enum Queued {
-    /// An envelope to frame and send, and the bytes it is charged.
-    Message(Bytes, Charge),
-    /// The framed rest of a partly written direct send: it goes next.
-    Raw(Bytes, Charge),
-}
-
-/// The part of a session that domain workers see.
-pub(crate) struct SessionShared {
-    pub id: Arc<str>,
-    max_message_size: AtomicUsize,
-    ready: AtomicBool,
-    outbound: Mutex<Outbound>,
-    notify: Notify,
-    closed: AtomicBool,
-    close_tx: watch::Sender<Option<CloseReason>>,
-    /// Subscription IDs alive in any domain (unique per session).
-    pub subscriptions: Mutex<HashSet<Arc<str>>>,
-    /// Domains this session has sent requests to (to detach on close).
-    touched: Mutex<HashSet<usize>>,
-    /// Whether a request of this session ever went to a domain (it may then
-    /// hold control, so it is never closed as idle).
-    routed: AtomicBool,
-    /// What this connection holds in memory.
-    pub(crate) account: Arc<Account>,
-}
-
-impl SessionShared {
-    pub(crate) fn new(max_message_size: usize, account: Arc<Account>) -> Arc<SessionShared> {
-        let (close_tx, _) = watch::channel(None);
-        Arc::new(SessionShared {
-            id: Arc::from(super::random_hex().as_str()),
-            max_message_size: AtomicUsize::new(max_message_size),
-            ready: AtomicBool::new(false),
-            outbound: Mutex::new(Outbound::default()),
-            notify: Notify::new(),
-            closed: AtomicBool::new(false),
-            close_tx,
-            subscriptions: Mutex::new(HashSet::new()),
-            touched: Mutex::new(HashSet::new()),
-            routed: AtomicBool::new(false),
-            account,
-        })
-    }
-
-    /// The codec with this session's negotiated limit.
-    pub(crate) fn codec(&self) -> Codec {
-        Codec::new(self.max_message_size.load(Ordering::Relaxed)).unwrap_or_default()
-    }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
-    }
-
-    /// Closes the session (idempotent): queues are dropped and both halves stop.
-    pub(crate) fn close(&self, reason: CloseReason) {
-        if self.closed.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        {
-            let mut out = self.outbound.lock();
-            out.reliable.clear();
-            out.snapshots.clear();
-            out.writer_idle = false;
-            out.direct = None;
-        }
-        self.close_tx.send_replace(Some(reason));
-        self.notify.notify_one();
-    }
-
-    /// Queues a reliable message; a peer that lets more than
-    /// [`RELIABLE_QUEUE_LIMIT`] pile up is disconnected.
-    pub(crate) fn send_reliable(&self, message: Bytes) {
-        if self.is_closed() {
-            return;
-        }
-        let overflow = {
-            let mut out = self.outbound.lock();
-            // Fast path: nothing is ahead of this message, so the producing
-            // thread writes it itself instead of waking the writer task. The
-            // lock keeps the writer from starting meanwhile.
-            if out.writer_idle && out.reliable.is_empty() && !self.is_closed() {
-                if let Some(direct) = &out.direct {
-                    match direct.try_send(&message) {
-                        Direct::Sent => return,
-                        Direct::Partial(rest) => {
-                            // The rest must go next whatever the budget:
-                            // it is charged, and may overdraw by one message.
-                            let charge = self.account.charge(rest.len()).unwrap_or_default();
-                            out.reliable.push_back(Queued::Raw(rest, charge));
-                            drop(out);
-                            self.notify.notify_one();
-                            return;
-                        }
-                        Direct::NotNow => {}
-                    }
-                }
-            }
-            if out.reliable.len() >= RELIABLE_QUEUE_LIMIT {
-                Some(CloseReason::QueueOverflow)
-            } else {
-                match self.account.charge(message.len()) {
-                    Ok(charge) => {
-                        out.reliable.push_back(Queued::Message(message, charge));
-                        None
-                    }
-                    Err(e) => Some(CloseReason::OverBudget(e)),
-                }
-            }
-        };
-        match overflow {
-            Some(reason) => self.close(reason),
-            None => self.notify.notify_one(),
-        }
-    }
-
-    /// Replaces the pending snapshot of a subscription (latest wins).
-    pub(crate) fn send_snapshot(&self, subscription_id: Arc<str>, snapshot: PendingSnapshot) {
-        if self.is_closed() {
-            return;
-        }
-        {
-            let mut out = self.outbound.lock();
-            out.snapshots.put(subscription_id, snapshot);
-        }
-        self.notify.notify_one();
-    }
-
-    /// Drops a subscription's pending snapshot.
-    pub(crate) fn drop_snapshot(&self, subscription_id: &str) {
-        self.outbound.lock().snapshots.remove(subscription_id);
-    }
-
-    /// Encodes a response (or error) envelope for a request and queues it.
-    /// A result that does not fit becomes a `serialization_error`; a session
-    /// whose limit cannot even hold that is closed.
-    pub(crate) fn respond(&self, request: &Dict, outcome: Result<Value, &ProtocolError>) {
-        // Over-long IDs are refused (`check_request`) and not echoed.
-        let echo = |key: &str, max: usize| match request.get(key) {
-            Some(Value::Str(s)) if s.len() > max => Value::Null,
-            other => other.cloned().unwrap_or_default(),
-        };
-        let envelope = |outcome: Result<Value, &ProtocolError>| {
-            response_envelope(
-                &self.id,
-                echo("request_id", MAX_ID_BYTES),
-                echo("resource_id", MAX_RESOURCE_ID_BYTES),
-                echo("operation_id", MAX_ID_BYTES),
-                outcome,
-            )
-        };
-        let codec = self.codec();
-        let encoded = codec.encode(&envelope(outcome)).or_else(|e| {
-            let error = ProtocolError::new(ErrorCode::SERIALIZATION_ERROR, e.to_string());
-            codec.encode(&envelope(Err(&error)))
-        });
-        match encoded {
-            Ok(bytes) => self.send_reliable(Bytes::from(bytes)),
-            Err(e) => self.close(CloseReason::InvalidEnvelope(format!(
-                "cannot encode even an error response: {e}"
-            ))),
-        }
-    }
-
-    /// The next thing for the writer to send; `None` with `flushed` marks
-    /// the writer idle (direct sends allowed) until it takes something again.
-    fn next_outbound(&self, flushed: bool) -> Option<Outgoing> {
-        let mut out = self.outbound.lock();
-        if let Some(q) = out.reliable.pop_front() {
-            out.writer_idle = false;
-            return Some(match q {
-                Queued::Message(b, c) => Outgoing::Reliable(b, c),
-                Queued::Raw(b, c) => Outgoing::Raw(b, c),
-            });
-        }
-        if out.snapshots.is_empty() {
-            out.writer_idle = flushed && !self.is_closed();
-            return None;
-        }
-        out.writer_idle = false;
-        let (id, snap) = out.snapshots.pop()?;
-        Some(Outgoing::Snapshot(id, snap))
-    }
-}
-
-/// What the writer sends next; the charge is held until it is written.
-enum Outgoing {
-    Reliable(Bytes, Charge),
-    Raw(Bytes, Charge),
-    Snapshot(Arc<str>, PendingSnapshot),
-}
 
 /// Runs one connection to completion.
 pub(crate) async fn run(
@@ -349,7 +27,11 @@ pub(crate) async fn run(
 ) -> CloseReason {
     let config = &server.core.config;
     let account = Account::new(server.guards.pool.clone(), config.max_connection_bytes);
-    let session = SessionShared::new(config.max_message_size, account.clone());
+    let session = SessionShared::new(
+        Arc::from(super::random_hex().as_str()),
+        config.max_message_size,
+        account.clone(),
+    );
     reader.set_limits(account, config.message_timeout);
     session.outbound.lock().direct = Some(writer.direct());
     server
@@ -358,7 +40,7 @@ pub(crate) async fn run(
         .insert(session.id.clone(), Arc::downgrade(&session));
     let mut close_rx = session.close_tx.subscribe();
     let mut shutdown_rx = server.shutdown.subscribe();
-    let writer_task = tokio::spawn(write_loop(session.clone(), writer));
+    let writer_task = tokio::spawn(write_loop(server.clone(), session.clone(), writer));
     let in_flight = Arc::new(Semaphore::new(config.max_in_flight));
     // One timer, armed at the hello deadline, then (lazily, when it fires)
     // at the idle limit: no timer is touched per message.
@@ -404,8 +86,7 @@ pub(crate) async fn run(
         };
         let frame = match frame {
             Ok(f) => f,
-            Err(TransportError::Closed) => break CloseReason::PeerClosed,
-            Err(e) => break CloseReason::Transport(e.to_string()),
+            Err(e) => break CloseReason::from_transport(e),
         };
         last_message = tokio::time::Instant::now();
         let charge = reader.take_charge();
@@ -418,10 +99,7 @@ pub(crate) async fn run(
             biased;
             r = &mut work => r,
             _ = close_rx.changed() => Ok(()),
-            e = reader.pump_control() => Err(match e {
-                TransportError::Closed => CloseReason::PeerClosed,
-                e => CloseReason::Transport(e.to_string()),
-            }),
+            e = reader.pump_control() => Err(CloseReason::from_transport(e)),
         };
         if let Err(reason) = outcome {
             break reason;
@@ -444,7 +122,13 @@ pub(crate) async fn run(
             });
         }
     }
-    server.sessions.lock().remove(&session.id);
+    {
+        let mut sessions = server.sessions.lock();
+        sessions.remove(&session.id);
+        if sessions.is_empty() {
+            server.sessions_gone.notify_waiters();
+        }
+    }
     tracing_log(&reason, &session.id);
     reason
 }
@@ -605,10 +289,7 @@ async fn handle_message(
             server.domains[index].send(Job::Request {
                 session: session.clone(),
                 request,
-                permit: InFlight {
-                    _permit: permit,
-                    _charge: charge,
-                },
+                permit: InFlight::new(permit, charge),
             });
         }
     }
@@ -701,7 +382,7 @@ fn hello(
     Ok(Value::Dict(result))
 }
 
-async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
+async fn write_loop(server: Arc<ServerShared>, session: Arc<SessionShared>, mut writer: Writer) {
     let mut closed = session.close_tx.subscribe();
     let mut unflushed = false;
     loop {
@@ -722,28 +403,38 @@ async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
                 }
                 continue;
             }
-            Some(Outgoing::Snapshot(id, snap)) => match snap.encode(&session) {
-                // Each observer encodes its own copy: it is charged while
-                // it is written.
-                Ok((head, tail)) => match session.account.charge(head.len() + tail.len()) {
-                    Ok(charge) => (head, tail, charge),
+            Some(Outgoing::Snapshot(id, snap)) => {
+                match snap.encode(&session.codec(), &session.id) {
+                    // Each observer encodes its own copy: it is charged while
+                    // it is written.
+                    Ok(Encoded::Snapshot(head, tail)) => {
+                        match session.account.charge(head.len() + tail.len()) {
+                            Ok(charge) => (head, tail, charge),
+                            Err(e) => {
+                                session.close(CloseReason::OverBudget(e));
+                                break;
+                            }
+                        }
+                    }
+                    Ok(Encoded::Error(failure)) => {
+                        // Too large (or otherwise unencodable) for this peer: the
+                        // subscription ends with a reliable subscription_error.
+                        session.subscriptions.lock().remove(&id);
+                        if let Some(domain) = server.domains.get(snap.domain) {
+                            domain.send(Job::DropSubscription {
+                                session_id: session.id.clone(),
+                                subscription_id: id,
+                            });
+                        }
+                        session.send_reliable(failure);
+                        continue;
+                    }
                     Err(e) => {
-                        session.close(CloseReason::OverBudget(e));
+                        session.close(CloseReason::InvalidEnvelope(e));
                         break;
                     }
-                },
-                Err(failure) => {
-                    // Too large (or otherwise unencodable) for this peer: the
-                    // subscription ends with a reliable subscription_error.
-                    session.subscriptions.lock().remove(&id);
-                    snap.domain.send(Job::DropSubscription {
-                        session_id: session.id.clone(),
-                        subscription_id: id,
-                    });
-                    session.send_reliable(failure);
-                    continue;
                 }
-            },
+            }
             None if unflushed => {
                 let flushed = tokio::select! {
                     r = writer.flush() => r,
@@ -791,49 +482,10 @@ async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
         Some(CloseReason::HelloTimeout) => Some((1008, "no hello in time")),
         Some(CloseReason::Idle) => Some((1001, "idle session")),
         Some(CloseReason::Shutdown) => Some((1001, "server shutting down")),
-        Some(CloseReason::Transport(ref t)) if t.contains("text message") => {
-            Some((1003, "binary messages only"))
-        }
+        Some(CloseReason::TextMessage) => Some((1003, "binary messages only")),
         _ => None,
     };
     // Bounded: a peer that does not read cannot hold the close forever.
     let _ =
         tokio::time::timeout(std::time::Duration::from_secs(2), writer.close(close_frame)).await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn snapshot_slots_are_latest_wins_in_first_filled_order() {
-        let mut s = SnapshotSlots::<u32>::default();
-        let id = |i: u32| -> Arc<str> { Arc::from(format!("sub{i}").as_str()) };
-        for round in 0..3 {
-            for i in 0..1024 {
-                s.put(id(i), round);
-            }
-        }
-        assert_eq!(s.order.len(), 1024, "a replaced slot keeps its one place");
-        s.remove("sub1");
-        s.put(id(1), 7);
-        // Come and go many times without the writer taking anything: the
-        // order queue stays proportional to the live slots.
-        for _ in 0..10_000 {
-            s.remove("sub2");
-            s.put(id(2), 9);
-        }
-        assert!(s.order.len() <= 2 * 1024 + 17, "{}", s.order.len());
-        let mut got = Vec::new();
-        while let Some((k, v)) = s.pop() {
-            got.push((k.to_string(), v));
-        }
-        assert_eq!(got.len(), 1024);
-        assert_eq!(got[0], ("sub0".into(), 2));
-        assert_eq!(got[1], ("sub3".into(), 2), "removed slots lose their place");
-        assert_eq!(got[1021], ("sub1023".into(), 2));
-        assert_eq!(got[1022], ("sub1".into(), 7));
-        assert_eq!(got[1023], ("sub2".into(), 9));
-        assert!(s.is_empty() && s.pop().is_none());
-    }
 }

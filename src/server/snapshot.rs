@@ -10,8 +10,6 @@
 //! first writer that needs it; each observer then adds only its own leading
 //! members, and the attachments are written from the shared buffer.
 
-use super::jobs::DomainSender;
-use super::session::{CloseReason, SessionShared};
 use crate::codec::{Codec, Dict, Fragment, Value};
 use crate::protocol::PROTOCOL_VERSION;
 use bytes::Bytes;
@@ -56,17 +54,27 @@ impl SharedTail {
 
 /// A snapshot waiting in a session's latest-wins slot.
 pub(crate) struct PendingSnapshot {
-    pub domain: DomainSender,
+    /// The index of the publishing domain (told when the subscription ends).
+    pub domain: usize,
     pub subscription_id: Arc<str>,
     pub resource_id: Arc<str>,
     pub boundary: Arc<Boundary>,
     pub tail: Arc<SharedTail>,
 }
 
+/// What a pending snapshot becomes for one session.
+pub(crate) enum Encoded {
+    /// The envelope up to the end of its header, and the (shared) attachments.
+    Snapshot(Bytes, Bytes),
+    /// The `subscription_error` to send instead (over the session's limit):
+    /// the subscription ends.
+    Error(Bytes),
+}
+
 impl PendingSnapshot {
-    fn header(&self, session: &SessionShared, kind: &'static str) -> [(&'static str, Value); 10] {
+    fn header(&self, session_id: &str, kind: &'static str) -> [(&'static str, Value); 10] {
         header(
-            session,
+            session_id,
             kind,
             &self.subscription_id,
             &self.resource_id,
@@ -74,57 +82,49 @@ impl PendingSnapshot {
         )
     }
 
-    /// The snapshot message for this session, as the envelope up to the
-    /// end of its header and the (shared) attachments; or, when it cannot be
-    /// sent (over the session's limit), the `subscription_error` to send
-    /// instead.
-    pub(crate) fn encode(&self, session: &SessionShared) -> Result<(Bytes, Bytes), Bytes> {
+    /// The snapshot message for a session with this codec, or the error to
+    /// send instead; `Err` when not even the error fits the session's limit
+    /// (the session must close).
+    pub(crate) fn encode(&self, codec: &Codec, session_id: &str) -> Result<Encoded, String> {
+        let failed = |message: &str| {
+            let head = self.header(session_id, "subscription_error");
+            subscription_error(codec, head, message).map(Encoded::Error)
+        };
         let tail = match self.tail.fragment() {
             Ok(tail) => tail,
-            Err(e) => return Err(self.error(session, e)),
+            Err(e) => return failed(e),
         };
-        let head = self.header(session, "snapshot");
+        let head = self.header(session_id, "snapshot");
         let entries: Vec<(&str, &Value)> = head.iter().map(|(k, v)| (*k, v)).collect();
-        match session.codec().assemble(&entries, tail) {
-            Ok((header, attachments)) => Ok((Bytes::from(header), attachments)),
-            Err(e) => Err(self.error(session, &e.to_string())),
+        match codec.assemble(&entries, tail) {
+            Ok((header, attachments)) => Ok(Encoded::Snapshot(Bytes::from(header), attachments)),
+            Err(e) => failed(&e.to_string()),
         }
-    }
-
-    /// A `subscription_error` for this subscription and boundary.
-    pub(crate) fn error(&self, session: &SessionShared, message: &str) -> Bytes {
-        subscription_error(session, self.header(session, "subscription_error"), message)
     }
 }
 
-/// Encodes a `subscription_error` with the given correlation members.
+/// Encodes a `subscription_error` with the given correlation members; `Err`
+/// when not even that fits the session's limit.
 pub(crate) fn subscription_error(
-    session: &SessionShared,
+    codec: &Codec,
     head: [(&'static str, Value); 10],
     message: &str,
-) -> Bytes {
+) -> Result<Bytes, String> {
     let mut error = Dict::with_capacity(2);
     error.insert("code", "snapshot_error");
     error.insert("message", message.chars().take(512).collect::<String>());
     let error = Value::Dict(error);
     let mut entries: Vec<(&str, &Value)> = head.iter().map(|(k, v)| (*k, v)).collect();
     entries.push(("error", &error));
-    match session.codec().encode_entries(&entries) {
-        Ok(bytes) => Bytes::from(bytes),
-        Err(e) => {
-            // Not even the error fits the session's limit: the session is
-            // closed (as for a response), and the empty result is never sent.
-            session.close(CloseReason::InvalidEnvelope(format!(
-                "cannot encode even a subscription_error: {e}"
-            )));
-            Bytes::new()
-        }
-    }
+    codec
+        .encode_entries(&entries)
+        .map(Bytes::from)
+        .map_err(|e| format!("cannot encode even a subscription_error: {e}"))
 }
 
 /// The correlation members of a snapshot or subscription error.
 pub(crate) fn header(
-    session: &SessionShared,
+    session_id: &str,
     kind: &'static str,
     subscription_id: &str,
     resource_id: &str,
@@ -133,7 +133,7 @@ pub(crate) fn header(
     [
         ("version", Value::Int(PROTOCOL_VERSION)),
         ("type", Value::from(kind)),
-        ("session_id", Value::from(&*session.id)),
+        ("session_id", Value::from(session_id)),
         ("subscription_id", Value::from(subscription_id)),
         ("resource_id", Value::from(resource_id)),
         ("operation_id", boundary.operation_id.clone()),
