@@ -129,6 +129,17 @@ pub struct ServerConfig {
     /// [`ServerTls::from_pem_files`](crate::transport::ServerTls::from_pem_files).
     /// The handshake timeout covers the TLS handshake too.
     pub tls: Option<crate::transport::ServerTls>,
+    // [transport: heartbeat hook]
+    /// A WebSocket peer silent for this long is pinged (default 20 s; `None`
+    /// disables heartbeats). Its pongs, like anything it sends, show it is
+    /// there; they do not make an idle session active
+    /// ([`ServerConfig::idle_session_timeout`]).
+    pub heartbeat_interval: Option<Duration>,
+    /// A WebSocket peer from which nothing at all (not even a pong) arrived
+    /// for this long has vanished: its session is closed, which releases its
+    /// control and subscriptions as any disconnect does (default 60 s; only
+    /// with a heartbeat interval).
+    pub heartbeat_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -162,6 +173,8 @@ impl Default for ServerConfig {
             validate_actions: false,
             slow_call: Some(Duration::from_secs(1)),
             tls: None,
+            heartbeat_interval: Some(Duration::from_secs(20)),
+            heartbeat_timeout: Duration::from_secs(60),
         }
     }
 }

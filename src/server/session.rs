@@ -59,6 +59,11 @@ pub(crate) enum CloseReason {
     /// Held nothing and sent nothing for `idle_session_timeout`.
     #[error("idle: held nothing and sent nothing for the idle session timeout")]
     Idle,
+    // [transport: heartbeat hook]
+    /// Nothing at all (not even a pong to a heartbeat ping) arrived for the
+    /// heartbeat timeout: the peer vanished.
+    #[error("the peer vanished: nothing received for {} s (heartbeat timeout)", .0.as_secs_f64())]
+    PeerVanished(std::time::Duration),
 }
 
 #[derive(Default)]
@@ -366,6 +371,10 @@ pub(crate) async fn run(
     tokio::pin!(timer);
     let mut timer_on = true;
     let mut last_message = tokio::time::Instant::now();
+    // [transport: heartbeat hook] pings a silent peer; completes when it
+    // has vanished.
+    let vanished = reader.watch_peer(config.heartbeat_interval, config.heartbeat_timeout);
+    tokio::pin!(vanished);
 
     let reason = loop {
         let frame = tokio::select! {
@@ -374,6 +383,7 @@ pub(crate) async fn run(
             // `wait_for` sees a shutdown that began before this session did.
             _ = shutdown_rx.wait_for(|stop| *stop) => break CloseReason::Shutdown,
             frame = reader.recv() => frame,
+            quiet = &mut vanished => break CloseReason::PeerVanished(quiet),
             _ = &mut timer, if timer_on => {
                 if !session.ready.load(Ordering::Acquire) {
                     break CloseReason::HelloTimeout;
@@ -422,6 +432,7 @@ pub(crate) async fn run(
                 TransportError::Closed => CloseReason::PeerClosed,
                 e => CloseReason::Transport(e.to_string()),
             }),
+            quiet = &mut vanished => Err(CloseReason::PeerVanished(quiet)),
         };
         if let Err(reason) = outcome {
             break reason;

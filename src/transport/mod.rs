@@ -7,6 +7,7 @@
 //! - In-memory pairs ([`MemoryTransport::pair`]) with 16-message bounded
 //!   queues in each direction, for embedding and fast tests.
 
+mod keepalive;
 pub mod tls;
 pub(crate) mod ws;
 
@@ -129,6 +130,27 @@ impl Reader {
         match self {
             Reader::Memory(_) => None,
             Reader::Ws(r) => r.last_control(),
+        }
+    }
+
+    /// Heartbeats for this connection: pings the peer after `interval` of
+    /// silence and completes, with how long it was silent, once nothing at
+    /// all (not even a pong) arrived for `timeout`. Never completes in
+    /// memory or without an interval.
+    pub(crate) fn watch_peer(
+        &self,
+        interval: Option<std::time::Duration>,
+        timeout: std::time::Duration,
+    ) -> impl std::future::Future<Output = std::time::Duration> + Send + 'static {
+        let keepalive = match self {
+            Reader::Ws(r) => Some(r.keepalive()),
+            Reader::Memory(_) => None,
+        };
+        async move {
+            match keepalive {
+                Some(k) => k.watch(interval, timeout).await,
+                None => std::future::pending().await,
+            }
         }
     }
 

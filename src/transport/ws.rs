@@ -18,6 +18,7 @@
 //! - Pings are answered with pongs by the reader; a close frame is answered
 //!   and ends the stream.
 
+use super::keepalive::{self, Heard};
 use super::tls::{ReadHalf, Stream, WriteHalf};
 use super::TransportError;
 use crate::server::budget::{Account, Charge};
@@ -223,6 +224,8 @@ pub(crate) struct WsReader {
     started: Option<Instant>,
     /// When the last ping or pong arrived (keepalive counts as activity).
     last_control: Option<Instant>,
+    /// When the peer last sent anything (heartbeats).
+    heard: Arc<Heard>,
 }
 
 /// The sending half.
@@ -250,9 +253,17 @@ impl WsReader {
         self.max_message = max;
     }
 
-    /// When the last ping or pong arrived.
+    /// When the last ping arrived (the peer's keepalive).
     pub(crate) fn last_control(&self) -> Option<Instant> {
         self.last_control
+    }
+
+    /// A handle for heartbeats on this connection.
+    pub(crate) fn keepalive(&self) -> Keepalive {
+        Keepalive {
+            shared: self.shared.clone(),
+            heard: self.heard.clone(),
+        }
     }
 
     /// What the last message returned by [`WsReader::recv`] was charged.
@@ -295,6 +306,7 @@ impl WsReader {
         if n == 0 {
             return Err(TransportError::Closed);
         }
+        self.heard.touch();
         if !in_message {
             self.started = Some(Instant::now());
         }
@@ -332,6 +344,7 @@ impl WsReader {
     }
 
     async fn next(&mut self, control_only: bool) -> Result<Bytes, TransportError> {
+        self.heard.set_parked(false);
         loop {
             if self.buf.len() < 2 {
                 self.fill(2).await?;
@@ -397,7 +410,9 @@ impl WsReader {
                 return Err(self.fail(1003, TransportError::TextMessage).await);
             }
             if !is_control && control_only {
-                // The session cannot take a message now: leave it unread.
+                // The session cannot take a message now: leave it unread
+                // (the peer is not silent meanwhile).
+                self.heard.set_parked(true);
                 std::future::pending::<()>().await;
             }
             let assembled = self.partial.as_ref().map_or(0, BytesMut::len) as u64;
@@ -470,7 +485,14 @@ impl WsReader {
                     self.last_control = Some(Instant::now());
                     let _ = self.shared.write_control(OP_PONG, &frame).await;
                 }
-                OP_PONG => self.last_control = Some(Instant::now()),
+                // A pong that answers our heartbeat ping is not the peer's
+                // own keepalive (an idle session stays idle); an unsolicited
+                // one is.
+                OP_PONG => {
+                    if !self.heard.take_ping() {
+                        self.last_control = Some(Instant::now());
+                    }
+                }
                 _ => {
                     // Close: a valid code is echoed, an empty payload
                     // answered 1000; a 1-byte payload, a reserved or
@@ -604,6 +626,37 @@ impl WsWriter {
     }
 }
 
+/// Heartbeats on a connection: pings, and when the peer was last heard from.
+#[derive(Clone)]
+pub(crate) struct Keepalive {
+    shared: Arc<Shared>,
+    heard: Arc<Heard>,
+}
+
+impl Keepalive {
+    /// Pings the peer after `interval` of silence and returns once it has
+    /// been silent for `timeout` (see [`keepalive::watch`]); pending forever
+    /// without an interval.
+    pub(crate) async fn watch(self, interval: Option<Duration>, timeout: Duration) -> Duration {
+        let heard = self.heard;
+        let shared = self.shared;
+        let last = heard.clone();
+        keepalive::watch(
+            move || last.last(),
+            move || {
+                let shared = shared.clone();
+                heard.ping_sent();
+                Box::pin(async move {
+                    let _ = shared.write_control(OP_PING, b"").await;
+                })
+            },
+            interval,
+            timeout,
+        )
+        .await
+    }
+}
+
 /// What became of a message offered to [`WsDirect::try_send`].
 pub(crate) enum Direct {
     /// Written whole.
@@ -689,6 +742,7 @@ fn pair(
             message_timeout: None,
             started: None,
             last_control: None,
+            heard: Arc::new(Heard::new()),
         },
         WsWriter {
             shared,
