@@ -38,14 +38,14 @@ pub(crate) struct InFlight {
 }
 
 /// Why a session ended, for logs and tests.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub(crate) enum CloseReason {
     #[error("the peer closed the connection")]
     PeerClosed,
     #[error("invalid envelope: {0}")]
     InvalidEnvelope(String),
     #[error("transport error: {0}")]
-    Transport(String),
+    Transport(TransportError),
     #[error("the client did not read its responses (reliable queue overflow)")]
     QueueOverflow,
     #[error("the server is shutting down")]
@@ -415,7 +415,7 @@ pub(crate) async fn run(
         let frame = match frame {
             Ok(f) => f,
             Err(TransportError::Closed) => break CloseReason::PeerClosed,
-            Err(e) => break CloseReason::Transport(e.to_string()),
+            Err(e) => break CloseReason::Transport(e),
         };
         last_message = tokio::time::Instant::now();
         let charge = reader.take_charge();
@@ -430,7 +430,7 @@ pub(crate) async fn run(
             _ = close_rx.changed() => Ok(()),
             e = reader.pump_control() => Err(match e {
                 TransportError::Closed => CloseReason::PeerClosed,
-                e => CloseReason::Transport(e.to_string()),
+                e => CloseReason::Transport(e),
             }),
             quiet = &mut vanished => Err(CloseReason::PeerVanished(quiet)),
         };
@@ -728,7 +728,7 @@ async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
                     _ = closed.changed() => break,
                 };
                 if let Err(e) = written {
-                    session.close(CloseReason::Transport(e.to_string()));
+                    session.close(CloseReason::Transport(e));
                     break;
                 }
                 continue;
@@ -760,8 +760,8 @@ async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
                     r = writer.flush() => r,
                     _ = closed.changed() => break,
                 };
-                if flushed.is_err() {
-                    session.close(CloseReason::Transport("write failed".into()));
+                if let Err(e) = flushed {
+                    session.close(CloseReason::Transport(e));
                     break;
                 }
                 unflushed = false;
@@ -784,7 +784,7 @@ async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
         match fed {
             Ok(()) => unflushed = true,
             Err(e) => {
-                session.close(CloseReason::Transport(e.to_string()));
+                session.close(CloseReason::Transport(e));
                 break;
             }
         }
@@ -802,7 +802,10 @@ async fn write_loop(session: Arc<SessionShared>, mut writer: Writer) {
         Some(CloseReason::HelloTimeout) => Some((1008, "no hello in time")),
         Some(CloseReason::Idle) => Some((1001, "idle session")),
         Some(CloseReason::Shutdown) => Some((1001, "server shutting down")),
-        Some(CloseReason::Transport(ref t)) if t.contains("text message") => {
+        // The reader closed already with the error's own code
+        // (`TransportError::close_code`); this answers a text message the
+        // same way should the reader not have.
+        Some(CloseReason::Transport(TransportError::TextMessage)) => {
             Some((1003, "binary messages only"))
         }
         _ => None,
