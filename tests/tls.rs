@@ -1,9 +1,11 @@
 //! TLS (`wss://`): our client and the reference client against our server
 //! over TLS, with certificates made here by rcgen (never checked in).
 
+mod cli_support;
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use unienv_remote::client::{Client, ClientConfig, ClientError};
 use unienv_remote::host::ResetArgs;
 use unienv_remote::server::{Listener, Server, ServerConfig};
@@ -213,4 +215,59 @@ fn the_reference_client_steps_over_wss() {
     let out = common::run_python(&python, "drive_wss.py", &[&listener.url(), &ca], None);
     assert_eq!(String::from_utf8_lossy(&out).trim(), "ok");
     rt.block_on(server.shutdown());
+}
+
+/// The command line end to end: `serve --tls-cert --tls-key` announces a
+/// wss:// URL; `discover --ca-file` reaches it; without the CA the error
+/// names `--ca-file`.
+#[cfg(unix)]
+#[test]
+fn serve_with_tls_flags_and_discover_with_ca_file() {
+    use cli_support::{run, Streaming};
+    let pki = make_pki("cli");
+    let cert = pki.cert.to_string_lossy().into_owned();
+    let key = pki.key.to_string_lossy().into_owned();
+    let ca = pki.ca.to_string_lossy().into_owned();
+    let serve = Streaming::spawn(&[
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--fixtures",
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+    ]);
+    let first = serve
+        .next_line(Duration::from_secs(60))
+        .expect("the serve banner");
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("wss://"))
+        .unwrap_or_else(|| panic!("no wss:// URL in {first:?}"))
+        .to_string();
+    let found = run(&["discover", &url, "--ca-file", &ca]);
+    assert!(found.ok().contains("counter"), "{}", found.stdout);
+    let refused = run(&["discover", &url]);
+    assert!(!refused.status.success());
+    assert!(refused.stderr.contains("--ca-file"), "{}", refused.stderr);
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &serve.pid().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+    let (status, _, _) = serve.wait(Duration::from_secs(60));
+    assert!(status.success());
+    // A key file that is not a key is named.
+    let bad = run(&[
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &cert,
+    ]);
+    assert!(!bad.status.success());
+    assert!(bad.stderr.contains("cert.pem"), "{}", bad.stderr);
 }

@@ -132,6 +132,16 @@ pub struct ClientConfig {
     /// A complete rustls configuration for `wss://` URLs, used instead of the
     /// system roots and [`ClientConfig::ca_file`] (default none).
     pub tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
+    // [transport: heartbeat hook]
+    /// After this long without receiving anything, the client pings the
+    /// server (WebSocket ping; default 10 s; `None` disables heartbeats).
+    pub heartbeat_interval: Option<Duration>,
+    /// When nothing at all (not even a pong) arrived for this long, the
+    /// server is taken as gone: the connection is closed as lost, requests
+    /// in flight fail (mutations with [`ClientError::Uncertain`]), whatever
+    /// [`ClientConfig::timeout`] says (default 30 s; only with an interval,
+    /// and meant to be longer than it).
+    pub heartbeat_timeout: Duration,
 }
 
 /// A sink for received envelopes (see [`ClientConfig::capture`]).
@@ -167,6 +177,8 @@ impl Default for ClientConfig {
             capture: None,
             ca_file: None,
             tls: None,
+            heartbeat_interval: Some(Duration::from_secs(10)),
+            heartbeat_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -199,6 +211,14 @@ impl ClientConfig {
     /// Sets [`ClientConfig::ca_file`].
     pub fn with_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> ClientConfig {
         self.ca_file = Some(path.into());
+        self
+    }
+
+    /// Sets [`ClientConfig::heartbeat_interval`] and
+    /// [`ClientConfig::heartbeat_timeout`].
+    pub fn with_heartbeat(mut self, interval: Option<Duration>, timeout: Duration) -> ClientConfig {
+        self.heartbeat_interval = interval;
+        self.heartbeat_timeout = timeout;
         self
     }
 

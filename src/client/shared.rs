@@ -159,9 +159,23 @@ impl Shared {
             ids: IdSource::new(),
             tasks: Mutex::new(Vec::new()),
         });
+        // [transport: heartbeat hook] pings a silent server; a server that
+        // stays silent past the timeout is a lost connection.
+        let vanished = reader.watch_peer(
+            shared.config.heartbeat_interval,
+            shared.config.heartbeat_timeout,
+        );
+        let heartbeat_task = tokio::spawn(heartbeat(
+            Arc::downgrade(&shared),
+            vanished,
+            shutdown_rx.clone(),
+        ));
         let reader_task = tokio::spawn(read_loop(shared.clone(), reader, shutdown_rx));
         let writer_task = tokio::spawn(write_loop(shared.clone(), writer, rx));
-        shared.tasks.lock().extend([reader_task, writer_task]);
+        shared
+            .tasks
+            .lock()
+            .extend([reader_task, writer_task, heartbeat_task]);
         shared
     }
 
@@ -550,6 +564,25 @@ async fn read_loop(shared: Arc<Shared>, mut reader: Reader, mut shutdown: watch:
         }
     };
     shared.close(failure);
+}
+
+/// Closes the connection as lost when `vanished` completes (the server
+/// stayed silent past the heartbeat timeout).
+async fn heartbeat(
+    shared: std::sync::Weak<Shared>,
+    vanished: impl std::future::Future<Output = Duration>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let quiet = tokio::select! {
+        _ = shutdown.wait_for(|stop| *stop) => return,
+        quiet = vanished => quiet,
+    };
+    if let Some(shared) = shared.upgrade() {
+        shared.close(ClientError::Closed(format!(
+            "connection lost: nothing received from the server for {:.1} s, not even a pong to a heartbeat ping (ClientConfig::heartbeat_timeout)",
+            quiet.as_secs_f64()
+        )));
+    }
 }
 
 async fn write_loop(

@@ -42,14 +42,14 @@ impl InFlight {
 }
 
 /// Why a session ended, for logs and tests.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub(crate) enum CloseReason {
     #[error("the peer closed the connection")]
     PeerClosed,
     #[error("invalid envelope: {0}")]
     InvalidEnvelope(String),
     #[error("transport error: {0}")]
-    Transport(String),
+    Transport(TransportError),
     /// The peer sent a text message (v1 is binary only): closed with 1003.
     #[error("the peer sent a text message; the protocol uses binary messages only")]
     TextMessage,
@@ -66,6 +66,11 @@ pub(crate) enum CloseReason {
     /// Held nothing and sent nothing for `idle_session_timeout`.
     #[error("idle: held nothing and sent nothing for the idle session timeout")]
     Idle,
+    // [transport: heartbeat hook]
+    /// Nothing at all (not even a pong to a heartbeat ping) arrived for the
+    /// heartbeat timeout: the peer vanished.
+    #[error("the peer vanished: nothing received for {} s (heartbeat timeout)", .0.as_secs_f64())]
+    PeerVanished(std::time::Duration),
 }
 
 impl CloseReason {
@@ -74,7 +79,7 @@ impl CloseReason {
         match e {
             TransportError::Closed => CloseReason::PeerClosed,
             TransportError::TextMessage => CloseReason::TextMessage,
-            e => CloseReason::Transport(e.to_string()),
+            e => CloseReason::Transport(e),
         }
     }
 }

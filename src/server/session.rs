@@ -48,6 +48,10 @@ pub(crate) async fn run(
     tokio::pin!(timer);
     let mut timer_on = true;
     let mut last_message = tokio::time::Instant::now();
+    // [transport: heartbeat hook] pings a silent peer; completes when it
+    // has vanished.
+    let vanished = reader.watch_peer(config.heartbeat_interval, config.heartbeat_timeout);
+    tokio::pin!(vanished);
 
     let reason = loop {
         let frame = tokio::select! {
@@ -56,6 +60,7 @@ pub(crate) async fn run(
             // `wait_for` sees a shutdown that began before this session did.
             _ = shutdown_rx.wait_for(|stop| *stop) => break CloseReason::Shutdown,
             frame = reader.recv() => frame,
+            quiet = &mut vanished => break CloseReason::PeerVanished(quiet),
             _ = &mut timer, if timer_on => {
                 if !session.ready.load(Ordering::Acquire) {
                     break CloseReason::HelloTimeout;
@@ -100,6 +105,7 @@ pub(crate) async fn run(
             r = &mut work => r,
             _ = close_rx.changed() => Ok(()),
             e = reader.pump_control() => Err(CloseReason::from_transport(e)),
+            quiet = &mut vanished => Err(CloseReason::PeerVanished(quiet)),
         };
         if let Err(reason) = outcome {
             break reason;
@@ -398,7 +404,7 @@ async fn write_loop(server: Arc<ServerShared>, session: Arc<SessionShared>, mut 
                     _ = closed.changed() => break,
                 };
                 if let Err(e) = written {
-                    session.close(CloseReason::Transport(e.to_string()));
+                    session.close(CloseReason::Transport(e));
                     break;
                 }
                 continue;
@@ -440,8 +446,8 @@ async fn write_loop(server: Arc<ServerShared>, session: Arc<SessionShared>, mut 
                     r = writer.flush() => r,
                     _ = closed.changed() => break,
                 };
-                if flushed.is_err() {
-                    session.close(CloseReason::Transport("write failed".into()));
+                if let Err(e) = flushed {
+                    session.close(CloseReason::Transport(e));
                     break;
                 }
                 unflushed = false;
@@ -464,7 +470,7 @@ async fn write_loop(server: Arc<ServerShared>, session: Arc<SessionShared>, mut 
         match fed {
             Ok(()) => unflushed = true,
             Err(e) => {
-                session.close(CloseReason::Transport(e.to_string()));
+                session.close(CloseReason::Transport(e));
                 break;
             }
         }
