@@ -17,7 +17,7 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import unienv_interfa
 fi
 export UNIENV_REF_PYTHON="$PWD/$VENV/bin/python"
 
-# The viewer's browser tests (tests/viewer_browser.rs) drive headless Chromium;
+# The viewer's browser tests (tests/viewer/browser.rs) drive headless Chromium;
 # as root (CI) Debian's package is installed here, quietly, once.
 if [ -z "${UNIENV_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

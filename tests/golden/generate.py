@@ -2,17 +2,17 @@
 """Writes the golden envelopes tests/golden/<case>.bin with the reference codec.
 
 Regenerate (only needed when a case in tests/py/golden_cases.py changes; the
-files are checked in so that tests/codec_golden.rs runs without Python):
+files are checked in so that tests/codec/golden.rs runs without Python):
 
-    ./scripts/test.sh --test codec_golden      # once, to set up .venv-ref
+    ./scripts/test.sh --test codec golden::      # once, to set up .venv-ref
     .venv-ref/bin/python tests/golden/generate.py
 
 (or any interpreter with `unienv==0.0.1b14` installed, e.g.
 UNIENV_REF_PYTHON). The script writes one file per case with
 `unienv_interface.remote.codec.Codec().encode`, removes .bin files of cases
 that no longer exist, and prints each file's size and SHA-256. Then update the
-Rust twin of every changed case (`golden_cases()` in tests/codec_golden.rs),
-run `cargo test --test codec_golden`, and commit the .bin files.
+Rust twin of every changed case (`golden_cases()` in tests/codec/golden.rs),
+run `cargo test --test codec golden::`, and commit the .bin files.
 """
 
 from __future__ import annotations

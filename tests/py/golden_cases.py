@@ -3,11 +3,11 @@
 Used by tests/golden/generate.py (writes tests/golden/<name>.bin with the
 reference encoder) and by tests/py/golden_check.py (checks envelopes written by
 the Rust encoder). The Rust twin of every case is `golden_cases()` in
-tests/codec_golden.rs; both sides must build exactly the same values, and each
+tests/codec/golden.rs; both sides must build exactly the same values, and each
 side checks its own expected values against what the other side encoded.
 
 Besides the shared CASES, `stress_cases()` builds inputs from a SplitMix64
-stream that tests/codec_golden.rs reproduces bit for bit (floats from raw bit
+stream that tests/codec/golden.rs reproduces bit for bit (floats from raw bit
 patterns and strings from random code points); they check our float `repr` and
 string escaping against the reference byte for byte.
 """
@@ -34,7 +34,7 @@ def obj(shape, items) -> np.ndarray:
 
 
 # One (2, 3) array per dtype, with boundary values of each type. The same
-# values are listed in tests/codec_golden.rs (fn dtype_arrays).
+# values are listed in tests/codec/golden.rs (fn dtype_arrays).
 DTYPE_VALUES: Dict[str, List[Any]] = {
     "b1": [True, False, True, True, False, False],
     "i1": [-128, -1, 0, 1, 2, 127],
@@ -240,7 +240,7 @@ CASES: Dict[str, Callable[[], Any]] = {
 }
 
 
-# ---- SplitMix64 stress inputs, mirrored in tests/codec_golden.rs ----
+# ---- SplitMix64 stress inputs, mirrored in tests/codec/golden.rs ----
 
 MASK = (1 << 64) - 1
 

@@ -1,4 +1,4 @@
-"""Feeds envelopes to the reference decoder (run by tests/codec_reject.rs).
+"""Feeds envelopes to the reference decoder (run by tests/codec/reject.rs).
 
 Reads from stdin a sequence of envelopes, each preceded by a 4-byte big-endian
 byte count and a 4-byte big-endian message limit, and prints one line per

@@ -1,4 +1,4 @@
-"""Runs WorldEnv compositions with the reference, for tests/interop_host.rs.
+"""Runs WorldEnv compositions with the reference, for tests/interop/host.rs.
 
 Reads a codec envelope from stdin: a list of scenarios, each a dict with
 "world" (timestep, batch_size, step_dt), "root" (how the node tree is built,

@@ -1,4 +1,4 @@
-"""Space documents of the reference, for tests/interop_host.rs.
+"""Space documents of the reference, for tests/interop/host.rs.
 
 Reads a codec envelope from stdin: a dict {name: document} produced by the
 Rust `Space::to_value()`. Writes a codec envelope to stdout:

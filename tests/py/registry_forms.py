@@ -1,6 +1,6 @@
 """Registration forms hosted by the reference server: prints the discovered
 topology as JSON lines (id, kind, world_id, node_id, children, domain_id,
-operations), for tests/server_registry.rs to compare with ours.
+operations), for tests/server/registry.rs to compare with ours.
 
 Registered: a bare World; a WorldNode attached to its world; a Wrapper
 around a WorldEnv and the WorldEnv itself (then again, which returns its

@@ -1,0 +1,195 @@
+//! One panel's task: the latest snapshot against each of the page's
+//! credits, with the upstream subscription gated at high boundary rates;
+//! and render on demand.
+
+use super::frame::Frame;
+use super::page::{error_json, snapshot_header, PageWriter};
+use crate::client::{Client, ClientError, Subscription};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{oneshot, Notify};
+
+/// How long a one-shot render waits for the next boundary.
+const RENDER_WAIT: Duration = Duration::from_secs(30);
+
+/// Above this many boundaries per second a panel's upstream subscription is
+/// held only while the page waits for a frame (see [`panel_task`]).
+const GATE_ABOVE: f64 = 150.0;
+
+/// How long a panel that subscribed again waits for a boundary before it
+/// checks whether it missed the last ones (the domain went quiet).
+const QUIET: Duration = Duration::from_millis(250);
+
+/// Below this many boundaries per second the subscription is kept between
+/// frames again.
+const UNGATE_BELOW: f64 = 100.0;
+
+/// One panel: against each credit, the subscription's latest snapshot goes
+/// to the page. Without credit nothing is taken, so the client's single
+/// slot (and the server's) keep only the newest snapshot.
+///
+/// The client still reads every snapshot the server sends; for an env
+/// stepping thousands of times per second that alone would cost the
+/// controller's machine real CPU. So when the domain's boundary rate
+/// (sequence over timestamp between delivered snapshots) exceeds
+/// [`GATE_ABOVE`], the panel unsubscribes after each snapshot and subscribes
+/// again at the next credit: the upstream then sends at most one snapshot
+/// per frame the page draws. At low rates (below [`UNGATE_BELOW`]) the
+/// subscription stays, so that no boundary is missed between frames.
+/// When a domain stops while a panel is between frames, the boundaries it
+/// missed cannot be fetched (observers only receive boundaries); the page is
+/// told how far behind its frame is (`stale`), and the subscription is kept
+/// from then on.
+pub(super) async fn panel_task(mut task: PanelTask) {
+    let mut subscription = Some(task.first);
+    let mut last: Option<(u64, i64)> = None;
+    let mut gated = false;
+    let stop = &mut task.stop;
+    loop {
+        tokio::select! {
+            _ = &mut *stop => break,
+            _ = task.credit.notified() => {}
+        }
+        let resubscribed = subscription.is_none();
+        if resubscribed {
+            let names: Option<Vec<&str>> = task
+                .fields
+                .as_ref()
+                .map(|f| f.iter().map(String::as_str).collect());
+            let subscribed = tokio::select! {
+                _ = &mut *stop => break,
+                s = task.client.subscribe(&task.resource, names.as_deref()) => s,
+            };
+            match subscribed {
+                Ok(s) => subscription = Some(s),
+                Err(e) => {
+                    let (code, message) = error_json(&e);
+                    let _ = task
+                        .page
+                        .json(json!({ "type": "subscription_error", "panel": task.panel,
+                            "resource": task.resource, "code": code, "message": message }))
+                        .await;
+                    break;
+                }
+            }
+        }
+        let Some(current) = subscription.as_mut() else {
+            break;
+        };
+        let mut next = tokio::select! {
+            _ = &mut *stop => break,
+            next = current.next(resubscribed.then_some(QUIET)) => next,
+        };
+        if matches!(next, Err(ClientError::Timeout(_))) {
+            // The domain went quiet while this panel was unsubscribed
+            // between frames: keep the subscription from now on, and tell
+            // the page when boundaries passed that it did not get.
+            gated = false;
+            if let (Ok(d), Some((shown, _))) = (task.client.describe(&task.resource).await, last) {
+                if d.sequence() > shown {
+                    let _ = task
+                        .page
+                        .json(json!({ "type": "stale", "panel": task.panel,
+                            "sequence": d.sequence(), "shown": shown }))
+                        .await;
+                }
+            }
+            next = tokio::select! {
+                _ = &mut *stop => break,
+                next = current.next(None) => next,
+            };
+        }
+        let sent = match next {
+            Ok(Some(event)) => {
+                if let Some((sequence, timestamp)) = last {
+                    let seconds = (event.timestamp_ns - timestamp) as f64 / 1e9;
+                    if seconds > 0.0 {
+                        let rate = event.sequence.saturating_sub(sequence) as f64 / seconds;
+                        gated = if gated {
+                            rate >= UNGATE_BELOW
+                        } else {
+                            rate > GATE_ABOVE
+                        };
+                    }
+                }
+                last = Some((event.sequence, event.timestamp_ns));
+                if gated {
+                    // Dropping unsubscribes without waiting for the reply.
+                    subscription = None;
+                }
+                let mut frame = Frame::new();
+                let mut header = snapshot_header("snapshot", task.panel, &event, &mut frame);
+                header["gated"] = json!(gated);
+                task.page.send(&header, frame).await
+            }
+            Ok(None) => {
+                let _ = task
+                    .page
+                    .json(json!({ "type": "ended", "panel": task.panel,
+                        "message": "the subscription ended" }))
+                    .await;
+                break;
+            }
+            Err(e) => {
+                let (code, message) = error_json(&e);
+                let _ = task
+                    .page
+                    .json(json!({ "type": "subscription_error", "panel": task.panel,
+                        "resource": task.resource, "code": code, "message": message }))
+                    .await;
+                break;
+            }
+        };
+        if sent.is_err() {
+            break;
+        }
+    }
+    if let Some(s) = subscription {
+        if !s.is_closed() {
+            let _ = s.unsubscribe().await;
+        }
+    }
+}
+
+/// What a panel's task needs.
+pub(super) struct PanelTask {
+    pub(super) client: Client,
+    pub(super) first: Subscription,
+    pub(super) resource: String,
+    pub(super) fields: Option<Vec<String>>,
+    pub(super) credit: Arc<Notify>,
+    pub(super) stop: oneshot::Receiver<()>,
+    pub(super) page: PageWriter,
+    pub(super) panel: u64,
+}
+
+/// Render on demand: a short-lived subscription to the `render` field,
+/// for the next boundary only.
+pub(super) async fn render_once(client: Client, page: PageWriter, panel: u64, resource: String) {
+    let outcome = async {
+        let mut subscription = client.subscribe(&resource, Some(&["render"])).await?;
+        let next = subscription.next(Some(RENDER_WAIT)).await;
+        let _ = subscription.unsubscribe().await;
+        next
+    }
+    .await;
+    let _ = match outcome {
+        Ok(Some(event)) => {
+            let mut frame = Frame::new();
+            let header = snapshot_header("render", panel, &event, &mut frame);
+            page.send(&header, frame).await
+        }
+        Ok(None) => {
+            page.json(json!({ "type": "render_error", "panel": panel,
+                "message": "the render subscription ended" }))
+                .await
+        }
+        Err(e) => {
+            let (code, message) = error_json(&e);
+            page.json(json!({ "type": "render_error", "panel": panel,
+                "code": code, "message": message }))
+                .await
+        }
+    };
+}

@@ -1,0 +1,12 @@
+//! The `unienv-remote` command line, run as a process.
+//!
+//! One test binary; each module was once a test file of its own.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod support;
+
+mod client;
+mod first_hour;
+mod load;
+mod local;

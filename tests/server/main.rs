@@ -1,0 +1,19 @@
+//! Our server: observation, protocol, registry, security, faults (disconnect, eviction, factory, queue, shutdown, simulator), hostile peers, regressions.
+//!
+//! One test binary; each module was once a test file of its own.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod fault_disconnect;
+mod fault_eviction;
+mod fault_factory;
+mod fault_queue;
+mod fault_shutdown;
+mod fault_simulator;
+mod hostile;
+mod observation;
+mod protocol;
+mod registry;
+mod regressions;
+mod security;

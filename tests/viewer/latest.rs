@@ -1,0 +1,296 @@
+//! The viewer's delivery to its page is latest-wins: without the page's
+//! credit nothing is sent, however many boundaries pass, and the next credit
+//! brings the newest snapshot, not a backlog. Also: the page's files are
+//! served, foreign Host and Origin headers are refused. The page here is a
+//! plain WebSocket client (tokio-tungstenite), no browser needed.
+
+use crate::support;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::json;
+use std::time::Duration;
+use support::{PageMessage, DEADLINE};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+use unienv_remote::client::{Client, ClientConfig};
+use unienv_remote::host::ResetArgs;
+use unienv_remote::server::{Server, ServerConfig};
+use unienv_remote::viewer::{Viewer, ViewerConfig};
+use unienv_remote::{NdArray, Value};
+
+type Page =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn setup() -> (Server, unienv_remote::server::Listener, String, Viewer) {
+    let mut builder = Server::builder(ServerConfig::default());
+    unienv_remote::fixtures::register(&mut builder).expect("fixtures");
+    let server = builder.start();
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let url = listener.url();
+    let viewer = Viewer::start("127.0.0.1:0", ViewerConfig::new(url.clone()))
+        .await
+        .expect("viewer");
+    (server, listener, url, viewer)
+}
+
+async fn send(page: &mut Page, command: serde_json::Value) {
+    page.send(Message::binary(command.to_string().into_bytes()))
+        .await
+        .expect("send to the viewer");
+}
+
+/// The next message of type `kind` (others are skipped).
+async fn next_of(page: &mut Page, kind: &str) -> PageMessage {
+    let wait = async {
+        loop {
+            match page.next().await {
+                Some(Ok(Message::Binary(b))) => {
+                    let m = PageMessage::decode(&b);
+                    if m.kind() == kind {
+                        return m;
+                    }
+                }
+                Some(Ok(_)) => {}
+                other => panic!("the viewer's socket ended: {other:?}"),
+            }
+        }
+    };
+    tokio::time::timeout(DEADLINE, wait)
+        .await
+        .unwrap_or_else(|_| panic!("no {kind} message"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_without_credit_gets_nothing_then_only_the_latest() {
+    let (server, _listener, url, viewer) = setup().await;
+    let ws_url = format!("ws://{}/ws", viewer.local_addr());
+    let (mut page, _) = tokio_tungstenite::connect_async(ws_url.as_str())
+        .await
+        .expect("connect to the viewer");
+    let hello = next_of(&mut page, "upstream").await;
+    assert_eq!(hello.header["state"], "connected", "{}", hello.header);
+    let resources = next_of(&mut page, "resources").await;
+    let ids: Vec<&str> = resources.header["descriptors"]
+        .as_array()
+        .expect("descriptors")
+        .iter()
+        .filter_map(|d| d["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"bench_image"), "{ids:?}");
+
+    send(
+        &mut page,
+        json!({ "op": "subscribe", "panel": 7, "resource": "bench_image" }),
+    )
+    .await;
+    let subscribed = next_of(&mut page, "subscribed").await;
+    assert_eq!(subscribed.header["panel"], 7);
+    assert_eq!(subscribed.header["descriptor"]["id"], "bench_image");
+    send(&mut page, json!({ "op": "ready", "panel": 7 })).await;
+
+    let controller = Client::connect(&url, ClientConfig::default())
+        .await
+        .expect("controller");
+    let bench = controller.env("bench_image").await.expect("env");
+    bench.reset(ResetArgs::default()).await.expect("reset");
+    // One credit: the first snapshot comes.
+    let action = Value::Array(NdArray::from_vec(vec![1.0f32; 4]));
+    bench.step(action.clone()).await.expect("step");
+    let first = next_of(&mut page, "snapshot").await;
+    let first_seq = first.header["sequence"].as_u64().expect("sequence");
+    // The image arrives whole in the blob.
+    let image = &first.header["data"]["observation"]["image"]["$nd"];
+    assert_eq!(image["shape"], json!([84, 84, 3]));
+    let at = image["offset"].as_u64().expect("offset") as usize;
+    let pixels = &first.blob[at..at + 84 * 84 * 3];
+    assert!(pixels
+        .iter()
+        .enumerate()
+        .all(|(i, &p)| p as usize == i % 251));
+
+    // No credit: 300 more boundaries, and nothing is sent to the page.
+    for _ in 0..300 {
+        bench.step(action.clone()).await.expect("step");
+    }
+    let last_seq = controller.descriptor("bench_image").expect("d").sequence();
+    assert!(last_seq >= first_seq + 300);
+    let quiet = tokio::time::timeout(Duration::from_millis(500), page.next()).await;
+    assert!(
+        quiet.is_err(),
+        "the viewer sent without credit: {:?}",
+        quiet.map(|m| m.map(|m| m.map(|m| PageMessage::decode(&m.into_data()).header)))
+    );
+    // The next credit brings the newest boundary, skipping the rest.
+    send(&mut page, json!({ "op": "ready", "panel": 7 })).await;
+    let latest = next_of(&mut page, "snapshot").await;
+    assert_eq!(latest.header["sequence"].as_u64(), Some(last_seq));
+    // The state component 0 grew by one per step: 301 steps since reset.
+    let state = &latest.header["data"]["observation"]["state"]["$nd"];
+    assert_eq!(state["type"], "f32");
+    let at = state["offset"].as_u64().expect("offset") as usize;
+    let x = f32::from_le_bytes(latest.blob[at..at + 4].try_into().expect("4 bytes"));
+    assert_eq!(x, 301.0);
+    // 300 boundaries in well under 2 s: above the gating rate, the panel
+    // now subscribes only while the page waits for a frame.
+    assert_eq!(latest.header["gated"], json!(true), "{}", latest.header);
+    // A boundary while unsubscribed between frames is missed; the next
+    // credit subscribes again, nothing comes, and the page is told how far
+    // behind its frame is.
+    bench.step(action.clone()).await.expect("step");
+    send(&mut page, json!({ "op": "ready", "panel": 7 })).await;
+    let stale = next_of(&mut page, "stale").await;
+    assert_eq!(stale.header["sequence"].as_u64(), Some(last_seq + 1));
+    assert_eq!(stale.header["shown"].as_u64(), Some(last_seq));
+    // From then on the subscription is kept: the next boundary arrives.
+    bench.step(action.clone()).await.expect("step");
+    let next = next_of(&mut page, "snapshot").await;
+    assert_eq!(next.header["sequence"].as_u64(), Some(last_seq + 2));
+
+    // A subscription error reaches the page plainly.
+    send(
+        &mut page,
+        json!({ "op": "subscribe", "panel": 8, "resource": "no_such_resource" }),
+    )
+    .await;
+    let error = next_of(&mut page, "subscription_error").await;
+    assert_eq!(error.header["panel"], 8);
+    assert!(error.header["code"].as_str().is_some_and(|c| !c.is_empty()));
+
+    // Render on demand through a one-shot subscription.
+    send(
+        &mut page,
+        json!({ "op": "render", "panel": 9, "resource": "counter" }),
+    )
+    .await;
+    let counter = controller.env("counter").await.expect("counter");
+    counter.reset(ResetArgs::with_seed(2)).await.expect("reset");
+    let render = loop {
+        counter
+            .step(Value::Array(NdArray::from_vec(vec![0.0f32, 0.0])))
+            .await
+            .expect("step");
+        if let Ok(Some(Ok(Message::Binary(b)))) =
+            tokio::time::timeout(Duration::from_millis(200), page.next()).await
+        {
+            let m = PageMessage::decode(&b);
+            if m.kind() == "render" {
+                break m;
+            }
+        }
+    };
+    assert_eq!(
+        render.header["data"]["render"]["$nd"]["shape"],
+        json!([3, 4, 3])
+    );
+
+    controller.close().await;
+    server.shutdown().await;
+    let lost = next_of(&mut page, "upstream").await;
+    assert!(
+        matches!(lost.header["state"].as_str(), Some("lost" | "unreachable")),
+        "{}",
+        lost.header
+    );
+    // A server back on the same address: the viewer reconnects, lists the
+    // resources again and subscribes the page's panels again.
+    let addr = url.trim_start_matches("ws://").to_string();
+    let mut builder = Server::builder(ServerConfig::default());
+    unienv_remote::fixtures::register(&mut builder).expect("fixtures");
+    let revived = builder.start();
+    let _listener = revived.listen(addr.as_str()).await.expect("listen again");
+    let back = loop {
+        let m = next_of(&mut page, "upstream").await;
+        if m.header["state"] == "connected" {
+            break m;
+        }
+    };
+    assert_ne!(back.header["session_id"], hello.header["session_id"]);
+    next_of(&mut page, "resources").await;
+    let again = next_of(&mut page, "subscribed").await;
+    assert_eq!(again.header["panel"], 7);
+    // The new server's bench_image starts over: its revision and sequence
+    // are those of a fresh domain, and snapshots flow again.
+    let controller = Client::connect(&url, ClientConfig::default())
+        .await
+        .expect("controller");
+    let bench = controller.env("bench_image").await.expect("env");
+    bench.reset(ResetArgs::default()).await.expect("reset");
+    let fresh = next_of(&mut page, "snapshot").await;
+    assert_eq!(fresh.header["kind"], "reset");
+    assert_eq!(fresh.header["sequence"].as_u64(), Some(1));
+    assert_eq!(fresh.header["revision"].as_u64(), Some(1));
+    send(&mut page, json!({ "op": "ready", "panel": 7 })).await;
+    bench.step(action.clone()).await.expect("step");
+    let step = next_of(&mut page, "snapshot").await;
+    assert_eq!(step.header["sequence"].as_u64(), Some(2));
+    controller.close().await;
+    revived.shutdown().await;
+}
+
+async fn http(addr: std::net::SocketAddr, request: &str) -> String {
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.write_all(request.as_bytes()).await.expect("write");
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.expect("read");
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn page_files_and_host_origin_checks() {
+    let (_server, _listener, _url, viewer) = setup().await;
+    let addr = viewer.local_addr();
+    let page = http(
+        addr,
+        &format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(page.contains("uPlot.iife.min.js") && page.contains("viewer.js"));
+    for path in [
+        "/viewer.js",
+        "/viewer.css",
+        "/uPlot.iife.min.js",
+        "/uPlot.min.css",
+        "/LICENSE.uPlot.txt",
+    ] {
+        let r = http(
+            addr,
+            &format!(
+                "GET {path} HTTP/1.1\r\nHost: localhost:{}\r\n\r\n",
+                addr.port()
+            ),
+        )
+        .await;
+        assert!(r.starts_with("HTTP/1.1 200"), "{path}: {r:.200}");
+    }
+    let license = http(
+        addr,
+        &format!("GET /LICENSE.uPlot.txt HTTP/1.1\r\nHost: {addr}\r\n\r\n"),
+    )
+    .await;
+    assert!(license.contains("MIT") && license.contains("Leon Sorokin"));
+    let missing = http(addr, &format!("GET /nope HTTP/1.1\r\nHost: {addr}\r\n\r\n")).await;
+    assert!(missing.starts_with("HTTP/1.1 404"), "{missing}");
+    // DNS rebinding: a foreign name in Host is refused, for files and the socket.
+    let rebound = http(addr, "GET / HTTP/1.1\r\nHost: evil.example:8766\r\n\r\n").await;
+    assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
+    let ws_url = format!("ws://{addr}/ws");
+    let mut request = ws_url.as_str().into_client_request().expect("request");
+    request
+        .headers_mut()
+        .insert("Host", "evil.example".parse().expect("header"));
+    assert!(tokio_tungstenite::connect_async(request).await.is_err());
+    // Another origin's page may not use the viewer's socket.
+    let mut request = ws_url.as_str().into_client_request().expect("request");
+    request
+        .headers_mut()
+        .insert("Origin", "http://evil.example".parse().expect("header"));
+    assert!(tokio_tungstenite::connect_async(request).await.is_err());
+    // The page's own origin may.
+    let mut request = ws_url.as_str().into_client_request().expect("request");
+    request
+        .headers_mut()
+        .insert("Origin", format!("http://{addr}").parse().expect("header"));
+    assert!(tokio_tungstenite::connect_async(request).await.is_ok());
+}
