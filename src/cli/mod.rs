@@ -118,6 +118,10 @@ pub struct ClientArgs {
     /// Seconds to wait for the connection and for each reply (0 waits forever).
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub timeout: f64,
+    /// For wss:// URLs: also trust the CA certificates in FILE (PEM), e.g. a
+    /// private CA's or a self-signed server certificate.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
 }
 
 impl ClientArgs {
@@ -132,6 +136,7 @@ impl ClientArgs {
             .with_timeout(timeout)
             .with_discover(discover);
         config.token = self.token.clone();
+        config.ca_file = self.ca_file.clone();
         Ok(config)
     }
 
@@ -181,6 +186,12 @@ pub struct ServeArgs {
     /// Also serve the browser viewer of this server, on ADDR (default 127.0.0.1:8766).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::viewer::DEFAULT_LISTEN)]
     pub viewer: Option<String>,
+    /// Serve TLS (wss://) with the certificate chain in FILE (PEM, leaf first).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// Options of `inspect`.
@@ -326,7 +337,15 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         // the banner asks for a token.
         return fail("--token is empty: give a non-empty token, or omit --token");
     }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => match crate::transport::ServerTls::from_pem_files(cert, key) {
+            Ok(tls) => Some(tls),
+            Err(e) => return fail(format!("--tls-cert/--tls-key: {e}")),
+        },
+        _ => None,
+    };
     let config = ServerConfig {
+        tls,
         max_message_size: args.max_message_size,
         idle_timeout: (args.idle_timeout > 0.0).then(|| Duration::from_secs_f64(args.idle_timeout)),
         max_connections: args.max_connections,
@@ -486,12 +505,18 @@ async fn print_banner(
     fixtures: bool,
 ) {
     let addr = listener.local_addr();
+    let tls = listener.is_tls();
     let what = if fixtures {
         "the conformance fixture registry"
     } else {
         "the built-in simulators"
     };
-    let urls = client_urls(addr);
+    let mut urls = client_urls(addr);
+    if tls {
+        for (u, _) in &mut urls {
+            *u = u.replacen("ws://", "wss://", 1);
+        }
+    }
     let url = urls[0].0.clone();
     for line in banner_head(what, addr, &urls, token) {
         say!("{line}");
@@ -522,6 +547,9 @@ async fn print_banner(
     }
     if server.config().validate_actions {
         say!("Actions are checked against the action spaces (--no-validate-actions to pass them unchecked).");
+    }
+    if tls {
+        say!("TLS: clients verify the certificate against the system's roots; for a private CA or a self-signed certificate pass --ca-file FILE (Python reference: WebSocketTransport.connect(url, ssl=ssl.create_default_context(cafile=FILE))).");
     }
     let header = if token {
         ", additional_headers={\"Authorization\": \"Bearer <TOKEN>\"}"

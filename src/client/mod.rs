@@ -123,6 +123,15 @@ pub struct ClientConfig {
     /// it is decoded (default none): for saving envelopes that
     /// `unienv-remote inspect` reads.
     pub capture: Option<Capture>,
+    // [transport: TLS hook]
+    /// Extra trusted CA certificates (a PEM file) for `wss://` URLs, besides
+    /// the system's root certificates (default none): for servers whose
+    /// certificate a private CA issued, or a self-signed one
+    /// (`--ca-file FILE`). Read when connecting.
+    pub ca_file: Option<std::path::PathBuf>,
+    /// A complete rustls configuration for `wss://` URLs, used instead of the
+    /// system roots and [`ClientConfig::ca_file`] (default none).
+    pub tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
 }
 
 /// A sink for received envelopes (see [`ClientConfig::capture`]).
@@ -156,6 +165,8 @@ impl Default for ClientConfig {
             token: None,
             headers: Vec::new(),
             capture: None,
+            ca_file: None,
+            tls: None,
         }
     }
 }
@@ -182,6 +193,12 @@ impl ClientConfig {
     /// Sets [`ClientConfig::token`].
     pub fn with_token(mut self, token: impl Into<String>) -> ClientConfig {
         self.token = Some(token.into());
+        self
+    }
+
+    /// Sets [`ClientConfig::ca_file`].
+    pub fn with_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> ClientConfig {
+        self.ca_file = Some(path.into());
         self
     }
 
@@ -234,7 +251,8 @@ pub struct Client {
 }
 
 impl Client {
-    /// Connects over WebSocket (`ws://HOST:PORT`), says hello and, unless
+    /// Connects over WebSocket (`ws://HOST:PORT`, or `wss://HOST:PORT` over
+    /// TLS: see [`ClientConfig::ca_file`]), says hello and, unless
     /// disabled, discovers every resource. Must run inside a tokio runtime:
     /// the connection's reader and writer tasks are spawned on it.
     pub async fn connect(url: &str, config: ClientConfig) -> ClientResult<Client> {
@@ -244,7 +262,17 @@ impl Client {
             headers.retain(|(n, _)| !n.eq_ignore_ascii_case("authorization"));
             headers.push(("Authorization".to_string(), format!("Bearer {token}")));
         }
-        let handshake = crate::transport::ws::connect(url, &headers, config.max_message_size);
+        // [transport: TLS hook] the trust for wss:// URLs.
+        let tls = match (&config.tls, url.starts_with("wss://")) {
+            (Some(tls), _) => Some(tls.clone()),
+            (None, true) => Some(
+                crate::transport::tls::client_config(config.ca_file.as_deref())
+                    .map_err(|e| ClientError::Connect(e.to_string()))?,
+            ),
+            (None, false) => None,
+        };
+        let handshake =
+            crate::transport::ws::connect_with(url, &headers, config.max_message_size, tls);
         let connected = match config.timeout {
             Some(limit) => tokio::time::timeout(limit, handshake).await.map_err(|_| {
                 ClientError::Connect(format!("handshake timed out after {limit:?}"))

@@ -16,6 +16,8 @@ use tokio::sync::watch;
 pub struct Listener {
     local_addr: SocketAddr,
     host_names: Vec<String>,
+    // [transport: TLS hook]
+    tls: bool,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -26,11 +28,12 @@ impl Listener {
         self.local_addr
     }
 
-    /// `ws://HOST:PORT` for clients.
+    /// `ws://HOST:PORT` for clients (`wss://` when serving TLS).
     pub fn url(&self) -> String {
+        let scheme = if self.tls { "wss" } else { "ws" };
         match self.local_addr.ip() {
-            IpAddr::V6(ip) => format!("ws://[{ip}]:{}", self.local_addr.port()),
-            IpAddr::V4(ip) => format!("ws://{ip}:{}", self.local_addr.port()),
+            IpAddr::V6(ip) => format!("{scheme}://[{ip}]:{}", self.local_addr.port()),
+            IpAddr::V4(ip) => format!("{scheme}://{ip}:{}", self.local_addr.port()),
         }
     }
 
@@ -41,6 +44,11 @@ impl Listener {
     /// at start; none for a loopback bind (a DNS-rebinding guard).
     pub fn host_names(&self) -> &[String] {
         &self.host_names
+    }
+
+    /// Whether connections are served over TLS (`wss://`).
+    pub fn is_tls(&self) -> bool {
+        self.tls
     }
 
     /// Stops accepting connections (open sessions are not affected).
@@ -89,6 +97,7 @@ pub(crate) async fn listen(
         local_addr.ip(),
         host_names.clone(),
     ));
+    let tls = shared.core.config.tls.is_some();
     let (stop, mut stop_rx) = watch::channel(false);
     let mut shutdown_rx = shared.shutdown.subscribe();
     let task = tokio::spawn(async move {
@@ -113,6 +122,7 @@ pub(crate) async fn listen(
     Ok(Listener {
         local_addr,
         host_names,
+        tls,
         stop,
         task,
     })
@@ -133,8 +143,12 @@ async fn serve_connection(
     let _ = stream.set_nodelay(true);
     let config = &shared.core.config;
     let mut connection = None;
-    let handshake = ws::accept(
+    // [transport: TLS hook] the TLS handshake, when configured, runs under
+    // the same timeout and handshake place as the WebSocket upgrade.
+    let tls = config.tls.as_ref().map(|t| t.acceptor());
+    let handshake = ws::accept_over(
         stream,
+        tls,
         config.max_handshake_bytes,
         config.max_message_size,
         |req| {

@@ -124,6 +124,12 @@ pub struct ServerConfig {
     /// Hosted calls taking longer than this are logged at `warn` level with
     /// `tracing` (default 1 s; `None` disables).
     pub slow_call: Option<Duration>,
+    // [transport: TLS hook]
+    /// TLS for every WebSocket connection (`wss://`; default none: plain
+    /// `ws://`). Build it with
+    /// [`ServerTls::from_pem_files`](crate::transport::ServerTls::from_pem_files).
+    /// The handshake timeout covers the TLS handshake too.
+    pub tls: Option<crate::transport::ServerTls>,
 }
 
 impl Default for ServerConfig {
@@ -156,6 +162,7 @@ impl Default for ServerConfig {
             message_timeout: Duration::from_secs(60),
             validate_actions: false,
             slow_call: Some(Duration::from_secs(1)),
+            tls: None,
         }
     }
 }

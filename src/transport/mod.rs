@@ -3,10 +3,15 @@
 //! - WebSocket (RFC 6455, our own framing in `ws`): one binary message per envelope; a text
 //!   message closes the connection; no compression; the message size limit
 //!   is enforced by the WebSocket layer before a message is buffered.
+//! - TLS (`wss://`, module [`tls`]): the same WebSocket framing over rustls.
 //! - In-memory pairs ([`MemoryTransport::pair`]) with 16-message bounded
 //!   queues in each direction, for embedding and fast tests.
 
+pub mod tls;
 pub(crate) mod ws;
+
+pub use tls::{ServerTls, TlsError};
+pub use ws::ConnectError;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;

@@ -18,14 +18,15 @@
 //! - Pings are answered with pongs by the reader; a close frame is answered
 //!   and ends the stream.
 
+use super::tls::{ReadHalf, Stream, WriteHalf};
 use super::TransportError;
 use crate::server::budget::{Account, Charge};
 use bytes::{Buf, Bytes, BytesMut};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_rustls::rustls;
 
 /// Which end of the connection this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +73,7 @@ struct Shared {
 
 /// The socket's write side and what is known of the byte stream's framing.
 struct Sink {
-    half: OwnedWriteHalf,
+    half: WriteHalf,
     /// A frame was begun and not finished: a write cancelled part-way (the
     /// session is closing), or the first part of a direct send whose rest
     /// the writer task will write next. Nothing else may go out meanwhile.
@@ -104,7 +105,8 @@ impl Sink {
             self.half.write_all(&held).await?;
             self.torn = false;
         }
-        Ok(())
+        // TLS buffers what it encrypts: push it out (a no-op for TCP).
+        self.half.flush().await
     }
 }
 
@@ -202,7 +204,7 @@ pub(crate) fn apply_mask(data: &mut [u8], mask: [u8; 4]) {
 
 /// The receiving half.
 pub(crate) struct WsReader {
-    read: OwnedReadHalf,
+    read: ReadHalf,
     buf: BytesMut,
     shared: Arc<Shared>,
     max_message: usize,
@@ -658,7 +660,7 @@ impl WsDirect {
 }
 
 fn pair(
-    stream: TcpStream,
+    stream: Stream,
     leftover: BytesMut,
     role: Role,
     max_message: usize,
@@ -837,8 +839,8 @@ impl Refusal {
 }
 
 /// Reads an HTTP head (up to the blank line), at most `max` bytes.
-async fn read_head(
-    stream: &mut TcpStream,
+async fn read_head<S: AsyncRead + Unpin>(
+    stream: &mut S,
     buf: &mut BytesMut,
     max: usize,
 ) -> Result<usize, TransportError> {
@@ -861,8 +863,14 @@ async fn read_head(
         if n == 0 {
             return Err(TransportError::Closed);
         }
+        if buf.first() == Some(&TLS_HANDSHAKE_RECORD) {
+            return Err(protocol_error("a TLS handshake where HTTP was expected"));
+        }
     }
 }
+
+/// The first byte of a TLS handshake record (a client or server hello).
+const TLS_HANDSHAKE_RECORD: u8 = 0x16;
 
 /// The length of an HTTP head ending in a blank line: CRLF CRLF, or a bare
 /// LF where a line ends (the head parser accepts both, so a head written
@@ -891,7 +899,7 @@ fn valid_key(key: &str) -> bool {
             .all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
 }
 
-async fn write_refusal(stream: &mut TcpStream, r: &Refusal) {
+async fn write_refusal<S: AsyncWrite + Unpin>(stream: &mut S, r: &Refusal) {
     let mut text = format!(
         "HTTP/1.1 {} {}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n",
         r.status,
@@ -907,16 +915,39 @@ async fn write_refusal(stream: &mut TcpStream, r: &Refusal) {
     let _ = stream.shutdown().await;
 }
 
+/// The server side of a connection's handshakes: TLS first when `tls` is
+/// given, then the WebSocket upgrade ([`accept`]).
+pub(crate) async fn accept_over(
+    tcp: TcpStream,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    max_head: usize,
+    max_message: usize,
+    policy: impl FnOnce(&RequestHead) -> Result<(), Refusal>,
+) -> Result<(WsReader, WsWriter), TransportError> {
+    let stream = match tls {
+        None => Stream::Tcp(tcp),
+        Some(acceptor) => {
+            let s = acceptor
+                .accept(tcp)
+                .await
+                .map_err(|e| TransportError::Io(format!("TLS handshake failed: {e}")))?;
+            Stream::Tls(Box::new(tokio_rustls::TlsStream::Server(s)))
+        }
+    };
+    accept(stream, max_head, max_message, policy).await
+}
+
 /// The server side of the opening handshake: reads the request (at most
 /// `max_head` bytes), validates it as a WebSocket upgrade, asks `policy`, and
 /// answers 101 (without any extension: compression is never negotiated) or
 /// the refusal.
 pub(crate) async fn accept(
-    mut stream: TcpStream,
+    stream: impl Into<Stream>,
     max_head: usize,
     max_message: usize,
     policy: impl FnOnce(&RequestHead) -> Result<(), Refusal>,
 ) -> Result<(WsReader, WsWriter), TransportError> {
+    let mut stream = stream.into();
     let mut buf = BytesMut::with_capacity(2048);
     let head_len = match read_head(&mut stream, &mut buf, max_head).await {
         Ok(n) => n,
@@ -931,6 +962,20 @@ pub(crate) async fn accept(
             )
             .await;
             return Err(TransportError::TooLarge);
+        }
+        Err(e) if buf.first() == Some(&TLS_HANDSHAKE_RECORD) => {
+            // A TLS client hello on a plain endpoint: answered in plain
+            // HTTP, which the client's TLS layer reports as not TLS.
+            write_refusal(
+                &mut stream,
+                &Refusal::new(
+                    400,
+                    "Bad Request",
+                    "this endpoint does not speak TLS: connect with a ws:// URL",
+                ),
+            )
+            .await;
+            return Err(e);
         }
         Err(e) => return Err(e),
     };
@@ -1022,97 +1067,242 @@ pub(crate) async fn accept(
 }
 
 /// Why a client could not connect.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ConnectError {
-    /// The URL is not `ws://host[:port][/path]`.
-    Url(String),
-    /// TCP or I/O failure.
-    Io(String),
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The URL is not `ws://host[:port][/path]` or `wss://host[:port][/path]`.
+    #[error("invalid URL {url:?}: {reason}")]
+    Url {
+        /// The URL given.
+        url: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A handshake header is not a valid HTTP header.
+    #[error("invalid header {name:?}")]
+    Header {
+        /// The header's name.
+        name: String,
+    },
+    /// The TCP connection failed.
+    #[error("cannot connect to {addr}: {source}")]
+    Tcp {
+        /// The address connected to.
+        addr: String,
+        /// The I/O failure.
+        source: std::io::Error,
+    },
+    /// The client's TLS configuration could not be built (an unreadable CA
+    /// file, no root certificates).
+    #[error(transparent)]
+    TlsConfig(#[from] super::tls::TlsError),
+    /// The server's certificate was not accepted (unknown issuer, expired,
+    /// not valid for the host name).
+    #[error("the TLS certificate of {host} was not accepted: {source}; if the server's certificate is issued by a private CA (or is self-signed), pass that CA's certificate with --ca-file FILE (ClientConfig::ca_file)")]
+    Certificate {
+        /// The host name verified.
+        host: String,
+        /// rustls's verdict.
+        source: rustls::Error,
+    },
+    /// The TLS handshake failed for another reason.
+    #[error("TLS handshake with {host} failed: {source}{}", tls_hint(source))]
+    Tls {
+        /// The host name.
+        host: String,
+        /// The failure.
+        source: std::io::Error,
+    },
+    /// The server answered a plain `ws://` handshake with TLS.
+    #[error("the server at {host} speaks TLS: connect with a wss:// URL")]
+    ServerWantsTls {
+        /// The host.
+        host: String,
+    },
+    /// An I/O failure during the HTTP upgrade.
+    #[error("{during}: {source}")]
+    Io {
+        /// What was being done.
+        during: &'static str,
+        /// The failure.
+        source: std::io::Error,
+    },
     /// The server answered with this HTTP status instead of 101.
+    #[error("server refused the WebSocket handshake: HTTP {status} {reason}{}", refusal_detail(*status, body))]
     Refused {
+        /// The HTTP status.
         status: u16,
+        /// The status line's reason phrase.
         reason: String,
+        /// The response body (at most 4 KiB), often saying why.
         body: String,
     },
     /// The server's answer violates the handshake.
-    Handshake(String),
+    #[error("invalid handshake response: {reason}")]
+    Handshake {
+        /// What is wrong.
+        reason: &'static str,
+    },
 }
 
-impl std::fmt::Display for ConnectError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ConnectError::Url(u) => {
-                write!(f, "invalid URL {u:?}: expected ws://host[:port][/path]")
-            }
-            ConnectError::Io(e) => write!(f, "{e}"),
-            ConnectError::Refused {
-                status,
-                reason,
-                body,
-            } => {
-                write!(
-                    f,
-                    "server refused the WebSocket handshake: HTTP {status} {reason}"
-                )?;
-                if !body.is_empty() {
-                    write!(f, " ({})", body.trim())?;
-                }
-                // The way out, when the body does not already say it.
-                match status {
-                    401 if !body.contains("--token") => write!(
-                        f,
-                        "; the server requires a bearer token: pass it with --token TOKEN (ClientConfig::token)"
-                    ),
-                    403 if !body.contains("--allow-") => write!(
-                        f,
-                        "; the server refused this Host or Origin: start it with --allow-host NAME or --allow-origin ORIGIN"
-                    ),
-                    _ => Ok(()),
-                }
-            }
-            ConnectError::Handshake(e) => write!(f, "invalid handshake response: {e}"),
+/// A hint for TLS failures that usually mean a wrong scheme.
+fn tls_hint(e: &std::io::Error) -> &'static str {
+    match super::tls::rustls_error(e) {
+        Some(rustls::Error::InvalidMessage(_)) => {
+            " (is the server serving TLS? a plain server is reached with ws://)"
         }
+        _ if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            " (the server closed the connection: is it serving TLS? a plain server is reached with ws://)"
+        }
+        _ => "",
     }
 }
 
-/// Splits `ws://host[:port][/path]` into (host for TCP, Host header, path).
-pub(crate) fn parse_url(url: &str) -> Result<(String, String, String), ConnectError> {
-    let rest = url
-        .strip_prefix("ws://")
-        .ok_or_else(|| ConnectError::Url(format!("{url} (only ws:// is supported)")))?;
+/// The body of a refusal and, when the body does not already say it, the
+/// way out.
+fn refusal_detail(status: u16, body: &str) -> String {
+    let mut out = String::new();
+    if !body.is_empty() {
+        out.push_str(&format!(" ({})", body.trim()));
+    }
+    match status {
+        401 if !body.contains("--token") => out.push_str(
+            "; the server requires a bearer token: pass it with --token TOKEN (ClientConfig::token)",
+        ),
+        403 if !body.contains("--allow-") => out.push_str(
+            "; the server refused this Host or Origin: start it with --allow-host NAME or --allow-origin ORIGIN",
+        ),
+        _ => {}
+    }
+    out
+}
+
+/// Where a `ws://` or `wss://` URL leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    /// `host:port` for TCP.
+    pub addr: String,
+    /// The `Host` header (the URL's authority).
+    pub authority: String,
+    /// The host name alone (brackets removed), for TLS.
+    pub host: String,
+    /// The request path and query.
+    pub path: String,
+    /// `wss://`.
+    pub secure: bool,
+}
+
+/// Parses `ws://host[:port][/path]` (port 80 by default) or `wss://…` (443).
+pub(crate) fn parse_target(url: &str) -> Result<Target, ConnectError> {
+    let bad = |reason| ConnectError::Url {
+        url: url.to_string(),
+        reason,
+    };
+    let (rest, secure) = if let Some(rest) = url.strip_prefix("ws://") {
+        (rest, false)
+    } else if let Some(rest) = url.strip_prefix("wss://") {
+        (rest, true)
+    } else {
+        return Err(bad(
+            "expected ws://host[:port][/path] or wss://host[:port][/path]",
+        ));
+    };
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
         Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
         None => (rest, "/".to_string()),
     };
     if authority.is_empty() || authority.contains('@') {
-        return Err(ConnectError::Url(url.to_string()));
+        return Err(bad("expected a host (without user information)"));
     }
-    let has_port = if let Some(v6) = authority.strip_prefix('[') {
-        v6.split_once(']')
-            .is_some_and(|(_, after)| after.starts_with(':'))
+    let (host, has_port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (ip, after) = v6.split_once(']').ok_or_else(|| bad("unclosed '['"))?;
+        (ip, after.starts_with(':'))
     } else {
-        authority.contains(':')
+        match authority.rsplit_once(':') {
+            Some((h, _)) => (h, true),
+            None => (authority, false),
+        }
     };
     let addr = if has_port {
         authority.to_string()
     } else {
-        format!("{authority}:80")
+        format!("{authority}:{}", if secure { 443 } else { 80 })
     };
-    Ok((addr, authority.to_string(), path))
+    Ok(Target {
+        addr,
+        authority: authority.to_string(),
+        host: host.to_string(),
+        path,
+        secure,
+    })
 }
 
-/// The client side of the opening handshake.
+/// Splits a URL into (host for TCP, Host header, path).
+pub(crate) fn parse_url(url: &str) -> Result<(String, String, String), ConnectError> {
+    let t = parse_target(url)?;
+    Ok((t.addr, t.authority, t.path))
+}
+
+/// The client side of the opening handshake; `wss://` URLs trust the
+/// system's root certificates.
 pub(crate) async fn connect(
     url: &str,
     headers: &[(String, String)],
     max_message: usize,
 ) -> Result<(WsReader, WsWriter), ConnectError> {
-    let (addr, host, path) = parse_url(url)?;
-    let mut stream = TcpStream::connect(addr.as_str())
+    connect_with(url, headers, max_message, None).await
+}
+
+/// The client side of the opening handshake, with a TLS configuration for
+/// `wss://` URLs (`None`: the system's root certificates).
+pub(crate) async fn connect_with(
+    url: &str,
+    headers: &[(String, String)],
+    max_message: usize,
+    tls: Option<Arc<rustls::ClientConfig>>,
+) -> Result<(WsReader, WsWriter), ConnectError> {
+    let target = parse_target(url)?;
+    for (name, value) in headers {
+        if name.contains(['\r', '\n', ':']) || value.contains(['\r', '\n']) {
+            return Err(ConnectError::Header { name: name.clone() });
+        }
+    }
+    let tcp = TcpStream::connect(target.addr.as_str())
         .await
-        .map_err(|e| ConnectError::Io(format!("cannot connect to {addr}: {e}")))?;
-    let _ = stream.set_nodelay(true);
+        .map_err(|source| ConnectError::Tcp {
+            addr: target.addr.clone(),
+            source,
+        })?;
+    let _ = tcp.set_nodelay(true);
+    let mut stream = if target.secure {
+        let config = match tls {
+            Some(c) => c,
+            None => super::tls::client_config(None)?,
+        };
+        let name = rustls::pki_types::ServerName::try_from(target.host.clone()).map_err(|_| {
+            ConnectError::Url {
+                url: url.to_string(),
+                reason: "the host is not a valid DNS name or IP address for TLS",
+            }
+        })?;
+        let tls_stream = tokio_rustls::TlsConnector::from(config)
+            .connect(name, tcp)
+            .await
+            .map_err(|source| match super::tls::rustls_error(&source) {
+                Some(e @ rustls::Error::InvalidCertificate(_)) => ConnectError::Certificate {
+                    host: target.host.clone(),
+                    source: e.clone(),
+                },
+                _ => ConnectError::Tls {
+                    host: target.host.clone(),
+                    source,
+                },
+            })?;
+        Stream::Tls(Box::new(tokio_rustls::TlsStream::Client(tls_stream)))
+    } else {
+        Stream::Tcp(tcp)
+    };
     let key = base64(
         &random_u64()
             .to_ne_bytes()
@@ -1122,29 +1312,45 @@ pub(crate) async fn connect(
             .collect::<Vec<u8>>(),
     );
     let mut request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+        "GET {} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n",
+        target.path, target.authority
     );
     for (name, value) in headers {
-        if name.contains(['\r', '\n', ':']) || value.contains(['\r', '\n']) {
-            return Err(ConnectError::Io(format!("invalid header {name:?}")));
-        }
         request.push_str(&format!("{name}: {value}\r\n"));
     }
     request.push_str("\r\n");
-    stream
-        .write_all(request.as_bytes())
-        .await
-        .map_err(|e| ConnectError::Io(e.to_string()))?;
+    let sent = async {
+        stream.write_all(request.as_bytes()).await?;
+        stream.flush().await
+    };
+    sent.await.map_err(|source| ConnectError::Io {
+        during: "sending the handshake request",
+        source,
+    })?;
     let mut buf = BytesMut::with_capacity(1024);
-    let head_len = read_head(&mut stream, &mut buf, 16 * 1024)
-        .await
-        .map_err(|e| ConnectError::Io(format!("reading the handshake response: {e}")))?;
+    let head_len = match read_head(&mut stream, &mut buf, 16 * 1024).await {
+        Ok(n) => n,
+        // A TLS record (an alert, or a server hello) where HTTP was expected.
+        Err(_) if !target.secure && matches!(buf.first(), Some(0x15 | 0x16)) => {
+            return Err(ConnectError::ServerWantsTls { host: target.host });
+        }
+        Err(e) => {
+            return Err(ConnectError::Io {
+                during: "reading the handshake response",
+                source: std::io::Error::other(e),
+            })
+        }
+    };
     let head = buf.split_to(head_len);
     let mut hs = [httparse::EMPTY_HEADER; 64];
     let mut resp = httparse::Response::new(&mut hs);
     match resp.parse(&head) {
         Ok(httparse::Status::Complete(_)) => {}
-        _ => return Err(ConnectError::Handshake("malformed HTTP response".into())),
+        _ => {
+            return Err(ConnectError::Handshake {
+                reason: "malformed HTTP response",
+            })
+        }
     }
     let status = resp.code.unwrap_or(0);
     let header = |name: &str| {
@@ -1174,12 +1380,14 @@ pub(crate) async fn connect(
         });
     }
     if header("sec-websocket-accept").as_deref() != Some(accept_key(&key).as_str()) {
-        return Err(ConnectError::Handshake("wrong Sec-WebSocket-Accept".into()));
+        return Err(ConnectError::Handshake {
+            reason: "wrong Sec-WebSocket-Accept",
+        });
     }
     if header("sec-websocket-extensions").is_some() {
-        return Err(ConnectError::Handshake(
-            "the server enabled an extension we did not offer".into(),
-        ));
+        return Err(ConnectError::Handshake {
+            reason: "the server enabled an extension we did not offer",
+        });
     }
     Ok(pair(stream, buf, Role::Client, max_message))
 }
@@ -1199,7 +1407,8 @@ mod tests {
             .await
             .unwrap();
         let (server_side, _) = listener.accept().await.unwrap();
-        let (mut reader, mut writer) = pair(server_side, BytesMut::new(), Role::Server, 1 << 30);
+        let (mut reader, mut writer) =
+            pair(server_side.into(), BytesMut::new(), Role::Server, 1 << 30);
         let message: Vec<u8> = (0..32usize << 20).map(|i| (i % 251) as u8).collect();
         let rest = match writer.direct().try_send(&message) {
             Direct::Partial(rest) => rest,
@@ -1251,7 +1460,8 @@ mod tests {
             .await
             .unwrap();
         let (server_side, _) = listener.accept().await.unwrap();
-        let (mut reader, _writer) = pair(server_side, BytesMut::new(), Role::Server, 1 << 30);
+        let (mut reader, _writer) =
+            pair(server_side.into(), BytesMut::new(), Role::Server, 1 << 30);
         let len = 4usize << 20;
         let mut frame = vec![0x80 | OP_BINARY, 0x80 | 127];
         frame.extend_from_slice(&(len as u64).to_be_bytes());
@@ -1345,7 +1555,9 @@ mod tests {
             ("localhost:80".into(), "localhost".into(), "/x?y".into())
         );
         assert_eq!(parse_url("ws://[::1]:9/").unwrap().0, "[::1]:9");
-        assert!(parse_url("wss://x").is_err());
+        assert_eq!(parse_url("wss://x/p").unwrap().0, "x:443");
+        assert!(parse_target("wss://x").unwrap().secure);
+        assert_eq!(parse_target("wss://[::1]:9").unwrap().host, "::1");
         assert!(parse_url("http://x").is_err());
         assert!(parse_url("ws://").is_err());
     }

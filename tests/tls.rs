@@ -1,0 +1,216 @@
+//! TLS (`wss://`): our client and the reference client against our server
+//! over TLS, with certificates made here by rcgen (never checked in).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use unienv_remote::client::{Client, ClientConfig, ClientError};
+use unienv_remote::host::ResetArgs;
+use unienv_remote::server::{Listener, Server, ServerConfig};
+use unienv_remote::transport::ServerTls;
+use unienv_remote::{NdArray, Value};
+
+/// A CA and a server certificate it issued for `localhost` and 127.0.0.1,
+/// written as PEM files into a fresh directory.
+struct Pki {
+    dir: PathBuf,
+    ca: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+impl Drop for Pki {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn make_pki(tag: &str) -> Pki {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let dir = std::env::temp_dir().join(format!(
+        "unienv-tls-{tag}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, format!("unienv test CA {tag}"));
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let params =
+        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+    let cert = params.signed_by(&key, &ca, &ca_key).unwrap();
+    let pki = Pki {
+        ca: dir.join("ca.pem"),
+        cert: dir.join("cert.pem"),
+        key: dir.join("key.pem"),
+        dir,
+    };
+    std::fs::write(&pki.ca, ca.pem()).unwrap();
+    std::fs::write(&pki.cert, cert.pem()).unwrap();
+    std::fs::write(&pki.key, key.serialize_pem()).unwrap();
+    pki
+}
+
+async fn tls_server(pki: &Pki) -> (Server, Listener) {
+    let config = ServerConfig {
+        tls: Some(ServerTls::from_pem_files(&pki.cert, &pki.key).unwrap()),
+        ..ServerConfig::default()
+    };
+    let mut builder = Server::builder(config);
+    unienv_remote::fixtures::register(&mut builder).unwrap();
+    let server = builder.start();
+    let listener = server.listen("127.0.0.1:0").await.unwrap();
+    (server, listener)
+}
+
+fn trusting(ca: &Path) -> ClientConfig {
+    ClientConfig::default()
+        .with_discover(false)
+        .with_ca_file(ca)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_steps_over_wss_with_a_large_image() {
+    let pki = make_pki("roundtrip");
+    let (server, listener) = tls_server(&pki).await;
+    let url = listener.url();
+    assert!(url.starts_with("wss://127.0.0.1:"), "{url}");
+    assert!(listener.is_tls());
+    // By IP address and by name: the certificate names both.
+    for url in [url.clone(), url.replace("127.0.0.1", "localhost")] {
+        let client = Client::connect(&url, trusting(&pki.ca)).await.unwrap();
+        let env = client.env("counter").await.unwrap();
+        env.reset(ResetArgs::with_seed(1)).await.unwrap();
+        let step = env
+            .step(NdArray::from_vec(vec![1.0f32, 2.0]))
+            .await
+            .unwrap();
+        assert_eq!(step.reward.as_f64(), Some(5.0));
+        client.close().await;
+    }
+    // 64 × 84 × 84 × 3 bytes of image per step: many TLS records a message.
+    let client = Client::connect(&url, trusting(&pki.ca)).await.unwrap();
+    let env = client.env("bench_batch64").await.unwrap();
+    env.reset(ResetArgs::default()).await.unwrap();
+    for _ in 0..3 {
+        let step = env
+            .step(Value::Array(NdArray::from_vec(vec![1.0f32; 4])))
+            .await
+            .unwrap();
+        let image = step
+            .observation
+            .get("image")
+            .and_then(Value::as_array)
+            .expect("an image");
+        assert_eq!(image.shape(), &[64, 84, 84, 3]);
+        let bytes = image.as_bytes();
+        assert_eq!(bytes.len(), 64 * 84 * 84 * 3);
+        assert!(
+            bytes
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b as usize == i % 251),
+            "the image arrived corrupted"
+        );
+    }
+    client.close().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_from_an_unknown_ca_is_refused_naming_ca_file() {
+    let pki = make_pki("server");
+    let other = make_pki("other");
+    let (server, listener) = tls_server(&pki).await;
+    for config in [
+        // System roots only.
+        ClientConfig::default(),
+        // Another CA.
+        trusting(&other.ca),
+    ] {
+        let err = match Client::connect(&listener.url(), config).await {
+            Ok(_) => panic!("connected to a server whose CA is not trusted"),
+            Err(e) => e,
+        };
+        assert!(matches!(err, ClientError::Connect(_)), "{err:?}");
+        let text = err.to_string();
+        eprintln!("refused: {text}");
+        assert!(text.contains("certificate"), "{text}");
+        assert!(text.contains("--ca-file"), "{text}");
+    }
+    // A CA file that does not exist is named.
+    let missing = pki.dir.join("missing.pem");
+    let err = match Client::connect(&listener.url(), trusting(&missing)).await {
+        Ok(_) => panic!("connected with a missing CA file"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("missing.pem"), "{err}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_and_tls_mismatches_fail_cleanly() {
+    let pki = make_pki("mismatch");
+    let (server, listener) = tls_server(&pki).await;
+    // ws:// to a TLS server: a clear error, no hang.
+    let plain_url = listener.url().replacen("wss://", "ws://", 1);
+    let err = match Client::connect(&plain_url, ClientConfig::default()).await {
+        Ok(_) => panic!("a plain client connected to a TLS server"),
+        Err(e) => e.to_string(),
+    };
+    eprintln!("ws to wss: {err}");
+    assert!(err.contains("wss://"), "{err}");
+    // The server still serves TLS clients afterwards.
+    let client = Client::connect(&listener.url(), trusting(&pki.ca))
+        .await
+        .unwrap();
+    client.close().await;
+    server.shutdown().await;
+
+    // wss:// to a plain server: a clear error, no hang.
+    let mut builder = Server::builder(ServerConfig::default());
+    unienv_remote::fixtures::register(&mut builder).unwrap();
+    let plain = builder.start();
+    let plain_listener = plain.listen("127.0.0.1:0").await.unwrap();
+    let tls_url = plain_listener.url().replacen("ws://", "wss://", 1);
+    let err = match Client::connect(&tls_url, trusting(&pki.ca)).await {
+        Ok(_) => panic!("a TLS client connected to a plain server"),
+        Err(e) => e.to_string(),
+    };
+    eprintln!("wss to ws: {err}");
+    assert!(err.contains("ws://"), "{err}");
+    plain.shutdown().await;
+}
+
+#[test]
+fn bad_pem_files_are_named() {
+    let pki = make_pki("pem");
+    let err = ServerTls::from_pem_files(&pki.key, &pki.key).unwrap_err();
+    assert!(err.to_string().contains("key.pem"), "{err}");
+    let err = ServerTls::from_pem_files(&pki.cert, &pki.cert).unwrap_err();
+    assert!(err.to_string().contains("cert.pem"), "{err}");
+    let err = ServerTls::from_pem_files(pki.dir.join("none.pem"), &pki.key).unwrap_err();
+    assert!(err.to_string().contains("none.pem"), "{err}");
+}
+
+#[test]
+fn the_reference_client_steps_over_wss() {
+    let Some(python) = common::ref_python() else {
+        return;
+    };
+    let pki = make_pki("interop");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (server, listener) = rt.block_on(tls_server(&pki));
+    let ca = pki.ca.to_string_lossy().into_owned();
+    let out = common::run_python(&python, "drive_wss.py", &[&listener.url(), &ca], None);
+    assert_eq!(String::from_utf8_lossy(&out).trim(), "ok");
+    rt.block_on(server.shutdown());
+}
