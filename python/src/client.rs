@@ -62,11 +62,25 @@ pub fn client_error(py: Python<'_>, error: ClientError) -> PyErr {
         ClientError::Connect(reason) if reason.contains("timed out") => {
             PyTimeoutError::new_err(reason)
         }
-        ClientError::Connect(reason) => PyConnectionError::new_err(reason),
+        ClientError::Connect(reason) => PyConnectionError::new_err(refusal_hint(reason)),
         ClientError::Protocol(reason) => remote_error(py, "protocol_error", &reason, false),
         ClientError::Codec(e) => convert::CodecError::new_err(e.to_string()),
         ClientError::InvalidUse(reason) => PyRuntimeError::new_err(reason),
         other => PyRuntimeError::new_err(other.to_string()),
+    }
+}
+
+/// A refused handshake's message with the Python spelling of its way out:
+/// the body (or the Rust client's hint) names the command-line flags.
+fn refusal_hint(reason: String) -> String {
+    if reason.contains("HTTP 401") {
+        format!("{reason}; from Python: RemoteClient(uri, token=TOKEN)")
+    } else if reason.contains("HTTP 403") {
+        format!(
+            "{reason}; a unienv_remote.RemoteServer takes the same as allowed_hosts=[...] / allowed_origins=[...]"
+        )
+    } else {
+        reason
     }
 }
 

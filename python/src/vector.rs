@@ -88,6 +88,8 @@ fn array_to_py<'py>(py: Python<'py>, a: NdArray) -> PyResult<Bound<'py, PyAny>> 
 pub struct PyVectorEnv {
     env: Mutex<Option<BlockingVectorEnv>>,
     num_envs: usize,
+    /// The connections' settings, for [`PyVectorEnv::reconnect`].
+    config: ClientConfig,
 }
 
 impl PyVectorEnv {
@@ -143,11 +145,12 @@ impl PyVectorEnv {
             .map(|(url, id)| EnvAddress::new(url, id))
             .collect();
         let env = py
-            .detach(|| BlockingVectorEnv::connect(&addresses, config, mode))
+            .detach(|| BlockingVectorEnv::connect(&addresses, config.clone(), mode))
             .map_err(|e| top_error(py, e))?;
         Ok(PyVectorEnv {
             num_envs: env.num_envs(),
             env: Mutex::new(Some(env)),
+            config,
         })
     }
 
@@ -261,6 +264,26 @@ impl PyVectorEnv {
                 errors_to_py(py, &s.errors)?.into_any(),
             ],
         )
+    }
+
+    /// Points envs at new addresses (`[(index, url, resource_id)]`), all
+    /// or nothing; they must be reset before they are stepped.
+    fn reconnect(&self, py: Python<'_>, changes: Vec<(usize, String, String)>) -> PyResult<()> {
+        let changes: Vec<(usize, EnvAddress)> = changes
+            .into_iter()
+            .map(|(i, url, id)| (i, EnvAddress::new(url, id)))
+            .collect();
+        let config = self.config.clone();
+        self.with(py, move |env| env.reconnect(&changes, config))
+    }
+
+    /// Which envs must be reset before they are stepped (failed or
+    /// reconnected).
+    fn failed(&self) -> Vec<bool> {
+        self.env
+            .lock()
+            .as_ref()
+            .map_or_else(Vec::new, |e| e.inner().failed())
     }
 
     /// Whether a step is pending.

@@ -2,7 +2,8 @@
 (usage statistics and dashboard off): server actors placed by resource
 requests on different nodes, a RemoteVectorEnv over them that matches
 Gymnasium's SyncVectorEnv, actor death reported as connection loss for that
-actor's envs only, and a restarted actor serving again.
+actor's envs only, and a restarted actor serving again with the vector env
+reconnected to it (RemoteVectorEnv.replace_server through restart_server).
 
 Skipped when ray is not installed, unless CI=true (then it must run).
 
@@ -125,19 +126,32 @@ def test_vector_env_over_ray_actors(cluster) -> None:
             assert isinstance(e, (ConnectionError, UncertainOutcomeError)), repr(e)
         got = caught.value.result
         assert np.array_equal(got[0][[0, 2]], expected[0][[0, 2]])
+
+        # A replacement actor, same placement, at a new URL: the vector env
+        # follows it (envs 1 and 3 reconnected, 0 and 2 untouched); reset,
+        # the reconnected envs match local ones reset with the same seeds.
+        restarted = uray.restart_server(b[0], envs)
+        assert restarted.node_id == b[0].node_id and restarted.url != b[0].url
+        assert envs.addresses == uray.addresses([a[0], restarted])
+        mask = envs.needs_reset()
+        assert mask.tolist() == [False, True, False, True]
+        actions = local.action_space.sample()
+        with pytest.raises(VectorEnvError) as caught:
+            envs.step(actions)
+        assert caught.value.needs_reset == [1, 3] and not caught.value.errors
+        # (nothing was sent to 1 and 3; 0 and 2 stepped as the local ones do)
+        expected = local.step(actions)
+        assert np.array_equal(caught.value.result[0][[0, 2]], expected[0][[0, 2]])
+        obs, _ = envs.reset(seed=7, options={"reset_mask": mask})
+        expected_obs, _ = local.reset(seed=7, options={"reset_mask": mask.copy()})
+        assert np.array_equal(obs, expected_obs)
+        for _ in range(20):
+            actions = local.action_space.sample()
+            got, expected = envs.step(actions), local.step(actions)
+            for x, y in zip(got[:4], expected[:4]):
+                assert np.array_equal(x, y)
     finally:
         envs.close()
         local.close()
-
-    # A replacement actor, same placement, serves again.
-    restarted = uray.restart_server(b[0])
-    assert restarted.node_id == b[0].node_id
-    envs = uray.vector_env([a[0], restarted])
-    try:
-        obs, _ = envs.reset(seed=1)
-        assert obs.shape == (4, 4)
-        envs.step(np.array([0, 1, 0, 1]))
-    finally:
-        envs.close()
     ray.kill(a[0].actor, no_restart=True)
     ray.kill(restarted.actor, no_restart=True)

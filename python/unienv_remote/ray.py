@@ -11,7 +11,8 @@
     servers = uray.start_servers(pendulums, 4, num_cpus=1, resources={"sim": 1})
     envs = uray.vector_env(servers)          # 16 envs, spread over the 4 actors
     ...
-    servers[2] = uray.restart_server(servers[2])   # a fresh actor (new URL)
+    servers[2] = uray.restart_server(servers[2], envs)   # a fresh actor (new URL); envs follow it
+    envs.reset(options={"reset_mask": envs.needs_reset()})
 
 Each actor runs one server (our Python ``unienv_remote.RemoteServer`` when this
 package has it, otherwise the reference's ``unienv_interface.remote.RemoteServer``)
@@ -26,8 +27,12 @@ loss. A request that was on its way fails with ``UncertainOutcomeError`` (its
 mutation may have executed), later ones with ``ConnectionError``;
 ``RemoteVectorEnv`` reports them per env (``VectorEnvError``) without losing
 the other envs' results. ``restart_server`` starts a replacement actor with
-the same factory and options (fresh envs, a new URL); build a new vector env
-(or new clients) over the new URLs.
+the same factory and options (fresh envs, a new URL); given the vector env,
+it also points that server's envs at the new URL
+(``RemoteVectorEnv.replace_server``), which then need a reset:
+
+    servers[2] = uray.restart_server(servers[2], envs)
+    envs.reset(options={"reset_mask": envs.needs_reset()})
 """
 
 from __future__ import annotations
@@ -99,15 +104,20 @@ def start_servers(
     return [_start(factory, dict(actor_options), host) for _ in range(count)]
 
 
-def restart_server(server: ServerHandle) -> ServerHandle:
+def restart_server(server: ServerHandle, envs: Optional[RemoteVectorEnv] = None) -> ServerHandle:
     """Kills ``server``'s actor (if still alive) and starts a replacement
     with the same factory, placement and bind address; returns its handle
-    (fresh envs, a new URL)."""
+    (fresh envs, a new URL). With ``envs``, the vector env's envs on the old
+    server are reconnected to the new one (``envs.replace_server``); reset
+    them (``envs.needs_reset()`` is their mask) before stepping them."""
     try:
         ray.kill(server.actor, no_restart=True)
     except Exception:  # already dead: nothing to kill
         pass
-    return _start(server.factory, server.options, server.host)
+    new = _start(server.factory, server.options, server.host)
+    if envs is not None:
+        envs.replace_server(server.url, new.url)
+    return new
 
 
 def addresses(servers: Sequence[ServerHandle], num_envs: Optional[int] = None) -> List[tuple]:

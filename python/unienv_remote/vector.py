@@ -29,6 +29,16 @@ lost reply or ``RemoteError`` with its ``uncertain`` flag). With
 ``infos["error"]`` (object array, mask ``infos["_error"]``). A failed env is
 not stepped again until it is reset: ``reset(options={"reset_mask": mask})``
 resets only the envs of ``mask``.
+
+Reconnecting is explicit: when a server comes back (a restarted process or
+Ray actor, maybe at a new URL), ``replace_server(old_url, new_url)`` points
+every env of the old server at the new one (``reconnect({i: (url, id)})``
+for single envs), without touching the others' connections or episodes. A
+reconnected env is then reset like a failed one (``reset_mask``) before it is
+stepped again; until then each step reports it as needing a reset. Nothing
+reconnects on its own: whether a lost reply's mutation executed is for the
+learner to decide (the ``UncertainOutcomeError`` it got), not for a silent
+retry.
 """
 
 from __future__ import annotations
@@ -107,7 +117,8 @@ class RemoteVectorEnv(VectorEnv):
             raise ValueError("on_error must be 'raise' or 'info'")
         mode = _mode(autoreset_mode)
         self._on_error = on_error
-        self._native = _native.VectorEnv([(str(u), str(r)) for u, r in envs], mode.value, timeout, token)
+        self.addresses: List[Tuple[str, str]] = [(str(u), str(r)) for u, r in envs]
+        self._native = _native.VectorEnv(self.addresses, mode.value, timeout, token)
         self.num_envs = self._native.num_envs
         self.single_observation_space = single_observation_space or self._gym_space("observation_space")
         self.single_action_space = single_action_space or self._gym_space("action_space")
@@ -189,6 +200,40 @@ class RemoteVectorEnv(VectorEnv):
         """``step_async(actions)`` then ``step_wait()``."""
         self.step_async(actions)
         return self.step_wait()
+
+    def reconnect(self, changes: Union[Dict[int, Tuple[str, str]], Sequence[int]]) -> None:
+        """Connects envs anew: ``{index: (url, resource_id)}``, or indices to
+        reconnect at their current address. One connection per distinct URL;
+        all or nothing (``ConnectionError`` or ``ValueError`` change no env).
+        The reconnected envs must be reset (``reset(options={"reset_mask":
+        mask})``) before they are stepped."""
+        if isinstance(changes, dict):
+            items = [(int(i), (str(a[0]), str(a[1]))) for i, a in changes.items()]
+        else:
+            items = [(int(i), self.addresses[int(i)]) for i in changes]
+        for i, _ in items:
+            if not 0 <= i < self.num_envs:
+                raise ValueError(f"env {i} does not exist ({self.num_envs} envs)")
+        self._native.reconnect([(i, url, rid) for i, (url, rid) in items])
+        for i, address in items:
+            self.addresses[i] = address
+        return None
+
+    def needs_reset(self) -> np.ndarray:
+        """The bool mask of the envs that must be reset before they are
+        stepped (they failed, or were reconnected), for
+        ``reset(options={"reset_mask": ...})``."""
+        return np.array(self._native.failed(), dtype=np.bool_)
+
+    def replace_server(self, old_url: str, new_url: str) -> np.ndarray:
+        """Reconnects every env at ``old_url`` to the same resource ID at
+        ``new_url`` (a restarted server); returns the bool mask of those
+        envs, ready for ``reset(options={"reset_mask": mask})``."""
+        mask = np.array([url == old_url for url, _ in self.addresses], dtype=np.bool_)
+        if not mask.any():
+            raise ValueError(f"no env is at {old_url}")
+        self.reconnect({i: (new_url, self.addresses[i][1]) for i in np.flatnonzero(mask)})
+        return mask
 
     def close_extras(self, **kwargs: Any) -> None:
         self._native.close()

@@ -35,6 +35,9 @@
 //!   retried. A failed env is not stepped again until a successful reset: until
 //!   then each step reports [`VectorError::NeedsReset`] for it without
 //!   sending anything.
+//! - **Reconnecting.** [`VectorEnv::reconnect`] points some envs at a new
+//!   address (a restarted server) without touching the others; they too
+//!   are reset before they are stepped.
 //!
 //! [`BlockingVectorEnv`] owns its runtime (one worker thread, which carries
 //! the requests while the caller computes) for code that is not async.
@@ -71,6 +74,8 @@
 //! runtime.block_on(server.shutdown());
 //! # Ok(()) }
 //! ```
+
+mod reconnect;
 
 use super::{Client, ClientConfig, ClientError, EnvProxy};
 use crate::codec::{DType, Dict, NdArray, Value};

@@ -79,7 +79,7 @@ pub(crate) async fn listen(
             format!("cannot listen on {}: {e}{hint}", shown.join(", ")),
         )
     })?;
-    serve(shared, tcp)
+    serve(shared, tcp).await
 }
 
 /// A configuration the server cannot run with, as an `InvalidInput` error.
@@ -92,7 +92,7 @@ fn check_config(shared: &ServerShared) -> io::Result<()> {
 }
 
 /// Accepts connections on a bound listener until stopped or shut down.
-pub(crate) fn serve(shared: Arc<ServerShared>, tcp: TcpListener) -> io::Result<Listener> {
+pub(crate) async fn serve(shared: Arc<ServerShared>, tcp: TcpListener) -> io::Result<Listener> {
     check_config(&shared)?;
     let local_addr = tcp.local_addr()?;
     let tls = shared.core.config.tls.is_some();

@@ -421,8 +421,8 @@ impl Server {
     /// Serves WebSocket connections accepted on a listener bound by the
     /// caller (a socket with options of its own, or one handed over by a
     /// service manager); as [`Server::listen`] otherwise.
-    pub fn serve(&self, tcp: tokio::net::TcpListener) -> std::io::Result<Listener> {
-        listener::serve(self.inner.shared.clone(), tcp)
+    pub async fn serve(&self, tcp: tokio::net::TcpListener) -> std::io::Result<Listener> {
+        listener::serve(self.inner.shared.clone(), tcp).await
     }
 
     /// Connects an in-memory client. Must be called inside a tokio runtime.

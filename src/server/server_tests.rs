@@ -17,7 +17,7 @@ async fn serve_accepts_on_a_listener_bound_by_the_caller() {
     let server = builder(ServerConfig::default()).start();
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = tcp.local_addr().unwrap();
-    let listener = server.serve(tcp).unwrap();
+    let listener = server.serve(tcp).await.unwrap();
     assert_eq!(listener.local_addr(), addr);
     let client = Client::connect(&listener.url(), ClientConfig::default())
         .await
@@ -58,6 +58,7 @@ async fn invalid_configurations_are_refused_with_their_field() {
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let e = server
         .serve(tcp)
+        .await
         .err()
         .expect("serving with an empty token");
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
