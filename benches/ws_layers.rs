@@ -127,21 +127,11 @@ impl Conn {
     async fn accept(layer: Layer, listener: &TcpListener) -> Conn {
         let (stream, _) = listener.accept().await.unwrap();
         stream.set_nodelay(true).unwrap();
-        match layer {
-            Layer::Ours => {
-                let (r, w) = bench_ws::accept(stream, MAX_MESSAGE).await.unwrap();
-                Conn::Ours(r, w)
-            }
-            Layer::Tungstenite(n) => Conn::Tungstenite(Box::new(
-                WebSocketStream::from_raw_socket(
-                    stream,
-                    Role::Server,
-                    Some(Layer::tungstenite_config(n)),
-                )
-                .await,
-            )),
-            Layer::Fast => Conn::Fast(Box::new(fast(stream, fastwebsockets::Role::Server))),
+        if layer == Layer::Ours {
+            let (r, w) = bench_ws::accept(stream, MAX_MESSAGE).await.unwrap();
+            return Conn::Ours(r, w);
         }
+        Conn::library(layer, stream, true).await
     }
 
     async fn connect(layer: Layer, addr: std::net::SocketAddr) -> Conn {
@@ -153,16 +143,27 @@ impl Conn {
         }
         let stream = TcpStream::connect(addr).await.unwrap();
         stream.set_nodelay(true).unwrap();
+        Conn::library(layer, stream, false).await
+    }
+
+    /// A library's end over a connected socket (no handshake).
+    async fn library(layer: Layer, stream: TcpStream, server: bool) -> Conn {
         match layer {
-            Layer::Tungstenite(n) => Conn::Tungstenite(Box::new(
-                WebSocketStream::from_raw_socket(
-                    stream,
-                    Role::Client,
-                    Some(Layer::tungstenite_config(n)),
-                )
-                .await,
-            )),
-            _ => Conn::Fast(Box::new(fast(stream, fastwebsockets::Role::Client))),
+            Layer::Tungstenite(n) => {
+                let role = if server { Role::Server } else { Role::Client };
+                let config = Some(Layer::tungstenite_config(n));
+                Conn::Tungstenite(Box::new(
+                    WebSocketStream::from_raw_socket(stream, role, config).await,
+                ))
+            }
+            _ => {
+                let role = if server {
+                    fastwebsockets::Role::Server
+                } else {
+                    fastwebsockets::Role::Client
+                };
+                Conn::Fast(Box::new(fast(stream, role)))
+            }
         }
     }
 
@@ -331,6 +332,45 @@ async fn capture() -> (Vec<Step>, Bytes) {
     (steps, snapshot)
 }
 
+/// Decides how long a measurement runs: a warm-up of `seconds / 5` whose
+/// times are dropped, then `seconds` (at least 20 samples).
+struct Sampler {
+    seconds: f64,
+    warm_until: Instant,
+    start: Option<Instant>,
+    samples: Vec<Duration>,
+}
+
+impl Sampler {
+    fn new(seconds: f64) -> Sampler {
+        Sampler {
+            seconds,
+            warm_until: Instant::now() + Duration::from_secs_f64(seconds / 5.0),
+            start: None,
+            samples: Vec::new(),
+        }
+    }
+
+    /// Whether to run once more.
+    fn more(&mut self) -> bool {
+        match self.start {
+            None if Instant::now() < self.warm_until => true,
+            None => {
+                self.start = Some(Instant::now());
+                true
+            }
+            Some(start) => start.elapsed().as_secs_f64() < self.seconds || self.samples.len() < 20,
+        }
+    }
+
+    /// Keeps one time (dropped during the warm-up).
+    fn record(&mut self, time: Duration) {
+        if self.start.is_some() {
+            self.samples.push(time);
+        }
+    }
+}
+
 /// Round trips of `request` → `response` for `seconds` (after a warm-up).
 async fn roundtrips(layer: Layer, request: Bytes, response: Bytes, seconds: f64) -> Vec<Duration> {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -347,23 +387,15 @@ async fn roundtrips(layer: Layer, request: Bytes, response: Bytes, seconds: f64)
     let expect = response_len;
     let client = tokio::spawn(async move {
         let mut conn = Conn::connect(layer, addr).await;
-        let mut step = async || {
+        let mut sampler = Sampler::new(seconds);
+        while sampler.more() {
+            let t = Instant::now();
             conn.send(&request, false).await;
             let m = conn.recv().await.unwrap();
             assert_eq!(m.len(), expect);
-        };
-        let warm = Instant::now();
-        while warm.elapsed().as_secs_f64() < seconds / 5.0 {
-            step().await;
+            sampler.record(t.elapsed());
         }
-        let mut samples = Vec::new();
-        let start = Instant::now();
-        while start.elapsed().as_secs_f64() < seconds || samples.len() < 20 {
-            let t = Instant::now();
-            step().await;
-            samples.push(t.elapsed());
-        }
-        samples
+        sampler.samples
     });
     let samples = client.await.unwrap();
     server.await.unwrap();
@@ -407,7 +439,8 @@ async fn fanout(layer: Layer, message: Bytes, seconds: f64) -> Vec<Duration> {
     }
     drop(done_tx);
     let (writers, tasks) = accepting.await.unwrap();
-    let mut once = async || {
+    let mut sampler = Sampler::new(seconds);
+    while sampler.more() {
         let t = Instant::now();
         for w in &writers {
             w.send(message.clone()).await.unwrap();
@@ -415,16 +448,7 @@ async fn fanout(layer: Layer, message: Bytes, seconds: f64) -> Vec<Duration> {
         for _ in 0..OBSERVERS {
             done_rx.recv().await.unwrap();
         }
-        t.elapsed()
-    };
-    let warm = Instant::now();
-    while warm.elapsed().as_secs_f64() < seconds / 5.0 {
-        once().await;
-    }
-    let mut samples = Vec::new();
-    let start = Instant::now();
-    while start.elapsed().as_secs_f64() < seconds || samples.len() < 20 {
-        samples.push(once().await);
+        sampler.record(t.elapsed());
     }
     drop(writers);
     for t in tasks {
@@ -433,7 +457,7 @@ async fn fanout(layer: Layer, message: Bytes, seconds: f64) -> Vec<Duration> {
     for r in readers {
         r.await.unwrap();
     }
-    samples
+    sampler.samples
 }
 
 fn quantile(sorted: &[Duration], q: f64) -> f64 {
