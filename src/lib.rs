@@ -85,6 +85,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+#[doc(hidden)]
+pub mod bench_ws;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod client;
