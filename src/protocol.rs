@@ -3,75 +3,121 @@
 //! tree live here; nothing here touches bytes or sockets.
 
 use crate::codec::{Dict, Value};
-use std::borrow::Cow;
 use std::fmt;
 
 /// The one protocol version this crate speaks.
 pub const PROTOCOL_VERSION: i64 = 1;
 
-/// A stable error code. Unknown codes received from a peer are preserved.
+/// A stable error code (SPEC 3.1). Unknown codes received from a peer are
+/// preserved as [`ErrorCode::Other`]. The wire spelling is produced by
+/// [`ErrorCode::as_str`] alone; the upper-case constants name the same
+/// variants.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ErrorCode(Cow<'static, str>);
+pub enum ErrorCode {
+    /// `invalid_request`: the request is malformed or has wrong types.
+    InvalidRequest,
+    /// `version_mismatch`: the request names another protocol version.
+    VersionMismatch,
+    /// `invalid_session`: hello missing or repeated, or a wrong session ID.
+    InvalidSession,
+    /// `not_found`: unknown resource ID.
+    NotFound,
+    /// `unsupported_operation`: unknown operation, or a method that is not exported.
+    UnsupportedOperation,
+    /// `ownership_conflict`: another session (or another mode) controls the domain.
+    OwnershipConflict,
+    /// `operation_in_progress`: a component operation is already open.
+    OperationInProgress,
+    /// `invalid_operation`: the call does not fit the open operation (or none is open).
+    InvalidOperation,
+    /// `faulted`: the domain is faulted and needs a reset or reload.
+    Faulted,
+    /// `serialization_error`: a value could not be encoded, converted or fit
+    /// in the message limit.
+    SerializationError,
+    /// `execution_error`: the hosted simulator failed.
+    ExecutionError,
+    /// `snapshot_error`: a snapshot could not be captured or delivered
+    /// (`subscription_error`).
+    SnapshotError,
+    /// A code this crate does not know, as received.
+    Other(String),
+}
 
 impl ErrorCode {
     /// The request is malformed or has wrong types.
-    pub const INVALID_REQUEST: ErrorCode = ErrorCode(Cow::Borrowed("invalid_request"));
+    pub const INVALID_REQUEST: ErrorCode = ErrorCode::InvalidRequest;
     /// The request names another protocol version.
-    pub const VERSION_MISMATCH: ErrorCode = ErrorCode(Cow::Borrowed("version_mismatch"));
+    pub const VERSION_MISMATCH: ErrorCode = ErrorCode::VersionMismatch;
     /// hello missing or repeated, or a wrong session ID.
-    pub const INVALID_SESSION: ErrorCode = ErrorCode(Cow::Borrowed("invalid_session"));
+    pub const INVALID_SESSION: ErrorCode = ErrorCode::InvalidSession;
     /// Unknown resource ID.
-    pub const NOT_FOUND: ErrorCode = ErrorCode(Cow::Borrowed("not_found"));
+    pub const NOT_FOUND: ErrorCode = ErrorCode::NotFound;
     /// Unknown operation, or a method that is not exported.
-    pub const UNSUPPORTED_OPERATION: ErrorCode = ErrorCode(Cow::Borrowed("unsupported_operation"));
+    pub const UNSUPPORTED_OPERATION: ErrorCode = ErrorCode::UnsupportedOperation;
     /// Another session (or another mode) controls the domain.
-    pub const OWNERSHIP_CONFLICT: ErrorCode = ErrorCode(Cow::Borrowed("ownership_conflict"));
+    pub const OWNERSHIP_CONFLICT: ErrorCode = ErrorCode::OwnershipConflict;
     /// A component operation is already open.
-    pub const OPERATION_IN_PROGRESS: ErrorCode = ErrorCode(Cow::Borrowed("operation_in_progress"));
+    pub const OPERATION_IN_PROGRESS: ErrorCode = ErrorCode::OperationInProgress;
     /// The call does not fit the open operation (or none is open).
-    pub const INVALID_OPERATION: ErrorCode = ErrorCode(Cow::Borrowed("invalid_operation"));
+    pub const INVALID_OPERATION: ErrorCode = ErrorCode::InvalidOperation;
     /// The domain is faulted and needs a reset or reload.
-    pub const FAULTED: ErrorCode = ErrorCode(Cow::Borrowed("faulted"));
+    pub const FAULTED: ErrorCode = ErrorCode::Faulted;
     /// A value could not be encoded, converted or fit in the message limit.
-    pub const SERIALIZATION_ERROR: ErrorCode = ErrorCode(Cow::Borrowed("serialization_error"));
+    pub const SERIALIZATION_ERROR: ErrorCode = ErrorCode::SerializationError;
     /// The hosted simulator failed.
-    pub const EXECUTION_ERROR: ErrorCode = ErrorCode(Cow::Borrowed("execution_error"));
+    pub const EXECUTION_ERROR: ErrorCode = ErrorCode::ExecutionError;
     /// A snapshot could not be captured or delivered (`subscription_error`).
-    pub const SNAPSHOT_ERROR: ErrorCode = ErrorCode(Cow::Borrowed("snapshot_error"));
+    pub const SNAPSHOT_ERROR: ErrorCode = ErrorCode::SnapshotError;
 
-    /// A code from a string (known codes are interned).
+    /// Every known code.
+    pub const KNOWN: [ErrorCode; 12] = [
+        ErrorCode::InvalidRequest,
+        ErrorCode::VersionMismatch,
+        ErrorCode::InvalidSession,
+        ErrorCode::NotFound,
+        ErrorCode::UnsupportedOperation,
+        ErrorCode::OwnershipConflict,
+        ErrorCode::OperationInProgress,
+        ErrorCode::InvalidOperation,
+        ErrorCode::Faulted,
+        ErrorCode::SerializationError,
+        ErrorCode::ExecutionError,
+        ErrorCode::SnapshotError,
+    ];
+
+    /// A code from its wire spelling (an unknown one is kept as `Other`).
     pub fn new(code: impl Into<String>) -> ErrorCode {
         let code = code.into();
-        for known in [
-            ErrorCode::INVALID_REQUEST,
-            ErrorCode::VERSION_MISMATCH,
-            ErrorCode::INVALID_SESSION,
-            ErrorCode::NOT_FOUND,
-            ErrorCode::UNSUPPORTED_OPERATION,
-            ErrorCode::OWNERSHIP_CONFLICT,
-            ErrorCode::OPERATION_IN_PROGRESS,
-            ErrorCode::INVALID_OPERATION,
-            ErrorCode::FAULTED,
-            ErrorCode::SERIALIZATION_ERROR,
-            ErrorCode::EXECUTION_ERROR,
-            ErrorCode::SNAPSHOT_ERROR,
-        ] {
-            if known.as_str() == code {
-                return known;
-            }
-        }
-        ErrorCode(Cow::Owned(code))
+        ErrorCode::KNOWN
+            .into_iter()
+            .find(|known| known.as_str() == code)
+            .unwrap_or(ErrorCode::Other(code))
     }
 
     /// The wire spelling.
     pub fn as_str(&self) -> &str {
-        &self.0
+        match self {
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::VersionMismatch => "version_mismatch",
+            ErrorCode::InvalidSession => "invalid_session",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::UnsupportedOperation => "unsupported_operation",
+            ErrorCode::OwnershipConflict => "ownership_conflict",
+            ErrorCode::OperationInProgress => "operation_in_progress",
+            ErrorCode::InvalidOperation => "invalid_operation",
+            ErrorCode::Faulted => "faulted",
+            ErrorCode::SerializationError => "serialization_error",
+            ErrorCode::ExecutionError => "execution_error",
+            ErrorCode::SnapshotError => "snapshot_error",
+            ErrorCode::Other(code) => code,
+        }
     }
 }
 
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
@@ -576,4 +622,37 @@ pub fn response_envelope(
         Err(e) => d.insert("error", e.to_value()),
     };
     Value::Dict(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_round_trip_through_their_wire_spelling() {
+        for code in ErrorCode::KNOWN {
+            assert_eq!(ErrorCode::new(code.as_str()), code);
+            assert_eq!(code.to_string(), code.as_str());
+        }
+        assert_eq!(ErrorCode::INVALID_REQUEST.as_str(), "invalid_request");
+        let odd = ErrorCode::new("rate_limited");
+        assert_eq!(odd, ErrorCode::Other("rate_limited".into()));
+        assert_eq!(odd.as_str(), "rate_limited");
+    }
+
+    #[test]
+    fn methods_parse_their_wire_names() {
+        for m in Method::ALL {
+            assert_eq!(Method::parse(m.as_str()), Some(m));
+        }
+        assert_eq!(Method::parse("__init__"), None);
+        for kind in [ResourceKind::Env, ResourceKind::World, ResourceKind::Node] {
+            for (name, _) in kind.methods() {
+                assert!(
+                    Method::parse(name).is_some_and(|m| kind.has_method(m)),
+                    "{name}"
+                );
+            }
+        }
+    }
 }
