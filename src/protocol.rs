@@ -562,8 +562,10 @@ pub(crate) fn request_head(
     ]
 }
 
-/// A request dict holding [`request_head`]'s members; op-specific members
-/// are inserted after these.
+/// A request dict holding the members every request starts with, in the
+/// reference's order: `version`, `type`, `request_id`, `session_id` (null
+/// before hello), `op` and `resource_id` (null where the op has none).
+/// Op-specific members are inserted after these.
 pub fn request_envelope(
     op: &str,
     request_id: &str,
