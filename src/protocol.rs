@@ -246,6 +246,106 @@ impl Op {
     }
 }
 
+/// A request's operation and its op-specific members, read once from the
+/// decoded request (as mini-redis's `Command::from_frame`). A member of the
+/// wrong type reads as absent: each op refuses what it needs at the point
+/// (and with the error) the reference does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Command<'a> {
+    Hello {
+        max_message_size: Option<&'a Value>,
+    },
+    Discover,
+    Describe,
+    Acquire {
+        mode: Option<Mode>,
+    },
+    Release,
+    Begin {
+        kind: Option<OperationKind>,
+        operation_id: Option<&'a str>,
+    },
+    Complete {
+        operation_id: Option<&'a str>,
+    },
+    Abort {
+        operation_id: Option<&'a str>,
+    },
+    Call {
+        method: Option<&'a str>,
+        /// As received (echoed on the boundary it publishes).
+        operation_id: Option<&'a Value>,
+        args: Option<&'a Value>,
+        kwargs: Option<&'a Value>,
+    },
+    Subscribe {
+        subscription_id: Option<&'a str>,
+        fields: Option<&'a Value>,
+    },
+    Unsubscribe {
+        subscription_id: Option<&'a str>,
+    },
+}
+
+impl<'a> Command<'a> {
+    /// The command of a request (`None`: no `op`, or an unknown one).
+    pub(crate) fn from_request(request: &'a Dict) -> Option<Command<'a>> {
+        let text = |key: &str| request.get(key).and_then(Value::as_str);
+        let op = Op::parse(text("op")?)?;
+        Some(match op {
+            Op::Hello => Command::Hello {
+                max_message_size: request.get("max_message_size"),
+            },
+            Op::Discover => Command::Discover,
+            Op::Describe => Command::Describe,
+            Op::Acquire => Command::Acquire {
+                mode: text("mode").and_then(Mode::parse),
+            },
+            Op::Release => Command::Release,
+            Op::Begin => Command::Begin {
+                kind: text("kind").and_then(OperationKind::parse),
+                operation_id: text("operation_id"),
+            },
+            Op::Complete => Command::Complete {
+                operation_id: text("operation_id"),
+            },
+            Op::Abort => Command::Abort {
+                operation_id: text("operation_id"),
+            },
+            Op::Call => Command::Call {
+                method: text("method"),
+                operation_id: request.get("operation_id"),
+                args: request.get("args"),
+                kwargs: request.get("kwargs"),
+            },
+            Op::Subscribe => Command::Subscribe {
+                subscription_id: text("subscription_id"),
+                fields: request.get("fields"),
+            },
+            Op::Unsubscribe => Command::Unsubscribe {
+                subscription_id: text("subscription_id"),
+            },
+        })
+    }
+
+    /// The operation.
+    pub(crate) fn op(&self) -> Op {
+        match self {
+            Command::Hello { .. } => Op::Hello,
+            Command::Discover => Op::Discover,
+            Command::Describe => Op::Describe,
+            Command::Acquire { .. } => Op::Acquire,
+            Command::Release => Op::Release,
+            Command::Begin { .. } => Op::Begin,
+            Command::Complete { .. } => Op::Complete,
+            Command::Abort { .. } => Op::Abort,
+            Command::Call { .. } => Op::Call,
+            Command::Subscribe { .. } => Op::Subscribe,
+            Command::Unsubscribe { .. } => Op::Unsubscribe,
+        }
+    }
+}
+
 /// Control modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
@@ -640,6 +740,42 @@ mod tests {
         let odd = ErrorCode::new("rate_limited");
         assert_eq!(odd, ErrorCode::Other("rate_limited".into()));
         assert_eq!(odd.as_str(), "rate_limited");
+    }
+
+    #[test]
+    fn commands_are_read_once_with_their_members() {
+        let mut d = request_envelope("begin", "r1", &Value::from("s"), Some("w"));
+        d.insert("kind", "reset");
+        d.insert("operation_id", "op1");
+        assert_eq!(
+            Command::from_request(&d),
+            Some(Command::Begin {
+                kind: Some(OperationKind::Reset),
+                operation_id: Some("op1")
+            })
+        );
+        d.insert("kind", 3);
+        let begin = Command::from_request(&d).unwrap();
+        assert_eq!(begin.op(), Op::Begin);
+        assert!(matches!(begin, Command::Begin { kind: None, .. }));
+        for op in [
+            Op::Hello,
+            Op::Discover,
+            Op::Describe,
+            Op::Acquire,
+            Op::Release,
+            Op::Begin,
+            Op::Complete,
+            Op::Abort,
+            Op::Call,
+            Op::Subscribe,
+            Op::Unsubscribe,
+        ] {
+            let d = request_envelope(op.as_str(), "r", &Value::Null, None);
+            assert_eq!(Command::from_request(&d).map(|c| c.op()), Some(op));
+        }
+        let d = request_envelope("teleport", "r", &Value::Null, None);
+        assert_eq!(Command::from_request(&d), None);
     }
 
     #[test]
