@@ -3,75 +3,121 @@
 //! tree live here; nothing here touches bytes or sockets.
 
 use crate::codec::{Dict, Value};
-use std::borrow::Cow;
 use std::fmt;
 
 /// The one protocol version this crate speaks.
 pub const PROTOCOL_VERSION: i64 = 1;
 
-/// A stable error code. Unknown codes received from a peer are preserved.
+/// A stable error code (SPEC 3.1). Unknown codes received from a peer are
+/// preserved as [`ErrorCode::Other`]. The wire spelling is produced by
+/// [`ErrorCode::as_str`] alone; the upper-case constants name the same
+/// variants.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ErrorCode(Cow<'static, str>);
+pub enum ErrorCode {
+    /// `invalid_request`: the request is malformed or has wrong types.
+    InvalidRequest,
+    /// `version_mismatch`: the request names another protocol version.
+    VersionMismatch,
+    /// `invalid_session`: hello missing or repeated, or a wrong session ID.
+    InvalidSession,
+    /// `not_found`: unknown resource ID.
+    NotFound,
+    /// `unsupported_operation`: unknown operation, or a method that is not exported.
+    UnsupportedOperation,
+    /// `ownership_conflict`: another session (or another mode) controls the domain.
+    OwnershipConflict,
+    /// `operation_in_progress`: a component operation is already open.
+    OperationInProgress,
+    /// `invalid_operation`: the call does not fit the open operation (or none is open).
+    InvalidOperation,
+    /// `faulted`: the domain is faulted and needs a reset or reload.
+    Faulted,
+    /// `serialization_error`: a value could not be encoded, converted or fit
+    /// in the message limit.
+    SerializationError,
+    /// `execution_error`: the hosted simulator failed.
+    ExecutionError,
+    /// `snapshot_error`: a snapshot could not be captured or delivered
+    /// (`subscription_error`).
+    SnapshotError,
+    /// A code this crate does not know, as received.
+    Other(String),
+}
 
 impl ErrorCode {
     /// The request is malformed or has wrong types.
-    pub const INVALID_REQUEST: ErrorCode = ErrorCode(Cow::Borrowed("invalid_request"));
+    pub const INVALID_REQUEST: ErrorCode = ErrorCode::InvalidRequest;
     /// The request names another protocol version.
-    pub const VERSION_MISMATCH: ErrorCode = ErrorCode(Cow::Borrowed("version_mismatch"));
+    pub const VERSION_MISMATCH: ErrorCode = ErrorCode::VersionMismatch;
     /// hello missing or repeated, or a wrong session ID.
-    pub const INVALID_SESSION: ErrorCode = ErrorCode(Cow::Borrowed("invalid_session"));
+    pub const INVALID_SESSION: ErrorCode = ErrorCode::InvalidSession;
     /// Unknown resource ID.
-    pub const NOT_FOUND: ErrorCode = ErrorCode(Cow::Borrowed("not_found"));
+    pub const NOT_FOUND: ErrorCode = ErrorCode::NotFound;
     /// Unknown operation, or a method that is not exported.
-    pub const UNSUPPORTED_OPERATION: ErrorCode = ErrorCode(Cow::Borrowed("unsupported_operation"));
+    pub const UNSUPPORTED_OPERATION: ErrorCode = ErrorCode::UnsupportedOperation;
     /// Another session (or another mode) controls the domain.
-    pub const OWNERSHIP_CONFLICT: ErrorCode = ErrorCode(Cow::Borrowed("ownership_conflict"));
+    pub const OWNERSHIP_CONFLICT: ErrorCode = ErrorCode::OwnershipConflict;
     /// A component operation is already open.
-    pub const OPERATION_IN_PROGRESS: ErrorCode = ErrorCode(Cow::Borrowed("operation_in_progress"));
+    pub const OPERATION_IN_PROGRESS: ErrorCode = ErrorCode::OperationInProgress;
     /// The call does not fit the open operation (or none is open).
-    pub const INVALID_OPERATION: ErrorCode = ErrorCode(Cow::Borrowed("invalid_operation"));
+    pub const INVALID_OPERATION: ErrorCode = ErrorCode::InvalidOperation;
     /// The domain is faulted and needs a reset or reload.
-    pub const FAULTED: ErrorCode = ErrorCode(Cow::Borrowed("faulted"));
+    pub const FAULTED: ErrorCode = ErrorCode::Faulted;
     /// A value could not be encoded, converted or fit in the message limit.
-    pub const SERIALIZATION_ERROR: ErrorCode = ErrorCode(Cow::Borrowed("serialization_error"));
+    pub const SERIALIZATION_ERROR: ErrorCode = ErrorCode::SerializationError;
     /// The hosted simulator failed.
-    pub const EXECUTION_ERROR: ErrorCode = ErrorCode(Cow::Borrowed("execution_error"));
+    pub const EXECUTION_ERROR: ErrorCode = ErrorCode::ExecutionError;
     /// A snapshot could not be captured or delivered (`subscription_error`).
-    pub const SNAPSHOT_ERROR: ErrorCode = ErrorCode(Cow::Borrowed("snapshot_error"));
+    pub const SNAPSHOT_ERROR: ErrorCode = ErrorCode::SnapshotError;
 
-    /// A code from a string (known codes are interned).
+    /// Every known code.
+    pub const KNOWN: [ErrorCode; 12] = [
+        ErrorCode::InvalidRequest,
+        ErrorCode::VersionMismatch,
+        ErrorCode::InvalidSession,
+        ErrorCode::NotFound,
+        ErrorCode::UnsupportedOperation,
+        ErrorCode::OwnershipConflict,
+        ErrorCode::OperationInProgress,
+        ErrorCode::InvalidOperation,
+        ErrorCode::Faulted,
+        ErrorCode::SerializationError,
+        ErrorCode::ExecutionError,
+        ErrorCode::SnapshotError,
+    ];
+
+    /// A code from its wire spelling (an unknown one is kept as `Other`).
     pub fn new(code: impl Into<String>) -> ErrorCode {
         let code = code.into();
-        for known in [
-            ErrorCode::INVALID_REQUEST,
-            ErrorCode::VERSION_MISMATCH,
-            ErrorCode::INVALID_SESSION,
-            ErrorCode::NOT_FOUND,
-            ErrorCode::UNSUPPORTED_OPERATION,
-            ErrorCode::OWNERSHIP_CONFLICT,
-            ErrorCode::OPERATION_IN_PROGRESS,
-            ErrorCode::INVALID_OPERATION,
-            ErrorCode::FAULTED,
-            ErrorCode::SERIALIZATION_ERROR,
-            ErrorCode::EXECUTION_ERROR,
-            ErrorCode::SNAPSHOT_ERROR,
-        ] {
-            if known.as_str() == code {
-                return known;
-            }
-        }
-        ErrorCode(Cow::Owned(code))
+        ErrorCode::KNOWN
+            .into_iter()
+            .find(|known| known.as_str() == code)
+            .unwrap_or(ErrorCode::Other(code))
     }
 
     /// The wire spelling.
     pub fn as_str(&self) -> &str {
-        &self.0
+        match self {
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::VersionMismatch => "version_mismatch",
+            ErrorCode::InvalidSession => "invalid_session",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::UnsupportedOperation => "unsupported_operation",
+            ErrorCode::OwnershipConflict => "ownership_conflict",
+            ErrorCode::OperationInProgress => "operation_in_progress",
+            ErrorCode::InvalidOperation => "invalid_operation",
+            ErrorCode::Faulted => "faulted",
+            ErrorCode::SerializationError => "serialization_error",
+            ErrorCode::ExecutionError => "execution_error",
+            ErrorCode::SnapshotError => "snapshot_error",
+            ErrorCode::Other(code) => code,
+        }
     }
 }
 
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
@@ -196,6 +242,106 @@ impl Op {
             Op::Call => "call",
             Op::Subscribe => "subscribe",
             Op::Unsubscribe => "unsubscribe",
+        }
+    }
+}
+
+/// A request's operation and its op-specific members, read once from the
+/// decoded request (as mini-redis's `Command::from_frame`). A member of the
+/// wrong type reads as absent: each op refuses what it needs at the point
+/// (and with the error) the reference does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Command<'a> {
+    Hello {
+        max_message_size: Option<&'a Value>,
+    },
+    Discover,
+    Describe,
+    Acquire {
+        mode: Option<Mode>,
+    },
+    Release,
+    Begin {
+        kind: Option<OperationKind>,
+        operation_id: Option<&'a str>,
+    },
+    Complete {
+        operation_id: Option<&'a str>,
+    },
+    Abort {
+        operation_id: Option<&'a str>,
+    },
+    Call {
+        method: Option<&'a str>,
+        /// As received (echoed on the boundary it publishes).
+        operation_id: Option<&'a Value>,
+        args: Option<&'a Value>,
+        kwargs: Option<&'a Value>,
+    },
+    Subscribe {
+        subscription_id: Option<&'a str>,
+        fields: Option<&'a Value>,
+    },
+    Unsubscribe {
+        subscription_id: Option<&'a str>,
+    },
+}
+
+impl<'a> Command<'a> {
+    /// The command of a request (`None`: no `op`, or an unknown one).
+    pub(crate) fn from_request(request: &'a Dict) -> Option<Command<'a>> {
+        let text = |key: &str| request.get(key).and_then(Value::as_str);
+        let op = Op::parse(text("op")?)?;
+        Some(match op {
+            Op::Hello => Command::Hello {
+                max_message_size: request.get("max_message_size"),
+            },
+            Op::Discover => Command::Discover,
+            Op::Describe => Command::Describe,
+            Op::Acquire => Command::Acquire {
+                mode: text("mode").and_then(Mode::parse),
+            },
+            Op::Release => Command::Release,
+            Op::Begin => Command::Begin {
+                kind: text("kind").and_then(OperationKind::parse),
+                operation_id: text("operation_id"),
+            },
+            Op::Complete => Command::Complete {
+                operation_id: text("operation_id"),
+            },
+            Op::Abort => Command::Abort {
+                operation_id: text("operation_id"),
+            },
+            Op::Call => Command::Call {
+                method: text("method"),
+                operation_id: request.get("operation_id"),
+                args: request.get("args"),
+                kwargs: request.get("kwargs"),
+            },
+            Op::Subscribe => Command::Subscribe {
+                subscription_id: text("subscription_id"),
+                fields: request.get("fields"),
+            },
+            Op::Unsubscribe => Command::Unsubscribe {
+                subscription_id: text("subscription_id"),
+            },
+        })
+    }
+
+    /// The operation.
+    pub(crate) fn op(&self) -> Op {
+        match self {
+            Command::Hello { .. } => Op::Hello,
+            Command::Discover => Op::Discover,
+            Command::Describe => Op::Describe,
+            Command::Acquire { .. } => Op::Acquire,
+            Command::Release => Op::Release,
+            Command::Begin { .. } => Op::Begin,
+            Command::Complete { .. } => Op::Complete,
+            Command::Abort { .. } => Op::Abort,
+            Command::Call { .. } => Op::Call,
+            Command::Subscribe { .. } => Op::Subscribe,
+            Command::Unsubscribe { .. } => Op::Unsubscribe,
         }
     }
 }
@@ -516,8 +662,10 @@ pub(crate) fn request_head(
     ]
 }
 
-/// A request dict holding [`request_head`]'s members; op-specific members
-/// are inserted after these.
+/// A request dict holding the members every request starts with, in the
+/// reference's order: `version`, `type`, `request_id`, `session_id` (null
+/// before hello), `op` and `resource_id` (null where the op has none).
+/// Op-specific members are inserted after these.
 pub fn request_envelope(
     op: &str,
     request_id: &str,
@@ -576,4 +724,73 @@ pub fn response_envelope(
         Err(e) => d.insert("error", e.to_value()),
     };
     Value::Dict(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_round_trip_through_their_wire_spelling() {
+        for code in ErrorCode::KNOWN {
+            assert_eq!(ErrorCode::new(code.as_str()), code);
+            assert_eq!(code.to_string(), code.as_str());
+        }
+        assert_eq!(ErrorCode::INVALID_REQUEST.as_str(), "invalid_request");
+        let odd = ErrorCode::new("rate_limited");
+        assert_eq!(odd, ErrorCode::Other("rate_limited".into()));
+        assert_eq!(odd.as_str(), "rate_limited");
+    }
+
+    #[test]
+    fn commands_are_read_once_with_their_members() {
+        let mut d = request_envelope("begin", "r1", &Value::from("s"), Some("w"));
+        d.insert("kind", "reset");
+        d.insert("operation_id", "op1");
+        assert_eq!(
+            Command::from_request(&d),
+            Some(Command::Begin {
+                kind: Some(OperationKind::Reset),
+                operation_id: Some("op1")
+            })
+        );
+        d.insert("kind", 3);
+        let begin = Command::from_request(&d).unwrap();
+        assert_eq!(begin.op(), Op::Begin);
+        assert!(matches!(begin, Command::Begin { kind: None, .. }));
+        for op in [
+            Op::Hello,
+            Op::Discover,
+            Op::Describe,
+            Op::Acquire,
+            Op::Release,
+            Op::Begin,
+            Op::Complete,
+            Op::Abort,
+            Op::Call,
+            Op::Subscribe,
+            Op::Unsubscribe,
+        ] {
+            let d = request_envelope(op.as_str(), "r", &Value::Null, None);
+            assert_eq!(Command::from_request(&d).map(|c| c.op()), Some(op));
+        }
+        let d = request_envelope("teleport", "r", &Value::Null, None);
+        assert_eq!(Command::from_request(&d), None);
+    }
+
+    #[test]
+    fn methods_parse_their_wire_names() {
+        for m in Method::ALL {
+            assert_eq!(Method::parse(m.as_str()), Some(m));
+        }
+        assert_eq!(Method::parse("__init__"), None);
+        for kind in [ResourceKind::Env, ResourceKind::World, ResourceKind::Node] {
+            for (name, _) in kind.methods() {
+                assert!(
+                    Method::parse(name).is_some_and(|m| kind.has_method(m)),
+                    "{name}"
+                );
+            }
+        }
+    }
 }

@@ -66,19 +66,19 @@ impl Subscriptions {
         session.drop_snapshot(id);
     }
 
-    /// `subscribe`: validates the request's `fields` and `subscription_id`
+    /// `subscribe`: validates the request's `subscription_id` and `fields`
     /// against resource `index` and the session's limit; the new ID.
     pub(crate) fn subscribe(
         &mut self,
         session: &Arc<SessionShared>,
-        request: &Dict,
+        (subscription_id, fields): (Option<&str>, Option<&Value>),
         instance: &Instance,
         index: usize,
         limit: usize,
     ) -> Result<Value, ProtocolError> {
         let meta = &instance.resources[index];
-        let fields = requested_fields(request.get("fields"), meta.kind, &meta.id)?;
-        let id = match request.get("subscription_id").and_then(Value::as_str) {
+        let fields = requested_fields(fields, meta.kind, &meta.id)?;
+        let id = match subscription_id {
             Some(id) if !id.is_empty() => Arc::<str>::from(id),
             _ => {
                 return Err(err(

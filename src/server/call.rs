@@ -6,20 +6,23 @@ use super::outbound::SessionShared;
 use crate::codec::{Dict, NdArray, Value};
 use crate::protocol::{err, response_head, ErrorCode, ProtocolError};
 
-/// The request's `args` and `kwargs`, arrays in native byte order.
-pub(crate) fn arguments(request: &Dict) -> Result<(Vec<Value>, Dict), ProtocolError> {
+/// A call's `args` and `kwargs`, arrays in native byte order.
+pub(crate) fn arguments(
+    args: Option<&Value>,
+    kwargs: Option<&Value>,
+) -> Result<(Vec<Value>, Dict), ProtocolError> {
     let shape = || {
         err(
             ErrorCode::INVALID_REQUEST,
             "Expected args sequence and kwargs dictionary",
         )
     };
-    let args = match request.get("args") {
+    let args = match args {
         None => Vec::new(),
         Some(Value::List(a) | Value::Tuple(a)) => a.iter().map(native).collect(),
         Some(_) => return Err(shape()),
     };
-    let kwargs = match request.get("kwargs") {
+    let kwargs = match kwargs {
         None => Dict::new(),
         Some(Value::Dict(d)) => d.iter().map(|(k, v)| (k.to_string(), native(v))).collect(),
         Some(_) => return Err(shape()),

@@ -14,7 +14,7 @@ pub struct ServerConfig {
     /// Most simultaneous connections (default 1024); more are refused.
     pub max_connections: usize,
     /// When set, WebSocket clients must send `Authorization: Bearer <token>`.
-    /// An empty (or blank) token is refused by [`Server::listen`].
+    /// An empty (or blank) token is refused by [`Server::listen`](super::Server::listen).
     pub token: Option<String>,
     /// Browser origins allowed besides loopback ones (`*` allows any).
     pub allowed_origins: Vec<String>,

@@ -15,9 +15,7 @@ use super::outbound::SessionShared;
 use super::Core;
 use crate::codec::{Dict, Value};
 use crate::host::HostErrorKind;
-use crate::protocol::{
-    err, ErrorCode, Method, Mode, Op, OperationKind, ProtocolError, ResourceKind,
-};
+use crate::protocol::{err, Command, ErrorCode, Method, ProtocolError, ResourceKind};
 use bytes::Bytes;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
@@ -31,6 +29,14 @@ enum Reply {
     /// A response already encoded (calls and completions, whose encoding is
     /// part of their outcome).
     Encoded(Vec<u8>),
+}
+
+/// The members of a `call`.
+struct CallRequest<'a> {
+    method: Option<&'a str>,
+    operation_id: Option<&'a Value>,
+    args: Option<&'a Value>,
+    kwargs: Option<&'a Value>,
 }
 
 /// A request's outcome and the publication to run after its response.
@@ -315,13 +321,12 @@ impl Domain {
         if session.is_closed() {
             return Err(err(ErrorCode::INVALID_SESSION, "Session has closed"));
         }
-        let op = Op::parse(
-            request
-                .get("op")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
+        let command = Command::from_request(request);
+        let holds_nothing = matches!(
+            command,
+            Some(Command::Release | Command::Unsubscribe { .. })
         );
-        if !matches!(op, Some(Op::Release | Op::Unsubscribe)) {
+        if !holds_nothing {
             self.instantiate()
                 .map_err(InstantiateError::into_protocol)?;
         }
@@ -332,10 +337,7 @@ impl Domain {
         let Some(&index) = self.instance.ids.get(resource_id) else {
             // As in the reference: releasing or unsubscribing at the root of
             // a factory never built holds nothing to undo and is null.
-            if matches!(op, Some(Op::Release | Op::Unsubscribe))
-                && self.instance.hosted.is_none()
-                && resource_id == self.root_id
-            {
+            if holds_nothing && self.instance.hosted.is_none() && resource_id == self.root_id {
                 return Ok((Reply::Value(Value::Null), None));
             }
             let ids: Vec<&str> = self
@@ -351,72 +353,93 @@ impl Domain {
         };
         let target = self.instance.target(index);
         let value = |v: Value| Ok((Reply::Value(v), None));
-        let operation_id = request.get("operation_id").and_then(Value::as_str);
-        match op {
-            Some(Op::Describe) => value(Value::List(self.descriptors())),
-            Some(Op::Subscribe) => value(self.subscriptions.subscribe(
+        let Some(command) = command else {
+            return Err(err(
+                ErrorCode::UNSUPPORTED_OPERATION,
+                "Unknown protocol operation",
+            ));
+        };
+        match command {
+            Command::Describe => value(Value::List(self.descriptors())),
+            Command::Subscribe {
+                subscription_id,
+                fields,
+            } => value(self.subscriptions.subscribe(
                 session,
-                request,
+                (subscription_id, fields),
                 &self.instance,
                 index,
                 self.server.config.max_subscriptions_per_session,
             )?),
-            Some(Op::Unsubscribe) => {
-                if let Some(id) = request.get("subscription_id").and_then(Value::as_str) {
+            Command::Unsubscribe { subscription_id } => {
+                if let Some(id) = subscription_id {
                     self.subscriptions.unsubscribe(session, id);
                 }
                 value(Value::Null)
             }
-            Some(Op::Release) => {
+            Command::Release => {
                 self.release(session);
                 value(Value::Null)
             }
-            Some(Op::Acquire) => {
-                let mode = request
-                    .get("mode")
-                    .and_then(Value::as_str)
-                    .and_then(Mode::parse);
+            Command::Acquire { mode } => {
                 let claimed = self.control.acquire(session, mode, target);
                 self.claim(session, claimed)?;
                 value(Value::Null)
             }
-            Some(op @ (Op::Begin | Op::Complete | Op::Abort | Op::Call)) => {
-                let claimed = self.control.claim_for(session, op, target.kind);
+            Command::Begin { kind, operation_id } => {
+                let claimed = self.control.claim_for(session, command.op(), target.kind);
                 self.claim(session, claimed)?;
-                match op {
-                    Op::Begin => {
-                        let kind = request
-                            .get("kind")
-                            .and_then(Value::as_str)
-                            .and_then(OperationKind::parse);
-                        self.control
-                            .begin(kind, operation_id)
-                            .map_err(|r| self.refused(r))?;
-                        self.instance.clear_latest();
-                        value(Value::Null)
-                    }
-                    Op::Abort => {
-                        self.control
-                            .abort(operation_id)
-                            .map_err(|r| self.refused(r))?;
-                        if let Some(cause) = self.control.fault_cause() {
-                            tracing::warn!(domain = %self.root_id, %cause, "domain faulted");
-                        }
-                        value(Value::Null)
-                    }
-                    Op::Complete => self.complete(session, request),
-                    _ => self.call(session, request, index),
-                }
+                self.control
+                    .begin(kind, operation_id)
+                    .map_err(|r| self.refused(r))?;
+                self.instance.clear_latest();
+                value(Value::Null)
             }
-            _ => Err(err(
+            Command::Abort { operation_id } => {
+                let claimed = self.control.claim_for(session, command.op(), target.kind);
+                self.claim(session, claimed)?;
+                self.control
+                    .abort(operation_id)
+                    .map_err(|r| self.refused(r))?;
+                if let Some(cause) = self.control.fault_cause() {
+                    tracing::warn!(domain = %self.root_id, %cause, "domain faulted");
+                }
+                value(Value::Null)
+            }
+            Command::Complete { operation_id } => {
+                let claimed = self.control.claim_for(session, command.op(), target.kind);
+                self.claim(session, claimed)?;
+                self.complete(session, request, operation_id)
+            }
+            Command::Call {
+                method,
+                operation_id,
+                args,
+                kwargs,
+            } => {
+                let claimed = self.control.claim_for(session, command.op(), target.kind);
+                self.claim(session, claimed)?;
+                let call = CallRequest {
+                    method,
+                    operation_id,
+                    args,
+                    kwargs,
+                };
+                self.call(session, request, index, call)
+            }
+            Command::Hello { .. } | Command::Discover => Err(err(
                 ErrorCode::UNSUPPORTED_OPERATION,
                 "Unknown protocol operation",
             )),
         }
     }
 
-    fn complete(&mut self, session: &Arc<SessionShared>, request: &Dict) -> Outcome {
-        let operation_id = request.get("operation_id").and_then(Value::as_str);
+    fn complete(
+        &mut self,
+        session: &Arc<SessionShared>,
+        request: &Dict,
+        operation_id: Option<&str>,
+    ) -> Outcome {
         let done = self
             .control
             .complete(operation_id)
@@ -436,15 +459,20 @@ impl Domain {
     }
 
     /// parse → policy → invoke → bookkeeping → encode.
-    fn call(&mut self, session: &Arc<SessionShared>, request: &Dict, index: usize) -> Outcome {
-        let method = self.exported_method(request, index)?;
+    fn call(
+        &mut self,
+        session: &Arc<SessionShared>,
+        request: &Dict,
+        index: usize,
+        call: CallRequest<'_>,
+    ) -> Outcome {
+        let method = self.exported_method(call.method, index)?;
         let target = self.instance.target(index);
-        let operation_id = request.get("operation_id");
         let policy = self
             .control
-            .check_call(target, method, operation_id.and_then(Value::as_str))
+            .check_call(target, method, call.operation_id.and_then(Value::as_str))
             .map_err(|r| self.refused(r))?;
-        let (args, kwargs) = call::arguments(request)?;
+        let (args, kwargs) = call::arguments(call.args, call.kwargs)?;
         if policy.env_mutation {
             self.instance.clear_latest();
         }
@@ -458,7 +486,7 @@ impl Domain {
         }
         // Encode.
         let publish = Publish {
-            operation_id: operation_id.cloned().unwrap_or_default(),
+            operation_id: call.operation_id.cloned().unwrap_or_default(),
             kind: method.as_str(),
             env_resource: Some(index),
             captures: Captures::new(),
@@ -477,8 +505,12 @@ impl Domain {
     }
 
     /// The request's method, if resource `index` exports it.
-    fn exported_method(&mut self, request: &Dict, index: usize) -> Result<Method, ProtocolError> {
-        let Some(name) = request.get("method").and_then(Value::as_str) else {
+    fn exported_method(
+        &mut self,
+        name: Option<&str>,
+        index: usize,
+    ) -> Result<Method, ProtocolError> {
+        let Some(name) = name else {
             return Err(err(ErrorCode::INVALID_REQUEST, "method must be a string"));
         };
         let meta = &self.instance.resources[index];

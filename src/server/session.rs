@@ -8,7 +8,7 @@ use super::outbound::{CloseReason, InFlight, Outgoing, SessionShared, MAX_ID_BYT
 use super::snapshot::Encoded;
 use super::{ServerShared, SERVER_NAME};
 use crate::codec::{Dict, Value};
-use crate::protocol::{err, ErrorCode, Op, ProtocolError, PROTOCOL_VERSION};
+use crate::protocol::{err, Command, ErrorCode, ProtocolError, PROTOCOL_VERSION};
 use crate::transport::{Reader, Writer};
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
@@ -224,16 +224,12 @@ async fn handle_message(
     if let Err(e) = check_request(session, &request) {
         return session.respond(&request, Err(&e));
     }
-    let op_name = request
-        .get("op")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    match Op::parse(op_name) {
-        Some(Op::Hello) => {
-            let outcome = hello(server, session, &request);
+    match Command::from_request(&request) {
+        Some(Command::Hello { max_message_size }) => {
+            let outcome = hello(server, session, max_message_size);
             session.respond(&request, outcome.as_ref().cloned());
         }
-        Some(Op::Discover) => {
+        Some(Command::Discover) => {
             let mut receivers = Vec::with_capacity(server.domains.len());
             for (i, domain) in server.domains.iter().enumerate() {
                 let (tx, rx) = tokio::sync::oneshot::channel();
@@ -351,7 +347,7 @@ fn check_request(session: &SessionShared, request: &Dict) -> Result<(), Protocol
 fn hello(
     server: &ServerShared,
     session: &SessionShared,
-    request: &Dict,
+    max_message_size: Option<&Value>,
 ) -> Result<Value, ProtocolError> {
     if session.ready.load(Ordering::Acquire) {
         return Err(err(
@@ -360,7 +356,7 @@ fn hello(
         ));
     }
     let server_max = server.core.config.max_message_size;
-    let limit = match request.get("max_message_size") {
+    let limit = match max_message_size {
         None => server_max as u64,
         Some(v @ (Value::Int(_) | Value::UInt(_))) => v.as_u64().unwrap_or(0),
         // Beyond u64: the server's limit is the smaller.

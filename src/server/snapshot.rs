@@ -111,7 +111,7 @@ pub(crate) fn subscription_error(
     message: &str,
 ) -> Result<Bytes, String> {
     let mut error = Dict::with_capacity(2);
-    error.insert("code", "snapshot_error");
+    error.insert("code", crate::protocol::ErrorCode::SnapshotError.as_str());
     error.insert("message", message.chars().take(512).collect::<String>());
     let error = Value::Dict(error);
     let mut entries: Vec<(&str, &Value)> = head.iter().map(|(k, v)| (*k, v)).collect();
