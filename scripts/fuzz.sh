@@ -3,7 +3,8 @@
 #
 #   ./scripts/fuzz.sh decode 600      # envelope decoding, 10 minutes
 #   ./scripts/fuzz.sh requests 1200   # request handling, 20 minutes
-#   ./scripts/fuzz.sh frames 600      # WebSocket framing over loopback
+#   ./scripts/fuzz.sh frames 600      # the pure WebSocket frame parser
+#   ./scripts/fuzz.sh frames_server 600  # WebSocket framing against a loopback server
 #
 # Works on the stable toolchain: RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its
 # -Z flags, and --sanitizer none avoids AddressSanitizer (the crate has no
@@ -13,7 +14,7 @@
 # fuzz/artifacts/TARGET. Extra arguments go to libFuzzer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${1:?usage: scripts/fuzz.sh decode|requests|frames SECONDS [libFuzzer args...]}
+target=${1:?usage: scripts/fuzz.sh decode|requests|frames|frames_server SECONDS [libFuzzer args...]}
 seconds=${2:-60}
 shift 2 || true
 mkdir -p "fuzz/corpus/$target"

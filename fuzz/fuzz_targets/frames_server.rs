@@ -1,4 +1,4 @@
-//! WebSocket framing: one in-process server (fixture registry, 1 MiB
+//! WebSocket framing against a server (`frames_server`; the `frames` target fuzzes the pure parser): one in-process server (fixture registry, 1 MiB
 //! messages) listening on 127.0.0.1:0; per input, a fresh TCP connection
 //! that completes the handshake and then sends the input's frames: any
 //! opcode (0x0–0xF), FIN and RSV bits, masked or not (with the input's

@@ -1,7 +1,7 @@
 //! TLS for WebSocket connections (`wss://`), with rustls (ring provider).
 //!
-//! - [`Stream`]: a connection's byte stream, plain TCP or TLS over TCP, with
-//!   its read and write halves ([`ReadHalf`], [`WriteHalf`]).
+//! - `Stream`: a connection's byte stream, plain TCP or TLS over TCP, with
+//!   its read and write halves (`ReadHalf`, `WriteHalf`).
 //! - [`ServerTls`]: a server's certificate chain and private key (PEM files).
 //! - Client trust: the system's root certificates (rustls-native-certs),
 //!   plus the certificates of an extra CA file (`--ca-file`).
@@ -16,7 +16,8 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio_rustls::rustls;
+/// The rustls crate, for [`ServerTls::from_rustls`] and `ClientConfig::tls`.
+pub use tokio_rustls::rustls;
 
 /// Why a TLS configuration could not be built.
 #[derive(Debug, thiserror::Error)]
