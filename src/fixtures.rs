@@ -18,11 +18,20 @@ fn unbounded(shape: Vec<usize>) -> Space {
     Space::unbounded_f32(shape)
 }
 
-/// The elements of a numeric action (array or number) as f64, with its shape.
+/// The elements of a numeric action (array, number or flat list of
+/// numbers) as f64, with its shape.
 fn numbers(v: &Value) -> HostResult<(Vec<f64>, Vec<usize>)> {
     match v {
         Value::Array(a) => Ok((a.to_f64_vec(), a.shape().to_vec())),
         Value::Bool(b) => Ok((vec![*b as u8 as f64], vec![])),
+        // A flat list of numbers, as NumPy reads `[1.0, 1.0]` (the
+        // reference's fixtures add it to an array).
+        Value::List(items) | Value::Tuple(items) if items.iter().all(|i| i.as_f64().is_some()) => {
+            Ok((
+                items.iter().filter_map(Value::as_f64).collect(),
+                vec![items.len()],
+            ))
+        }
         other => other.as_f64().map(|x| (vec![x], vec![])).ok_or_else(|| {
             HostError::new(format!(
                 "expected a numeric array, got {}",

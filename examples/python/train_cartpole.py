@@ -1,12 +1,15 @@
 """Run: start a server hosting the built-in simulators (`unienv-remote serve`,
-or the reference Python server hosting a `cartpole` env), then
+`cargo run --example host_custom_sim`, or the reference Python server hosting
+a `cartpole` env), then
 `python examples/python/train_cartpole.py [ws://127.0.0.1:8765] [TOKEN]`
-with a Python that has our package (`pip install ./python`).
+with a Python that has our package (`pip install ./python`), or
+`python examples/python/train_cartpole.py --reference [URL]` with a Python
+that has only the reference client (`pip install "unienv[network]==0.0.1b14"`).
 
 Trains a linear policy for the server's `cartpole` (Gymnasium's CartPole-v1)
-through our Python client, `unienv_remote.RemoteClient`, printing progress.
-The loop is the reference client's loop (examples/python_training_loop.py)
-with one import changed (and an optional bearer token). The action is
+through our Python client, `unienv_remote.RemoteClient`, printing progress;
+with `--reference`, the very same loop runs on UniEnv's reference client,
+`unienv_interface.remote.RemoteClient`: ours is a drop-in. The action is
 `int(obs @ w > 0)`; a random search draws candidate weights uniformly in
 [-1, 1]^4, then a hill climb perturbs the best one, both scored on the same
 seeded evaluation episodes. The result is evaluated on fresh episodes against
@@ -16,10 +19,16 @@ import sys
 import time
 
 import numpy as np
-from unienv_remote import RemoteClient  # was: from unienv_interface.remote import RemoteClient
 
-URL = sys.argv[1] if len(sys.argv) > 1 else "ws://127.0.0.1:8765"
-TOKEN = sys.argv[2] if len(sys.argv) > 2 else None
+REFERENCE = "--reference" in sys.argv[1:]
+if REFERENCE:
+    from unienv_interface.remote import RemoteClient
+else:
+    from unienv_remote import RemoteClient
+
+ARGS = [a for a in sys.argv[1:] if a != "--reference"]
+URL = ARGS[0] if ARGS else "ws://127.0.0.1:8765"
+TOKEN = ARGS[1] if len(ARGS) > 1 else None
 CANDIDATES, CLIMB_STEPS, EVAL_EPISODES, EVAL_STEPS, FINAL_EPISODES = 20, 20, 3, 500, 10
 
 
@@ -37,7 +46,8 @@ def run_episode(env, policy, seed, max_steps=500):
 
 def main():
     rng = np.random.default_rng(0)
-    with RemoteClient.connect(URL, token=TOKEN) as client:
+    options = {"token": TOKEN} if TOKEN is not None else {}
+    with RemoteClient.connect(URL, **options) as client:
         env = client.env("cartpole")
         print(f"connected to {URL}: observation {env.observation_space}, action {env.action_space}")
         started = time.monotonic()

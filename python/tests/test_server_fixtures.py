@@ -3,8 +3,8 @@ like the same Python objects hosted by the reference server.
 
 Both servers run ``tests/py/ref_fixture_server.py`` (the shared fixture registry,
 built from the same Python classes) in their own process — the reference's by
-default, ours with ``UNIENV_SERVER_MODULE=unienv_remote`` — and the scenario of
-``tests/py/compare_fixtures.py`` (env mode batched and unbatched, the reference
+default, ours with ``UNIENV_SERVER_MODULE=unienv_remote`` — and the shared transcript of
+``python/tests/transcript.py``, through ``tests/py/compare_fixtures.py`` (env mode batched and unbatched, the reference
 ``RemoteWorldEnv`` in components mode, detached devices, ownership conflicts,
 faults and recovery, a disconnect mid-operation, a client timeout,
 serialization errors, observers, factories) runs against each with the
@@ -67,9 +67,7 @@ def fixture_servers():
 
 
 def _compare(compare, ours_url, reference_url):
-    got, want = compare.scenario(ours_url), compare.scenario(reference_url)
-    assert len(got) == len(want)
-    mismatches = [d for d in (compare.same(g, w, g[0]) for g, w in zip(got, want)) if d]
+    got, mismatches = compare.compare(ours_url, reference_url)
     assert not mismatches, "\n".join(m[:2000] for m in mismatches)
     kinds = {r[1] for r in got}
     assert {"ok", "error", "uncertain_outcome"} <= kinds, kinds
@@ -89,8 +87,7 @@ def test_fixture_registry_under_our_client():
     import unienv_remote
 
     compare = _load("compare_fixtures")
-    compare.RemoteClient = unienv_remote.RemoteClient
-    compare.RemoteWorldEnv = unienv_remote.RemoteWorldEnv
+    compare.remote = unienv_remote
     ours, reference = FixtureServer("unienv_remote"), FixtureServer()
     assert (ours.name, reference.name) == ("unienv-remote", "unienv")
     try:

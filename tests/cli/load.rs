@@ -3,8 +3,8 @@
 //! report every check passed (nothing lost, misrouted or wrong; observers
 //! converged; memory bounded). The long run is in RELIABILITY.md.
 
+use crate::common;
 use std::process::Command;
-use unienv_remote::server::{Server, ServerConfig};
 
 fn load(args: &[&str]) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_unienv-remote"))
@@ -45,10 +45,7 @@ fn load_in_process_short() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_a_running_server_by_url() {
-    let mut b = Server::builder(ServerConfig::default());
-    unienv_remote::fixtures::register(&mut b).unwrap();
-    let server = b.start();
-    let listener = server.listen("127.0.0.1:0").await.unwrap();
+    let (server, listener) = common::listen(common::fixture_server()).await;
     let url = listener.url();
     let (ok, text) = tokio::task::spawn_blocking(move || {
         load(&[

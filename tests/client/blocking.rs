@@ -5,22 +5,10 @@
 use crate::support;
 
 use std::time::Duration;
-use support::{assert_same, floats, Kind, Target};
+use support::{floats, Target};
 use unienv_remote::client::{blocking, ClientConfig, OperationKind};
 use unienv_remote::host::{Node, Phase, ResetArgs, World};
 use unienv_remote::{NdArray, Value};
-
-/// Both servers; ours runs on the returned runtime.
-fn servers() -> (tokio::runtime::Runtime, Vec<Target>) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let mut all = vec![runtime.block_on(support::ours())];
-    all.extend(support::reference());
-    (runtime, all)
-}
 
 fn blocking_scenario(t: &Target) -> Vec<String> {
     let mut log = Vec::new();
@@ -170,22 +158,12 @@ fn traits_scenario(t: &Target) -> Vec<String> {
 
 #[test]
 fn blocking_facade_matches_the_reference() {
-    let (_runtime, targets) = servers();
-    let transcripts: Vec<(Kind, Vec<String>)> = targets
-        .iter()
-        .map(|t| (t.kind, blocking_scenario(t)))
-        .collect();
-    assert_same(&transcripts);
+    support::same_transcript_on_both_servers(blocking_scenario);
 }
 
 #[test]
 fn remote_proxies_implement_the_host_traits() {
-    let (_runtime, targets) = servers();
-    let transcripts: Vec<(Kind, Vec<String>)> = targets
-        .iter()
-        .map(|t| (t.kind, traits_scenario(t)))
-        .collect();
-    assert_same(&transcripts);
+    support::same_transcript_on_both_servers(traits_scenario);
 }
 
 #[test]

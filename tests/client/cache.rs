@@ -11,14 +11,7 @@ use unienv_remote::host::ResetArgs;
 use unienv_remote::server::ServerConfig;
 use unienv_remote::{Dict, NdArray, Value};
 
-async fn reset(client: &Client, node: &NodeProxy, seed: i64) {
-    client
-        .with_operation(node.id(), OperationKind::Reset, async |_| {
-            node.reset(0, &ResetArgs::with_seed(seed)).await
-        })
-        .await
-        .expect("reset operation");
-}
+use support::reset_in_operation as reset;
 
 async fn step(client: &Client, node: &NodeProxy, action: f32) {
     client

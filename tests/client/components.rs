@@ -6,7 +6,7 @@
 use crate::support;
 
 use support::{assert_same, floats, targets, Target};
-use unienv_remote::client::{Client, ClientError, NodeProxy, OperationKind};
+use unienv_remote::client::{ClientError, NodeProxy, OperationKind};
 use unienv_remote::host::{Phase, ResetArgs};
 use unienv_remote::{NdArray, Value};
 
@@ -21,14 +21,7 @@ fn outcome<T: std::fmt::Debug>(r: &Result<T, ClientError>) -> String {
     }
 }
 
-async fn reset(client: &Client, node: &NodeProxy, seed: i64) {
-    client
-        .with_operation(node.id(), OperationKind::Reset, async |_| {
-            node.reset(0, &ResetArgs::with_seed(seed)).await
-        })
-        .await
-        .expect("reset operation");
-}
+use support::reset_in_operation as reset;
 
 async fn arm_scenario(t: &Target) -> Vec<String> {
     let client = t.client().await;

@@ -6,22 +6,11 @@
 use crate::support;
 
 use std::time::Duration;
-use support::{assert_same, Kind, Target};
+use support::Target;
 use unienv_remote::client::blocking::{self, RemoteWorldEnv};
 use unienv_remote::client::{ClientConfig, SnapshotEvent};
 use unienv_remote::host::{Env, ResetArgs, ResetResult, StepResult};
 use unienv_remote::{dict, NdArray, Value};
-
-fn servers() -> (tokio::runtime::Runtime, Vec<Target>) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let mut all = vec![runtime.block_on(support::ours())];
-    all.extend(support::reference());
-    (runtime, all)
-}
 
 fn connect(t: &Target) -> blocking::Client {
     blocking::Client::connect(&t.url, ClientConfig::default()).expect("connect")
@@ -196,20 +185,15 @@ fn composer_scenario(t: &Target) -> Vec<String> {
 
 #[test]
 fn remote_world_env_matches_the_reference() {
-    let (_runtime, targets) = servers();
-    let transcripts: Vec<(Kind, Vec<String>)> = targets
-        .iter()
-        .map(|t| (t.kind, composer_scenario(t)))
-        .collect();
-    assert_same(&transcripts);
+    support::same_transcript_on_both_servers(composer_scenario);
 }
 
 #[test]
 fn client_side_composition_matches_env_mode() {
     // Two fresh servers: the same calls through the server's composition
     // (env mode) and through the client-side composition (components mode).
-    let (_runtime, env_mode) = servers();
-    let (_runtime2, component_mode) = servers();
+    let (_runtime, env_mode) = support::blocking_targets();
+    let (_runtime2, component_mode) = support::blocking_targets();
     for (hosted, remote) in env_mode.iter().zip(&component_mode) {
         let client = connect(hosted);
         let mut server_side = ServerSide(client.env("composed").expect("env"));
@@ -251,7 +235,7 @@ impl Env for ServerSide {
 
 #[test]
 fn composition_is_checked() {
-    let (_runtime, targets) = servers();
+    let (_runtime, targets) = support::blocking_targets();
     for t in &targets {
         let client = connect(t);
         let world = client.world("composed/world").expect("world");

@@ -1,15 +1,14 @@
 //! Servers for the client tests: ours (in-process, WebSocket on
 //! 127.0.0.1:0) and the Python reference hosting the same fixture registry
-//! (`tests/py/ref_fixture_server.py`, spawned on a free port and killed on
-//! drop).
+//! (`tests/py/ref_fixture_server.py`, started by `common::RefServer` on a
+//! port it picks, killed on drop).
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use unienv_remote::client::{Client, ClientConfig};
+use unienv_remote::client::{Client, ClientConfig, NodeProxy, OperationKind};
+use unienv_remote::host::ResetArgs;
 use unienv_remote::server::{Listener, Server, ServerConfig};
-use unienv_remote::{fixtures, Value};
+use unienv_remote::Value;
 
 /// Which implementation a target runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +24,7 @@ pub struct Target {
     pub kind: Kind,
     pub url: String,
     ours: Option<(Server, Listener)>,
-    child: Option<Child>,
+    reference: Option<crate::common::RefServer>,
 }
 
 impl Target {
@@ -52,19 +51,8 @@ impl Target {
             listener.stop().await;
             server.shutdown().await;
         }
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Target {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        // Dropping the reference server kills it.
+        self.reference = None;
     }
 }
 
@@ -75,22 +63,14 @@ pub async fn ours() -> Target {
 
 /// Our server with a configuration.
 pub async fn ours_with(config: ServerConfig) -> Target {
-    let mut builder = Server::builder(config);
-    fixtures::register(&mut builder).expect("register fixtures");
-    let server = builder.start();
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let (server, listener) =
+        crate::common::listen(crate::common::fixture_server_with(config, |_| Ok(()))).await;
     Target {
         kind: Kind::Ours,
         url: listener.url(),
         ours: Some((server, listener)),
-        child: None,
+        reference: None,
     }
-}
-
-/// A free TCP port on 127.0.0.1 (bound once to choose it).
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local addr").port()
 }
 
 /// The reference server, or `None` when interop tests are skipped
@@ -102,43 +82,13 @@ pub fn reference() -> Option<Target> {
 /// The reference server with an idle timeout (seconds) for factory domains.
 pub fn reference_with_idle(idle_timeout: Option<f64>) -> Option<Target> {
     let python = crate::common::ref_python()?;
-    let script = crate::common::py_script("ref_fixture_server.py");
-    for _attempt in 0..3 {
-        let port = free_port();
-        let mut child = Command::new(&python)
-            .arg("-u")
-            .arg(&script)
-            .arg(port.to_string())
-            .args(idle_timeout.map(|t| t.to_string()))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the reference server");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(line) if line.trim().starts_with("ws://") => {
-                return Some(Target {
-                    kind: Kind::Reference,
-                    url: line.trim().to_string(),
-                    ours: None,
-                    child: Some(child),
-                });
-            }
-            _ => {
-                // The port may have been taken in between: try another.
-                let _ = child.kill();
-                let _ = child.wait();
-            }
-        }
-    }
-    panic!("the reference server did not start");
+    let server = crate::common::RefServer::start(&python, idle_timeout);
+    Some(Target {
+        kind: Kind::Reference,
+        url: server.url.clone(),
+        ours: None,
+        reference: Some(server),
+    })
 }
 
 /// Both servers (the reference only when interop tests run).
@@ -184,6 +134,38 @@ pub fn assert_same(transcripts: &[(Kind, Vec<String>)]) {
             );
         }
     }
+}
+
+/// Both servers for a blocking test (plain threads): ours on the returned
+/// runtime (one worker), and the reference when it is available.
+pub fn blocking_targets() -> (tokio::runtime::Runtime, Vec<Target>) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut all = vec![runtime.block_on(ours())];
+    all.extend(reference());
+    (runtime, all)
+}
+
+/// Runs a blocking `scenario` against both servers and asserts that they
+/// gave the same transcript.
+pub fn same_transcript_on_both_servers(scenario: impl Fn(&Target) -> Vec<String>) {
+    let (_runtime, targets) = blocking_targets();
+    let transcripts: Vec<(Kind, Vec<String>)> =
+        targets.iter().map(|t| (t.kind, scenario(t))).collect();
+    assert_same(&transcripts);
+}
+
+/// Resets a node tree inside a `reset` operation of its domain.
+pub async fn reset_in_operation(client: &Client, node: &NodeProxy, seed: i64) {
+    client
+        .with_operation(node.id(), OperationKind::Reset, async |_| {
+            node.reset(0, &ResetArgs::with_seed(seed)).await
+        })
+        .await
+        .expect("reset operation");
 }
 
 /// The f64 elements of an array value (panics otherwise).

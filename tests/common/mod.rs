@@ -73,6 +73,50 @@ pub mod envs;
 pub mod faults;
 pub mod raw;
 
+use unienv_remote::server::{Listener, RegisterError, Server, ServerBuilder, ServerConfig};
+
+/// Our server with the conformance fixture registry, then whatever `extra`
+/// registers, started (not listening: connect in memory or call `listen`).
+pub fn fixture_server_with(
+    config: ServerConfig,
+    extra: impl FnOnce(&mut ServerBuilder) -> Result<(), RegisterError>,
+) -> Server {
+    let mut b = Server::builder(config);
+    unienv_remote::fixtures::register(&mut b).expect("the fixture registry");
+    extra(&mut b).expect("the test's own resources");
+    b.start()
+}
+
+/// Our server with the conformance fixture registry, default configuration.
+pub fn fixture_server() -> Server {
+    fixture_server_with(ServerConfig::default(), |_| Ok(()))
+}
+
+/// `server` listening on 127.0.0.1, on a port the OS picks.
+pub async fn listen(server: Server) -> (Server, Listener) {
+    let listener = server
+        .listen("127.0.0.1:0")
+        .await
+        .expect("listen on loopback");
+    (server, listener)
+}
+
+/// For tests that are not async (they run Python): a runtime of their own
+/// and, on it, our server with what `register` adds (e.g.
+/// `unienv_remote::fixtures::register` or `unienv_remote::sims::register`),
+/// listening on 127.0.0.1:0.
+pub fn serve_on_runtime(
+    register: fn(&mut ServerBuilder) -> Result<(), RegisterError>,
+) -> (tokio::runtime::Runtime, Server, Listener) {
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let (server, listener) = runtime.block_on(async {
+        let mut b = Server::builder(ServerConfig::default());
+        register(&mut b).expect("registration");
+        listen(b.start()).await
+    });
+    (runtime, server, listener)
+}
+
 /// A reference (Python) fixture server on a free loopback port, killed on drop.
 pub struct RefServer {
     child: std::process::Child,
@@ -84,13 +128,9 @@ impl RefServer {
     /// Starts `tests/py/ref_fixture_server.py` and waits for its URL.
     pub fn start(python: &std::path::Path, idle_timeout: Option<f64>) -> RefServer {
         use std::io::BufRead;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
+        // Port 0: the server binds a port the OS picks and prints its URL.
         let mut cmd = Command::new(python);
-        cmd.arg(py_script("ref_fixture_server.py"))
-            .arg(port.to_string());
+        cmd.arg(py_script("ref_fixture_server.py")).arg("0");
         if let Some(idle) = idle_timeout {
             cmd.arg(idle.to_string());
         }

@@ -4,8 +4,6 @@
 
 use crate::common;
 
-use unienv_remote::server::{Server, ServerConfig};
-
 /// The `key=value` figures of the script's `ok ...` line.
 fn figure(line: &str, key: &str) -> f64 {
     line.split_whitespace()
@@ -19,14 +17,7 @@ fn reference_client_learns_cartpole_by_random_search() {
     let Some(python) = common::ref_python() else {
         return;
     };
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let (server, listener) = rt.block_on(async {
-        let mut builder = Server::builder(ServerConfig::default());
-        unienv_remote::sims::register(&mut builder).unwrap();
-        let server = builder.start();
-        let listener = server.listen("127.0.0.1:0").await.unwrap();
-        (server, listener)
-    });
+    let (rt, server, listener) = common::serve_on_runtime(unienv_remote::sims::register);
     let out = common::run_python(&python, "train_cartpole.py", &[&listener.url()], None);
     let line = String::from_utf8_lossy(&out).trim().to_string();
     println!("{line}");

@@ -8,23 +8,13 @@
 
 use crate::common;
 
-use unienv_remote::fixtures;
-use unienv_remote::server::{Server, ServerConfig};
-
 #[test]
 fn fixture_registry_matches_the_reference_server() {
     let Some(python) = common::ref_python() else {
         return;
     };
     let reference = common::RefServer::start(&python, None);
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let (server, listener) = rt.block_on(async {
-        let mut b = Server::builder(ServerConfig::default());
-        fixtures::register(&mut b).unwrap();
-        let server = b.start();
-        let listener = server.listen("127.0.0.1:0").await.unwrap();
-        (server, listener)
-    });
+    let (rt, server, listener) = common::serve_on_runtime(unienv_remote::fixtures::register);
     let out = common::run_python(
         &python,
         "compare_fixtures.py",

@@ -6,21 +6,12 @@
 
 use crate::common;
 
-use unienv_remote::server::{Server, ServerConfig};
-
 #[test]
 fn reference_client_drives_pointmass_and_gripper() {
     let Some(python) = common::ref_python() else {
         return;
     };
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let (server, listener) = rt.block_on(async {
-        let mut builder = Server::builder(ServerConfig::default());
-        unienv_remote::sims::register(&mut builder).unwrap();
-        let server = builder.start();
-        let listener = server.listen("127.0.0.1:0").await.unwrap();
-        (server, listener)
-    });
+    let (rt, server, listener) = common::serve_on_runtime(unienv_remote::sims::register);
     let out = common::run_python(&python, "drive_sims.py", &[&listener.url()], None);
     let line = String::from_utf8_lossy(&out).trim().to_string();
     println!("{line}");

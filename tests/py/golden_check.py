@@ -1,4 +1,4 @@
-"""Rust → Python golden check (run by tests/codec_golden.rs).
+"""Rust → Python golden check (run by tests/codec/golden.rs).
 
     golden_check.py check DIR   decode every DIR/<case>.bin (written by the Rust
                                 encoder) with the reference Codec().decode,
@@ -12,77 +12,28 @@
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from typing import Any, List, Optional
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python", "tests"))
 
+from compare import GRAPH_FIELDS, difference  # noqa: E402
 from golden_cases import CASES, stress_cases  # noqa: E402
 from unienv_interface.remote.codec import Codec  # noqa: E402
 from unienv_interface.space.spaces.graph import GraphInstance  # noqa: E402
 
-GRAPH_FIELDS = ("n_nodes", "n_edges", "nodes_features", "edges_features", "edges")
 
-
-def diff(expected: Any, actual: Any, path: str = "$") -> Optional[str]:
+def diff(expected: Any, actual: Any) -> Optional[str]:
     """Where two decoded values differ, or None. Strict: exact Python types
     (tuple vs list, bool vs int vs float), float bits (any NaN matches any
     NaN, -0.0 differs from 0.0), NumPy dtype including byte order, shape and
     raw bytes, GraphInstance fields, object array elements."""
-    if type(expected) is not type(actual):
-        return f"{path}: expected {type(expected).__name__} {expected!r}, got {type(actual).__name__} {actual!r}"
-    if expected is None:
-        return None
-    if isinstance(expected, float):
-        if math.isnan(expected) and math.isnan(actual):
-            return None
-        if expected == actual and math.copysign(1.0, expected) == math.copysign(1.0, actual):
-            return None
-        return f"{path}: expected {expected!r}, got {actual!r}"
-    if isinstance(expected, (bool, int, str, bytes)):
-        return None if expected == actual else f"{path}: expected {expected!r}, got {actual!r}"
-    if isinstance(expected, (list, tuple)):
-        if len(expected) != len(actual):
-            return f"{path}: expected {len(expected)} items, got {len(actual)}"
-        for i, (e, a) in enumerate(zip(expected, actual)):
-            d = diff(e, a, f"{path}[{i}]")
-            if d:
-                return d
-        return None
-    if isinstance(expected, dict):
-        if list(expected) != list(actual):
-            return f"{path}: expected keys {list(expected)}, got {list(actual)}"
-        for k in expected:
-            d = diff(expected[k], actual[k], f"{path}[{k!r}]")
-            if d:
-                return d
-        return None
-    if isinstance(expected, GraphInstance):
-        for k in GRAPH_FIELDS:
-            d = diff(getattr(expected, k), getattr(actual, k), f"{path}.{k}")
-            if d:
-                return d
-        return None
-    if isinstance(expected, np.ndarray):
-        # Expected 0-d arrays stand for NumPy scalars too: both decode as arrays.
-        if expected.dtype == object:
-            if actual.dtype != object or expected.shape != actual.shape:
-                return f"{path}: expected object array {expected.shape}, got {actual.dtype} {actual.shape}"
-            for i, (e, a) in enumerate(zip(expected.flat, actual.flat)):
-                d = diff(e, a, f"{path}.flat[{i}]")
-                if d:
-                    return d
-            return None
-        if expected.dtype.str != actual.dtype.str or expected.shape != actual.shape:
-            return f"{path}: expected {expected.dtype.str} {expected.shape}, got {actual.dtype.str} {actual.shape}"
-        if expected.tobytes() != actual.tobytes():
-            return f"{path}: array bytes differ: expected {expected!r}, got {actual!r}"
-        return None
-    return f"{path}: cannot compare {type(expected).__name__}"
+    return difference(expected, actual, exact_bits=True, writeable=False)
 
 
 def as_decoded(value: Any) -> Any:

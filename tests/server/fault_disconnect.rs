@@ -18,11 +18,7 @@ fn seed(s: i64) -> Dict {
     fields(&[("seed", Value::Int(s))])
 }
 
-fn fixture_server() -> Server {
-    let mut b = Server::builder(ServerConfig::default());
-    unienv_remote::fixtures::register(&mut b).unwrap();
-    b.start()
-}
+use common::fixture_server;
 
 /// Waits until the server has `n` sessions (a dropped peer's session ends
 /// and tells its domains to detach).
@@ -174,11 +170,10 @@ async fn disconnect_at_every_point_of_a_detached_operation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disconnect_mid_env_call() {
     let gate = Gate::new();
-    let mut b = Server::builder(ServerConfig::default());
-    unienv_remote::fixtures::register(&mut b).unwrap();
-    b.register_env("gated", GatedEnv::new(gate.clone()))
-        .unwrap();
-    let server = b.start();
+    let server = common::fixture_server_with(ServerConfig::default(), |b| {
+        b.register_env("gated", GatedEnv::new(gate.clone()))
+            .map(|_| ())
+    });
     let mut observer = Raw::connect(&server).await;
     result(
         &observer

@@ -4,6 +4,7 @@
 //! reads costs nothing (latest wins) and, when it reads again, gets the
 //! latest snapshot.
 
+use crate::common;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use std::time::{Duration, Instant};
@@ -11,7 +12,6 @@ use tokio_tungstenite::tungstenite::Message;
 use unienv_remote::client::{Client, ClientConfig};
 use unienv_remote::host::ResetArgs;
 use unienv_remote::protocol::request_envelope;
-use unienv_remote::server::{Server, ServerConfig};
 use unienv_remote::{Codec, Dict, Value};
 
 type Ws =
@@ -69,10 +69,7 @@ fn pair(v: f32) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_controller_that_never_reads_is_disconnected_alone_over_websocket() {
-    let mut b = Server::builder(ServerConfig::default());
-    unienv_remote::fixtures::register(&mut b).unwrap();
-    let server = b.start();
-    let listener = server.listen("127.0.0.1:0").await.unwrap();
+    let (server, listener) = common::listen(common::fixture_server()).await;
     let url = listener.url();
     let other = Client::connect(&url, ClientConfig::default().with_discover(false))
         .await
@@ -149,10 +146,7 @@ async fn a_controller_that_never_reads_is_disconnected_alone_over_websocket() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_observer_that_never_reads_costs_nothing_and_gets_the_latest() {
-    let mut b = Server::builder(ServerConfig::default());
-    unienv_remote::fixtures::register(&mut b).unwrap();
-    let server = b.start();
-    let listener = server.listen("127.0.0.1:0").await.unwrap();
+    let (server, listener) = common::listen(common::fixture_server()).await;
     let url = listener.url();
     // The observer subscribes to a large observation, then stops reading.
     let (mut observer, session) = raw_session(&url).await;
@@ -215,10 +209,7 @@ async fn a_slow_reader_gets_every_pipelined_response_whole_and_in_order() {
     // Responses are written directly by the domain thread while nothing is
     // queued, partly when the socket fills, and through the queue after
     // that; the peer must see each one whole, once, in request order.
-    let mut b = Server::builder(ServerConfig::default());
-    unienv_remote::fixtures::register(&mut b).unwrap();
-    let server = b.start();
-    let listener = server.listen("127.0.0.1:0").await.unwrap();
+    let (server, listener) = common::listen(common::fixture_server()).await;
     let (mut ws, session) = raw_session(&listener.url()).await;
     let n = 48;
     for i in 0..n {

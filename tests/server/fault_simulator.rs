@@ -10,7 +10,7 @@ use common::faults::{pair, Gate, GatedEnv};
 use std::time::{Duration, Instant};
 use unienv_remote::client::{Client, ClientConfig, ClientError};
 use unienv_remote::host::ResetArgs;
-use unienv_remote::server::{Server, ServerConfig};
+use unienv_remote::server::ServerConfig;
 use unienv_remote::Value;
 
 fn config(timeout_ms: u64) -> ClientConfig {
@@ -30,10 +30,10 @@ fn position(obs: &Value) -> Vec<f64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_simulator_times_out_its_clients_only() {
     let gate = Gate::new();
-    let mut b = Server::builder(ServerConfig::default());
-    unienv_remote::fixtures::register(&mut b).unwrap();
-    b.register_env("hung", GatedEnv::new(gate.clone())).unwrap();
-    let server = b.start();
+    let server = common::fixture_server_with(ServerConfig::default(), |b| {
+        b.register_env("hung", GatedEnv::new(gate.clone()))
+            .map(|_| ())
+    });
     let listener = server.listen("127.0.0.1:0").await.unwrap();
     let url = listener.url();
 
@@ -113,10 +113,9 @@ async fn a_hung_simulator_times_out_its_clients_only() {
 async fn failing_and_panicking_simulators_under_concurrent_load() {
     let gate = Gate::new();
     gate.open();
-    let mut b = Server::builder(ServerConfig::default());
-    unienv_remote::fixtures::register(&mut b).unwrap();
-    b.register_env("bad", GatedEnv::new(gate)).unwrap();
-    let server = b.start();
+    let server = common::fixture_server_with(ServerConfig::default(), |b| {
+        b.register_env("bad", GatedEnv::new(gate)).map(|_| ())
+    });
 
     // Three well-behaved controllers, each on its own domain, checking
     // every result while the bad domain fails and panics next to them.

@@ -5,6 +5,7 @@
 //! answered while a session waits for a slow domain. Every peer here speaks
 //! raw frames, so close codes are checked exactly.
 
+use crate::common;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -15,11 +16,7 @@ use unienv_remote::server::{Hosted, Listener, Server, ServerConfig};
 use unienv_remote::{Codec, Dict, Value};
 
 async fn serve(config: ServerConfig) -> (Server, Listener) {
-    let mut b = Server::builder(config);
-    unienv_remote::fixtures::register(&mut b).unwrap();
-    let server = b.start();
-    let listener = server.listen("127.0.0.1:0").await.unwrap();
-    (server, listener)
+    common::listen(common::fixture_server_with(config, |_| Ok(()))).await
 }
 
 const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";

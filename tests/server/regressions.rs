@@ -15,9 +15,7 @@ use unienv_remote::{Dict, Value};
 /// be disconnected instead, and nobody else affected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_error_that_cannot_fit_closes_the_session() {
-    let mut b = Server::builder(ServerConfig::default());
-    unienv_remote::fixtures::register(&mut b).unwrap();
-    let server = b.start();
+    let server = common::fixture_server();
     let mut controller = Raw::connect(&server).await;
     for limit in [380, 400] {
         let mut observer = Raw::new(server.connect_memory());
@@ -53,9 +51,7 @@ async fn a_subscription_error_that_cannot_fit_closes_the_session() {
 /// limit, and the server carries on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hello_whose_own_answer_cannot_fit_closes_the_session() {
-    let mut b = Server::builder(ServerConfig::default());
-    unienv_remote::fixtures::register(&mut b).unwrap();
-    let server = b.start();
+    let server = common::fixture_server();
     for limit in [8, 49, 200] {
         let mut raw = Raw::new(server.connect_memory());
         let hello = raw.request(
@@ -86,9 +82,7 @@ async fn a_hello_whose_own_answer_cannot_fit_closes_the_session() {
 /// and a message over its limit closes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hello_whose_answer_only_fits_as_an_error_leaves_the_session_ready() {
-    let mut b = Server::builder(ServerConfig::default());
-    unienv_remote::fixtures::register(&mut b).unwrap();
-    let server = b.start();
+    let server = common::fixture_server();
     let mut seen = Vec::new();
     for limit in (200..=600).step_by(8) {
         let mut raw = Raw::new(server.connect_memory());
@@ -143,9 +137,7 @@ async fn a_hello_whose_answer_only_fits_as_an_error_leaves_the_session_ready() {
 /// must be closed at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_that_starts_during_shutdown_is_closed() {
-    let mut b = Server::builder(ServerConfig::default());
-    unienv_remote::fixtures::register(&mut b).unwrap();
-    let server = b.start();
+    let server = common::fixture_server();
     server.shutdown().await;
     let mut raw = Raw::new(server.connect_memory());
     let hello = raw.request("hello", None, Dict::new());

@@ -165,6 +165,43 @@ async fn step_until_shown(
     }
 }
 
+/// Clicks the button labelled `label` of `resource`'s panel.
+async fn click(browser: &mut Browser, resource: &str, label: &str) {
+    browser
+        .eval(&format!(
+            "[...{}.querySelectorAll('button')].find(b => b.textContent === '{label}').click(), true",
+            panel(resource)
+        ))
+        .await;
+}
+
+/// Resets `bench_image` (whose panel is open), steps it until its reward
+/// plot has points, then checks that the panel's canvas shows the last
+/// step's 84×84×3 image byte for byte. Returns the action it stepped with.
+async fn bench_image_pixel_for_pixel(browser: &mut Browser, client: &Client, what: &str) -> Value {
+    let bench = client.env("bench_image").await.expect("bench_image");
+    bench.reset(ResetArgs::default()).await.expect("reset");
+    let small = Value::Array(NdArray::from_vec(vec![0.1f32; 4]));
+    step_until(
+        browser,
+        client,
+        "bench_image",
+        &small,
+        "the bench reward plot has 2 points",
+        &format!("{} >= 2", plot_points("bench_image", "reward")),
+    )
+    .await;
+    let (last, _) =
+        step_until_shown(browser, client, "bench_image", &small, &["bench_image"]).await;
+    let (shape, expected) = image_bytes(&last, "image");
+    assert_eq!(shape, vec![84, 84, 3], "{what}");
+    let shown = browser
+        .eval(&canvas_rgb("bench_image", "observation.image"))
+        .await;
+    assert_pixels(&shown, &shape, &expected, what);
+    small
+}
+
 /// The last step's sequence, as the controller's descriptor cache has it.
 fn sequence(client: &Client, id: &str) -> u64 {
     client.descriptor(id).expect("descriptor").sequence()
@@ -256,41 +293,12 @@ async fn live_frames_plots_revival_and_loss_in_chromium() {
     assert_pixels(&shown, &shape, &expected, "pointmass observation.camera");
 
     // bench_image: an 84×84×3 frame, pixel for pixel.
+    let small = bench_image_pixel_for_pixel(&mut browser, &controller, "bench_image").await;
     let bench = controller.env("bench_image").await.expect("bench_image");
-    bench.reset(ResetArgs::default()).await.expect("reset");
-    let small = Value::Array(NdArray::from_vec(vec![0.1f32; 4]));
-    step_until(
-        &mut browser,
-        &controller,
-        "bench_image",
-        &small,
-        "the bench reward plot has 2 points",
-        &format!("{} >= 2", plot_points("bench_image", "reward")),
-    )
-    .await;
-    let (last, _) = step_until_shown(
-        &mut browser,
-        &controller,
-        "bench_image",
-        &small,
-        &["bench_image"],
-    )
-    .await;
-    let (shape, expected) = image_bytes(&last, "image");
-    assert_eq!(shape, vec![84, 84, 3]);
-    let shown = browser
-        .eval(&canvas_rgb("bench_image", "observation.image"))
-        .await;
-    assert_pixels(&shown, &shape, &expected, "bench_image");
 
     // Pause holds the panel at its frame while boundaries pass; resume
     // brings the newest one (not the ones in between).
-    browser
-        .eval(&format!(
-            "[...{}.querySelectorAll('button')].find(b => b.textContent === 'pause').click(), true",
-            panel("bench_image")
-        ))
-        .await;
+    click(&mut browser, "bench_image", "pause").await;
     let held = browser
         .eval(&format!("{}.dataset.sequence", panel("bench_image")))
         .await;
@@ -306,12 +314,7 @@ async fn live_frames_plots_revival_and_loss_in_chromium() {
         held,
         "a paused panel changed"
     );
-    browser
-        .eval(&format!(
-            "[...{}.querySelectorAll('button')].find(b => b.textContent === 'resume').click(), true",
-            panel("bench_image")
-        ))
-        .await;
+    click(&mut browser, "bench_image", "resume").await;
     step_until_shown(
         &mut browser,
         &controller,
@@ -340,20 +343,10 @@ async fn live_frames_plots_revival_and_loss_in_chromium() {
         ),
     )
     .await;
-    browser
-        .eval(&format!(
-            "[...{}.querySelectorAll('button')].find(b => b.textContent === '×').click(), true",
-            panel("bench_batch64")
-        ))
-        .await;
+    click(&mut browser, "bench_batch64", "×").await;
 
     // Render on demand: the camera node's render at the next boundary.
-    browser
-        .eval(&format!(
-            "[...{}.querySelectorAll('button')].find(b => b.textContent === 'render').click(), true",
-            panel(CAMERA)
-        ))
-        .await;
+    click(&mut browser, CAMERA, "render").await;
     step_until(
         &mut browser,
         &controller,
@@ -444,31 +437,7 @@ async fn live_frames_and_plots_from_the_reference_server_in_chromium() {
     let controller = Client::connect(&reference.url, ClientConfig::default())
         .await
         .expect("controller");
-    let bench = controller.env("bench_image").await.expect("bench_image");
-    bench.reset(ResetArgs::default()).await.expect("reset");
-    let small = Value::Array(NdArray::from_vec(vec![0.1f32; 4]));
-    step_until(
-        &mut browser,
-        &controller,
-        "bench_image",
-        &small,
-        "the bench reward plot has 2 points",
-        &format!("{} >= 2", plot_points("bench_image", "reward")),
-    )
-    .await;
-    let (last, _) = step_until_shown(
-        &mut browser,
-        &controller,
-        "bench_image",
-        &small,
-        &["bench_image"],
-    )
-    .await;
-    let (shape, expected) = image_bytes(&last, "image");
-    let shown = browser
-        .eval(&canvas_rgb("bench_image", "observation.image"))
-        .await;
-    assert_pixels(&shown, &shape, &expected, "bench_image from the reference");
+    bench_image_pixel_for_pixel(&mut browser, &controller, "bench_image from the reference").await;
 
     // counter: reward plotted, terminated marked once the values exceed 3.
     let counter = controller.env("counter").await.expect("counter");
@@ -497,6 +466,11 @@ fn drawn(resource: &str) -> String {
     )
 }
 
+/// How many snapshots the page has drawn for `resource` (0 before any).
+async fn drawn_count(browser: &mut Browser, resource: &str) -> i64 {
+    browser.eval(&drawn(resource)).await.as_i64().unwrap_or(0)
+}
+
 /// Mean step time of `env` over `steps` steps.
 async fn mean_step(client: &Client, env: &str, action: &Value, steps: u32) -> Duration {
     let proxy = client.env(env).await.expect("env");
@@ -518,11 +492,7 @@ async fn paced(
     seconds: f64,
 ) -> (u64, i64) {
     let proxy = client.env(env).await.expect("env");
-    let before = browser
-        .eval(&drawn(panel_resource))
-        .await
-        .as_i64()
-        .unwrap_or(0);
+    let before = drawn_count(browser, panel_resource).await;
     let period = Duration::from_secs_f64(1.0 / hz);
     let start = tokio::time::Instant::now();
     let total = (hz * seconds) as u64;
@@ -532,11 +502,7 @@ async fn paced(
     }
     // Let the last frame arrive.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let after = browser
-        .eval(&drawn(panel_resource))
-        .await
-        .as_i64()
-        .unwrap_or(0);
+    let after = drawn_count(browser, panel_resource).await;
     (total, after - before)
 }
 
@@ -643,27 +609,13 @@ async fn benchmark() {
             &format!("{} > 0", drawn("bench_image")),
         )
         .await;
-        let before = browser
-            .eval(&drawn("bench_image"))
-            .await
-            .as_i64()
-            .unwrap_or(0);
+        let before = drawn_count(&mut browser, "bench_image").await;
         let live = mean_step(&controller, "bench_image", &small, steps).await;
-        let after = browser
-            .eval(&drawn("bench_image"))
-            .await
-            .as_i64()
-            .unwrap_or(0);
+        let after = drawn_count(&mut browser, "bench_image").await;
         rounds[1].push(live);
-        let button = |label: &str| {
-            format!(
-                "[...{}.querySelectorAll('button')].find(b => b.textContent === '{label}').click(), true",
-                panel("bench_image")
-            )
-        };
-        browser.eval(&button("pause")).await;
+        click(&mut browser, "bench_image", "pause").await;
         rounds[2].push(mean_step(&controller, "bench_image", &small, steps).await);
-        browser.eval(&button("×")).await;
+        click(&mut browser, "bench_image", "×").await;
         let page = FakePage::open(&viewer, "bench_image").await;
         rounds[3].push(mean_step(&controller, "bench_image", &small, steps).await);
         let taken = page.close().await;
@@ -719,11 +671,11 @@ async fn benchmark() {
     .await;
     eprintln!("pointmass at 60 Hz for 10 s, camera panel: {sent} boundaries, page drew {shown}");
     // pointmass as fast as the controller can step it.
-    let before = browser.eval(&drawn(CAMERA)).await.as_i64().unwrap_or(0);
+    let before = drawn_count(&mut browser, CAMERA).await;
     let start = Instant::now();
     let t = mean_step(&controller, "pointmass", &push, 3000).await;
     let elapsed = start.elapsed();
-    let after = browser.eval(&drawn(CAMERA)).await.as_i64().unwrap_or(0);
+    let after = drawn_count(&mut browser, CAMERA).await;
     eprintln!(
         "pointmass unpaced: {:.1} µs per step ({:.0} boundaries/s), camera panel drew {:.1} frames/s",
         t.as_secs_f64() * 1e6,
