@@ -75,6 +75,8 @@ pub fn client_error(py: Python<'_>, error: ClientError) -> PyErr {
 fn refusal_hint(reason: String) -> String {
     if reason.contains("HTTP 401") {
         format!("{reason}; from Python: RemoteClient(uri, token=TOKEN)")
+    } else if reason.contains("--ca-file") {
+        format!("{reason}; from Python: RemoteClient(uri, ca_file=FILE) or ssl=ssl.create_default_context(cafile=FILE)")
     } else if reason.contains("HTTP 403") {
         format!(
             "{reason}; a unienv_remote.RemoteServer takes the same as allowed_hosts=[...] / allowed_origins=[...]"
@@ -216,9 +218,12 @@ fn kwargs_from_py(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Dict> {
 #[pymethods]
 impl PyClient {
     /// Connects over WebSocket, says hello and discovers every resource.
-    /// `headers` are extra handshake headers (`[(name, value), ...]`).
+    /// `headers` are extra handshake headers (`[(name, value), ...]`);
+    /// `ca_file` a PEM file of CA certificates trusted for `wss://` besides
+    /// the system's roots.
     #[staticmethod]
-    #[pyo3(signature = (uri, *, timeout = Some(30.0), max_message_size = unienv_remote::codec::DEFAULT_MAX_MESSAGE_SIZE, token = None, discover = true, headers = Vec::new()))]
+    #[pyo3(signature = (uri, *, timeout = Some(30.0), max_message_size = unienv_remote::codec::DEFAULT_MAX_MESSAGE_SIZE, token = None, discover = true, headers = Vec::new(), ca_file = None))]
+    #[allow(clippy::too_many_arguments)]
     fn connect(
         py: Python<'_>,
         uri: &str,
@@ -227,6 +232,7 @@ impl PyClient {
         token: Option<String>,
         discover: bool,
         headers: Vec<(String, String)>,
+        ca_file: Option<std::path::PathBuf>,
     ) -> PyResult<PyClient> {
         let config = ClientConfig {
             timeout: seconds(timeout)?,
@@ -234,6 +240,7 @@ impl PyClient {
             discover,
             token,
             headers,
+            ca_file,
             ..ClientConfig::default()
         };
         if max_message_size < unienv_remote::codec::MIN_MAX_MESSAGE_SIZE {

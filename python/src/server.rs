@@ -505,7 +505,7 @@ impl PyServer {
     #[pyo3(signature = (server, domains, *, max_message_size, idle_timeout, token = None,
         allowed_origins = Vec::new(), allowed_hosts = Vec::new(), max_connections = 1024,
         max_in_flight = 64, max_subscriptions_per_session = 1024, env_boundary_snapshots = false,
-        shutdown_timeout = 10.0, handshake_timeout = 10.0))]
+        shutdown_timeout = 10.0, handshake_timeout = 10.0, tls_cert = None, tls_key = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -522,10 +522,24 @@ impl PyServer {
         env_boundary_snapshots: bool,
         shutdown_timeout: f64,
         handshake_timeout: f64,
+        tls_cert: Option<std::path::PathBuf>,
+        tls_key: Option<std::path::PathBuf>,
     ) -> PyResult<PyServer> {
         if max_message_size < unienv_remote::codec::MIN_MAX_MESSAGE_SIZE {
             return Err(PyValueError::new_err("max_message_size must be at least 8"));
         }
+        let tls = match (tls_cert, tls_key) {
+            (Some(cert), Some(key)) => Some(
+                unienv_remote::transport::ServerTls::from_pem_files(cert, key)
+                    .map_err(|e| PyValueError::new_err(format!("tls_cert/tls_key: {e}")))?,
+            ),
+            (None, None) => None,
+            _ => {
+                return Err(PyValueError::new_err(
+                    "tls_cert and tls_key go together: give both (PEM files) or neither",
+                ))
+            }
+        };
         let config = ServerConfig {
             max_message_size,
             idle_timeout: seconds(idle_timeout, "idle_timeout")?,
@@ -540,6 +554,7 @@ impl PyServer {
                 .unwrap_or_default(),
             handshake_timeout: seconds(Some(handshake_timeout), "handshake_timeout")?
                 .unwrap_or_default(),
+            tls,
             ..ServerConfig::default()
         };
         let mut specs: Vec<(String, DomainSpec)> = Vec::new();

@@ -118,15 +118,18 @@ impl PyVectorEnv {
 
 #[pymethods]
 impl PyVectorEnv {
-    /// Connects to every server of `addresses` (`[(url, resource_id)]`).
+    /// Connects to every server of `addresses` (`[(url, resource_id)]`);
+    /// `ca_file`: CA certificates (PEM) trusted for `wss://` besides the
+    /// system's roots.
     #[new]
-    #[pyo3(signature = (addresses, autoreset_mode = "NextStep", timeout = Some(30.0), token = None))]
+    #[pyo3(signature = (addresses, autoreset_mode = "NextStep", timeout = Some(30.0), token = None, ca_file = None))]
     fn new(
         py: Python<'_>,
         addresses: Vec<(String, String)>,
         autoreset_mode: &str,
         timeout: Option<f64>,
         token: Option<String>,
+        ca_file: Option<std::path::PathBuf>,
     ) -> PyResult<PyVectorEnv> {
         let mode = AutoresetMode::parse(autoreset_mode).ok_or_else(|| {
             PyValueError::new_err(format!("unknown autoreset mode {autoreset_mode:?}"))
@@ -140,6 +143,7 @@ impl PyVectorEnv {
             .transpose()?;
         let mut config = ClientConfig::default().with_timeout(timeout);
         config.token = token;
+        config.ca_file = ca_file;
         let addresses: Vec<EnvAddress> = addresses
             .into_iter()
             .map(|(url, id)| EnvAddress::new(url, id))

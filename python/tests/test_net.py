@@ -1,5 +1,9 @@
 """Across machines: every refused connection says which flag or keyword lets
-it in (token, Host names, origins)."""
+it in (token, Host names, CA file), and TLS from Python: our
+``RemoteServer`` serving ``wss://`` to our client (``ca_file=``, ``ssl=``, the
+reference's ``WebSocketTransport``) and to the reference client, and a
+``RemoteVectorEnv`` over ``wss://`` (reconnection included). Certificates are
+made by the tests (``certs.py``, the openssl command)."""
 
 import os
 import socket
@@ -63,3 +67,119 @@ def test_a_host_name_on_a_loopback_bind_names_allow_host():
             assert client.session_id
     finally:
         server.close()
+
+
+# -- TLS (wss://) -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    import certs as made
+    if not made.available():
+        if os.environ.get("CI") == "true":
+            raise RuntimeError("the openssl command is missing: the TLS tests need it to make certificates")
+        pytest.skip("the openssl command is missing (it makes the test certificates)")
+    return made.make(tmp_path_factory.mktemp("certs"))
+
+
+def test_wss_our_client_and_the_reference_client_against_our_python_server(certs):
+    import ssl
+
+    from unienv_interface.remote import RemoteClient as RefClient
+    from unienv_interface.remote import WebSocketTransport
+
+    server, url = serve(tls_cert=certs.cert, tls_key=certs.key)
+    try:
+        assert url.startswith("wss://127.0.0.1:"), url
+        port = url.rsplit(":", 1)[1]
+        context = ssl.create_default_context(cafile=str(certs.ca))
+        ways = [
+            lambda: unienv_remote.RemoteClient(url, ca_file=certs.ca, timeout=10.0),
+            lambda: unienv_remote.RemoteClient(f"wss://localhost:{port}", ca_file=str(certs.ca), timeout=10.0),
+            lambda: unienv_remote.RemoteClient(url, ssl=context, timeout=10.0),
+            # The reference's transport: its SSL context's CA is reused.
+            lambda: unienv_remote.RemoteClient(WebSocketTransport.connect(url, ssl=context), timeout=10.0),
+            # The reference client itself, over wss, against our server.
+            lambda: RefClient(WebSocketTransport.connect(url, ssl=context), timeout=10.0),
+        ]
+        for k, connect in enumerate(ways):
+            with connect() as client:
+                assert client.env("counter").reset(seed=k)[2] == {"seed": k}, k
+                client.release("counter")
+    finally:
+        server.close()
+
+
+def test_wss_refusals_say_what_to_pass(certs):
+    import ssl
+
+    server, url = serve(tls_cert=certs.cert, tls_key=certs.key)
+    try:
+        # An unknown CA: the error names ca_file= (and the CLI's --ca-file).
+        with pytest.raises(ConnectionError) as refused:
+            unienv_remote.RemoteClient(url, timeout=10.0)
+        assert "ca_file=" in str(refused.value) and "--ca-file" in str(refused.value), str(refused.value)
+        # ws:// to a TLS server.
+        with pytest.raises(ConnectionError) as refused:
+            unienv_remote.RemoteClient("ws://" + url[len("wss://"):], timeout=10.0)
+        assert "wss://" in str(refused.value), str(refused.value)
+        # Verification cannot be switched off.
+        lax = ssl.create_default_context(cafile=str(certs.ca))
+        lax.check_hostname = False
+        lax.verify_mode = ssl.CERT_NONE
+        with pytest.raises(ValueError, match="ca_file"):
+            unienv_remote.RemoteClient(url, ssl=lax, timeout=10.0)
+    finally:
+        server.close()
+    with pytest.raises(ValueError, match="tls_key"):
+        unienv_remote.RemoteServer(tls_cert=certs.cert)
+    broken = unienv_remote.RemoteServer(tls_cert=certs.ca.parent / "missing.pem", tls_key=certs.key)
+    broken.register("counter", CounterEnv())
+    with pytest.raises(ValueError, match="missing.pem"):
+        broken.listen("127.0.0.1", 0)
+    broken.close()
+
+
+def test_a_vector_env_over_wss_matches_local_envs_and_reconnects(certs):
+    gymnasium = pytest.importorskip("gymnasium")
+    import numpy as np
+    from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
+
+    def pendulums():
+        s = unienv_remote.RemoteServer(tls_cert=certs.cert, tls_key=certs.key)
+        for i in range(2):
+            s.register(f"pendulum{i}", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
+        return s, s.listen("127.0.0.1", 0)
+
+    (s1, u1), (s2, u2) = pendulums(), pendulums()
+    envs = unienv_remote.RemoteVectorEnv([(u1, "pendulum0"), (u2, "pendulum0"), (u1, "pendulum1"),
+                                          (u2, "pendulum1")], ca_file=certs.ca, timeout=10.0)
+    local = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make("Pendulum-v1") for _ in range(4)])
+    s3 = None
+    try:
+        assert np.array_equal(envs.reset(seed=3)[0], local.reset(seed=3)[0])
+        local.action_space.seed(3)
+        for _ in range(10):
+            actions = local.action_space.sample()
+            got, expected = envs.step(actions), local.step(actions)
+            for x, y in zip(got[:4], expected[:4]):
+                assert np.array_equal(x, y)
+        # Server 2 is replaced: the new connection uses the same CA.
+        s2.close()
+        s3, u3 = pendulums()
+        mask = envs.replace_server(u2, u3)
+        assert mask.tolist() == [False, True, False, True]
+        assert envs.needs_reset().tolist() == mask.tolist()
+        obs, _ = envs.reset(seed=5, options={"reset_mask": mask})
+        assert np.array_equal(obs, local.reset(seed=5, options={"reset_mask": mask.copy()})[0])
+        for _ in range(5):
+            actions = local.action_space.sample()
+            got, expected = envs.step(actions), local.step(actions)
+            for x, y in zip(got[:4], expected[:4]):
+                assert np.array_equal(x, y)
+    finally:
+        envs.close()
+        local.close()
+        s1.close()
+        s2.close()
+        if s3 is not None:
+            s3.close()

@@ -155,3 +155,47 @@ def test_vector_env_over_ray_actors(cluster) -> None:
         local.close()
     ray.kill(a[0].actor, no_restart=True)
     ray.kill(restarted.actor, no_restart=True)
+
+
+def test_vector_env_over_ray_actors_serving_tls(cluster, tmp_path) -> None:
+    """Actors serve wss:// with a certificate shipped by the driver; the
+    learner trusts its CA; a restarted actor serves TLS again."""
+    import certs as made
+    if not made.available():
+        if os.environ.get("CI") == "true":
+            raise RuntimeError("the openssl command is missing: the TLS tests need it to make certificates")
+        pytest.skip("the openssl command is missing (it makes the test certificates)")
+    c = made.make(tmp_path)
+    servers = (uray.start_servers(cartpoles, 1, num_cpus=0, resources={"sim_a": 1}, tls_cert=c.cert, tls_key=c.key)
+               + uray.start_servers(cartpoles, 1, num_cpus=0, resources={"sim_b": 1}, tls_cert=c.cert,
+                                    tls_key=c.key))
+    for s in servers:
+        assert s.url.startswith("wss://127.0.0.1:"), s.url
+    # Without the CA, the certificate is not trusted.
+    with pytest.raises(ConnectionError, match="ca_file|--ca-file"):
+        uray.vector_env(servers, timeout=10.0)
+    envs = uray.vector_env(servers, timeout=10.0, ca_file=c.ca)
+    local = SyncVectorEnv([lambda: gymnasium.make("CartPole-v1") for _ in range(4)])
+    restarted = None
+    try:
+        assert np.array_equal(envs.reset(seed=11)[0], local.reset(seed=11)[0])
+        local.action_space.seed(11)
+        for _ in range(10):
+            actions = local.action_space.sample()
+            got, expected = envs.step(actions), local.step(actions)
+            for x, y in zip(got[:4], expected[:4]):
+                assert np.array_equal(x, y)
+        restarted = uray.restart_server(servers[0], envs)
+        assert restarted.url.startswith("wss://127.0.0.1:") and restarted.url != servers[0].url
+        mask = envs.needs_reset()
+        assert mask.tolist() == [True, False, True, False]
+        obs, _ = envs.reset(seed=2, options={"reset_mask": mask})
+        assert np.array_equal(obs, local.reset(seed=2, options={"reset_mask": mask.copy()})[0])
+        actions = local.action_space.sample()
+        got, expected = envs.step(actions), local.step(actions)
+        assert np.array_equal(got[0], expected[0])
+    finally:
+        envs.close()
+        local.close()
+        for s in [servers[1]] + ([restarted] if restarted is not None else [servers[0]]):
+            ray.kill(s.actor, no_restart=True)

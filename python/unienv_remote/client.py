@@ -8,6 +8,9 @@ operation guards. The GIL is released while a request waits on the network.
 
 from __future__ import annotations
 
+import os
+import ssl as _ssl
+import tempfile
 import weakref
 from contextlib import contextmanager
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union, TYPE_CHECKING
@@ -28,18 +31,52 @@ _HANDSHAKE_HEADERS = {"host", "upgrade", "connection", "sec-websocket-key", "sec
                       "sec-websocket-extensions", "sec-websocket-protocol", "user-agent"}
 
 
-def _from_websocket_transport(transport: Any) -> Tuple[str, List[Tuple[str, str]]]:
-    """The URI and extra handshake headers of an open reference
-    ``WebSocketTransport``, which is then closed."""
-    request = getattr(getattr(transport, "connection", None), "request", None)
+def _from_websocket_transport(transport: Any) -> Tuple[str, List[Tuple[str, str]], Optional[_ssl.SSLContext]]:
+    """The URI, extra handshake headers and (for ``wss://``) SSL context of an
+    open reference ``WebSocketTransport``, which is then closed."""
+    connection = getattr(transport, "connection", None)
+    request = getattr(connection, "request", None)
     host = None if request is None else request.headers.get("Host")
     if host is None:
-        raise TypeError("unienv_remote.RemoteClient connects to a ws:// URI or takes the reference's "
+        raise TypeError("unienv_remote.RemoteClient connects to a ws:// or wss:// URI or takes the reference's "
                         "WebSocketTransport; other Python transports are not supported")
     headers = [(name, value) for name, value in request.headers.raw_items()
                if name.lower() not in _HANDSHAKE_HEADERS]
+    sock = getattr(connection, "socket", None)
+    context = sock.context if isinstance(sock, _ssl.SSLSocket) else None
     transport.close()
-    return f"ws://{host}{request.path}", headers
+    return f"{'wss' if context is not None else 'ws'}://{host}{request.path}", headers, context
+
+
+def _ca_pem_of(context: _ssl.SSLContext) -> Optional[str]:
+    """The CA certificates an ``ssl.SSLContext`` holds, as PEM (``None`` when
+    it holds none: the system's roots are used then, as by default)."""
+    if context.verify_mode == _ssl.CERT_NONE or not context.check_hostname:
+        raise ValueError("unienv_remote.RemoteClient always verifies the server's certificate and name; an SSL "
+                         "context with verification or hostname checking off is not supported (trust the server's "
+                         "CA instead: ca_file=FILE)")
+    ders = context.get_ca_certs(binary_form=True)
+    return "".join(_ssl.DER_cert_to_PEM_cert(d) for d in ders) if ders else None
+
+
+def _connect_native(uri: str, ca_file: Optional[str], context: Optional[_ssl.SSLContext],
+                    **options: Any) -> _native.Client:
+    """``_native.Client.connect``, trusting ``ca_file`` and the CAs of
+    ``context`` (written to a temporary file read during the handshake)."""
+    if context is None:
+        return _native.Client.connect(uri, ca_file=ca_file, **options)
+    if ca_file is not None:
+        raise ValueError("give ca_file or ssl, not both")
+    pem = _ca_pem_of(context)
+    if pem is None:
+        return _native.Client.connect(uri, **options)
+    fd, path = tempfile.mkstemp(prefix="unienv-ca-", suffix=".pem")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(pem)
+        return _native.Client.connect(uri, ca_file=path, **options)
+    finally:
+        os.unlink(path)
 
 
 class Subscription:
@@ -81,20 +118,32 @@ class RemoteClient:
     timeout closes the connection: late replies can never be confused with a
     later request. Mutations aren't retried and may have executed remotely.
 
-    ``transport`` is the server's ``ws://`` URI, or the reference's
-    ``WebSocketTransport`` (its connection's address and handshake headers,
-    such as ``Authorization``, are reused for our own connection, and it is
-    closed); ``RemoteClient.connect(uri, ...)`` is the same in both. Other
-    Python transports (``MemoryTransport``) are not supported. ``token`` is
-    sent as ``Authorization: Bearer <token>``.
+    ``transport`` is the server's ``ws://`` or ``wss://`` URI, or the
+    reference's ``WebSocketTransport`` (its connection's address, handshake
+    headers such as ``Authorization``, and for ``wss://`` the CA certificates
+    of its SSL context are reused for our own connection, and it is closed);
+    ``RemoteClient.connect(uri, ...)`` is the same in both. Other Python
+    transports (``MemoryTransport``) are not supported. ``token`` is sent as
+    ``Authorization: Bearer <token>``.
+
+    TLS (``wss://``): the server's certificate is verified against the
+    system's root certificates plus ``ca_file`` (a PEM file of CA
+    certificates, e.g. a private CA's), or the CA certificates loaded into
+    ``ssl`` (an ``ssl.SSLContext``, as the reference's
+    ``WebSocketTransport.connect(uri, ssl=...)`` takes; one made by
+    ``ssl.create_default_context(cafile=FILE)``). The server's name is always
+    checked; contexts with verification off are refused (``ValueError``).
     """
 
     def __init__(self, transport: Union[str, Any], *, backend: ComputeBackend = NumpyComputeBackend,
                  device: Optional[object] = None, timeout: Optional[float] = 30.0,
-                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, token: Optional[str] = None) -> None:
+                 max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, token: Optional[str] = None,
+                 ca_file: Optional[Union[str, os.PathLike]] = None, ssl: Optional[_ssl.SSLContext] = None) -> None:
         headers: List[Tuple[str, str]] = []
         if not isinstance(transport, (str, _native.Client)):
-            transport, headers = _from_websocket_transport(transport)
+            transport, headers, context = _from_websocket_transport(transport)
+            if ssl is None and ca_file is None:
+                ssl = context
         if max_message_size < 8:
             raise ValueError("max_message_size must be at least 8")
         self.backend, self.device = backend, device
@@ -106,8 +155,9 @@ class RemoteClient:
             # Already connected: an in-memory connection from unienv_remote.RemoteServer.connect().
             self._native = transport
         else:
-            self._native = _native.Client.connect(transport, timeout=timeout, max_message_size=max_message_size,
-                                                  token=token, headers=headers)
+            self._native = _connect_native(transport, None if ca_file is None else os.fspath(ca_file), ssl,
+                                           timeout=timeout, max_message_size=max_message_size, token=token,
+                                           headers=headers)
         self.codec = Codec(self._native.max_message_size)
 
     @classmethod

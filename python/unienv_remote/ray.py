@@ -20,7 +20,9 @@ hosting what ``factory()`` returns (a dict of resource ID -> env), listening on
 its node's IP address (``ray.util.get_node_ip_address()``) with a port the OS
 picks; Ray's resource requests (``num_cpus``, ``num_gpus``, ``resources``,
 ``scheduling_strategy``...) place it. Clients connect to it directly over the
-protocol, not through Ray.
+protocol, not through Ray. Across machines, serve TLS: ``start_servers(...,
+tls_cert=CERT, tls_key=KEY)`` (a certificate naming the nodes' addresses) and
+``vector_env(servers, ca_file=CA)`` on the learner.
 
 When an actor dies, its server's connections drop: the protocol's connection
 loss. A request that was on its way fails with ``UncertainOutcomeError`` (its
@@ -38,7 +40,8 @@ it also points that server's envs at the new URL
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+import os
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import ray
 
@@ -50,18 +53,46 @@ __all__ = ["ServerHandle", "start_servers", "restart_server", "vector_env", "add
 class _ServerActor:
     """Hosts ``factory()`` on a UniEnv server in the actor's process."""
 
-    def __init__(self, factory: Callable[[], Dict[str, Any]], host: Optional[str]) -> None:
+    def __init__(self, factory: Callable[[], Dict[str, Any]], host: Optional[str],
+                 server_options: Dict[str, Any], tls: Optional[Tuple[bytes, bytes]]) -> None:
+        import os
+        import tempfile
+
         try:
             from unienv_remote import RemoteServer  # type: ignore[attr-defined]
         except ImportError:
+            if tls is not None:
+                raise
             from unienv_interface.remote import RemoteServer
-        self._server = RemoteServer()
-        resources = factory()
-        for resource_id, obj in resources.items():
-            self._server.register(resource_id, obj)
-        self._ids = list(resources)
-        bind = host if host is not None else ray.util.get_node_ip_address()
-        self._url = self._server.listen(bind, 0)
+        folder = None
+        options = dict(server_options)
+        if tls is not None:
+            # The PEM texts travelled with the actor's arguments; the server
+            # reads them from files, in a private folder removed once it
+            # listens.
+            folder = tempfile.mkdtemp(prefix="unienv-tls-")
+            for name, pem in zip(("cert.pem", "key.pem"), tls):
+                fd = os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(pem)
+            options["tls_cert"] = os.path.join(folder, "cert.pem")
+            options["tls_key"] = os.path.join(folder, "key.pem")
+        try:
+            self._server = RemoteServer(**options)
+            resources = factory()
+            for resource_id, obj in resources.items():
+                self._server.register(resource_id, obj)
+            self._ids = list(resources)
+            bind = host if host is not None else ray.util.get_node_ip_address()
+            self._url = self._server.listen(bind, 0)
+        finally:
+            if folder is not None:
+                for name in ("cert.pem", "key.pem"):
+                    try:
+                        os.unlink(os.path.join(folder, name))
+                    except OSError:
+                        pass
+                os.rmdir(folder)
 
     def info(self) -> Dict[str, Any]:
         return {"url": self._url, "resource_ids": self._ids, "node_id": ray.get_runtime_context().get_node_id()}
@@ -79,14 +110,17 @@ class ServerHandle:
     factory: Callable[[], Dict[str, Any]] = field(repr=False)
     options: Dict[str, Any] = field(repr=False)
     host: Optional[str] = None
+    server_options: Dict[str, Any] = field(default_factory=dict, repr=False)
+    tls: Optional[Tuple[bytes, bytes]] = field(default=None, repr=False)
 
 
-def _start(factory: Callable[[], Dict[str, Any]], options: Dict[str, Any], host: Optional[str]) -> ServerHandle:
+def _start(factory: Callable[[], Dict[str, Any]], options: Dict[str, Any], host: Optional[str],
+           server_options: Dict[str, Any], tls: Optional[Tuple[bytes, bytes]]) -> ServerHandle:
     actor_class = ray.remote(_ServerActor)
-    actor = actor_class.options(**options).remote(factory, host)
+    actor = actor_class.options(**options).remote(factory, host, server_options, tls)
     info = ray.get(actor.info.remote())
     return ServerHandle(actor=actor, url=info["url"], resource_ids=info["resource_ids"], node_id=info["node_id"],
-                        factory=factory, options=options, host=host)
+                        factory=factory, options=options, host=host, server_options=server_options, tls=tls)
 
 
 def start_servers(
@@ -94,27 +128,45 @@ def start_servers(
     count: int,
     *,
     host: Optional[str] = None,
+    tls_cert: Optional[Union[str, "os.PathLike[str]"]] = None,
+    tls_key: Optional[Union[str, "os.PathLike[str]"]] = None,
+    server_options: Optional[Dict[str, Any]] = None,
     **actor_options: Any,
 ) -> List[ServerHandle]:
     """Starts ``count`` server actors hosting ``factory()`` each, placed by
     ``actor_options`` (passed to ``ActorClass.options``: ``num_cpus``,
     ``resources``, ``scheduling_strategy``, ...); waits until every one
     listens. ``host`` overrides the address the servers bind (default: the
-    node's IP address)."""
-    return [_start(factory, dict(actor_options), host) for _ in range(count)]
+    node's IP address).
+
+    ``tls_cert`` / ``tls_key`` (PEM files on this machine): the servers serve
+    ``wss://`` with this certificate, whose contents are shipped to the
+    actors (written to a private temporary folder on their node while the
+    server starts, then removed). The certificate must name every address
+    the servers bind (IP subject alternative names for node IPs); clients
+    trust its CA: ``vector_env(servers, ca_file=CA)``. ``server_options`` go
+    to ``RemoteServer`` (``token``, ``allowed_hosts``, limits, ...)."""
+    if (tls_cert is None) != (tls_key is None):
+        raise ValueError("tls_cert and tls_key go together: give both (PEM files) or neither")
+    tls = None
+    if tls_cert is not None and tls_key is not None:
+        with open(tls_cert, "rb") as c, open(tls_key, "rb") as k:
+            tls = (c.read(), k.read())
+    return [_start(factory, dict(actor_options), host, dict(server_options or {}), tls) for _ in range(count)]
 
 
 def restart_server(server: ServerHandle, envs: Optional[RemoteVectorEnv] = None) -> ServerHandle:
     """Kills ``server``'s actor (if still alive) and starts a replacement
-    with the same factory, placement and bind address; returns its handle
-    (fresh envs, a new URL). With ``envs``, the vector env's envs on the old
-    server are reconnected to the new one (``envs.replace_server``); reset
-    them (``envs.needs_reset()`` is their mask) before stepping them."""
+    with the same factory, placement, bind address, server options and
+    certificate; returns its handle (fresh envs, a new URL). With ``envs``,
+    the vector env's envs on the old server are reconnected to the new one
+    (``envs.replace_server``); reset them (``envs.needs_reset()`` is their
+    mask) before stepping them."""
     try:
         ray.kill(server.actor, no_restart=True)
     except Exception:  # already dead: nothing to kill
         pass
-    new = _start(server.factory, server.options, server.host)
+    new = _start(server.factory, server.options, server.host, server.server_options, server.tls)
     if envs is not None:
         envs.replace_server(server.url, new.url)
     return new

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from threading import Lock
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 from urllib.parse import quote
@@ -72,6 +73,11 @@ class RemoteServer:
       already the call's result).
     * ``shutdown_timeout``: seconds ``close()`` waits for each domain's worker
       (a simulator hung past it is left behind).
+    * ``tls_cert`` / ``tls_key``: serve ``wss://`` (TLS) with this certificate
+      chain (PEM, leaf first) and private key (PEM), as ``unienv-remote serve
+      --tls-cert FILE --tls-key FILE``; both or neither. They are read when the
+      server starts (first ``listen``/``connect``): a bad file raises
+      ``ValueError`` there.
     """
 
     def __init__(self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
@@ -79,7 +85,8 @@ class RemoteServer:
                  allowed_origins: Sequence[str] = (), allowed_hosts: Sequence[str] = (),
                  max_connections: int = 1024, max_in_flight: int = 64,
                  max_subscriptions_per_session: int = 1024, env_boundary_snapshots: bool = False,
-                 shutdown_timeout: float = 10.0) -> None:
+                 shutdown_timeout: float = 10.0, tls_cert: Optional[Union[str, os.PathLike]] = None,
+                 tls_key: Optional[Union[str, os.PathLike]] = None) -> None:
         if idle_timeout is not None and (not math.isfinite(idle_timeout) or idle_timeout <= 0):
             raise ValueError("idle_timeout must be positive and finite, or None")
         if type(max_message_size) is not int or max_message_size < 8:
@@ -90,7 +97,12 @@ class RemoteServer:
             token=token, allowed_origins=list(allowed_origins), allowed_hosts=list(allowed_hosts),
             max_connections=max_connections, max_in_flight=max_in_flight,
             max_subscriptions_per_session=max_subscriptions_per_session,
-            env_boundary_snapshots=env_boundary_snapshots, shutdown_timeout=shutdown_timeout)
+            env_boundary_snapshots=env_boundary_snapshots, shutdown_timeout=shutdown_timeout,
+            tls_cert=None if tls_cert is None else os.fspath(tls_cert),
+            tls_key=None if tls_key is None else os.fspath(tls_key))
+        if (tls_cert is None) != (tls_key is None):
+            raise ValueError("tls_cert and tls_key go together: give both (PEM files) or neither")
+        self.tls = tls_cert is not None
         self._resources: Dict[str, _Resource] = {}
         self._objects: Dict[int, str] = {}
         self._domains: Dict[Any, _Domain] = {}
@@ -299,13 +311,14 @@ class RemoteServer:
             return self._native
 
     def listen(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        """Start the WebSocket listener; return its ws:// endpoint."""
+        """Start the WebSocket listener; return its ws:// endpoint (wss:// with TLS)."""
         if self._closed or self._listening:
             raise RuntimeError("Server is closed or already listening")
         native = self._start()
         bound = native.listen(host, port)
         self._listening = True
-        return f"ws://{'[' + host + ']' if ':' in host else host}:{bound}"
+        scheme = "wss" if self.tls else "ws"
+        return f"{scheme}://{'[' + host + ']' if ':' in host else host}:{bound}"
 
     def connect(self, **client_options: Any):
         """Create an in-memory ``unienv_remote.RemoteClient`` using the full wire protocol."""

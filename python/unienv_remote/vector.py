@@ -43,6 +43,7 @@ retry.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -92,9 +93,11 @@ def _mode(mode: Union[AutoresetMode, str]) -> AutoresetMode:
 class RemoteVectorEnv(VectorEnv):
     """``num_envs`` remote environments as one Gymnasium ``VectorEnv``.
 
-    ``envs`` lists ``(url, resource_id)`` pairs. ``timeout`` (seconds, per
-    request; ``None`` waits forever) and ``token`` (bearer token) apply to
-    every connection.
+    ``envs`` lists ``(url, resource_id)`` pairs (``ws://`` or ``wss://``).
+    ``timeout`` (seconds, per request; ``None`` waits forever), ``token``
+    (bearer token) and ``ca_file`` (CA certificates, PEM, trusted for
+    ``wss://`` besides the system's roots) apply to every connection,
+    reconnections included.
 
     The single spaces are the envs' UniEnv spaces converted by unienv's
     ``to_gym_space``, which has no ``Discrete``: a ``Discrete(n)`` hosted
@@ -109,6 +112,7 @@ class RemoteVectorEnv(VectorEnv):
         autoreset_mode: Union[AutoresetMode, str] = AutoresetMode.NEXT_STEP,
         timeout: Optional[float] = 30.0,
         token: Optional[str] = None,
+        ca_file: Optional[Union[str, "os.PathLike[str]"]] = None,
         on_error: str = "raise",
         single_observation_space: Optional[gymnasium.Space] = None,
         single_action_space: Optional[gymnasium.Space] = None,
@@ -118,7 +122,8 @@ class RemoteVectorEnv(VectorEnv):
         mode = _mode(autoreset_mode)
         self._on_error = on_error
         self.addresses: List[Tuple[str, str]] = [(str(u), str(r)) for u, r in envs]
-        self._native = _native.VectorEnv(self.addresses, mode.value, timeout, token)
+        self._native = _native.VectorEnv(self.addresses, mode.value, timeout, token,
+                                         None if ca_file is None else os.fspath(ca_file))
         self.num_envs = self._native.num_envs
         self.single_observation_space = single_observation_space or self._gym_space("observation_space")
         self.single_action_space = single_action_space or self._gym_space("action_space")

@@ -437,8 +437,7 @@ async fn host_refusals_name_the_flag_that_accepts_the_name() {
     };
     let e = unienv_remote::client::Client::connect(&l.url(), config)
         .await
-        .err()
-        .expect("a foreign origin is refused");
+        .expect_err("a foreign origin is refused");
     let msg = e.to_string();
     assert!(
         msg.contains("HTTP 403") && msg.contains("--allow-origin https://dash.lab.example "),
@@ -449,8 +448,7 @@ async fn host_refusals_name_the_flag_that_accepts_the_name() {
         let url = format!("ws://{name}:{}", l.local_addr().port());
         let e = unienv_remote::client::Client::connect(&url, Default::default())
             .await
-            .err()
-            .expect("the host name is refused on a loopback bind");
+            .expect_err("the host name is refused on a loopback bind");
         assert!(
             e.to_string().contains(&format!("--allow-host {name} ")),
             "{e}"
