@@ -1285,7 +1285,7 @@ impl Domain {
             }
         };
         match value {
-            Ok(Some(v)) => match Codec::new(usize::MAX).map(|c| c.measure(&v)) {
+            Ok(Some(v)) => match Codec::new(usize::MAX).ok().map(|c| c.measure(&v)) {
                 Some(Err(e)) => Err(e.to_string()),
                 _ => Ok(Some(v)),
             },
