@@ -35,7 +35,7 @@
 //!   without a request. See [`Client::boundary_snapshot`] for the rules.
 //!
 //! Values returned to the caller never alias the cache in a mutable way:
-//! [`Value`] trees are cloned, and arrays are immutable reference-counted
+//! [`Value`](crate::codec::Value) trees are cloned, and arrays are immutable reference-counted
 //! [`Bytes`](bytes::Bytes) (copy-on-write by construction), so the caller
 //! cannot alter what the cache holds, and clones are independent.
 //!

@@ -11,8 +11,8 @@
 //! methods from async code (blocking inside a runtime panics): use the async
 //! client there.
 //!
-//! [`WorldProxy`] implements the crate's [`World`] trait and [`NodeProxy`]
-//! implements [`Node<W>`](Node) for any world type `W` (the world argument is
+//! [`WorldProxy`] implements the crate's [`World`](crate::host::World) trait and [`NodeProxy`]
+//! implements [`Node<W>`](crate::host::Node) for any world type `W` (the world argument is
 //! ignored: the node's world is remote), so that remote components can be
 //! driven by code written against the host traits — in particular by the
 //! crate's [`WorldEnv`](crate::host::WorldEnv) composer, which

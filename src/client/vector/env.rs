@@ -28,7 +28,7 @@ impl EnvAddress {
 }
 
 /// When finished sub-environments are reset, following Gymnasium 1.x's
-/// `gymnasium.vector.AutoresetMode` (see the [module docs](self)).
+/// `gymnasium.vector.AutoresetMode` (see the [module docs](super)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AutoresetMode {
     /// Reset in the step after the episode ended (Gymnasium's default).
@@ -135,7 +135,7 @@ impl VectorError {
 /// What [`VectorEnv::reset`] returns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VectorReset {
-    /// The observations, stacked ([`stack`]; zeros for failed envs; `Null`
+    /// The observations, stacked ([`stack`](super::stack); zeros for failed envs; `Null`
     /// when every env failed).
     pub observation: Value,
     /// Each env's context (`Null` when it has none or failed).
@@ -149,7 +149,7 @@ pub struct VectorReset {
 /// What [`VectorEnv::step_wait`] returns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VectorStep {
-    /// The observations, stacked ([`stack`]; zeros for failed envs; `Null`
+    /// The observations, stacked ([`stack`](super::stack); zeros for failed envs; `Null`
     /// when every env failed).
     pub observation: Value,
     /// Each env's reward (0 for failed and autoreset envs).
@@ -202,7 +202,7 @@ struct EnvStep {
 
 type Pending = Vec<Option<JoinHandle<Result<EnvStep, ClientError>>>>;
 
-/// N remote envs stepped together (see the [module docs](self)).
+/// N remote envs stepped together (see the [module docs](super)).
 pub struct VectorEnv {
     envs: Vec<EnvProxy>,
     clients: Vec<Client>,

@@ -29,7 +29,7 @@
 //!   `DISABLED` never resets.
 //! - **Per-env failures.** A sub-environment whose request fails is reported
 //!   in [`VectorStep::errors`] (with [`VectorError::is_uncertain`] telling,
-//!   exactly as [`ClientError::is_uncertain`], whether its mutation may have
+//!   exactly as [`ClientError::is_uncertain`](crate::client::ClientError::is_uncertain), whether its mutation may have
 //!   executed); the others' results are complete. Its slots in the stacked
 //!   arrays hold zeros (reward 0, not terminated, not truncated). Nothing is
 //!   retried. A failed env is not stepped again until a successful reset: until
