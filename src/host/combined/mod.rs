@@ -3,12 +3,13 @@
 //!
 //! Everything here follows `CombinedWorldNode` of `unienv==0.0.1b14` call for
 //! call: priority sets are unions over the members (plus
-//! [`RESERVED_PRIORITY`](crate::host::RESERVED_PRIORITY) in the after-hooks), frozen at construction; spaces
-//! are aggregated per channel with the `direct_return` rule and refreshed at
-//! the lowest `after_reload` priority; actions are routed by child name with
-//! hold-last caching and per-child control-rate ratios; pre/post steps are
-//! dispatched at per-child update-rate ratios, each child receiving its own
-//! effective update timestep.
+//! [`RESERVED_PRIORITY`](crate::host::RESERVED_PRIORITY) in the after-hooks),
+//! frozen at construction; spaces are aggregated per channel with the
+//! `direct_return` rule and refreshed at the lowest `after_reload` priority;
+//! actions are routed by child name with hold-last caching and per-child
+//! control-rate ratios; pre/post steps are dispatched at per-child
+//! update-rate ratios, each child receiving its own effective update
+//! timestep.
 //!
 //! The node and its construction live here; the dispatch tables in
 //! `tables`, the lifecycle dispatch and data aggregation (the [`Node`]
@@ -88,7 +89,8 @@ impl From<Option<String>> for RenderModeArg {
 /// root node) into one [`Node`].
 ///
 /// * Priorities: each phase's set is the union of the members' sets, plus
-///   [`RESERVED_PRIORITY`](crate::host::RESERVED_PRIORITY) for `after_reset` / `after_reload`; frozen at
+///   [`RESERVED_PRIORITY`](crate::host::RESERVED_PRIORITY) for
+///   `after_reset` / `after_reload`; frozen at
 ///   construction, as are the participants of each priority, the update and
 ///   action ratios, the reward/termination/truncation flags and the set of
 ///   renderable members.
@@ -471,7 +473,8 @@ impl<W: ?Sized + 'static> CombinedNode<W> {
     }
 
     /// The cached descending priority order of a phase (UniEnv's
-    /// `get_priority_order`), including [`RESERVED_PRIORITY`](crate::host::RESERVED_PRIORITY) for the
+    /// `get_priority_order`), including
+    /// [`RESERVED_PRIORITY`](crate::host::RESERVED_PRIORITY) for the
     /// after-hooks.
     pub fn priority_order(&self, phase: Phase) -> &[i64] {
         &self.phases[phase_index(phase)].order
