@@ -55,17 +55,23 @@ pub fn client_error(py: Python<'_>, error: ClientError) -> PyErr {
         ClientError::Closed(reason) => {
             PyConnectionError::new_err(format!("Client is closed ({reason})"))
         }
-        // The reference's WebSocket library raises the OS error's own class.
-        ClientError::Connect(reason) if reason.contains("os error 111") => {
-            PyConnectionRefusedError::new_err(reason)
+        ClientError::Connect(failure) => {
+            let reason = failure.to_string();
+            // The reference's WebSocket library raises the OS error's own class.
+            if reason.contains("os error 111") {
+                PyConnectionRefusedError::new_err(reason)
+            } else if reason.contains("timed out") {
+                PyTimeoutError::new_err(reason)
+            } else {
+                PyConnectionError::new_err(refusal_hint(reason))
+            }
         }
-        ClientError::Connect(reason) if reason.contains("timed out") => {
-            PyTimeoutError::new_err(reason)
+        ClientError::Protocol(violation) => {
+            remote_error(py, "protocol_error", &violation.to_string(), false)
         }
-        ClientError::Connect(reason) => PyConnectionError::new_err(refusal_hint(reason)),
-        ClientError::Protocol(reason) => remote_error(py, "protocol_error", &reason, false),
         ClientError::Codec(e) => convert::CodecError::new_err(e.to_string()),
-        ClientError::InvalidUse(reason) => PyRuntimeError::new_err(reason),
+        ClientError::InvalidUse(reason) => PyRuntimeError::new_err(reason.to_string()),
+        ClientError::Config(e) => PyRuntimeError::new_err(e.to_string()),
         other => PyRuntimeError::new_err(other.to_string()),
     }
 }
@@ -420,7 +426,7 @@ impl PyClient {
                 "terminated" => node.get_termination(),
                 "truncated" => node.get_truncation(),
                 "info" => node.get_info(),
-                other => Err(ClientError::InvalidUse(format!(
+                other => Err(ClientError::invalid_use(format!(
                     "{other} is not a node getter field"
                 ))),
             })

@@ -569,7 +569,7 @@ fn decode<'py>(
 
 fn codec(max_message_size: usize) -> PyResult<unienv_remote::Codec> {
     unienv_remote::Codec::new(max_message_size)
-        .ok_or_else(|| PyValueError::new_err("max_message_size must be at least 8"))
+        .map_err(|_| PyValueError::new_err("max_message_size must be at least 8"))
 }
 
 /// Registers `encode` and `decode`.

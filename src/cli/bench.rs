@@ -229,7 +229,7 @@ pub fn bench(args: BenchArgs) -> ExitCode {
         let client = args.client.connect(false).await?;
         let env = client.env(&args.id).await?;
         let action = match env.action_space() {
-            Some(space) => neutral_action(&space).map_err(ClientError::InvalidUse)?,
+            Some(space) => neutral_action(&space).map_err(ClientError::invalid_use)?,
             None => Value::Null,
         };
         let mut samples = Vec::with_capacity(4096);
@@ -291,7 +291,7 @@ pub fn bench(args: BenchArgs) -> ExitCode {
         let elapsed = outcome?;
         let steps = samples.len();
         let Some(stats) = Stats::of(&mut samples) else {
-            return Err(ClientError::InvalidUse("no step completed".into()));
+            return Err(ClientError::invalid_use("no step completed"));
         };
         println!(
             "bench {} on {}: {steps} steps in {:.2} s ({resets} resets)",

@@ -254,7 +254,10 @@ pub fn call(args: CallArgs) -> ExitCode {
     };
     let frames: std::sync::Arc<parking_lot::Mutex<Vec<bytes::Bytes>>> = Default::default();
     run_client(async move {
-        let mut config = args.client.config(false).map_err(ClientError::InvalidUse)?;
+        let mut config = args
+            .client
+            .config(false)
+            .map_err(ClientError::invalid_use)?;
         if args.save.is_some() {
             let frames = frames.clone();
             config.capture = Some(crate::client::Capture::new(move |frame| {
@@ -267,7 +270,7 @@ pub fn call(args: CallArgs) -> ExitCode {
             let descriptor = client.describe(&args.id).await?;
             let action_space = descriptor.action_space();
             let call = convert_arguments(&args.method, &parsed, action_space.as_deref())
-                .map_err(ClientError::InvalidUse)?;
+                .map_err(ClientError::invalid_use)?;
             let (id, method) = (args.id.as_str(), args.method.as_str());
             match operation_for(descriptor.kind(), method) {
                 None => {
@@ -322,7 +325,7 @@ pub fn call(args: CallArgs) -> ExitCode {
                         path.display()
                     ),
                     Err(e) => {
-                        return Err(ClientError::InvalidUse(format!(
+                        return Err(ClientError::invalid_use(format!(
                             "cannot write {}: {e}",
                             path.display()
                         )))

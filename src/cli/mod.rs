@@ -143,7 +143,7 @@ impl ClientArgs {
 
     /// Connects (inside a tokio runtime).
     pub async fn connect(&self, discover: bool) -> Result<Client, ClientError> {
-        let config = self.config(discover).map_err(ClientError::InvalidUse)?;
+        let config = self.config(discover).map_err(ClientError::invalid_use)?;
         Client::connect(&self.url, config).await
     }
 }

@@ -79,7 +79,7 @@ pub(crate) fn snapshot_line(event: &SnapshotEvent, rate: f64, skipped: u64) -> S
 /// (printing why; exit code 1).
 pub fn watch(args: WatchArgs) -> ExitCode {
     run_client(async move {
-        let stop = interrupted().map_err(|e| ClientError::InvalidUse(e.to_string()))?;
+        let stop = interrupted().map_err(|e| ClientError::invalid_use(e.to_string()))?;
         tokio::pin!(stop);
         let client = args.client.connect(false).await?;
         let descriptor = client.describe(&args.id).await?;

@@ -1,9 +1,9 @@
 //! Component operations: explicit reset/reload/step boundaries around
 //! world and node calls.
 
+use super::connection::Client;
 use super::descriptor::Descriptor;
-use super::error::ClientResult;
-use super::Client;
+use super::error::{ClientError, ClientResult, InvalidUse};
 use crate::codec::Value;
 use crate::protocol::{Op, OperationKind};
 use std::sync::Arc;
@@ -143,5 +143,77 @@ impl std::fmt::Debug for Operation {
             .field("domain_id", &self.domain_id)
             .field("kind", &self.kind)
             .finish()
+    }
+}
+
+impl Client {
+    /// Begins a component operation on the resource's domain (the domain of
+    /// a world or node). Nested operations on one domain are refused. Prefer
+    /// [`Client::with_operation`].
+    pub async fn operation(
+        &self,
+        resource_id: &str,
+        kind: OperationKind,
+    ) -> ClientResult<Operation> {
+        let descriptor = self.ensure_descriptor(resource_id).await?;
+        let domain: Arc<str> = Arc::from(descriptor.domain_id());
+        let id: Arc<str> = Arc::from(self.shared.fresh_id());
+        {
+            let mut st = self.shared.state.lock();
+            if st.operations.contains_key(&*domain) {
+                return Err(ClientError::InvalidUse(InvalidUse::NestedOperation {
+                    domain: domain.to_string(),
+                }));
+            }
+            st.operations.insert(domain.to_string(), id.clone());
+        }
+        let kind_value = Value::from(kind.as_str());
+        let id_value = Value::from(&*id);
+        let begun = self
+            .shared
+            .request(
+                Op::Begin,
+                Some(&domain),
+                &[("kind", &kind_value), ("operation_id", &id_value)],
+                true,
+            )
+            .await;
+        match begun {
+            Ok(_) => Ok(Operation::new(self.clone(), domain, id, kind)),
+            Err(e) => {
+                let mut st = self.shared.state.lock();
+                if st.operations.get(&*domain).is_some_and(|o| *o == id) {
+                    st.operations.remove(&*domain);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Runs `body` inside a component operation: begins it, completes it
+    /// when `body` succeeds (a completion failure is returned), aborts it
+    /// when `body` fails or is cancelled. The operation is passed to `body`
+    /// for its ID; calls made during it find it through the client.
+    pub async fn with_operation<T, E, F>(
+        &self,
+        resource_id: &str,
+        kind: OperationKind,
+        body: F,
+    ) -> Result<T, E>
+    where
+        F: AsyncFnOnce(&Operation) -> Result<T, E>,
+        E: From<ClientError>,
+    {
+        let operation = self.operation(resource_id, kind).await?;
+        match body(&operation).await {
+            Ok(value) => {
+                operation.complete().await?;
+                Ok(value)
+            }
+            Err(e) => {
+                let _ = operation.abort().await;
+                Err(e)
+            }
+        }
     }
 }

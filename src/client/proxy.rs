@@ -4,13 +4,53 @@
 //! and spaces always come from the client's latest descriptor of the
 //! resource, which every response refreshes.
 
+use super::connection::Client;
 use super::descriptor::Descriptor;
-use super::error::{ClientError, ClientResult};
-use super::Client;
+use super::error::{ClientError, ClientResult, InvalidUse};
 use crate::codec::{Dict, NdArray, Value};
 use crate::host::{Phase, ResetArgs, ResetResult, Space, StepResult};
 use crate::protocol::ResourceKind;
 use std::sync::Arc;
+
+impl Client {
+    /// A proxy of any kind (describes the resource when unknown).
+    pub async fn resource(&self, resource_id: &str) -> ClientResult<Resource> {
+        let descriptor = self.ensure_descriptor(resource_id).await?;
+        Ok(Resource::new(self.clone(), descriptor))
+    }
+
+    /// An environment proxy.
+    pub async fn env(&self, resource_id: &str) -> ClientResult<EnvProxy> {
+        match self.resource(resource_id).await? {
+            Resource::Env(p) => Ok(p),
+            other => Err(wrong_kind(resource_id, other.kind(), "an env")),
+        }
+    }
+
+    /// A world proxy.
+    pub async fn world(&self, resource_id: &str) -> ClientResult<WorldProxy> {
+        match self.resource(resource_id).await? {
+            Resource::World(p) => Ok(p),
+            other => Err(wrong_kind(resource_id, other.kind(), "a world")),
+        }
+    }
+
+    /// A node proxy.
+    pub async fn node(&self, resource_id: &str) -> ClientResult<NodeProxy> {
+        match self.resource(resource_id).await? {
+            Resource::Node(p) => Ok(p),
+            other => Err(wrong_kind(resource_id, other.kind(), "a node")),
+        }
+    }
+}
+
+fn wrong_kind(id: &str, kind: ResourceKind, wanted: &'static str) -> ClientError {
+    ClientError::InvalidUse(InvalidUse::WrongKind {
+        resource_id: id.to_string(),
+        kind,
+        wanted,
+    })
+}
 
 /// What the proxies share: the client, the ID, and the descriptor seen
 /// when the proxy was made (used only if the store lost it).
@@ -99,7 +139,7 @@ fn mask_value(mask: &Option<NdArray>) -> Value {
 }
 
 fn protocol(e: String) -> ClientError {
-    ClientError::Protocol(e)
+    ClientError::malformed(e)
 }
 
 /// A remote environment (env mode: every call is a whole `reset`, `step`,

@@ -8,10 +8,10 @@
 //! channel by the reader task, which does nothing else than decode, check and
 //! route messages.
 
+use super::config::ClientConfig;
 use super::descriptor::{BoundarySnapshot, Descriptor};
-use super::error::{ClientError, ClientResult};
-use super::subscription::SubShared;
-use super::ClientConfig;
+use super::error::{ClientError, ClientResult, CloseReason, ProtocolViolation};
+use super::sub_queue::SubShared;
 use crate::codec::{Codec, Dict, Value};
 use crate::protocol::{Op, ProtocolError, PROTOCOL_VERSION};
 use crate::transport::{Reader, TransportError, Writer};
@@ -119,9 +119,11 @@ impl State {
     /// The reason for refusing requests once closed.
     fn closed_error(&self) -> ClientError {
         match &self.failure {
-            Some(ClientError::Closed(m)) => ClientError::Closed(m.clone()),
-            Some(other) => ClientError::Closed(other.to_string()),
-            None => ClientError::Closed("client closed".into()),
+            Some(ClientError::Closed(reason)) => ClientError::Closed(reason.clone()),
+            Some(other) => ClientError::Closed(CloseReason::Failed {
+                source: Box::new(other.clone()),
+            }),
+            None => ClientError::Closed(CloseReason::Unknown),
         }
     }
 }
@@ -195,8 +197,11 @@ impl Shared {
         self.limit.load(Ordering::Relaxed)
     }
 
-    fn codec(&self) -> Codec {
-        Codec::new(self.max_message_size()).unwrap_or_default()
+    /// The codec under the limit in force (the configuration and `hello`
+    /// both refuse a limit below the minimum, so this fails only if that
+    /// invariant is broken, and then loudly rather than with a default).
+    fn codec(&self) -> ClientResult<Codec> {
+        Ok(Codec::new(self.max_message_size())?)
     }
 
     pub fn is_closed(&self) -> bool {
@@ -271,7 +276,7 @@ impl Shared {
         let mut entries: Vec<(&str, &Value)> = Vec::with_capacity(6 + params.len());
         entries.extend(head.iter().map(|(k, v)| (*k, v)));
         entries.extend_from_slice(params);
-        Ok(Bytes::from(self.codec().encode_entries(&entries)?))
+        Ok(Bytes::from(self.codec()?.encode_entries(&entries)?))
     }
 
     /// Sends one request and waits for its reply. Mutations drop the
@@ -305,9 +310,7 @@ impl Shared {
         if self.outgoing.send(Outgoing::Frame(frame)).is_err() {
             // Nothing was sent: certainly not executed.
             self.state.lock().pending.remove(&id);
-            return Err(ClientError::Closed(
-                "the connection's writer has stopped".into(),
-            ));
+            return Err(ClientError::Closed(CloseReason::WriterStopped));
         }
         self.requests_sent.fetch_add(1, Ordering::Relaxed);
         let mut guard = InFlight {
@@ -332,9 +335,9 @@ impl Shared {
                 // Others (pending requests, subscriptions) learn that the
                 // connection closed, and why.
                 self.close(match &failure {
-                    ClientError::Timeout(limit) => ClientError::Closed(format!(
-                        "a request timed out after {limit:?}; the connection was closed"
-                    )),
+                    ClientError::Timeout(limit) => {
+                        ClientError::Closed(CloseReason::RequestTimedOut { after: *limit })
+                    }
                     other => other.clone(),
                 });
                 return Err(if mutation {
@@ -349,7 +352,7 @@ impl Shared {
             let error = message
                 .get("error")
                 .and_then(ProtocolError::from_value)
-                .ok_or_else(|| ClientError::Protocol("malformed error response".into()))?;
+                .ok_or(ClientError::Protocol(ProtocolViolation::MalformedError))?;
             return Err(ClientError::Remote(error));
         }
         Ok(message.remove("result").unwrap_or_default())
@@ -391,10 +394,11 @@ impl Shared {
         let items = match descriptors {
             Value::List(items) | Value::Tuple(items) => items,
             other => {
-                return Err(ClientError::Protocol(format!(
-                    "descriptors must be a list, got {}",
-                    other.type_name()
-                )))
+                return Err(ClientError::Protocol(ProtocolViolation::WrongType {
+                    what: "descriptors",
+                    expected: "a list",
+                    found: other.type_name(),
+                }))
             }
         };
         let mut st = self.state.lock();
@@ -406,7 +410,7 @@ impl Shared {
                 .and_then(Value::as_str)
                 .and_then(|id| st.descriptors.get(id).cloned());
             let (descriptor, snapshot) =
-                Descriptor::parse(item, previous.as_deref()).map_err(ClientError::Protocol)?;
+                Descriptor::parse(item, previous.as_deref()).map_err(ClientError::malformed)?;
             let (descriptor, fresh) = st.accept(descriptor, snapshot.filter(|_| keep_snapshots));
             if fresh {
                 accepted.push(descriptor);
@@ -424,29 +428,23 @@ impl Shared {
             .and_then(Value::as_str)
             .and_then(|id| st.descriptors.get(id).cloned());
         let (descriptor, _) =
-            Descriptor::parse(descriptor, previous.as_deref()).map_err(ClientError::Protocol)?;
+            Descriptor::parse(descriptor, previous.as_deref()).map_err(ClientError::malformed)?;
         Ok(st.accept(descriptor, None).0)
     }
 
     /// Routes one received envelope; an error closes the connection.
     fn dispatch(&self, frame: Bytes) -> ClientResult<()> {
-        let Value::Dict(message) = self.codec().decode(frame)? else {
-            return Err(ClientError::Protocol(
-                "a server message must be a dict".into(),
-            ));
+        let Value::Dict(message) = self.codec()?.decode(frame)? else {
+            return Err(ClientError::Protocol(ProtocolViolation::NotADict));
         };
         let version_ok =
             matches!(message.get("version"), Some(Value::Int(v)) if *v == PROTOCOL_VERSION);
         if !version_ok {
-            return Err(ClientError::Protocol(
-                "invalid response version or envelope".into(),
-            ));
+            return Err(ClientError::Protocol(ProtocolViolation::Version));
         }
         if let Some(session) = self.session_id() {
             if message.get("session_id").and_then(Value::as_str) != Some(session) {
-                return Err(ClientError::Protocol(
-                    "a message has the wrong session ID".into(),
-                ));
+                return Err(ClientError::Protocol(ProtocolViolation::WrongSession));
             }
         }
         match message.get("type").and_then(Value::as_str) {
@@ -465,15 +463,18 @@ impl Shared {
                 let is_error = kind == "subscription_error";
                 self.on_event(message, is_error)
             }
-            _ => Err(ClientError::Protocol("unknown server message type".into())),
+            _ => Err(ClientError::Protocol(ProtocolViolation::UnknownMessageType)),
         }
     }
 
     fn on_event(&self, message: Dict, is_error: bool) -> ClientResult<()> {
-        let resource_id = message
-            .get("resource_id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ClientError::Protocol("an event without a resource_id".into()))?;
+        let resource_id =
+            message
+                .get("resource_id")
+                .and_then(Value::as_str)
+                .ok_or(ClientError::Protocol(
+                    ProtocolViolation::EventWithoutResource,
+                ))?;
         let subscription = {
             let mut st = self.state.lock();
             if is_error {
@@ -481,7 +482,9 @@ impl Shared {
             } else if st.descriptors.contains_key(resource_id) {
                 let number = |key: &str| {
                     message.get(key).and_then(Value::as_u64).ok_or_else(|| {
-                        ClientError::Protocol(format!("a snapshot without a valid {key}"))
+                        ClientError::Protocol(ProtocolViolation::SnapshotField {
+                            field: key.to_string(),
+                        })
                     })
                 };
                 let version = (number("descriptor_revision")?, number("sequence")?);
@@ -534,9 +537,8 @@ impl Drop for InFlight<'_> {
         }
         let removed = self.shared.state.lock().pending.remove(&self.id).is_some();
         if removed && self.mutation {
-            self.shared.close(ClientError::Closed(
-                "a mutation request was cancelled before its reply arrived".into(),
-            ));
+            self.shared
+                .close(ClientError::Closed(CloseReason::MutationCancelled));
         }
     }
 }
@@ -557,10 +559,8 @@ async fn read_loop(shared: Arc<Shared>, mut reader: Reader, mut shutdown: watch:
                     break e;
                 }
             }
-            Err(TransportError::Closed) => {
-                break ClientError::Closed("the server closed the connection".into())
-            }
-            Err(e) => break ClientError::Closed(format!("transport failure: {e}")),
+            Err(TransportError::Closed) => break ClientError::Closed(CloseReason::ByServer),
+            Err(source) => break ClientError::Closed(CloseReason::Transport { source }),
         }
     };
     shared.close(failure);
@@ -597,16 +597,16 @@ async fn write_loop(
             match item {
                 Outgoing::Close => break 'outer,
                 Outgoing::Frame(frame) => {
-                    if let Err(e) = writer.feed(frame).await {
-                        shared.close(ClientError::Closed(format!("transport failure: {e}")));
+                    if let Err(source) = writer.feed(frame).await {
+                        shared.close(ClientError::Closed(CloseReason::Transport { source }));
                         break 'outer;
                     }
                 }
             }
             next = queue.try_recv().ok();
         }
-        if let Err(e) = writer.flush().await {
-            shared.close(ClientError::Closed(format!("transport failure: {e}")));
+        if let Err(source) = writer.flush().await {
+            shared.close(ClientError::Closed(CloseReason::Transport { source }));
             break;
         }
     }

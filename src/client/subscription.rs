@@ -1,15 +1,15 @@
 //! Observer subscriptions: latest-value streams of boundary snapshots.
 
+use super::connection::Client;
 use super::descriptor::Descriptor;
-use super::error::{ClientError, ClientResult};
-use super::Client;
+use super::error::{ClientError, ClientResult, ProtocolViolation};
+use super::sub_queue::SubShared;
 use crate::codec::{Dict, Value};
-use crate::protocol::{ErrorCode, Op, ProtocolError};
+use crate::protocol::Op;
 use futures_util::Stream;
-use parking_lot::Mutex;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// One published boundary, as an observer receives it.
@@ -34,103 +34,6 @@ pub struct SnapshotEvent {
     pub descriptor: Option<Arc<Descriptor>>,
     /// The captured fields (unavailable fields are absent).
     pub data: Dict,
-}
-
-#[derive(Default)]
-struct SubState {
-    latest: Option<Dict>,
-    error: Option<ClientError>,
-    /// Ended locally: unsubscribed, released with its domain's streams, or
-    /// the session closed.
-    closed: bool,
-    /// The subscription error has been delivered.
-    ended: bool,
-    waker: Option<Waker>,
-}
-
-/// The part of a subscription the client's reader task feeds.
-pub(crate) struct SubShared {
-    pub id: Arc<str>,
-    pub resource_id: Arc<str>,
-    state: Mutex<SubState>,
-}
-
-impl SubShared {
-    pub(crate) fn new(id: Arc<str>, resource_id: Arc<str>) -> Arc<SubShared> {
-        Arc::new(SubShared {
-            id,
-            resource_id,
-            state: Mutex::new(SubState::default()),
-        })
-    }
-
-    /// A snapshot replaces the pending one (latest wins); a subscription
-    /// error ends the stream after it is delivered.
-    pub(crate) fn push(&self, mut message: Dict, is_error: bool) {
-        let waker = {
-            let mut st = self.state.lock();
-            if st.closed || st.ended {
-                return;
-            }
-            if is_error {
-                let error = message
-                    .remove("error")
-                    .as_ref()
-                    .and_then(ProtocolError::from_value)
-                    .unwrap_or_else(|| {
-                        ProtocolError::new(ErrorCode::SNAPSHOT_ERROR, "subscription error")
-                    });
-                st.error = Some(ClientError::Remote(error));
-                st.latest = None;
-            } else {
-                st.latest = Some(message);
-            }
-            st.waker.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
-    }
-
-    /// Ends the subscription locally; `error` (a closed session) is
-    /// delivered before the end. Returns whether it was still open.
-    pub(crate) fn finish(&self, error: Option<ClientError>) -> bool {
-        let (was_open, waker) = {
-            let mut st = self.state.lock();
-            let was_open = !st.closed;
-            st.closed = true;
-            st.latest = None;
-            if was_open && !st.ended {
-                st.error = error;
-            }
-            (was_open, st.waker.take())
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
-        was_open
-    }
-
-    fn poll_message(&self, cx: &mut Context<'_>) -> Poll<Option<Result<Dict, ClientError>>> {
-        let mut st = self.state.lock();
-        if let Some(e) = st.error.take() {
-            st.ended = true;
-            return Poll::Ready(Some(Err(e)));
-        }
-        if st.closed || st.ended {
-            return Poll::Ready(None);
-        }
-        match st.latest.take() {
-            Some(m) => Poll::Ready(Some(Ok(m))),
-            None => {
-                match &st.waker {
-                    Some(w) if w.will_wake(cx.waker()) => {}
-                    _ => st.waker = Some(cx.waker().clone()),
-                }
-                Poll::Pending
-            }
-        }
-    }
 }
 
 /// A latest-value stream of a resource's boundary snapshots.
@@ -179,9 +82,11 @@ impl Subscription {
     fn parse(&self, mut m: Dict) -> ClientResult<SnapshotEvent> {
         let text = |m: &Dict, key: &str| m.get(key).and_then(Value::as_str).map(str::to_string);
         let number = |m: &Dict, key: &str| {
-            m.get(key)
-                .and_then(Value::as_u64)
-                .ok_or_else(|| ClientError::Protocol(format!("a snapshot without a valid {key}")))
+            m.get(key).and_then(Value::as_u64).ok_or_else(|| {
+                ClientError::Protocol(ProtocolViolation::SnapshotField {
+                    field: key.to_string(),
+                })
+            })
         };
         let descriptor = match m.remove("descriptor") {
             Some(d @ Value::Dict(_)) => Some(self.client.shared.apply_observed(d)?),
@@ -271,5 +176,42 @@ impl std::fmt::Debug for Subscription {
             .field("id", &self.shared.id)
             .field("resource_id", &self.shared.resource_id)
             .finish()
+    }
+}
+
+impl Client {
+    /// Subscribes to a resource's boundary snapshots (`fields`: `None` for
+    /// the server's default selection). Observers need no control.
+    pub async fn subscribe(
+        &self,
+        resource_id: &str,
+        fields: Option<&[&str]>,
+    ) -> ClientResult<Subscription> {
+        self.ensure_descriptor(resource_id).await?;
+        let id: Arc<str> = Arc::from(self.shared.fresh_id());
+        let shared = SubShared::new(id.clone(), Arc::from(resource_id));
+        self.shared
+            .state
+            .lock()
+            .subscriptions
+            .insert(id.clone(), shared.clone());
+        let id_value = Value::from(&*id);
+        let fields = fields.map(|f| Value::list(f.iter().copied()));
+        let mut params: Vec<(&str, &Value)> = vec![("subscription_id", &id_value)];
+        if let Some(f) = &fields {
+            params.push(("fields", f));
+        }
+        match self
+            .shared
+            .request(Op::Subscribe, Some(resource_id), &params, false)
+            .await
+        {
+            Ok(_) => Ok(Subscription::new(self.clone(), shared)),
+            Err(e) => {
+                self.shared.state.lock().subscriptions.remove(&id);
+                shared.finish(None);
+                Err(e)
+            }
+        }
     }
 }

@@ -10,8 +10,8 @@
 //! same tree, byte for byte: ASCII-only strings and Python's float `repr`.
 
 use super::error::CodecError;
+use super::limits::MAX_DEPTH;
 use super::value::Value;
-use super::MAX_DEPTH;
 
 /// Where the encoder writes: a byte counter, or the output buffer.
 trait Sink {

@@ -10,6 +10,14 @@ use super::dtype::DTypeError;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CodecError {
+    /// A message size limit below the smallest allowed.
+    #[error("message size limit of {limit} bytes is below the minimum of {min} bytes")]
+    LimitTooSmall {
+        /// The limit asked for.
+        limit: usize,
+        /// The smallest limit allowed ([`MIN_MAX_MESSAGE_SIZE`](super::MIN_MAX_MESSAGE_SIZE)).
+        min: usize,
+    },
     /// Fewer than the four bytes of the header length.
     #[error("envelope of {len} bytes is shorter than its 4-byte header length")]
     TooShort {

@@ -7,11 +7,19 @@
 //! action, runs `n_update_substeps` update substeps of `n_world_substeps`
 //! world steps each, and reads the results.
 
+use super::args::CallArgs;
 use super::args::{ResetArgs, ResetResult, StepResult};
-use super::combined::{find_node, find_node_mut, py_div, py_round, CombinedNode, RenderModeArg};
+use super::combined::{find_node, find_node_mut, CombinedNode, RenderModeArg};
+use super::error::STEP_BEFORE_RESET;
 use super::error::{HostError, HostResult};
+use super::phase::{Field, Phase};
+use super::pyops::{py_div, py_round};
 use super::space::Space;
-use super::traits::{Env, Node, Phase, World};
+use super::traits::{Env, Node, World};
+use super::tree::{
+    attrs_of, call_node, call_world, children_of, read_node, world_attrs_of, NodeAttrs, Tree,
+    WorldAttrs,
+};
 use crate::codec::{DType, Dict, NdArray, Value};
 
 /// A world and a root node composed into an environment (UniEnv's `WorldEnv`).
@@ -414,7 +422,7 @@ impl<W: World> Env for WorldEnv<W> {
     /// and nothing runs (see [`Env::awaits_reset`]).
     fn step(&mut self, action: Value) -> HostResult<StepResult> {
         if self.awaits_reset() {
-            return Err(HostError::invalid_argument(super::STEP_BEFORE_RESET));
+            return Err(HostError::invalid_argument(STEP_BEFORE_RESET));
         }
         self.step_impl(action)
     }
@@ -484,6 +492,43 @@ impl<W: World> Env for WorldEnv<W> {
 
     fn as_tree(&mut self) -> Option<&mut dyn crate::host::Tree> {
         Some(self)
+    }
+}
+
+impl<W: World> Tree for WorldEnv<W> {
+    fn has_world(&self) -> bool {
+        true
+    }
+    fn world_attrs(&self) -> WorldAttrs {
+        world_attrs_of(self.world())
+    }
+    fn world_call(&mut self, method: &str, args: CallArgs) -> HostResult<Value> {
+        let value = call_world(self.world_mut(), method, args)?;
+        if matches!(method, "reset" | "reload") {
+            // A coordinator reset the world in components mode: an episode
+            // has started, for `step` in env mode too.
+            self.episode_started();
+        }
+        Ok(value)
+    }
+    fn node_children(&self, path: &[usize]) -> Option<Vec<String>> {
+        children_of(self.node(), path)
+    }
+    fn node_attrs(&self, path: &[usize]) -> Option<NodeAttrs> {
+        attrs_of(self.node(), path)
+    }
+    fn node_call(&mut self, path: &[usize], method: &str, args: CallArgs) -> HostResult<Value> {
+        let (world, root) = self.parts_mut();
+        call_node(world, root, path, method, args)
+    }
+    fn node_read(&mut self, path: &[usize], field: Field) -> HostResult<Option<Value>> {
+        let (world, root) = self.parts_mut();
+        read_node(world, root, path, field)
+    }
+    fn close(&mut self) {
+        let (world, root) = self.parts_mut();
+        root.close(world);
+        world.close();
     }
 }
 

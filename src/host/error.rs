@@ -126,3 +126,8 @@ impl From<crate::codec::ArrayError> for HostError {
         HostError::from_error(e)
     }
 }
+
+/// The refusal of `step` before the first `reset` (built-in simulators,
+/// `WorldEnv`, [`Env::awaits_reset`]).
+pub(crate) const STEP_BEFORE_RESET: &str =
+    "step() was called before reset(): call reset() first to start an episode";

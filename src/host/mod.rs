@@ -29,21 +29,21 @@
 mod args;
 mod combined;
 mod composer;
+mod erased;
 mod error;
+mod phase;
+mod pyops;
 mod shared;
 pub mod space;
 mod traits;
 pub mod tree;
 
-/// The refusal of `step` before the first `reset` (built-in simulators,
-/// `WorldEnv`, [`Env::awaits_reset`]).
-pub(crate) const STEP_BEFORE_RESET: &str =
-    "step() was called before reset(): call reset() first to start an episode";
-
 pub use args::{CallArgs, ResetArgs, ResetResult, StepResult};
 pub use combined::{find_node, find_node_mut, CombinedNode, CombinedNodeBuilder, RenderModeArg};
 pub use composer::WorldEnv;
+pub(crate) use error::STEP_BEFORE_RESET;
 pub use error::{HostError, HostErrorKind, HostResult};
+pub use phase::{Field, Phase, RESERVED_PRIORITY};
 pub use space::Space;
-pub use traits::{Env, Field, Node, Phase, World, RESERVED_PRIORITY};
+pub use traits::{Env, Node, World};
 pub use tree::{Attached, Detached, Tree, WorldOnly};

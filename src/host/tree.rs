@@ -10,74 +10,11 @@
 //! Nodes are addressed by their path of child indices from the root node.
 
 use super::args::{dt_arg, mask_arg, priority_arg, CallArgs, ResetArgs};
+pub use super::erased::{NodeAttrs, Tree, WorldAttrs};
 use super::error::{HostError, HostResult};
-use super::space::Space;
-use super::traits::{Field, Node, Phase, World};
+use super::phase::{Field, Phase};
+use super::traits::{Node, World};
 use crate::codec::Value;
-
-/// Descriptor attributes of a node.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NodeAttrs {
-    /// `name`
-    pub name: String,
-    /// `control_timestep`
-    pub control_timestep: Option<f64>,
-    /// `update_timestep`
-    pub update_timestep: Option<f64>,
-    /// `render_mode`
-    pub render_mode: Option<String>,
-    /// `supported_render_modes`
-    pub supported_render_modes: Vec<String>,
-    /// `has_reward`
-    pub has_reward: bool,
-    /// `has_termination_signal`
-    pub has_termination_signal: bool,
-    /// `has_truncation_signal`
-    pub has_truncation_signal: bool,
-    /// `action_space`
-    pub action_space: Option<Space>,
-    /// `observation_space`
-    pub observation_space: Option<Space>,
-    /// `context_space`
-    pub context_space: Option<Space>,
-    /// The six priority sets, in [`Phase::ALL`] order, sorted descending without duplicates.
-    pub priorities: [Vec<i64>; 6],
-    /// `remote_snapshot_fields`
-    pub remote_snapshot_fields: Option<Vec<Field>>,
-}
-
-/// Descriptor attributes of a world.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WorldAttrs {
-    /// `batch_size`
-    pub batch_size: Option<usize>,
-    /// `world_timestep`
-    pub world_timestep: Option<f64>,
-    /// `world_subtimestep`
-    pub world_subtimestep: Option<f64>,
-}
-
-/// A world and a node tree, with the world type erased.
-pub trait Tree {
-    /// Whether there is a real world (`false` for detached node trees).
-    fn has_world(&self) -> bool;
-    /// The world's descriptor attributes.
-    fn world_attrs(&self) -> WorldAttrs;
-    /// Calls a world method by its protocol name.
-    fn world_call(&mut self, method: &str, args: CallArgs) -> HostResult<Value>;
-    /// Names of the children of the node at `path` (`None`: no such node).
-    fn node_children(&self, path: &[usize]) -> Option<Vec<String>>;
-    /// Descriptor attributes of the node at `path`.
-    fn node_attrs(&self, path: &[usize]) -> Option<NodeAttrs>;
-    /// Calls a node method by its protocol name.
-    fn node_call(&mut self, path: &[usize], method: &str, args: CallArgs) -> HostResult<Value>;
-    /// Reads a snapshot field of the node at `path` through its getter;
-    /// `Ok(None)` when the field does not apply (no such space or flag).
-    fn node_read(&mut self, path: &[usize], field: Field) -> HostResult<Option<Value>>;
-    /// Closes the node tree (root only; composite nodes close their
-    /// children), then the world.
-    fn close(&mut self);
-}
 
 fn find<'a, W: ?Sized + 'static>(root: &'a dyn Node<W>, path: &[usize]) -> Option<&'a dyn Node<W>> {
     let mut cur = root;
@@ -341,43 +278,6 @@ impl<N: Node<()>> Tree for Detached<N> {
     }
     fn close(&mut self) {
         self.root.close(&mut ());
-    }
-}
-
-impl<W: World> Tree for super::WorldEnv<W> {
-    fn has_world(&self) -> bool {
-        true
-    }
-    fn world_attrs(&self) -> WorldAttrs {
-        world_attrs_of(self.world())
-    }
-    fn world_call(&mut self, method: &str, args: CallArgs) -> HostResult<Value> {
-        let value = call_world(self.world_mut(), method, args)?;
-        if matches!(method, "reset" | "reload") {
-            // A coordinator reset the world in components mode: an episode
-            // has started, for `step` in env mode too.
-            self.episode_started();
-        }
-        Ok(value)
-    }
-    fn node_children(&self, path: &[usize]) -> Option<Vec<String>> {
-        children_of(self.node(), path)
-    }
-    fn node_attrs(&self, path: &[usize]) -> Option<NodeAttrs> {
-        attrs_of(self.node(), path)
-    }
-    fn node_call(&mut self, path: &[usize], method: &str, args: CallArgs) -> HostResult<Value> {
-        let (world, root) = self.parts_mut();
-        call_node(world, root, path, method, args)
-    }
-    fn node_read(&mut self, path: &[usize], field: Field) -> HostResult<Option<Value>> {
-        let (world, root) = self.parts_mut();
-        read_node(world, root, path, field)
-    }
-    fn close(&mut self) {
-        let (world, root) = self.parts_mut();
-        root.close(world);
-        world.close();
     }
 }
 

@@ -206,7 +206,7 @@ impl Instance {
             }
         };
         match value {
-            Ok(Some(v)) => match Codec::new(usize::MAX).map(|c| c.measure(&v)) {
+            Ok(Some(v)) => match Codec::new(usize::MAX).ok().map(|c| c.measure(&v)) {
                 Some(Err(e)) => Err(e.to_string()),
                 _ => Ok(Some(v)),
             },

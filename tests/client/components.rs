@@ -150,7 +150,7 @@ async fn arm_scenario(t: &Target) -> Vec<String> {
     let r: Result<(), ClientError> = client
         .with_operation("arm", OperationKind::Step, async |_| {
             arm.set_next_action(action(1.0)).await?;
-            Err(ClientError::InvalidUse("the body gave up".into()))
+            Err(ClientError::invalid_use("the body gave up"))
         })
         .await;
     log.push(format!("failing body: {}", outcome(&r)));

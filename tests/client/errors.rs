@@ -6,7 +6,9 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 use support::{assert_same, floats, ours_with, targets, Target};
-use unienv_remote::client::{Client, ClientConfig, ClientError, Mode, OperationKind};
+use unienv_remote::client::{
+    Client, ClientConfig, ClientError, ConfigError, ConnectFailure, Mode, OperationKind,
+};
 use unienv_remote::host::ResetArgs;
 use unienv_remote::server::ServerConfig;
 use unienv_remote::{Dict, NdArray};
@@ -261,7 +263,12 @@ async fn connection_errors_and_bearer_tokens() {
         ClientConfig::default().with_max_message_size(4),
     )
     .await;
-    assert_eq!(r.expect_err("too small").code(), "invalid_use");
+    let error = r.expect_err("too small");
+    assert_eq!(error.code(), "invalid_use");
+    assert!(matches!(
+        error,
+        ClientError::Config(ConfigError::MessageSizeTooSmall { size: 4, min: 8 })
+    ));
 
     let t = ours_with(ServerConfig {
         token: Some("s3cret".into()),
@@ -272,6 +279,14 @@ async fn connection_errors_and_bearer_tokens() {
     let error = r.expect_err("no token");
     assert_eq!(error.code(), "connection_error");
     assert!(error.to_string().contains("401"), "{error}");
+    assert!(error.to_string().contains("--token"), "{error}");
+    assert!(
+        matches!(
+            &error,
+            ClientError::Connect(ConnectFailure::Refused { status: 401, .. })
+        ),
+        "{error:?}"
+    );
     let r = Client::connect(&t.url, ClientConfig::default().with_token("wrong")).await;
     assert_eq!(r.expect_err("wrong token").code(), "connection_error");
     let client = Client::connect(
@@ -291,5 +306,9 @@ async fn connection_errors_and_bearer_tokens() {
         ClientConfig::default().with_header("bad header name", "x"),
     )
     .await;
-    assert_eq!(r.expect_err("bad header").code(), "connection_error");
+    // Refused by the configuration's validation, before any connection.
+    assert!(matches!(
+        r.expect_err("bad header"),
+        ClientError::Config(ConfigError::InvalidHeaderName { .. })
+    ));
 }

@@ -536,7 +536,11 @@ fn messages_exactly_at_the_limit_are_accepted() {
     let frame = Bytes::from(codec.encode(&value).unwrap());
     assert_eq!(frame.len(), size);
     assert_same(&value, &codec.decode(frame).unwrap());
-    assert!(Codec::new(7).is_none());
+    // A limit below the minimum is an error naming both, never the default.
+    assert_eq!(
+        Codec::new(7),
+        Err(CodecError::LimitTooSmall { limit: 7, min: 8 })
+    );
     assert_eq!(Codec::new(8).unwrap().max_message_size(), 8);
     assert_eq!(Codec::default().max_message_size(), 64 * 1024 * 1024);
 }

@@ -3,8 +3,9 @@
 //! operation around each reset, reload and step (the reference's
 //! `RemoteWorldEnv`).
 
-use super::blocking::{host_error, Client, NodeProxy, WorldProxy};
-use super::{ClientError, ClientResult, OperationKind};
+use super::connection::Client;
+use super::proxy::{host_error, NodeProxy, WorldProxy};
+use crate::client::{ClientError, ClientResult, InvalidUse, OperationKind};
 use crate::codec::{Dict, Value};
 use crate::host::{
     Env, HostError, HostResult, Node, RenderModeArg, ResetArgs, ResetResult, Space, StepResult,
@@ -144,29 +145,35 @@ impl RemoteWorldEnv {
 }
 
 fn composition(e: HostError) -> ClientError {
-    ClientError::InvalidUse(format!("cannot compose: {e}"))
+    ClientError::InvalidUse(InvalidUse::Composer { source: e })
 }
 
 /// The nodes must be non-detached proxies of `world`, from its client.
 fn check(world: &WorldProxy, nodes: &[NodeProxy]) -> ClientResult<()> {
     if nodes.is_empty() {
-        return Err(ClientError::InvalidUse("no nodes to compose".into()));
+        return Err(ClientError::InvalidUse(InvalidUse::Composition {
+            detail: "no nodes to compose".into(),
+        }));
     }
     for node in nodes {
         let descriptor = node.descriptor();
         match descriptor.world_id() {
             None => {
-                return Err(ClientError::InvalidUse(format!(
+                return Err(ClientError::InvalidUse(InvalidUse::Composition {
+                    detail: format!(
                     "detached node {} cannot be composed with RemoteWorldEnv; use it standalone",
                     node.id()
-                )))
+                ),
+                }))
             }
             Some(w) if w != world.id() || !node.client().same_connection(world.client()) => {
-                return Err(ClientError::InvalidUse(format!(
-                    "node {} is not a remote proxy of world {} on this client",
-                    node.id(),
-                    world.id()
-                )))
+                return Err(ClientError::InvalidUse(InvalidUse::Composition {
+                    detail: format!(
+                        "node {} is not a remote proxy of world {} on this client",
+                        node.id(),
+                        world.id()
+                    ),
+                }))
             }
             Some(_) => {}
         }

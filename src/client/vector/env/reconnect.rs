@@ -3,7 +3,7 @@
 //! connection was lost, [`VectorEnv::reconnect`] points some envs at their
 //! new address without touching the others.
 
-use super::{join, BlockingVectorEnv, EnvAddress, VectorEnv, VectorError};
+use super::{join, EnvAddress, VectorEnv, VectorError};
 use crate::client::{Client, ClientConfig, ClientError};
 
 impl VectorEnv {
@@ -117,16 +117,5 @@ impl VectorEnv {
         }
         self.clients.extend(clients);
         Ok(())
-    }
-}
-
-impl BlockingVectorEnv {
-    /// See [`VectorEnv::reconnect`].
-    pub fn reconnect(
-        &mut self,
-        changes: &[(usize, EnvAddress)],
-        config: ClientConfig,
-    ) -> Result<(), VectorError> {
-        self.runtime.block_on(self.env.reconnect(changes, config))
     }
 }

@@ -1,86 +1,11 @@
-//! Many remote environments stepped as one (a vector env).
-//!
-//! [`VectorEnv`] drives N env-mode resources, on any mix of servers and
-//! resource IDs, the way Gymnasium's `VectorEnv` drives N local envs:
-//!
-//! - **All requests at once.** [`VectorEnv::step_async`] spawns one task per
-//!   sub-environment on the runtime that created the vector env, so every
-//!   request is on its way before the call returns; [`VectorEnv::step_wait`]
-//!   gathers the replies and stacks them. The learner's compute between the
-//!   two calls overlaps the simulators'. Envs on the same server share one
-//!   connection (their requests are pipelined on it; the server runs each
-//!   domain on its own thread).
-//! - **Stacking.** Observations are stacked along a new leading axis
-//!   ([`stack`]): arrays of one dtype and shape become one array, numbers and
-//!   booleans become 1-D arrays, dicts and tuples are stacked field by field;
-//!   anything else (strings, mismatched shapes) is gathered into a list.
-//!   Rewards are `f64`, `terminated` / `truncated` are booleans, one per env.
-//!   Actions are given stacked and split by [`unstack`] (or one per env).
-//! - **Autoreset** ([`AutoresetMode`]): by default Gymnasium 1.x's
-//!   `NEXT_STEP`, what its `SyncVectorEnv` and `AsyncVectorEnv` do unless
-//!   told otherwise. An env whose episode ended (terminated or truncated) in
-//!   one step is reset (without a seed, so its generator continues) in the
-//!   next step instead of stepped: that step's action for it is ignored, and
-//!   it reports the reset's observation and info with reward 0 and
-//!   `terminated = truncated = false` ([`VectorStep::autoreset`] marks it).
-//!   `SAME_STEP` resets right after the ending step and reports the reset's
-//!   observation, with the ending step's observation and info in
-//!   [`VectorStep::final_observation`] / [`VectorStep::final_info`];
-//!   `DISABLED` never resets.
-//! - **Per-env failures.** A sub-environment whose request fails is reported
-//!   in [`VectorStep::errors`] (with [`VectorError::is_uncertain`] telling,
-//!   exactly as [`ClientError::is_uncertain`], whether its mutation may have
-//!   executed); the others' results are complete. Its slots in the stacked
-//!   arrays hold zeros (reward 0, not terminated, not truncated). Nothing is
-//!   retried. A failed env is not stepped again until a successful reset: until
-//!   then each step reports [`VectorError::NeedsReset`] for it without
-//!   sending anything.
-//! - **Reconnecting.** [`VectorEnv::reconnect`] points some envs at a new
-//!   address (a restarted server) without touching the others; they too
-//!   are reset before they are stepped.
-//!
-//! [`BlockingVectorEnv`] owns its runtime (one worker thread, which carries
-//! the requests while the caller computes) for code that is not async.
-//!
-//! ```
-//! use unienv_remote::client::vector::{AutoresetMode, BlockingVectorEnv, EnvAddress};
-//! use unienv_remote::client::ClientConfig;
-//! use unienv_remote::server::{Server, ServerConfig};
-//! use unienv_remote::{fixtures, NdArray, Value};
-//!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let runtime = tokio::runtime::Runtime::new()?;
-//! let mut builder = Server::builder(ServerConfig::default());
-//! fixtures::register(&mut builder)?;
-//! let server = builder.start();
-//! let listener = runtime.block_on(server.listen("127.0.0.1:0"))?;
-//!
-//! // Two envs: any mix of servers and resource IDs works the same way.
-//! let addresses = vec![
-//!     EnvAddress::new(listener.url(), "counter"),
-//!     EnvAddress::new(listener.url(), "large_info"),
-//! ];
-//! let mut envs =
-//!     BlockingVectorEnv::connect(&addresses, ClientConfig::default(), AutoresetMode::NextStep)?;
-//! let reset = envs.reset(BlockingVectorEnv::seeded(Some(1), 2))?;
-//! assert!(reset.errors.iter().all(Option::is_none));
-//! // One stacked action of shape (2, 2), split along the first axis.
-//! let actions = Value::from(NdArray::from_shape_vec(vec![2, 2], vec![1.0f32; 4])?);
-//! envs.step_async_stacked(&actions)?;
-//! // ... compute here while the servers step ...
-//! let step = envs.step_wait()?;
-//! assert_eq!(step.reward, vec![4.0, 6.0]); // seeds 1 and 2, plus 1 each, summed
-//! envs.close();
-//! runtime.block_on(server.shutdown());
-//! # Ok(()) }
-//! ```
+//! [`VectorEnv`]: sub-environments stepped concurrently, with autoreset.
 
 mod reconnect;
 
-use super::{Client, ClientConfig, ClientError, EnvProxy};
-use crate::codec::{DType, Dict, NdArray, Value};
+use super::stack::{stack_filled, unstack};
+use crate::client::{Client, ClientConfig, ClientError, CloseReason, EnvProxy, ProtocolViolation};
+use crate::codec::{Dict, NdArray, Value};
 use crate::host::{ResetArgs, Space};
-use bytes::Bytes;
 use std::sync::Arc;
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
@@ -105,7 +30,7 @@ impl EnvAddress {
 }
 
 /// When finished sub-environments are reset, following Gymnasium 1.x's
-/// `gymnasium.vector.AutoresetMode` (see the [module docs](self)).
+/// `gymnasium.vector.AutoresetMode` (see the [module docs](super)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AutoresetMode {
     /// Reset in the step after the episode ended (Gymnasium's default).
@@ -212,7 +137,7 @@ impl VectorError {
 /// What [`VectorEnv::reset`] returns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VectorReset {
-    /// The observations, stacked ([`stack`]; zeros for failed envs; `Null`
+    /// The observations, stacked ([`stack`](super::stack); zeros for failed envs; `Null`
     /// when every env failed).
     pub observation: Value,
     /// Each env's context (`Null` when it has none or failed).
@@ -226,7 +151,7 @@ pub struct VectorReset {
 /// What [`VectorEnv::step_wait`] returns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VectorStep {
-    /// The observations, stacked ([`stack`]; zeros for failed envs; `Null`
+    /// The observations, stacked ([`stack`](super::stack); zeros for failed envs; `Null`
     /// when every env failed).
     pub observation: Value,
     /// Each env's reward (0 for failed and autoreset envs).
@@ -279,7 +204,7 @@ struct EnvStep {
 
 type Pending = Vec<Option<JoinHandle<Result<EnvStep, ClientError>>>>;
 
-/// N remote envs stepped together (see the [module docs](self)).
+/// N remote envs stepped together (see the [module docs](super)).
 pub struct VectorEnv {
     envs: Vec<EnvProxy>,
     clients: Vec<Client>,
@@ -704,7 +629,9 @@ async fn join<T>(task: JoinHandle<Result<T, ClientError>>) -> Result<T, ClientEr
     match task.await {
         Ok(r) => r,
         Err(e) => Err(ClientError::Uncertain(Box::new(ClientError::Closed(
-            format!("the request's task ended: {e}"),
+            CloseReason::TaskEnded {
+                detail: e.to_string(),
+            },
         )))),
     }
 }
@@ -729,14 +656,16 @@ async fn env_step(
     }
     let s = env.step(action).await?;
     let reward = s.reward.as_scalar_f64().ok_or_else(|| {
-        ClientError::Protocol(format!(
-            "the step's reward is not a number but {}",
-            s.reward.type_name()
-        ))
+        ClientError::Protocol(ProtocolViolation::RewardNotANumber {
+            found: s.reward.type_name(),
+        })
     })?;
-    let flag = |v: &Value, what: &str| {
+    let flag = |v: &Value, flag: &'static str| {
         v.truthy().ok_or_else(|| {
-            ClientError::Protocol(format!("the step's {what} has no truth value: {v}"))
+            ClientError::Protocol(ProtocolViolation::FlagNotABool {
+                flag,
+                value: v.to_string(),
+            })
         })
     };
     let terminated = flag(&s.terminated, "terminated")?;
@@ -762,336 +691,4 @@ async fn env_step(
         autoreset: false,
         final_: None,
     })
-}
-
-/// Stacks values along a new leading axis: arrays of one dtype and shape
-/// into one array (native byte order), numbers into a 1-D `float64` array
-/// (`int64` when all are integers, `uint64` when all are unsigned),
-/// booleans into a `bool` array, dicts with the same keys and tuples (or
-/// lists) of the same length field by field. Anything else is gathered into
-/// a list of the values.
-pub fn stack(items: &[&Value]) -> Value {
-    let Some(first) = items.first() else {
-        return Value::List(Vec::new());
-    };
-    let gathered = || Value::List(items.iter().map(|v| (*v).clone()).collect());
-    match first {
-        Value::Array(_) => {
-            let arrays: Option<Vec<&NdArray>> = items.iter().map(|v| v.as_array()).collect();
-            match arrays.and_then(|a| stack_arrays(&a)) {
-                Some(a) => Value::Array(a),
-                None => gathered(),
-            }
-        }
-        Value::Bool(_) => {
-            let b: Option<Vec<bool>> = items.iter().map(|v| v.as_bool()).collect();
-            b.map_or_else(gathered, |b| Value::Array(NdArray::from_vec(b)))
-        }
-        Value::Int(_) | Value::UInt(_) | Value::Float(_) => {
-            if items.iter().all(|v| matches!(v, Value::Int(_))) {
-                let v: Vec<i64> = items.iter().filter_map(|v| v.as_i64()).collect();
-                Value::Array(NdArray::from_vec(v))
-            } else if items.iter().all(|v| matches!(v, Value::UInt(_))) {
-                let v: Vec<u64> = items.iter().filter_map(|v| v.as_u64()).collect();
-                Value::Array(NdArray::from_vec(v))
-            } else {
-                let v: Option<Vec<f64>> = items.iter().map(|v| v.as_f64()).collect();
-                v.map_or_else(gathered, |v| Value::Array(NdArray::from_vec(v)))
-            }
-        }
-        Value::Dict(d0) => {
-            let dicts: Option<Vec<&Dict>> = items
-                .iter()
-                .map(|v| v.as_dict().filter(|d| d.keys().eq(d0.keys())))
-                .collect();
-            let Some(dicts) = dicts else {
-                return gathered();
-            };
-            let mut out = Dict::with_capacity(d0.len());
-            for key in d0.keys() {
-                let column: Vec<&Value> = dicts.iter().filter_map(|d| d.get(key)).collect();
-                out.insert(key, stack(&column));
-            }
-            Value::Dict(out)
-        }
-        Value::Tuple(t0) | Value::List(t0) => {
-            let seqs: Option<Vec<&[Value]>> = items
-                .iter()
-                .map(|v| match (first, v) {
-                    (Value::Tuple(_), Value::Tuple(t)) | (Value::List(_), Value::List(t))
-                        if t.len() == t0.len() =>
-                    {
-                        Some(t.as_slice())
-                    }
-                    _ => None,
-                })
-                .collect();
-            let Some(seqs) = seqs else {
-                return gathered();
-            };
-            let columns: Vec<Value> = (0..t0.len())
-                .map(|k| stack(&seqs.iter().map(|s| &s[k]).collect::<Vec<_>>()))
-                .collect();
-            match first {
-                Value::Tuple(_) => Value::Tuple(columns),
-                _ => Value::List(columns),
-            }
-        }
-        _ => gathered(),
-    }
-}
-
-fn stack_arrays(arrays: &[&NdArray]) -> Option<NdArray> {
-    let first = arrays.first()?.to_native();
-    let dtype: DType = first.dtype();
-    let row = first.as_bytes().len();
-    let mut data = Vec::with_capacity(row.checked_mul(arrays.len())?);
-    for a in arrays {
-        let a = a.to_native();
-        if a.dtype() != dtype || a.shape() != first.shape() {
-            return None;
-        }
-        data.extend_from_slice(a.as_bytes());
-    }
-    let mut shape = Vec::with_capacity(first.ndim() + 1);
-    shape.push(arrays.len());
-    shape.extend_from_slice(first.shape());
-    NdArray::from_bytes(dtype, shape, Bytes::from(data)).ok()
-}
-
-/// [`stack`] with missing entries (failed envs) filled with zeros shaped
-/// like the first present one; `Null` when none is present.
-pub fn stack_filled(items: &[Option<Value>]) -> Value {
-    let Some(template) = items.iter().flatten().next() else {
-        return Value::Null;
-    };
-    let filler = zeros_like(template);
-    let refs: Vec<&Value> = items
-        .iter()
-        .map(|v| v.as_ref().unwrap_or(&filler))
-        .collect();
-    stack(&refs)
-}
-
-/// A value of the same structure with every number zero and every array
-/// zero-filled (strings, bytes and other leaves become `Null`).
-pub fn zeros_like(value: &Value) -> Value {
-    match value {
-        Value::Bool(_) => Value::Bool(false),
-        Value::Int(_) => Value::Int(0),
-        Value::UInt(_) => Value::UInt(0),
-        Value::Float(_) => Value::Float(0.0),
-        Value::Array(a) => NdArray::zeros(a.dtype().to_native(), a.shape().to_vec())
-            .map_or(Value::Null, Value::Array),
-        Value::Dict(d) => Value::Dict(d.iter().map(|(k, v)| (k, zeros_like(v))).collect()),
-        Value::Tuple(t) => Value::Tuple(t.iter().map(zeros_like).collect()),
-        Value::List(t) => Value::List(t.iter().map(zeros_like).collect()),
-        _ => Value::Null,
-    }
-}
-
-/// Splits a stacked value along its first axis into `n` values: an array
-/// of leading dimension `n` into its rows (sharing its memory), a dict or
-/// tuple field by field, a list of `n` items into its items.
-pub fn unstack(value: &Value, n: usize) -> Result<Vec<Value>, String> {
-    match value {
-        Value::Array(a) => {
-            if a.shape().first() != Some(&n) {
-                return Err(format!(
-                    "an array of shape {:?} cannot be split into {n} actions",
-                    a.shape()
-                ));
-            }
-            let row_shape = a.shape()[1..].to_vec();
-            let row = a.as_bytes().len() / n.max(1);
-            (0..n)
-                .map(|i| {
-                    NdArray::from_bytes(
-                        a.dtype(),
-                        row_shape.clone(),
-                        a.bytes().slice(i * row..(i + 1) * row),
-                    )
-                    .map(Value::Array)
-                    .map_err(|e| e.to_string())
-                })
-                .collect()
-        }
-        Value::Dict(d) => {
-            let mut rows = vec![Dict::with_capacity(d.len()); n];
-            for (k, v) in d.iter() {
-                for (row, item) in rows.iter_mut().zip(unstack(v, n)?) {
-                    row.insert(k, item);
-                }
-            }
-            Ok(rows.into_iter().map(Value::Dict).collect())
-        }
-        Value::Tuple(t) => {
-            let mut rows = vec![Vec::with_capacity(t.len()); n];
-            for v in t {
-                for (row, item) in rows.iter_mut().zip(unstack(v, n)?) {
-                    row.push(item);
-                }
-            }
-            Ok(rows.into_iter().map(Value::Tuple).collect())
-        }
-        Value::List(items) if items.len() == n => Ok(items.clone()),
-        other => Err(format!(
-            "a {} cannot be split into {n} actions",
-            other.type_name()
-        )),
-    }
-}
-
-/// A [`VectorEnv`] for code that is not async: it owns a tokio runtime with
-/// one worker thread, which carries every request (so
-/// [`step_async`](Self::step_async) returns at once and the requests
-/// progress while the caller computes). Do not use it from async code.
-pub struct BlockingVectorEnv {
-    env: VectorEnv,
-    runtime: tokio::runtime::Runtime,
-}
-
-impl std::fmt::Debug for BlockingVectorEnv {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.env.fmt(f)
-    }
-}
-
-impl BlockingVectorEnv {
-    /// Connects (see [`VectorEnv::connect`]).
-    pub fn connect(
-        addresses: &[EnvAddress],
-        config: ClientConfig,
-        mode: AutoresetMode,
-    ) -> Result<BlockingVectorEnv, VectorError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("unienv-vector")
-            .enable_all()
-            .build()
-            .map_err(|e| VectorError::Connect {
-                url: String::new(),
-                error: ClientError::Connect(format!("cannot start the client runtime: {e}")),
-            })?;
-        let env = runtime.block_on(VectorEnv::connect(addresses, config, mode))?;
-        Ok(BlockingVectorEnv { env, runtime })
-    }
-
-    /// The async vector env inside (for its accessors).
-    pub fn inner(&self) -> &VectorEnv {
-        &self.env
-    }
-
-    /// See [`VectorEnv::seeded`].
-    pub fn seeded(seed: Option<i64>, num_envs: usize) -> Vec<ResetArgs> {
-        VectorEnv::seeded(seed, num_envs)
-    }
-
-    /// See [`VectorEnv::num_envs`].
-    pub fn num_envs(&self) -> usize {
-        self.env.num_envs()
-    }
-
-    /// See [`VectorEnv::reset`].
-    pub fn reset(&mut self, args: Vec<ResetArgs>) -> Result<VectorReset, VectorError> {
-        self.runtime.block_on(self.env.reset(args))
-    }
-
-    /// See [`VectorEnv::reset_masked`].
-    pub fn reset_masked(
-        &mut self,
-        args: Vec<ResetArgs>,
-        mask: Option<&[bool]>,
-    ) -> Result<(VectorReset, Vec<bool>), VectorError> {
-        self.runtime.block_on(self.env.reset_masked(args, mask))
-    }
-
-    /// See [`VectorEnv::step_async`]; returns without waiting.
-    pub fn step_async(&mut self, actions: Vec<Value>) -> Result<(), VectorError> {
-        self.env.step_async(actions)
-    }
-
-    /// See [`VectorEnv::step_async_stacked`]; returns without waiting.
-    pub fn step_async_stacked(&mut self, actions: &Value) -> Result<(), VectorError> {
-        self.env.step_async_stacked(actions)
-    }
-
-    /// See [`VectorEnv::step_wait`].
-    pub fn step_wait(&mut self) -> Result<VectorStep, VectorError> {
-        self.runtime.block_on(self.env.step_wait())
-    }
-
-    /// See [`VectorEnv::step`].
-    pub fn step(&mut self, actions: Vec<Value>) -> Result<VectorStep, VectorError> {
-        self.env.step_async(actions)?;
-        self.step_wait()
-    }
-
-    /// Closes the connections (see [`VectorEnv::close`]).
-    pub fn close(&mut self) {
-        self.runtime.block_on(self.env.close());
-    }
-}
-
-impl Drop for BlockingVectorEnv {
-    fn drop(&mut self) {
-        if tokio::runtime::Handle::try_current().is_err() {
-            self.runtime.block_on(self.env.close());
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stack_and_unstack() {
-        let a = Value::from(NdArray::from_vec(vec![1.0f32, 2.0]));
-        let b = Value::from(NdArray::from_vec(vec![3.0f32, 4.0]));
-        let s = stack(&[&a, &b]);
-        let arr = s
-            .as_array()
-            .cloned()
-            .unwrap_or_else(|| NdArray::from_vec(vec![0u8]));
-        assert_eq!(arr.shape(), &[2, 2]);
-        assert_eq!(arr.to_f64_vec(), vec![1.0, 2.0, 3.0, 4.0]);
-        assert_eq!(unstack(&s, 2), Ok(vec![a.clone(), b.clone()]));
-        let d = Value::Dict(Dict::new().with("x", a.clone()).with("r", 1.5));
-        let e = Value::Dict(Dict::new().with("x", b.clone()).with("r", Value::Int(2)));
-        let s = stack(&[&d, &e]);
-        assert_eq!(
-            s.get("r")
-                .and_then(Value::as_array)
-                .map(NdArray::to_f64_vec),
-            Some(vec![1.5, 2.0])
-        );
-        // Mismatched shapes are gathered, not stacked.
-        let c = Value::from(NdArray::from_vec(vec![1.0f32]));
-        assert_eq!(stack(&[&a, &c]), Value::List(vec![a.clone(), c]));
-        // Missing entries are zeros.
-        let s = stack_filled(&[None, Some(b.clone())]);
-        assert_eq!(
-            s.as_array().map(NdArray::to_f64_vec),
-            Some(vec![0.0, 0.0, 3.0, 4.0])
-        );
-        assert_eq!(stack_filled(&[None, None]), Value::Null);
-        assert!(unstack(&a, 3).is_err());
-    }
-
-    #[test]
-    fn autoreset_names() {
-        for m in [
-            AutoresetMode::NextStep,
-            AutoresetMode::SameStep,
-            AutoresetMode::Disabled,
-        ] {
-            assert_eq!(AutoresetMode::parse(m.as_str()), Some(m));
-        }
-        assert_eq!(
-            AutoresetMode::parse("NEXT_STEP"),
-            Some(AutoresetMode::NextStep)
-        );
-        assert_eq!(AutoresetMode::parse("sometimes"), None);
-    }
 }

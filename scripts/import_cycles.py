@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Usage: scripts/import_cycles.py [SRC_DIR [MODULE...]]
+
+File-level import graph of src/: edges from `use crate::`/`super::`/`self::` paths
+(and inline `crate::a::b` / `super::x` paths), resolved to the file defining the first
+module item named; re-exports in mod.rs (`pub use child::Item`) resolve to the child.
+Prints strongly connected components with more than one file."""
+import os, re, sys
+root = sys.argv[1] if len(sys.argv) > 1 else 'src'
+only = sys.argv[2:]  # optional top-level module filters
+files = {}
+for d, _, fs in os.walk(root):
+    for f in fs:
+        if f.endswith('.rs'):
+            p = os.path.join(d, f)
+            files[p] = open(p).read()
+def strip_tests(src):
+    # drop `#[cfg(test)] mod tests { ... }` bodies (crude: from the marker to end of file if at top level)
+    m = re.search(r'\n#\[cfg\(test\)\]\s*\nmod tests\s*\{', src)
+    return src[:m.start()] if m else src
+def strip_comments(src):
+    src = re.sub(r'//[^\n]*', '', src)
+    return re.sub(r'/\*.*?\*/', '', src, flags=re.S)
+def modpath(p):
+    rel = os.path.relpath(p, root)[:-3].split(os.sep)
+    if rel[-1] in ('mod', 'lib'):
+        rel = rel[:-1]
+    return rel
+path_of = {tuple(modpath(p)): p for p in files if not p.endswith('main.rs') and '/bin/' not in p}
+def is_dirmod(p): return p.endswith('mod.rs') or p.endswith('lib.rs')
+# re-exports per module file: item -> module path of child
+reexp = {}
+for p, s in files.items():
+    s2 = strip_comments(s)
+    mp = tuple(modpath(p))
+    r = {}
+    for m in re.finditer(r'pub(?:\([^)]*\))?\s+use\s+([^;]+);', s2):
+        body = m.group(1).replace('\n', ' ')
+        mm = re.match(r'([\w:]+)::\{(.*)\}\s*$', body)
+        if mm:
+            base = mm.group(1); items = [i.strip() for i in mm.group(2).split(',') if i.strip()]
+        else:
+            parts = body.strip().rsplit('::', 1)
+            if len(parts) != 2: continue
+            base, items = parts[0], [parts[1]]
+        for it in items:
+            name = it.split(' as ')[-1].strip().split('::')[-1]
+            segs = base.split('::')
+            if segs[0] == 'crate': tgt = tuple(segs[1:])
+            elif segs[0] == 'super': tgt = mp[:-1] + tuple(segs[1:])
+            elif segs[0] == 'self': tgt = mp + tuple(segs[1:])
+            else: tgt = mp + tuple(segs)
+            r[name] = tgt
+    reexp[mp] = r
+def resolve(segs, depth=0):
+    """segs: absolute module path + item...; return file path."""
+    cur = ()
+    for i, sg in enumerate(segs):
+        nxt = cur + (sg,)
+        if nxt in path_of:
+            cur = nxt; continue
+        # sg is an item of module cur
+        if depth < 5 and sg in reexp.get(cur, {}):
+            tgt = reexp[cur][sg]
+            if tgt != cur:
+                return resolve(list(tgt) + [sg] + list(segs[i+1:]), depth+1)
+        break
+    return path_of.get(cur)
+edges = {p: set() for p in files}
+for p, s in files.items():
+    if '/bin/' in p: continue
+    s2 = strip_comments(strip_tests(s))
+    mp = tuple(modpath(p))
+    base_mod = mp if is_dirmod(p) else mp  # self:: of a file module is itself
+    paths = []
+    for m in re.finditer(r'\buse\s+([^;]+);', s2):
+        body = m.group(1).replace('\n', ' ')
+        # expand one level of braces
+        mm = re.match(r'([\w:]+?)::\{(.*)\}\s*$', body, flags=re.S)
+        if mm:
+            depthb = 0; cur = ''; items = []
+            for ch in mm.group(2):
+                if ch == '{': depthb += 1
+                if ch == '}': depthb -= 1
+                if ch == ',' and depthb == 0: items.append(cur); cur = ''
+                else: cur += ch
+            items.append(cur)
+            for it in items:
+                it = it.strip()
+                if not it: continue
+                it = re.sub(r'\{.*', '', it).rstrip(':')
+                paths.append(mm.group(1) + '::' + it.split(' as ')[0].strip())
+        else:
+            paths.append(body.split(' as ')[0].strip())
+    for m in re.finditer(r'\b((?:crate|super)(?:::\w+)+)', s2):
+        paths.append(m.group(1))
+    for q in paths:
+        segs = [x for x in q.split('::') if x]
+        if not segs: continue
+        if segs[0] == 'crate': a = list(segs[1:])
+        elif segs[0] == 'super':
+            b = list(mp); k = 0
+            while k < len(segs) and segs[k] == 'super':
+                b = b[:-1]; k += 1
+            a = b + segs[k:]
+        elif segs[0] == 'self': a = list(mp) + segs[1:]
+        else:
+            # relative to current module (for dir mods: child modules)
+            if tuple(mp) + (segs[0],) in path_of: a = list(mp) + segs
+            else: continue
+        t = resolve(a)
+        if t and t != p:
+            # ignore a dir module's edges to its own children declared by `mod` only (re-export via pub use counted)
+            edges[p].add(t)
+# Tarjan
+idx = {}; low = {}; st = []; on = set(); sccs = []; n = [0]
+sys.setrecursionlimit(10000)
+def sc(v):
+    idx[v] = low[v] = n[0]; n[0] += 1; st.append(v); on.add(v)
+    for w in edges[v]:
+        if w not in idx: sc(w); low[v] = min(low[v], low[w])
+        elif w in on: low[v] = min(low[v], idx[w])
+    if low[v] == idx[v]:
+        comp = []
+        while True:
+            w = st.pop(); on.discard(w); comp.append(w)
+            if w == v: break
+        sccs.append(comp)
+for v in edges:
+    if v not in idx: sc(v)
+bad = 0
+for c in sccs:
+    if len(c) > 1:
+        if only and not any(('/' + o + '/') in x for x in c for o in only): continue
+        bad += 1
+        print('CYCLE:', ' '.join(sorted(c)))
+        for a in sorted(c):
+            print('   ', a, '->', ' '.join(sorted(x for x in edges[a] if x in c)))
+print(f'{bad} cycle(s)')
+sys.exit(1 if bad else 0)

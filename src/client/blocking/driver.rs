@@ -1,0 +1,127 @@
+//! The blocking client's runtime driver.
+
+use crate::client::{ClientError, ClientResult, ConnectFailure};
+use parking_lot::{Condvar, Mutex};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a connection may go without calls before the idle driver
+/// thread services it.
+const IDLE_AFTER: Duration = Duration::from_millis(200);
+
+/// A current-thread runtime, driven by the threads that call into it (so a
+/// request costs no thread handoff on the client side: the caller's thread
+/// runs the writer and reader tasks itself) and, after [`IDLE_AFTER`] without
+/// calls, by an idle driver thread, so that the connection keeps answering
+/// pings, receiving snapshots and noticing closure between calls. A call
+/// arriving while the idle driver runs takes the runtime back from it.
+pub(super) struct Driver {
+    runtime: Option<tokio::runtime::Runtime>,
+    state: Mutex<DriverState>,
+    wake: Condvar,
+    kick: tokio::sync::Notify,
+}
+
+pub(super) struct DriverState {
+    calls: usize,
+    idling: bool,
+    last_call: Instant,
+    stop: bool,
+}
+
+impl Driver {
+    pub(super) fn new() -> ClientResult<Arc<Driver>> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                ClientError::Connect(ConnectFailure::Runtime {
+                    what: " runtime",
+                    detail: e.to_string(),
+                })
+            })?;
+        Ok(Arc::new(Driver {
+            runtime: Some(runtime),
+            state: Mutex::new(DriverState {
+                calls: 0,
+                idling: false,
+                last_call: Instant::now(),
+                stop: false,
+            }),
+            wake: Condvar::new(),
+            kick: tokio::sync::Notify::new(),
+        }))
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        match &self.runtime {
+            Some(rt) => rt,
+            None => unreachable!("the runtime is only taken when the driver is dropped"),
+        }
+    }
+
+    pub(super) fn block_on<F: Future>(&self, future: F) -> F::Output {
+        struct Call<'a>(&'a Driver);
+        impl Drop for Call<'_> {
+            fn drop(&mut self) {
+                let mut st = self.0.state.lock();
+                st.calls -= 1;
+                st.last_call = Instant::now();
+            }
+        }
+        {
+            let mut st = self.state.lock();
+            st.calls += 1;
+            if st.idling {
+                self.kick.notify_one();
+            }
+        }
+        let _call = Call(self);
+        self.runtime().block_on(future)
+    }
+
+    /// The idle driver thread's loop.
+    pub(super) fn idle(&self) {
+        loop {
+            {
+                let mut st = self.state.lock();
+                loop {
+                    if st.stop {
+                        return;
+                    }
+                    let quiet = st.last_call.elapsed();
+                    if st.calls == 0 && quiet >= IDLE_AFTER {
+                        break;
+                    }
+                    let wait = if st.calls > 0 {
+                        IDLE_AFTER
+                    } else {
+                        IDLE_AFTER.saturating_sub(quiet)
+                    };
+                    self.wake.wait_for(&mut st, wait);
+                }
+                st.idling = true;
+            }
+            self.runtime().block_on(self.kick.notified());
+            self.state.lock().idling = false;
+        }
+    }
+
+    pub(super) fn stop(&self) {
+        let mut st = self.state.lock();
+        st.stop = true;
+        if st.idling {
+            self.kick.notify_one();
+        }
+        self.wake.notify_all();
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Many remote environments stepped as one (a vector env).
+//!
+//! [`VectorEnv`] drives N env-mode resources, on any mix of servers and
+//! resource IDs, the way Gymnasium's `VectorEnv` drives N local envs:
+//!
+//! - **All requests at once.** [`VectorEnv::step_async`] spawns one task per
+//!   sub-environment on the runtime that created the vector env, so every
+//!   request is on its way before the call returns; [`VectorEnv::step_wait`]
+//!   gathers the replies and stacks them. The learner's compute between the
+//!   two calls overlaps the simulators'. Envs on the same server share one
+//!   connection (their requests are pipelined on it; the server runs each
+//!   domain on its own thread).
+//! - **Stacking.** Observations are stacked along a new leading axis
+//!   ([`stack`]): arrays of one dtype and shape become one array, numbers and
+//!   booleans become 1-D arrays, dicts and tuples are stacked field by field;
+//!   anything else (strings, mismatched shapes) is gathered into a list.
+//!   Rewards are `f64`, `terminated` / `truncated` are booleans, one per env.
+//!   Actions are given stacked and split by [`unstack`] (or one per env).
+//! - **Autoreset** ([`AutoresetMode`]): by default Gymnasium 1.x's
+//!   `NEXT_STEP`, what its `SyncVectorEnv` and `AsyncVectorEnv` do unless
+//!   told otherwise. An env whose episode ended (terminated or truncated) in
+//!   one step is reset (without a seed, so its generator continues) in the
+//!   next step instead of stepped: that step's action for it is ignored, and
+//!   it reports the reset's observation and info with reward 0 and
+//!   `terminated = truncated = false` ([`VectorStep::autoreset`] marks it).
+//!   `SAME_STEP` resets right after the ending step and reports the reset's
+//!   observation, with the ending step's observation and info in
+//!   [`VectorStep::final_observation`] / [`VectorStep::final_info`];
+//!   `DISABLED` never resets.
+//! - **Reconnecting.** [`VectorEnv::reconnect`] points some envs at a new
+//!   address (a restarted server) without touching the others; they too
+//!   are reset before they are stepped.
+//! - **Per-env failures.** A sub-environment whose request fails is reported
+//!   in [`VectorStep::errors`] (with [`VectorError::is_uncertain`] telling,
+//!   exactly as [`ClientError::is_uncertain`](crate::client::ClientError::is_uncertain), whether its mutation may have
+//!   executed); the others' results are complete. Its slots in the stacked
+//!   arrays hold zeros (reward 0, not terminated, not truncated). Nothing is
+//!   retried. A failed env is not stepped again until a successful reset: until
+//!   then each step reports [`VectorError::NeedsReset`] for it without
+//!   sending anything.
+//!
+//! [`BlockingVectorEnv`] owns its runtime (one worker thread, which carries
+//! the requests while the caller computes) for code that is not async.
+//!
+//! ```
+//! use unienv_remote::client::vector::{AutoresetMode, BlockingVectorEnv, EnvAddress};
+//! use unienv_remote::client::ClientConfig;
+//! use unienv_remote::server::{Server, ServerConfig};
+//! use unienv_remote::{fixtures, NdArray, Value};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let runtime = tokio::runtime::Runtime::new()?;
+//! let mut builder = Server::builder(ServerConfig::default());
+//! fixtures::register(&mut builder)?;
+//! let server = builder.start();
+//! let listener = runtime.block_on(server.listen("127.0.0.1:0"))?;
+//!
+//! // Two envs: any mix of servers and resource IDs works the same way.
+//! let addresses = vec![
+//!     EnvAddress::new(listener.url(), "counter"),
+//!     EnvAddress::new(listener.url(), "large_info"),
+//! ];
+//! let mut envs =
+//!     BlockingVectorEnv::connect(&addresses, ClientConfig::default(), AutoresetMode::NextStep)?;
+//! let reset = envs.reset(BlockingVectorEnv::seeded(Some(1), 2))?;
+//! assert!(reset.errors.iter().all(Option::is_none));
+//! // One stacked action of shape (2, 2), split along the first axis.
+//! let actions = Value::from(NdArray::from_shape_vec(vec![2, 2], vec![1.0f32; 4])?);
+//! envs.step_async_stacked(&actions)?;
+//! // ... compute here while the servers step ...
+//! let step = envs.step_wait()?;
+//! assert_eq!(step.reward, vec![4.0, 6.0]); // seeds 1 and 2, plus 1 each, summed
+//! envs.close();
+//! runtime.block_on(server.shutdown());
+//! # Ok(()) }
+//! ```
+
+mod blocking;
+mod env;
+mod stack;
+
+pub use blocking::BlockingVectorEnv;
+pub use env::{AutoresetMode, EnvAddress, VectorEnv, VectorError, VectorReset, VectorStep};
+pub use stack::{stack, stack_filled, unstack, zeros_like};
+
+#[cfg(test)]
+mod tests;
