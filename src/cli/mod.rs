@@ -388,13 +388,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             Ok(stop) => stop,
             Err(e) => return fail(format!("cannot install the Ctrl-C handler: {e}")),
         };
-        print_banner(
-            &server,
-            &listener,
-            args.token.is_some(),
-            args.fixtures,
-        )
-        .await;
+        print_banner(&server, &listener, args.token.is_some(), args.fixtures).await;
         let _viewer = match &args.viewer {
             Some(addr) => {
                 let config = viewer_config(

@@ -36,7 +36,7 @@ use std::time::Duration;
 /// }
 /// # let _ = advice;
 /// ```
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
     /// The server answered with an error (or ended a subscription with one):
@@ -79,7 +79,7 @@ pub enum ClientError {
 }
 
 /// Why the connection is closed ([`ClientError::Closed`]).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum CloseReason {
     /// [`Client::close`](super::Client::close) was called.
@@ -130,6 +130,23 @@ pub enum CloseReason {
         #[source]
         source: Box<ClientError>,
     },
+    /// Nothing at all, not even a pong to a heartbeat ping, arrived from
+    /// the server for the heartbeat timeout: the server is taken as gone.
+    #[error("connection lost: nothing received from the server for {:.1} s, not even a pong to a heartbeat ping (ClientConfig::heartbeat_timeout)", .quiet.as_secs_f64())]
+    ServerSilent {
+        /// How long nothing arrived.
+        quiet: Duration,
+    },
+    /// A vector env's sub-environment was pointed at a new address
+    /// ([`VectorEnv::reconnect`](super::vector::VectorEnv::reconnect)); it
+    /// must be reset before it is stepped.
+    #[error("reconnected to {resource_id} at {url}; reset it before stepping it")]
+    Reconnected {
+        /// The env's resource ID on its new server.
+        resource_id: String,
+        /// The new server's URL.
+        url: String,
+    },
     /// The connection was closed for no recorded reason.
     #[error("client closed")]
     Unknown,
@@ -167,6 +184,15 @@ pub enum ConnectFailure {
     #[error("{message}")]
     Handshake {
         /// The transport's message.
+        message: String,
+    },
+    /// TLS failed: the client's TLS configuration (an unreadable CA file),
+    /// the server's certificate (not trusted: pass `--ca-file`), the TLS
+    /// handshake, or a scheme that does not match the server's (`ws://` to
+    /// a TLS server).
+    #[error("{message}")]
+    Tls {
+        /// The transport's message, with the way out when there is one.
         message: String,
     },
     /// The handshake did not complete within the configured timeout.
@@ -216,10 +242,21 @@ impl From<crate::transport::ws::ConnectError> for ConnectFailure {
         use crate::transport::ws::ConnectError as E;
         let message = e.to_string();
         match e {
-            E::Url(_) => ConnectFailure::InvalidUrl { message },
-            E::Io(_) => ConnectFailure::Io { message },
+            E::Url { .. } => ConnectFailure::InvalidUrl { message },
+            E::Tcp { .. } | E::Io { .. } => ConnectFailure::Io { message },
             E::Refused { status, .. } => ConnectFailure::Refused { status, message },
-            E::Handshake(_) => ConnectFailure::Handshake { message },
+            E::TlsConfig(_) | E::Certificate { .. } | E::Tls { .. } | E::ServerWantsTls { .. } => {
+                ConnectFailure::Tls { message }
+            }
+            _ => ConnectFailure::Handshake { message },
+        }
+    }
+}
+
+impl From<crate::transport::TlsError> for ConnectFailure {
+    fn from(e: crate::transport::TlsError) -> ConnectFailure {
+        ConnectFailure::Tls {
+            message: e.to_string(),
         }
     }
 }
@@ -438,10 +475,10 @@ mod tests {
         );
         let reason = closed.source().expect("the close reason");
         let transport = reason.source().expect("the transport error");
-        assert_eq!(
+        assert!(matches!(
             transport.downcast_ref::<TransportError>(),
-            Some(&TransportError::TooLarge)
-        );
+            Some(TransportError::TooLarge)
+        ));
         // A failure that closed the connection stays reachable, message unchanged.
         let violation = ClientError::from(ProtocolViolation::WrongSession);
         let closed = ClientError::from(CloseReason::Failed {
@@ -453,7 +490,7 @@ mod tests {
         );
         match &closed {
             ClientError::Closed(CloseReason::Failed { source }) => {
-                assert_eq!(**source, violation)
+                assert_eq!(source.to_string(), violation.to_string())
             }
             other => panic!("{other:?}"),
         }
@@ -480,14 +517,20 @@ mod tests {
             ClientError::Connect(ConnectFailure::Refused { status: 401, .. })
         ));
         assert_eq!(error.code(), "connection_error");
-        let io = ConnectFailure::from(ConnectError::Io("Connection refused (os error 111)".into()));
+        let io = ConnectFailure::from(ConnectError::Tcp {
+            addr: "127.0.0.1:1".into(),
+            source: std::io::Error::from_raw_os_error(111),
+        });
         assert!(io.is_refused_by_os() && !io.is_timeout() && io.status().is_none());
         let late = ConnectFailure::TimedOut {
             after: Duration::from_secs(2),
         };
         assert!(late.is_timeout());
         assert_eq!(late.to_string(), "handshake timed out after 2s");
-        let url = ConnectFailure::from(ConnectError::Url("nope".into()));
+        let url = ConnectFailure::from(ConnectError::Url {
+            url: "nope".into(),
+            reason: "not a ws:// or wss:// URL",
+        });
         assert!(matches!(url, ConnectFailure::InvalidUrl { .. }));
     }
 

@@ -578,10 +578,7 @@ async fn heartbeat(
         quiet = vanished => quiet,
     };
     if let Some(shared) = shared.upgrade() {
-        shared.close(ClientError::Closed(format!(
-            "connection lost: nothing received from the server for {:.1} s, not even a pong to a heartbeat ping (ClientConfig::heartbeat_timeout)",
-            quiet.as_secs_f64()
-        )));
+        shared.close(ClientError::Closed(CloseReason::ServerSilent { quiet }));
     }
 }
 

@@ -10,3 +10,4 @@ mod client;
 mod first_hour;
 mod load;
 mod local;
+mod tls;

@@ -16,3 +16,4 @@ mod observer;
 mod protocol;
 mod revival;
 mod vector;
+mod vector_reconnect;

@@ -11,6 +11,7 @@ mod fault_factory;
 mod fault_queue;
 mod fault_shutdown;
 mod fault_simulator;
+mod heartbeat;
 mod hostile;
 mod observation;
 mod protocol;

@@ -66,7 +66,7 @@ impl AutoresetMode {
 }
 
 /// An error of a vector env, or of one of its sub-environments.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum VectorError {
     /// Sub-environment `index`'s request failed in this call.
@@ -135,7 +135,7 @@ impl VectorError {
 }
 
 /// What [`VectorEnv::reset`] returns.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct VectorReset {
     /// The observations, stacked ([`stack`](super::stack); zeros for failed envs; `Null`
     /// when every env failed).
@@ -149,7 +149,7 @@ pub struct VectorReset {
 }
 
 /// What [`VectorEnv::step_wait`] returns.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct VectorStep {
     /// The observations, stacked ([`stack`](super::stack); zeros for failed envs; `Null`
     /// when every env failed).

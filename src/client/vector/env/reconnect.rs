@@ -4,7 +4,7 @@
 //! new address without touching the others.
 
 use super::{join, EnvAddress, VectorEnv, VectorError};
-use crate::client::{Client, ClientConfig, ClientError};
+use crate::client::{Client, ClientConfig, ClientError, CloseReason};
 
 impl VectorEnv {
     /// Connects sub-environments `changes[k].0` to `changes[k].1` (one new
@@ -108,10 +108,10 @@ impl VectorEnv {
         }
         for ((i, a), env) in changes.iter().zip(proxies) {
             self.envs[*i] = env;
-            self.failed[*i] = Some(ClientError::Closed(format!(
-                "reconnected to {} at {}; reset it before stepping it",
-                a.resource_id, a.url
-            )));
+            self.failed[*i] = Some(ClientError::Closed(CloseReason::Reconnected {
+                resource_id: a.resource_id.clone(),
+                url: a.url.clone(),
+            }));
             self.needs_autoreset[*i] = false;
             self.last[*i] = None;
         }

@@ -1,8 +1,7 @@
 //! TLS (`wss://`): our client and the reference client against our server
 //! over TLS, with certificates made here by rcgen (never checked in).
 
-mod cli_support;
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -223,7 +222,7 @@ fn the_reference_client_steps_over_wss() {
 #[cfg(unix)]
 #[test]
 fn serve_with_tls_flags_and_discover_with_ca_file() {
-    use cli_support::{run, Streaming};
+    use crate::support::{run, Streaming};
     let pki = make_pki("cli");
     let cert = pki.cert.to_string_lossy().into_owned();
     let key = pki.key.to_string_lossy().into_owned();
