@@ -26,6 +26,8 @@ fn only_loopback_urls_are_loaded() {
         "ws://localhost:1",
         "ws://[::1]:9",
         "ws://127.1.2.3:5",
+        // TLS to loopback is still loopback.
+        "wss://127.0.0.1:1",
     ] {
         assert!(loopback_url(ok).is_ok(), "{ok}");
     }
@@ -33,7 +35,7 @@ fn only_loopback_urls_are_loaded() {
         "ws://10.0.0.1:8765",
         "ws://192.168.1.2:1",
         "ws://example.com:80",
-        "wss://127.0.0.1:1",
+        "wss://example.com:443",
         "http://127.0.0.1:1",
     ] {
         assert!(loopback_url(bad).is_err(), "{bad}");
