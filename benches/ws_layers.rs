@@ -117,6 +117,9 @@ fn env_f64(name: &str, default: f64) -> f64 {
 }
 
 /// One end of a connection of any implementation.
+// One per connection, moved once: its size does not matter, and boxing only
+// ours would add an indirection the libraries' ends do not pay in reverse.
+#[allow(clippy::large_enum_variant)]
 enum Conn {
     Ours(bench_ws::Reader, bench_ws::Writer),
     Tungstenite(Box<WebSocketStream<TcpStream>>),
