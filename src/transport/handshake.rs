@@ -541,6 +541,7 @@ pub(crate) fn parse_target(url: &str) -> Result<Target, ConnectError> {
 }
 
 /// Splits a URL into (host for TCP, Host header, path).
+#[cfg(any(feature = "cli", test))]
 pub(crate) fn parse_url(url: &str) -> Result<(String, String, String), ConnectError> {
     let t = parse_target(url)?;
     Ok((t.addr, t.authority, t.path))

@@ -26,5 +26,8 @@
 pub(crate) use super::connection::{Direct, WsDirect, WsReader, WsWriter};
 pub use super::handshake::ConnectError;
 pub(crate) use super::handshake::{
-    accept, accept_over, connect, connect_with, parse_url, Refusal, RequestHead,
+    accept, accept_over, connect, connect_with, Refusal, RequestHead,
 };
+// Used by the command line's `load` (a loopback check) and the unit tests.
+#[cfg(feature = "cli")]
+pub(crate) use super::handshake::parse_url;
