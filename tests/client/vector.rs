@@ -11,8 +11,9 @@ use unienv_remote::host::{Env, ResetArgs};
 use unienv_remote::server::{Listener, Server, ServerConfig};
 use unienv_remote::{NdArray, Value};
 
-/// A server on 127.0.0.1:0 hosting counters `c0`..`c{n-1}`.
-async fn counters(n: usize) -> (Server, Listener) {
+/// A server on 127.0.0.1:0 hosting counters `c0`..`c{n-1}` (also used by
+/// `vector_reconnect`).
+pub(crate) async fn counters(n: usize) -> (Server, Listener) {
     let mut builder = Server::builder(ServerConfig::default());
     for i in 0..n {
         builder

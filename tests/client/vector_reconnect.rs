@@ -2,28 +2,12 @@
 //! a new URL, its envs are pointed there and reset, while the other envs
 //! keep their episodes; bad reconnects change nothing.
 
+use crate::vector::counters;
 use unienv_remote::client::vector::{AutoresetMode, EnvAddress, VectorEnv, VectorError};
 use unienv_remote::client::ClientConfig;
-use unienv_remote::fixtures::{CounterEnv, CounterVariant};
 use unienv_remote::host::ResetArgs;
-use unienv_remote::server::{Listener, Server, ServerConfig};
+use unienv_remote::server::{Server, ServerConfig};
 use unienv_remote::{NdArray, Value};
-
-/// A server on 127.0.0.1:0 hosting counters `c0`..`c{n-1}`.
-async fn counters(n: usize) -> (Server, Listener) {
-    let mut builder = Server::builder(ServerConfig::default());
-    for i in 0..n {
-        builder
-            .register_env(
-                &format!("c{i}"),
-                CounterEnv::new(None, CounterVariant::Plain),
-            )
-            .expect("register");
-    }
-    let server = builder.start();
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
-    (server, listener)
-}
 
 fn ones(n: usize) -> Vec<Value> {
     vec![Value::from(NdArray::from_vec(vec![1.0f32, 1.0])); n]
