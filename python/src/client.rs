@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use unienv_remote::client::{
-    blocking, ClientConfig, ClientError, Descriptor, Mode, OperationKind, SnapshotEvent,
+    blocking, ClientConfig, ClientError, ConnectFailure, Descriptor, Mode, OperationKind,
+    SnapshotEvent,
 };
 use unienv_remote::{Dict, Value};
 
@@ -56,14 +57,13 @@ pub fn client_error(py: Python<'_>, error: ClientError) -> PyErr {
             PyConnectionError::new_err(format!("Client is closed ({reason})"))
         }
         ClientError::Connect(failure) => {
-            let reason = failure.to_string();
             // The reference's WebSocket library raises the OS error's own class.
-            if reason.contains("os error 111") {
-                PyConnectionRefusedError::new_err(reason)
-            } else if reason.contains("timed out") {
-                PyTimeoutError::new_err(reason)
+            if failure.is_refused_by_os() {
+                PyConnectionRefusedError::new_err(failure.to_string())
+            } else if failure.is_timeout() {
+                PyTimeoutError::new_err(failure.to_string())
             } else {
-                PyConnectionError::new_err(refusal_hint(reason))
+                PyConnectionError::new_err(refusal_hint(&failure))
             }
         }
         ClientError::Protocol(violation) => {
@@ -78,12 +78,13 @@ pub fn client_error(py: Python<'_>, error: ClientError) -> PyErr {
 
 /// A refused handshake's message with the Python spelling of its way out:
 /// the body (or the Rust client's hint) names the command-line flags.
-fn refusal_hint(reason: String) -> String {
-    if reason.contains("HTTP 401") {
+fn refusal_hint(failure: &ConnectFailure) -> String {
+    let reason = failure.to_string();
+    if failure.status() == Some(401) {
         format!("{reason}; from Python: RemoteClient(uri, token=TOKEN)")
-    } else if reason.contains("--ca-file") {
+    } else if matches!(failure, ConnectFailure::Tls { .. }) && reason.contains("--ca-file") {
         format!("{reason}; from Python: RemoteClient(uri, ca_file=FILE) or ssl=ssl.create_default_context(cafile=FILE)")
-    } else if reason.contains("HTTP 403") {
+    } else if failure.status() == Some(403) {
         format!(
             "{reason}; a unienv_remote.RemoteServer takes the same as allowed_hosts=[...] / allowed_origins=[...]"
         )
