@@ -26,7 +26,7 @@ def modpath(p):
     if rel[-1] in ('mod', 'lib'):
         rel = rel[:-1]
     return rel
-path_of = {tuple(modpath(p)): p for p in files if not p.endswith('main.rs') and '/bin/' not in p}
+path_of = {tuple(modpath(p)): p for p in files if os.path.basename(p) != 'main.rs' and '/bin/' not in p}
 def is_dirmod(p): return p.endswith('mod.rs') or p.endswith('lib.rs')
 # re-exports per module file: item -> module path of child
 reexp = {}
