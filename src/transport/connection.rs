@@ -9,13 +9,13 @@
 //! envelope decoder then slices arrays out of it), and outgoing frames are
 //! written with their header, without an intermediate frame object.
 
+use super::error::TransportError;
 use super::frame::{
     self, random_u64, FrameError, Header, Parsed, Role, OP_BINARY, OP_CLOSE, OP_CONTINUATION,
     OP_PING, OP_PONG, OP_TEXT,
 };
 use super::keepalive::{self, Heard};
 use super::tls::{ReadHalf, Stream, WriteHalf};
-use super::TransportError;
 use crate::server::budget::{Account, Charge};
 use bytes::{Buf, Bytes, BytesMut};
 use std::sync::Arc;

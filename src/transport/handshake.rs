@@ -4,9 +4,9 @@
 //! them.
 
 use super::connection::{pair, WsReader, WsWriter};
+use super::error::TransportError;
 use super::frame::{random_u64, Role};
 use super::tls::Stream;
-use super::TransportError;
 use bytes::BytesMut;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
