@@ -1,6 +1,6 @@
 //! `bench`: step round trips on an env, measured from the client.
 
-use super::{run_client, ClientArgs};
+use super::shared::{run_client, ClientArgs};
 use crate::client::ClientError;
 use crate::codec::{DType, Dict, NdArray, Value};
 use crate::host::{ResetArgs, Space};
@@ -222,7 +222,7 @@ fn micros(d: Duration) -> String {
 /// stderr, then the round-trip statistics of the steps.
 pub fn bench(args: BenchArgs) -> ExitCode {
     if !(args.seconds.is_finite() && args.seconds > 0.0) {
-        return super::fail("--seconds must be a positive number");
+        return super::shared::fail("--seconds must be a positive number");
     }
     let duration = Duration::from_secs_f64(args.seconds);
     run_client(async move {

@@ -1,7 +1,8 @@
 //! `discover`, `describe` and `call`: one-shot requests to any UniEnv server.
 
 use super::json_args::{convert_arguments, parse_json_arguments};
-use super::{pretty, run_client, space_summary, ClientArgs};
+use super::pretty;
+use super::shared::{run_client, space_summary, ClientArgs};
 use crate::client::{ClientError, Descriptor, Mode, OperationKind};
 use crate::codec::{header_json, Value};
 use crate::host::Space;
@@ -165,7 +166,7 @@ pub fn describe(args: DescribeArgs) -> ExitCode {
         if args.json {
             let value = Value::Dict(descriptor.raw().clone());
             let text = header_json(&value).map_err(ClientError::Codec)?;
-            println!("{}", super::indent_json(&text));
+            println!("{}", super::pretty::indent_json(&text));
         } else {
             print!("{}", readable_descriptor(&descriptor));
         }
@@ -250,7 +251,7 @@ pub(crate) fn operation_for(kind: ResourceKind, method: &str) -> Option<Operatio
 pub fn call(args: CallArgs) -> ExitCode {
     let parsed = match parse_json_arguments(args.args.as_deref(), args.kwargs.as_deref()) {
         Ok(parsed) => parsed,
-        Err(e) => return super::fail(e),
+        Err(e) => return super::shared::fail(e),
     };
     let frames: std::sync::Arc<parking_lot::Mutex<Vec<bytes::Bytes>>> = Default::default();
     run_client(async move {

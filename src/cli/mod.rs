@@ -9,6 +9,7 @@ mod inspect;
 mod json_args;
 mod load;
 mod pretty;
+mod shared;
 mod view;
 mod watch;
 
@@ -17,14 +18,14 @@ pub use client_cmds::{call, describe, discover, CallArgs, DescribeArgs, Discover
 pub use json_args::{base64_decode, convert_arguments, json_to_value, CallArguments};
 pub use load::{load, LoadArgs};
 pub use pretty::{array_summary, compact, indent_json, pretty};
+pub use shared::{client_fail, interrupted, space_summary, ClientArgs};
 pub use view::{view, viewer_config, ViewArgs};
 pub use watch::{watch, WatchArgs};
 
-use crate::client::{Client, ClientConfig, ClientError, Descriptor};
 use crate::codec::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
 use crate::server::{Server, ServerConfig};
 use clap::{Args, Parser, Subcommand};
-use std::future::Future;
+use shared::fail;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -108,46 +109,6 @@ pub enum Command {
     View(ViewArgs),
 }
 
-/// The connection options every client command takes.
-#[derive(Debug, Clone, Args)]
-pub struct ClientArgs {
-    /// The server's URL, e.g. ws://127.0.0.1:8765 (ours or the Python reference).
-    pub url: String,
-    /// Send `Authorization: Bearer TOKEN` in the WebSocket handshake.
-    #[arg(long)]
-    pub token: Option<String>,
-    /// Seconds to wait for the connection and for each reply (0 waits forever).
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
-    pub timeout: f64,
-    /// For wss:// URLs: also trust the CA certificates in FILE (PEM), e.g. a
-    /// private CA's or a self-signed server certificate.
-    #[arg(long, value_name = "FILE")]
-    pub ca_file: Option<PathBuf>,
-}
-
-impl ClientArgs {
-    /// The client configuration these options describe; `discover` loads
-    /// every descriptor on connect.
-    pub fn config(&self, discover: bool) -> Result<ClientConfig, String> {
-        if !(self.timeout.is_finite() && self.timeout >= 0.0) {
-            return Err("--timeout must be a non-negative number of seconds".into());
-        }
-        let timeout = (self.timeout > 0.0).then(|| Duration::from_secs_f64(self.timeout));
-        let mut config = ClientConfig::default()
-            .with_timeout(timeout)
-            .with_discover(discover);
-        config.token = self.token.clone();
-        config.ca_file = self.ca_file.clone();
-        Ok(config)
-    }
-
-    /// Connects (inside a tokio runtime).
-    pub async fn connect(&self, discover: bool) -> Result<Client, ClientError> {
-        let config = self.config(discover).map_err(ClientError::invalid_use)?;
-        Client::connect(&self.url, config).await
-    }
-}
-
 /// Options of `serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -223,99 +184,6 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Load(args) => load::load(args),
         Command::View(args) => view(args),
     }
-}
-
-fn fail(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::FAILURE
-}
-
-/// Prints a client error as `error: CODE: MESSAGE` (with `(outcome
-/// uncertain)` when a mutation may have run) and returns the failure code.
-pub fn client_fail(error: &ClientError) -> ExitCode {
-    match error {
-        ClientError::Remote(e) => eprintln!("error: {e}"),
-        ClientError::InvalidUse(message) => eprintln!("error: {}: {message}", error.code()),
-        other => {
-            let uncertain = if other.is_uncertain() {
-                " (outcome uncertain)"
-            } else {
-                ""
-            };
-            eprintln!("error: {}: {other}{uncertain}", other.code());
-        }
-    }
-    ExitCode::FAILURE
-}
-
-/// Runs a client command's body on a current-thread runtime (the client's
-/// reader and writer tasks run on the calling thread, which keeps round
-/// trips short) and turns its error into the exit code.
-fn run_client<F>(body: F) -> ExitCode
-where
-    F: Future<Output = Result<ExitCode, ClientError>>,
-{
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => return fail(e),
-    };
-    match runtime.block_on(body) {
-        Ok(code) => code,
-        Err(e) => client_fail(&e),
-    }
-}
-
-/// A future that resolves on Ctrl-C (SIGINT) or, on Unix, SIGTERM. The
-/// handlers are installed when this returns, so a signal that arrives
-/// before the future is first polled is not lost. Must run inside a tokio
-/// runtime.
-pub fn interrupted() -> std::io::Result<impl Future<Output = ()>> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut interrupt = signal(SignalKind::interrupt())?;
-        let mut terminate = signal(SignalKind::terminate())?;
-        Ok(async move {
-            tokio::select! {
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => {}
-            }
-        })
-    }
-    #[cfg(not(unix))]
-    {
-        Ok(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-    }
-}
-
-/// The descriptor's space under `key` (`action_space`, ...) as a summary
-/// such as `Box(float32, [4])`; `None` when absent or null. A document this
-/// crate cannot parse is shown by its type name.
-pub fn space_summary(descriptor: &Descriptor, key: &str) -> Option<String> {
-    let parsed = match key {
-        "action_space" => descriptor.action_space(),
-        "observation_space" => descriptor.observation_space(),
-        "context_space" => descriptor.context_space(),
-        _ => None,
-    };
-    if let Some(space) = parsed {
-        return Some(space.to_string());
-    }
-    let doc = descriptor.get(key).filter(|v| !v.is_null())?;
-    Some(match crate::host::Space::from_value(doc) {
-        Ok(space) => space.to_string(),
-        Err(e) => format!(
-            "{} ({e})",
-            doc.get("type")
-                .and_then(crate::Value::as_str)
-                .unwrap_or("unknown space")
-        ),
-    })
 }
 
 /// `serve`: registers the simulators, listens, prints how to connect, and

@@ -1,6 +1,6 @@
 //! `view`: the browser viewer of a UniEnv server.
 
-use super::{fail, interrupted, ClientArgs};
+use super::shared::{fail, interrupted, ClientArgs};
 use crate::viewer::{Viewer, ViewerConfig, DEFAULT_LISTEN};
 use clap::Args;
 use std::process::ExitCode;

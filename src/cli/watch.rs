@@ -1,6 +1,7 @@
 //! `watch`: an observer printing a resource's live boundary snapshots.
 
-use super::{compact, interrupted, run_client, ClientArgs};
+use super::pretty::compact;
+use super::shared::{interrupted, run_client, ClientArgs};
 use crate::client::{ClientError, SnapshotEvent};
 use clap::Args;
 use std::collections::VecDeque;
