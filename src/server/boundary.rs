@@ -290,7 +290,7 @@ fn requested_fields(
                             format!(
                                 "Unsupported snapshot fields: {} '{resource_id}' has no field '{asked}'{}",
                                 kind.as_str(),
-                                super::valid_list(&asked, kind.fields())
+                                super::suggest::valid_list(&asked, kind.fields())
                             ),
                         ));
                     }

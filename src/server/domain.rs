@@ -12,7 +12,7 @@ use super::hosted::{topology, Hosted, TopologyError};
 use super::instance::{panic_message, Captures, Instance};
 use super::jobs::{Factory, InstantiateError, Job};
 use super::outbound::SessionShared;
-use super::Core;
+use super::shared::Core;
 use crate::codec::{Dict, Value};
 use crate::host::HostErrorKind;
 use crate::protocol::{err, Command, ErrorCode, Method, ProtocolError, ResourceKind};
@@ -78,6 +78,9 @@ impl Domain {
 
     /// The thread's loop: jobs in order, idle eviction in between.
     pub(crate) fn run(mut self, jobs: mpsc::Receiver<Job>) {
+        // Every event of this thread carries the domain's root ID.
+        let span = tracing::info_span!("domain", root = %self.root_id);
+        let _domain = span.enter();
         let idle = self.server.config.idle_timeout.filter(|_| self.evictable);
         let tick = idle.map_or(Duration::from_secs(3600), |d| {
             (d / 2).clamp(Duration::from_millis(10), Duration::from_secs(5))
@@ -110,6 +113,18 @@ impl Domain {
                 permit,
             } => {
                 self.last_activity = Instant::now();
+                // The request's ID, op, method and resource on each event
+                // it causes (a disabled span costs a level check).
+                let str_of = |k: &str| request.get(k).and_then(Value::as_str).unwrap_or("");
+                let call = tracing::debug_span!(
+                    "call",
+                    session = %session.id,
+                    request_id = str_of("request_id"),
+                    op = str_of("op"),
+                    method = str_of("method"),
+                    resource = str_of("resource_id"),
+                );
+                let _call = call.enter();
                 let (reply, publish) =
                     match catch_unwind(AssertUnwindSafe(|| self.execute(&session, &request))) {
                         Ok(Ok((reply, publish))) => (Ok(reply), publish),
@@ -348,7 +363,7 @@ impl Domain {
                 .collect();
             return Err(err(
                 ErrorCode::NOT_FOUND,
-                super::unknown_name("resource ID", resource_id, &ids),
+                super::suggest::unknown_name("resource ID", resource_id, &ids),
             ));
         };
         let target = self.instance.target(index);
@@ -533,7 +548,7 @@ impl Domain {
                     "Method is not exported: {} '{}' has no method '{name}'{}",
                     meta.kind.as_str(),
                     meta.id,
-                    super::valid_list(name, &exported)
+                    super::suggest::valid_list(name, &exported)
                 ),
             ));
         }

@@ -3,7 +3,7 @@
 //! and no compression (the permessage-deflate offer is never accepted).
 
 use super::session;
-use super::ServerShared;
+use super::shared::ServerShared;
 use crate::transport::ws::{self, Refusal, RequestHead};
 use crate::transport::{Reader, Writer};
 use std::io;
@@ -11,6 +11,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+use tracing::Instrument;
 
 /// A running WebSocket listener.
 pub struct Listener {
@@ -116,10 +117,10 @@ pub(crate) async fn serve(shared: Arc<ServerShared>, tcp: TcpListener) -> io::Re
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                 continue;
             };
-            let shared = shared.clone();
             let policy = policy.clone();
-            tokio::spawn(async move {
-                serve_connection(shared, &policy, stream, peer).await;
+            let task_shared = shared.clone();
+            shared.tasks.spawn(async move {
+                serve_connection(task_shared, &policy, stream, peer).await;
             });
         }
     });
@@ -191,7 +192,9 @@ async fn serve_connection(
     };
     tracing::debug!(%peer, "connection accepted");
     let _connection = connection;
-    session::run(shared, Reader::Ws(reader), Writer::Ws(writer)).await;
+    session::run(shared, Reader::Ws(reader), Writer::Ws(writer))
+        .instrument(tracing::info_span!("connection", %peer))
+        .await;
 }
 
 /// Who may connect.

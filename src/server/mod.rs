@@ -36,24 +36,25 @@ mod listener;
 mod names;
 mod outbound;
 mod session;
+mod shared;
 mod snapshot;
+mod suggest;
+mod tasks;
 
 pub use config::{ConfigError, ServerConfig};
 pub use hosted::{ForeignHost, ForeignResource, Hosted};
 pub use listener::Listener;
+pub use shared::SERVER_NAME;
 
 use crate::host::{Env, HostResult, Node};
 use crate::transport::MemoryTransport;
 use domain::Domain;
 use jobs::{DomainSender, InstantiateError, Job};
-use outbound::SessionShared;
 use parking_lot::{Mutex, RwLock};
+use shared::{Core, ServerShared};
 use std::collections::HashMap;
-use std::sync::{mpsc, Arc, Weak};
+use std::sync::{mpsc, Arc};
 use tokio::sync::watch;
-
-/// The `server` member of the hello result.
-pub const SERVER_NAME: &str = "unienv-remote";
 
 /// Why a registration was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -75,107 +76,6 @@ pub struct ServerBuilder {
     domains: Vec<(DomainSender, DomainThread)>,
     factory_roots: Vec<(String, usize)>,
     roots: Vec<String>,
-}
-
-/// What domain threads share: the configuration and the registry.
-pub(crate) struct Core {
-    pub config: ServerConfig,
-    /// Resource ID → domain index. Grows when factories first instantiate;
-    /// entries stay across eviction so requests still route.
-    pub registry: RwLock<HashMap<String, usize>>,
-}
-
-/// State shared by sessions and listeners.
-pub(crate) struct ServerShared {
-    pub core: Arc<Core>,
-    /// The domain senders, by index.
-    pub domains: Vec<DomainSender>,
-    /// Factory root IDs (for routing IDs that appear only once built).
-    pub factory_roots: Vec<(String, usize)>,
-    pub sessions: Mutex<HashMap<Arc<str>, Weak<SessionShared>>>,
-    /// Signalled when the last session ends (shutdown waits on it).
-    pub sessions_gone: tokio::sync::Notify,
-    pub shutdown: watch::Sender<bool>,
-    pub connections: Arc<tokio::sync::Semaphore>,
-    /// Byte budgets, the decode pool, pending handshakes.
-    pub guards: Arc<budget::Guards>,
-}
-
-impl ServerShared {
-    /// The `not_found` message of an unknown resource ID: what was asked,
-    /// the closest known ID and the known ones.
-    pub(crate) fn unknown_resource(&self, resource_id: &str) -> String {
-        let registry = self.core.registry.read();
-        let mut ids: Vec<&str> = registry.keys().map(String::as_str).collect();
-        for (root, _) in &self.factory_roots {
-            if !registry.contains_key(root) {
-                ids.push(root);
-            }
-        }
-        ids.sort_unstable();
-        unknown_name("resource ID", resource_id, &ids)
-    }
-
-    /// The domain serving a resource ID.
-    pub(crate) fn route(&self, resource_id: &str) -> Option<usize> {
-        if let Some(&d) = self.core.registry.read().get(resource_id) {
-            return Some(d);
-        }
-        self.factory_roots
-            .iter()
-            .filter(|(root, _)| {
-                resource_id.len() > root.len() + 1
-                    && resource_id.starts_with(root.as_str())
-                    && resource_id.as_bytes()[root.len()] == b'/'
-            })
-            .max_by_key(|(root, _)| root.len())
-            .map(|(_, d)| *d)
-    }
-}
-
-/// `Unknown resource ID 'x'; did you mean 'y'? Valid: 'a', 'b'`.
-pub(crate) fn unknown_name(what: &str, asked: &str, valid: &[&str]) -> String {
-    let shown: String = asked.chars().take(200).collect();
-    format!("Unknown {what} '{shown}'{}", valid_list(asked, valid))
-}
-
-/// `; did you mean 'y'? Valid: 'a', 'b'` (at most 20 listed), or nothing
-/// when nothing is valid.
-pub(crate) fn valid_list(asked: &str, valid: &[&str]) -> String {
-    if valid.is_empty() {
-        return String::new();
-    }
-    let closest = valid
-        .iter()
-        .map(|v| (edit_distance(asked, v), *v))
-        .filter(|(d, v)| *d <= (v.chars().count().max(asked.chars().count()) / 3).max(2))
-        .min();
-    let listed: Vec<String> = valid.iter().take(20).map(|v| format!("'{v}'")).collect();
-    let more = if valid.len() > 20 {
-        format!(" and {} more", valid.len() - 20)
-    } else {
-        String::new()
-    };
-    match closest {
-        Some((_, v)) => format!("; did you mean '{v}'? Valid: {}{more}", listed.join(", ")),
-        None => format!("; valid: {}{more}", listed.join(", ")),
-    }
-}
-
-/// Levenshtein distance over chars (short names only).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().take(256).collect();
-    let b: Vec<char> = b.chars().take(256).collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 fn validate_id(id: &str) -> Result<(), RegisterError> {
@@ -366,6 +266,7 @@ impl ServerBuilder {
             sessions_gone: tokio::sync::Notify::new(),
             shutdown,
             connections,
+            tasks: tasks::Tasks::default(),
         });
         Server {
             inner: Arc::new(ServerInner {
@@ -430,10 +331,17 @@ impl Server {
         let (client, server) = MemoryTransport::pair();
         let shared = self.inner.shared.clone();
         let (reader, writer) = server.split();
-        tokio::spawn(async move {
+        self.inner.shared.tasks.spawn(async move {
             session::run(shared, reader, writer).await;
         });
         client
+    }
+
+    /// Connection and in-memory session tasks still running (tests check
+    /// that shutdown leaves none).
+    #[doc(hidden)]
+    pub fn live_tasks(&self) -> usize {
+        self.inner.shared.tasks.len()
     }
 
     /// Number of connected sessions.
@@ -449,7 +357,9 @@ impl Server {
 
     /// Stops listeners, closes every session, disposes every instantiated
     /// domain on its own thread (each close hook once) and joins the threads.
-    /// Sessions get `shutdown_timeout` to close; then each domain thread gets
+    /// Sessions get `shutdown_timeout` to close; connection tasks still
+    /// running then (pending handshakes, sessions that did not close) are
+    /// aborted, closing their sockets; then each domain thread gets
     /// `shutdown_timeout` (from when all were told to stop) to finish; a
     /// simulator hung past it is left behind rather than blocking forever.
     pub async fn shutdown(&self) {
@@ -473,6 +383,13 @@ impl Server {
                 );
                 break;
             }
+        }
+        // Handshakes in progress and sessions that outlived the timeout:
+        // aborted (their sockets closed), and awaited briefly.
+        let grace = tokio::time::Instant::now() + timeout.min(std::time::Duration::from_secs(1));
+        let (aborted, left) = shared.tasks.abort_all(grace).await;
+        if aborted > 0 {
+            tracing::debug!(aborted, left, "connection tasks aborted at shutdown");
         }
         let threads: Vec<DomainThread> = std::mem::take(&mut *self.inner.threads.lock());
         for s in &shared.domains {
@@ -499,28 +416,6 @@ impl Server {
 struct DomainThread {
     handle: std::thread::JoinHandle<()>,
     done: tokio::sync::oneshot::Receiver<()>,
-}
-
-/// 128 random bits as 32 lowercase hex digits (session IDs).
-pub(crate) fn random_hex() -> String {
-    use std::collections::hash_map::RandomState;
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let mut out = String::with_capacity(32);
-    for half in 0..2u64 {
-        let mut h = RandomState::new().build_hasher();
-        h.write_u64(n);
-        h.write_u64(half);
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-        );
-        out.push_str(&format!("{:016x}", h.finish()));
-    }
-    out
 }
 
 #[cfg(test)]

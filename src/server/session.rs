@@ -5,8 +5,8 @@
 use super::budget::{Account, BudgetError, Charge};
 use super::jobs::Job;
 use super::outbound::{CloseReason, InFlight, Outgoing, SessionShared, MAX_ID_BYTES};
+use super::shared::{random_hex, ServerShared, SERVER_NAME};
 use super::snapshot::Encoded;
-use super::{ServerShared, SERVER_NAME};
 use crate::codec::{Dict, Value};
 use crate::protocol::{err, Command, ErrorCode, ProtocolError, PROTOCOL_VERSION};
 use crate::transport::{Reader, Writer};
@@ -14,24 +14,31 @@ use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
+use tracing::Instrument;
 
 /// Messages larger than this are decoded on tokio's blocking threads (at
 /// most `max_parallel_decodes` at once), not on the async workers.
 const BLOCKING_DECODE_BYTES: usize = 64 * 1024;
 
-/// Runs one connection to completion.
-pub(crate) async fn run(
+/// Runs one connection to completion, inside a `session` span that puts
+/// the session's ID on every event.
+pub(crate) async fn run(server: Arc<ServerShared>, reader: Reader, writer: Writer) -> CloseReason {
+    let id: Arc<str> = Arc::from(random_hex().as_str());
+    let span = tracing::info_span!("session", id = %id);
+    run_session(server, id, reader, writer)
+        .instrument(span)
+        .await
+}
+
+async fn run_session(
     server: Arc<ServerShared>,
+    id: Arc<str>,
     mut reader: Reader,
     writer: Writer,
 ) -> CloseReason {
     let config = &server.core.config;
     let account = Account::new(server.guards.pool.clone(), config.max_connection_bytes);
-    let session = SessionShared::new(
-        Arc::from(super::random_hex().as_str()),
-        config.max_message_size,
-        account.clone(),
-    );
+    let session = SessionShared::new(id, config.max_message_size, account.clone());
     reader.set_limits(account, config.message_timeout);
     session.outbound.lock().direct = Some(writer.direct());
     server
@@ -40,7 +47,9 @@ pub(crate) async fn run(
         .insert(session.id.clone(), Arc::downgrade(&session));
     let mut close_rx = session.close_tx.subscribe();
     let mut shutdown_rx = server.shutdown.subscribe();
-    let writer_task = tokio::spawn(write_loop(server.clone(), session.clone(), writer));
+    let writer_task = tokio::spawn(
+        write_loop(server.clone(), session.clone(), writer).instrument(tracing::Span::current()),
+    );
     let in_flight = Arc::new(Semaphore::new(config.max_in_flight));
     // One timer, armed at the hello deadline, then (lazily, when it fires)
     // at the idle limit: no timer is touched per message.

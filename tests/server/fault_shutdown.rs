@@ -208,3 +208,67 @@ async fn a_panicking_close_does_not_stop_the_others() {
     let closes: Vec<usize> = counts.iter().map(|c| c.load(Ordering::SeqCst)).collect();
     assert_eq!(closes, vec![1, 1, 1]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_closes_a_pending_handshake_and_leaves_no_task() {
+    use tokio::io::AsyncReadExt;
+    let mut b = Server::builder(ServerConfig {
+        handshake_timeout: Duration::from_secs(60),
+        shutdown_timeout: Duration::from_millis(500),
+        ..ServerConfig::default()
+    });
+    b.register_env("env", CounterEnv::new(None, CounterVariant::Plain))
+        .unwrap();
+    let server = b.start();
+    let listener = server.listen("127.0.0.1:0").await.unwrap();
+    // A peer that opens a TCP connection and never sends its request.
+    let mut silent = tokio::net::TcpStream::connect(listener.local_addr())
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.live_tasks() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the connection was never tracked"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(10), server.shutdown())
+        .await
+        .expect("shutdown returns");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "shutdown waited on the handshake's 60 s timeout"
+    );
+    assert_eq!(server.live_tasks(), 0);
+    // The socket is closed without an HTTP response.
+    let mut buf = [0u8; 64];
+    let n = tokio::time::timeout(Duration::from_secs(5), silent.read(&mut buf))
+        .await
+        .expect("the socket is closed")
+        .unwrap_or(0);
+    assert_eq!(n, 0, "no bytes are sent to an unfinished handshake");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_leaves_no_session_task_behind() {
+    let mut b = Server::builder(ServerConfig::default());
+    b.register_env("env", CounterEnv::new(None, CounterVariant::Plain))
+        .unwrap();
+    let server = b.start();
+    let listener = server.listen("127.0.0.1:0").await.unwrap();
+    let ws = Client::connect(&listener.url(), ClientConfig::default())
+        .await
+        .unwrap();
+    let memory = Client::over_memory(server.connect_memory(), ClientConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(server.session_count(), 2);
+    tokio::time::timeout(Duration::from_secs(10), server.shutdown())
+        .await
+        .expect("shutdown returns");
+    assert_eq!(server.session_count(), 0);
+    assert_eq!(server.live_tasks(), 0);
+    drop((ws, memory));
+}
