@@ -8,6 +8,7 @@ mod support;
 
 mod client;
 mod first_hour;
+mod layout;
 mod load;
 mod local;
 mod tls;

@@ -1,0 +1,65 @@
+//! The crate's layout, as the architecture review asked: no circle in the
+//! file-level import graph of `src/` (scripts/import_cycles.py) and no
+//! source file over 800 lines outside tests.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn the_import_graph_has_no_cycles() {
+    let out = Command::new("python3")
+        .arg(root().join("scripts/import_cycles.py"))
+        .arg(root().join("src"))
+        .output()
+        .expect("python3 runs scripts/import_cycles.py");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.trim_end().ends_with("0 cycle(s)"),
+        "circular imports between files of src/:\n{text}"
+    );
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("src/ is readable") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_source_file_is_over_800_lines() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    assert!(files.len() > 50, "found only {} files", files.len());
+    let long: Vec<String> = files
+        .iter()
+        .filter(|p| {
+            !p.file_stem()
+                .is_some_and(|s| s.to_string_lossy().ends_with("_tests"))
+        })
+        .filter_map(|p| {
+            let text = std::fs::read_to_string(p).expect("a source file is UTF-8");
+            // Inline unit tests do not count.
+            let code = text
+                .split("\n#[cfg(test)]\nmod tests {")
+                .next()
+                .unwrap_or("");
+            let lines = code.lines().count();
+            (lines > 800).then(|| format!("{} ({lines} lines)", p.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "source files over 800 lines: {long:?}");
+}
