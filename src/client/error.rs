@@ -10,7 +10,7 @@
 use super::config::ConfigError;
 use crate::codec::CodecError;
 use crate::host::HostError;
-use crate::protocol::{ProtocolError, ResourceKind};
+use crate::protocol::{ErrorCode, ProtocolError, ResourceKind};
 use crate::transport::TransportError;
 use std::time::Duration;
 
@@ -76,6 +76,72 @@ pub enum ClientError {
     /// sent.
     #[error("invalid configuration: {0}")]
     Config(#[from] ConfigError),
+}
+
+/// The code of a [`ClientError`] ([`ClientError::code`]): the server's
+/// [`ErrorCode`] when it answered with an error, otherwise the client's own.
+/// Compares equal to its spelling (`code == "timeout"`) and, for remote
+/// errors, to the server's code (`code == ErrorCode::NotFound`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ClientErrorCode {
+    /// The server's error code.
+    Remote(ErrorCode),
+    /// `uncertain_outcome`: a mutation's reply was lost; it may have run.
+    UncertainOutcome,
+    /// `timeout`: no reply in time (the connection is closed).
+    Timeout,
+    /// `connection_closed`: the connection is closed.
+    ConnectionClosed,
+    /// `connection_error`: the connection could not be established.
+    ConnectionError,
+    /// `protocol_error`: the server broke the protocol.
+    ProtocolError,
+    /// `serialization_error`: a value could not be encoded or decoded here.
+    SerializationError,
+    /// `invalid_use`: the call is not valid in the client's state, or the
+    /// configuration cannot work.
+    InvalidUse,
+}
+
+impl ClientErrorCode {
+    /// The code's spelling (the server's for remote errors).
+    pub fn as_str(&self) -> &str {
+        match self {
+            ClientErrorCode::Remote(code) => code.as_str(),
+            ClientErrorCode::UncertainOutcome => "uncertain_outcome",
+            ClientErrorCode::Timeout => "timeout",
+            ClientErrorCode::ConnectionClosed => "connection_closed",
+            ClientErrorCode::ConnectionError => "connection_error",
+            ClientErrorCode::ProtocolError => "protocol_error",
+            ClientErrorCode::SerializationError => "serialization_error",
+            ClientErrorCode::InvalidUse => "invalid_use",
+        }
+    }
+}
+
+impl std::fmt::Display for ClientErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for ClientErrorCode {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ClientErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<ErrorCode> for ClientErrorCode {
+    fn eq(&self, other: &ErrorCode) -> bool {
+        matches!(self, ClientErrorCode::Remote(code) if code == other)
+    }
 }
 
 /// Why the connection is closed ([`ClientError::Closed`]).
@@ -394,20 +460,22 @@ impl ClientError {
         })
     }
 
-    /// The stable code: the server's code for remote errors, otherwise
-    /// `uncertain_outcome`, `timeout`, `connection_closed`,
-    /// `connection_error`, `protocol_error`, `serialization_error` or
-    /// `invalid_use` (also for [`ClientError::Config`]).
-    pub fn code(&self) -> &str {
+    /// The stable code: the server's code for remote errors
+    /// ([`ClientErrorCode::Remote`]), otherwise one of the client's own
+    /// (`uncertain_outcome`, `timeout`, `connection_closed`,
+    /// `connection_error`, `protocol_error`, `serialization_error`,
+    /// `invalid_use`, the last also for [`ClientError::Config`]). It compares
+    /// equal to its wire spelling: `e.code() == "timeout"`.
+    pub fn code(&self) -> ClientErrorCode {
         match self {
-            ClientError::Remote(e) => e.code.as_str(),
-            ClientError::Uncertain(_) => "uncertain_outcome",
-            ClientError::Timeout(_) => "timeout",
-            ClientError::Closed(_) => "connection_closed",
-            ClientError::Connect(_) => "connection_error",
-            ClientError::Protocol(_) => "protocol_error",
-            ClientError::Codec(_) => "serialization_error",
-            ClientError::InvalidUse(_) | ClientError::Config(_) => "invalid_use",
+            ClientError::Remote(e) => ClientErrorCode::Remote(e.code.clone()),
+            ClientError::Uncertain(_) => ClientErrorCode::UncertainOutcome,
+            ClientError::Timeout(_) => ClientErrorCode::Timeout,
+            ClientError::Closed(_) => ClientErrorCode::ConnectionClosed,
+            ClientError::Connect(_) => ClientErrorCode::ConnectionError,
+            ClientError::Protocol(_) => ClientErrorCode::ProtocolError,
+            ClientError::Codec(_) => ClientErrorCode::SerializationError,
+            ClientError::InvalidUse(_) | ClientError::Config(_) => ClientErrorCode::InvalidUse,
         }
     }
 
@@ -445,14 +513,26 @@ pub type ClientResult<T> = Result<T, ClientError>;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::ErrorCode;
 
     #[test]
     fn codes_and_uncertainty() {
         let remote =
             ClientError::from(ProtocolError::uncertain(ErrorCode::EXECUTION_ERROR, "boom"));
         assert_eq!(remote.code(), "execution_error");
+        assert_eq!(remote.code(), ErrorCode::ExecutionError);
+        assert!(matches!(
+            remote.code(),
+            ClientErrorCode::Remote(ErrorCode::ExecutionError)
+        ));
         assert!(remote.is_uncertain());
+        // A client code is not the server's code of the same spelling; a
+        // server code this crate does not know is kept as received.
+        let codec = ClientError::Codec(CodecError::TooShort { len: 1 });
+        assert_eq!(codec.code(), ClientErrorCode::SerializationError);
+        assert!(codec.code() != ErrorCode::SerializationError);
+        let odd = ClientError::from(ProtocolError::new(ErrorCode::new("rate_limited"), "x"));
+        assert_eq!(odd.code(), "rate_limited");
+        assert_eq!(odd.code().to_string(), "rate_limited");
         let certain = ClientError::from(ProtocolError::new(ErrorCode::FAULTED, "x"));
         assert!(!certain.is_uncertain());
         let lost = ClientError::Uncertain(Box::new(ClientError::Timeout(Duration::from_secs(1))));

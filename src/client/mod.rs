@@ -94,7 +94,8 @@ pub use config::{Capture, ClientConfig, ConfigError};
 pub use connection::{Client, ServerInfo};
 pub use descriptor::{BoundarySnapshot, Descriptor};
 pub use error::{
-    ClientError, ClientResult, CloseReason, ConnectFailure, InvalidUse, ProtocolViolation,
+    ClientError, ClientErrorCode, ClientResult, CloseReason, ConnectFailure, InvalidUse,
+    ProtocolViolation,
 };
 pub use operation::Operation;
 pub use proxy::{EnvProxy, NodeProxy, Resource, WorldProxy};
