@@ -16,7 +16,7 @@
 
 use crate::convert::{dict_to_py, from_py, to_py, ArrayMode};
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyAttributeError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -101,12 +101,17 @@ pub enum SetupError {
     /// The server's runtime could not start.
     #[error("cannot start the server runtime: {0}")]
     Runtime(#[from] std::io::Error),
+    /// The configuration cannot work (`max_in_flight=0`, ...).
+    #[error("invalid server configuration: {0}")]
+    Config(#[from] unienv_remote::server::ConfigError),
 }
 
 impl From<SetupError> for PyErr {
     fn from(e: SetupError) -> PyErr {
         match e {
-            SetupError::Layout(_) | SetupError::Register(_) => PyValueError::new_err(e.to_string()),
+            SetupError::Layout(_) | SetupError::Register(_) | SetupError::Config(_) => {
+                PyValueError::new_err(e.to_string())
+            }
             SetupError::Runtime(_) => PyRuntimeError::new_err(e.to_string()),
         }
     }
@@ -613,7 +618,7 @@ impl PyServer {
                     }
                 }
             }
-            Ok(builder.start())
+            Ok(builder.try_start()?)
         })?;
         Ok(PyServer {
             server: started,
@@ -632,7 +637,7 @@ impl PyServer {
         let addr = (host.to_string(), port);
         let listener = py
             .detach(|| runtime.block_on(async move { server.listen(addr).await }))
-            .map_err(|e| PyRuntimeError::new_err(format!("cannot listen on {host}:{port}: {e}")))?;
+            .map_err(|e| listen_error(&e, host, port))?;
         let port = listener.local_addr().port();
         self.listeners.lock().push(listener);
         Ok(port)
@@ -687,4 +692,22 @@ impl PyServer {
 /// Registers `Server`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyServer>()
+}
+
+/// The Python exception of a failed `listen`: `ValueError` for a
+/// configuration the server cannot run with, `OSError` (as the reference's
+/// `websockets.serve` raises) for an address that cannot be resolved or
+/// bound.
+fn listen_error(e: &std::io::Error, host: &str, port: u16) -> PyErr {
+    let inner = e.get_ref();
+    if inner.is_some_and(|i| i.is::<unienv_remote::server::ConfigError>()) {
+        return PyValueError::new_err(format!("invalid server configuration: {e}"));
+    }
+    if inner
+        .and_then(|i| i.downcast_ref::<unienv_remote::server::ListenError>())
+        .is_some_and(|l| matches!(l, unienv_remote::server::ListenError::Bind { .. }))
+    {
+        return PyOSError::new_err(e.to_string());
+    }
+    PyOSError::new_err(format!("cannot listen on {host}:{port}: {e}"))
 }

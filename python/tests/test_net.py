@@ -34,6 +34,37 @@ def serve(**options):
     return server, server.listen("127.0.0.1", 0)
 
 
+def test_a_taken_port_is_an_oserror_naming_the_address():
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    server = unienv_remote.RemoteServer()
+    server.register("counter", CounterEnv())
+    try:
+        with pytest.raises(OSError) as refused:
+            server.listen("127.0.0.1", port)
+        text = str(refused.value)
+        assert f"cannot listen on 127.0.0.1:{port}" in text and "another server is using it" in text, text
+        # Nothing was left half-started: another port still works.
+        url = server.listen("127.0.0.1", 0)
+        with unienv_remote.RemoteClient.connect(url, timeout=10.0) as client:
+            assert client.session_id
+    finally:
+        server.close()
+        taken.close()
+
+
+def test_a_configuration_that_cannot_work_is_a_valueerror_naming_the_field():
+    server = unienv_remote.RemoteServer(max_in_flight=0)
+    server.register("counter", CounterEnv())
+    try:
+        with pytest.raises(ValueError, match="max_in_flight"):
+            server.listen("127.0.0.1", 0)
+    finally:
+        server.close()
+
+
 def test_a_missing_token_names_the_flag_and_the_keyword():
     server, url = serve(token="s3cret")
     try:

@@ -23,7 +23,7 @@ pub use view::{view, viewer_config, ViewArgs};
 pub use watch::{watch, WatchArgs};
 
 use crate::codec::{Codec, DEFAULT_MAX_MESSAGE_SIZE};
-use crate::server::{Server, ServerConfig};
+use crate::server::{ListenError, Server, ServerConfig};
 use clap::{Args, Parser, Subcommand};
 use shared::fail;
 use std::path::PathBuf;
@@ -234,7 +234,10 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     if let Err(e) = registered {
         return fail(e);
     }
-    let server = builder.start();
+    let server = match builder.try_start() {
+        Ok(server) => server,
+        Err(e) => return fail(format!("invalid server configuration: {e}")),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -245,9 +248,15 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     runtime.block_on(async move {
         let listener = match server.listen(args.addr.as_str()).await {
             Ok(l) => l,
-            // The error names the resolved address; an unresolvable one is
-            // named here.
-            Err(e) if e.to_string().starts_with("cannot listen on") => return fail(e),
+            // A bind error names the resolved addresses; an unresolvable
+            // address is named here.
+            Err(e)
+                if e.get_ref()
+                    .and_then(|inner| inner.downcast_ref::<ListenError>())
+                    .is_some_and(|l| matches!(l, ListenError::Bind { .. })) =>
+            {
+                return fail(e)
+            }
             Err(e) => return fail(format!("cannot listen on {}: {e}", args.addr)),
         };
         // Install the signal handlers before announcing the URL, so that a

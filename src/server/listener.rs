@@ -59,6 +59,47 @@ impl Listener {
     }
 }
 
+/// Why [`Server::listen`](super::Server::listen) could not start a
+/// listener: the inner error of the `io::Error` it returns (of the same
+/// kind), reached with `e.get_ref()` and `downcast_ref::<ListenError>()`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ListenError {
+    /// The address could not be resolved.
+    #[error("cannot resolve the listen address: {source}")]
+    Resolve {
+        /// The resolver's error.
+        #[source]
+        source: io::Error,
+    },
+    /// No resolved address could be bound.
+    #[error(
+        "cannot listen on {}: {source}{}",
+        addrs.iter().map(SocketAddr::to_string).collect::<Vec<_>>().join(", "),
+        if source.kind() == io::ErrorKind::AddrInUse {
+            " (another server is using it: stop it, or choose another port, e.g. port 0 for any free one)"
+        } else {
+            ""
+        }
+    )]
+    Bind {
+        /// The addresses tried.
+        addrs: Vec<SocketAddr>,
+        /// The error of the last one.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl ListenError {
+    fn into_io(self) -> io::Error {
+        let kind = match &self {
+            ListenError::Resolve { source } | ListenError::Bind { source, .. } => source.kind(),
+        };
+        io::Error::new(kind, self)
+    }
+}
+
 pub(crate) async fn listen(
     shared: Arc<ServerShared>,
     addr: impl tokio::net::ToSocketAddrs,
@@ -66,20 +107,11 @@ pub(crate) async fn listen(
     check_config(&shared)?;
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr)
         .await
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot resolve the listen address: {e}")))?
+        .map_err(|source| ListenError::Resolve { source }.into_io())?
         .collect();
-    let shown: Vec<String> = addrs.iter().map(SocketAddr::to_string).collect();
-    let tcp = TcpListener::bind(&addrs[..]).await.map_err(|e| {
-        let hint = if e.kind() == io::ErrorKind::AddrInUse {
-            " (another server is using it: stop it, or choose another port, e.g. port 0 for any free one)"
-        } else {
-            ""
-        };
-        io::Error::new(
-            e.kind(),
-            format!("cannot listen on {}: {e}{hint}", shown.join(", ")),
-        )
-    })?;
+    let tcp = TcpListener::bind(&addrs[..])
+        .await
+        .map_err(|source| ListenError::Bind { addrs, source }.into_io())?;
     serve(shared, tcp).await
 }
 

@@ -43,7 +43,7 @@ mod tasks;
 
 pub use config::{ConfigError, ServerConfig};
 pub use hosted::{ForeignHost, ForeignResource, Hosted};
-pub use listener::Listener;
+pub use listener::{ListenError, Listener};
 pub use shared::SERVER_NAME;
 
 use crate::host::{Env, HostResult, Node};

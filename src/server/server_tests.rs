@@ -66,3 +66,21 @@ async fn invalid_configurations_are_refused_with_their_field() {
     assert_eq!(source, Some(&ConfigError::EmptyToken));
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_address_is_a_bind_error_naming_it() {
+    let server = builder(ServerConfig::default()).start();
+    let taken = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = taken.local_addr().unwrap();
+    let e = match server.listen(addr).await {
+        Ok(_) => panic!("a taken port was bound"),
+        Err(e) => e,
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse);
+    match e.get_ref().and_then(|i| i.downcast_ref::<ListenError>()) {
+        Some(ListenError::Bind { addrs, .. }) => assert_eq!(addrs, &[addr]),
+        other => panic!("not a bind error: {other:?}"),
+    }
+    assert!(e.to_string().contains("another server is using it"), "{e}");
+    server.shutdown().await;
+}
