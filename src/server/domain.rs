@@ -248,9 +248,15 @@ impl Domain {
         self.control
             .instantiated(self.instance.scope(&self.root_id), revived);
         if revived {
-            tracing::info!(domain = %self.root_id, revision = self.control.revision(), "domain revived after idle eviction");
+            tracing::info!(
+                revision = self.control.revision(),
+                "domain revived after idle eviction"
+            );
         } else {
-            tracing::debug!(domain = %self.root_id, resources = self.instance.resources.len(), "domain instantiated");
+            tracing::debug!(
+                resources = self.instance.resources.len(),
+                "domain instantiated"
+            );
         }
         Ok(())
     }
@@ -261,7 +267,7 @@ impl Domain {
             && self.subscriptions.is_empty()
             && self.last_activity.elapsed() >= idle
         {
-            tracing::info!(domain = %self.root_id, idle_secs = idle.as_secs_f64(), "evicting idle domain");
+            tracing::info!(idle_secs = idle.as_secs_f64(), "evicting idle domain");
             self.dispose();
         }
     }
@@ -272,7 +278,6 @@ impl Domain {
         if let Some(mut hosted) = self.instance.take_hosted() {
             if let Err(p) = catch_unwind(AssertUnwindSafe(|| hosted.close())) {
                 tracing::error!(
-                    domain = %self.root_id,
                     panic = %panic_message(&p),
                     "closing the hosted object panicked"
                 );
@@ -289,17 +294,17 @@ impl Domain {
         }
         if !faulted {
             if let Some(cause) = self.control.fault_cause() {
-                tracing::warn!(domain = %self.root_id, %cause, "domain faulted");
+                tracing::warn!(%cause, "domain faulted");
             }
         }
-        tracing::debug!(domain = %self.root_id, session = %session.id, "control released");
+        tracing::debug!(session = %session.id, "control released");
         true
     }
 
     /// Faults the domain: stepping is refused until a successful reset or
     /// reload; `cause` says what happened, for the refusal and the log.
     fn fault(&mut self, cause: String) {
-        tracing::warn!(domain = %self.root_id, %cause, "domain faulted");
+        tracing::warn!(%cause, "domain faulted");
         self.control.fault(cause);
     }
 
@@ -317,13 +322,13 @@ impl Domain {
         match claimed {
             Ok(Claim::Acquired) => {
                 let mode = self.control.owner().map_or("", |(_, m)| m.as_str());
-                tracing::debug!(domain = %self.root_id, session = %session.id, mode, "control acquired");
+                tracing::debug!(session = %session.id, mode, "control acquired");
                 Ok(())
             }
             Ok(Claim::Held) => Ok(()),
             Err(refusal) => {
                 if let Refusal::OtherOwner { .. } = refusal {
-                    tracing::debug!(domain = %self.root_id, session = %session.id, "control refused: another session controls the domain");
+                    tracing::debug!(session = %session.id, "control refused: another session controls the domain");
                 }
                 Err(self.refused(refusal))
             }
@@ -417,7 +422,7 @@ impl Domain {
                     .abort(operation_id)
                     .map_err(|r| self.refused(r))?;
                 if let Some(cause) = self.control.fault_cause() {
-                    tracing::warn!(domain = %self.root_id, %cause, "domain faulted");
+                    tracing::warn!(%cause, "domain faulted");
                 }
                 value(Value::Null)
             }
@@ -461,7 +466,7 @@ impl Domain {
             .map_err(|r| self.refused(r))?;
         let kind = done.kind.as_str();
         if done.recovered_fault {
-            tracing::info!(domain = %self.root_id, kind, "domain recovered");
+            tracing::info!(kind, "domain recovered");
         }
         let publish = Publish {
             operation_id: Value::from(done.id),
@@ -494,7 +499,7 @@ impl Domain {
         let value = self.invoke(index, policy, args, kwargs)?;
         // Bookkeeping.
         if self.control.call_succeeded(target, policy) {
-            tracing::info!(domain = %self.root_id, resource = %self.instance.resources[index].id, %method, "domain recovered");
+            tracing::info!(resource = %self.instance.resources[index].id, %method, "domain recovered");
         }
         if policy.env_mutation || (target.kind == ResourceKind::World && method == Method::Step) {
             self.instance.freeze(index, method.as_str(), &value);
@@ -621,7 +626,7 @@ impl Domain {
         let cause = || format!("{call} failed after it started ({message})");
         if self.control.call_failed(policy, cause) {
             if let Some(cause) = self.control.fault_cause() {
-                tracing::warn!(domain = %self.root_id, %cause, "domain faulted");
+                tracing::warn!(%cause, "domain faulted");
             }
             ProtocolError::uncertain(code, message)
         } else {

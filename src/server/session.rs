@@ -144,7 +144,7 @@ async fn run_session(
             server.sessions_gone.notify_waiters();
         }
     }
-    tracing_log(&reason, &session.id);
+    tracing_log(&reason);
     reason
 }
 
@@ -204,12 +204,12 @@ async fn process_frame(
     Ok(())
 }
 
-fn tracing_log(reason: &CloseReason, id: &str) {
+fn tracing_log(reason: &CloseReason) {
     match reason {
         CloseReason::PeerClosed | CloseReason::Shutdown => {
-            tracing::info!(session = %id, reason = %reason, "session closed")
+            tracing::info!(reason = %reason, "session closed")
         }
-        _ => tracing::warn!(session = %id, reason = %reason, "session closed"),
+        _ => tracing::warn!(reason = %reason, "session closed"),
     }
 }
 
@@ -380,7 +380,7 @@ fn hello(
         .max_message_size
         .store(negotiated, Ordering::Relaxed);
     session.ready.store(true, Ordering::Release);
-    tracing::info!(session = %session.id, max_message_size = negotiated, "session opened");
+    tracing::info!(max_message_size = negotiated, "session opened");
     let mut result = Dict::with_capacity(5);
     result.insert("session_id", &*session.id);
     result.insert("max_message_size", negotiated);

@@ -204,16 +204,29 @@ fn serve_survives_a_closed_stdout_and_logs_what_happens() {
         }
     };
     assert!(url.starts_with("ws://127.0.0.1:"), "{url}");
-    // Still serving: a client works, and its session is logged.
+    // Still serving: a client works, and its session is logged inside
+    // spans: connection{peer}:session{id}, and the call (at -v, debug)
+    // inside domain{root}:call{request_id, method, ...}.
     cli(&["call", &url, "cartpole", "reset"]).ok();
-    let opened = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .inspect(|l| log.push(l.clone()))
-        .any(|l| l.contains("session opened"));
+    let (mut opened, mut called) = (false, false);
+    for line in lines.by_ref().map_while(Result::ok) {
+        log.push(line.clone());
+        opened |= line.contains("session opened")
+            && line.contains("connection{peer=127.0.0.1:")
+            && line.contains("}:session{id=");
+        called |= line.contains("domain{root=cartpole}:call{")
+            && line.contains("request_id=")
+            && line.contains("method=\"reset\"");
+        // The call's events come before its reply, so before the session
+        // closes.
+        // (serve's own in-memory session, for the banner, has no peer.)
+        if line.contains("session closed") && line.contains("connection{peer=") {
+            break;
+        }
+    }
     let _ = child.kill();
     let _ = child.wait();
-    assert!(opened, "{}", log.join("\n"));
+    assert!(opened && called, "{}", log.join("\n"));
     assert!(
         !log.iter().any(|l| l.contains("panicked")),
         "{}",
