@@ -82,7 +82,7 @@ fn refusal_hint(failure: &ConnectFailure) -> String {
     let reason = failure.to_string();
     if failure.status() == Some(401) {
         format!("{reason}; from Python: RemoteClient(uri, token=TOKEN)")
-    } else if matches!(failure, ConnectFailure::Tls { .. }) && reason.contains("--ca-file") {
+    } else if failure.needs_ca_file() {
         format!("{reason}; from Python: RemoteClient(uri, ca_file=FILE) or ssl=ssl.create_default_context(cafile=FILE)")
     } else if failure.status() == Some(403) {
         format!(

@@ -11,7 +11,8 @@ use super::config::ConfigError;
 use crate::codec::CodecError;
 use crate::host::HostError;
 use crate::protocol::{ErrorCode, ProtocolError, ResourceKind};
-use crate::transport::TransportError;
+use crate::transport::{ConnectError, TlsError, TransportError};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// An error of the client.
@@ -221,45 +222,48 @@ pub enum CloseReason {
 /// Why a connection could not be established ([`ClientError::Connect`]).
 ///
 /// The messages are the transport's, with the way out when there is one
-/// (`--token` for HTTP 401, `--allow-host` / `--allow-origin` for 403).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+/// (`--token` for HTTP 401, `--allow-host` / `--allow-origin` for 403); the
+/// transport's [`ConnectError`] is kept as the source
+/// ([`ConnectFailure::transport`]), with its `io::Error` where there is one
+/// ([`ConnectFailure::io_error`]).
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectFailure {
     /// The URL is not `ws://host[:port][/path]`.
-    #[error("{message}")]
+    #[error("{source}")]
     InvalidUrl {
-        /// The transport's message.
-        message: String,
+        /// The transport's error.
+        source: Arc<ConnectError>,
     },
     /// The TCP connection or its I/O failed (refused, unreachable, reset).
-    #[error("{message}")]
+    #[error("{source}")]
     Io {
-        /// The transport's message (with the OS error).
-        message: String,
+        /// The transport's error, holding the `io::Error`.
+        source: Arc<ConnectError>,
     },
     /// The server answered the handshake with an HTTP status instead of 101.
-    #[error("{message}")]
+    #[error("{source}")]
     Refused {
         /// The HTTP status (401: a token is needed; 403: host or origin not
         /// allowed).
         status: u16,
-        /// The transport's message: status, reason, body and the way out.
-        message: String,
+        /// The transport's error: status, reason, body and the way out.
+        source: Arc<ConnectError>,
     },
     /// The server's answer violates the WebSocket handshake.
-    #[error("{message}")]
+    #[error("{source}")]
     Handshake {
-        /// The transport's message.
-        message: String,
+        /// The transport's error.
+        source: Arc<ConnectError>,
     },
     /// TLS failed: the client's TLS configuration (an unreadable CA file),
     /// the server's certificate (not trusted: pass `--ca-file`), the TLS
     /// handshake, or a scheme that does not match the server's (`ws://` to
     /// a TLS server).
-    #[error("{message}")]
+    #[error("{source}")]
     Tls {
-        /// The transport's message, with the way out when there is one.
-        message: String,
+        /// The transport's error, with the way out when there is one.
+        source: Arc<ConnectError>,
     },
     /// The handshake did not complete within the configured timeout.
     #[error("handshake timed out after {after:?}")]
@@ -286,43 +290,86 @@ impl ConnectFailure {
         }
     }
 
+    /// The transport's error, for every failure but a timeout of the whole
+    /// handshake and the client's own runtime.
+    pub fn transport(&self) -> Option<&ConnectError> {
+        match self {
+            ConnectFailure::InvalidUrl { source }
+            | ConnectFailure::Io { source }
+            | ConnectFailure::Refused { source, .. }
+            | ConnectFailure::Handshake { source }
+            | ConnectFailure::Tls { source } => Some(source),
+            ConnectFailure::TimedOut { .. } | ConnectFailure::Runtime { .. } => None,
+        }
+    }
+
+    /// The operating system's error, when TCP or the TLS stream failed.
+    pub fn io_error(&self) -> Option<&std::io::Error> {
+        match self.transport()? {
+            ConnectError::Tcp { source, .. }
+            | ConnectError::Io { source, .. }
+            | ConnectError::Tls { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
     /// Whether the failure is a timeout (of the handshake, or of the TCP
     /// connection as the operating system reports it).
     pub fn is_timeout(&self) -> bool {
-        match self {
-            ConnectFailure::TimedOut { .. } => true,
-            ConnectFailure::Io { message } => message.contains("timed out"),
-            _ => false,
-        }
+        matches!(self, ConnectFailure::TimedOut { .. })
+            || self
+                .io_error()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut)
     }
 
     /// Whether the server's host refused the TCP connection (nothing listens
     /// on the port).
     pub fn is_refused_by_os(&self) -> bool {
-        matches!(self, ConnectFailure::Io { message } if message.contains("os error 111"))
+        matches!(self, ConnectFailure::Io { .. })
+            && self
+                .io_error()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused)
+    }
+
+    /// Whether trusting the server takes a CA certificate the client does not
+    /// have (`--ca-file`, [`ClientConfig::ca_file`](super::ClientConfig::ca_file)):
+    /// the server's certificate was not accepted, or the system has no roots.
+    pub fn needs_ca_file(&self) -> bool {
+        matches!(
+            self.transport(),
+            Some(ConnectError::Certificate { .. } | ConnectError::TlsConfig(TlsError::NoRoots))
+        )
     }
 }
 
-impl From<crate::transport::ws::ConnectError> for ConnectFailure {
-    fn from(e: crate::transport::ws::ConnectError) -> ConnectFailure {
-        use crate::transport::ws::ConnectError as E;
-        let message = e.to_string();
-        match e {
-            E::Url { .. } => ConnectFailure::InvalidUrl { message },
-            E::Tcp { .. } | E::Io { .. } => ConnectFailure::Io { message },
-            E::Refused { status, .. } => ConnectFailure::Refused { status, message },
-            E::TlsConfig(_) | E::Certificate { .. } | E::Tls { .. } | E::ServerWantsTls { .. } => {
-                ConnectFailure::Tls { message }
+impl From<ConnectError> for ConnectFailure {
+    fn from(e: ConnectError) -> ConnectFailure {
+        let make: fn(Arc<ConnectError>) -> ConnectFailure = match &e {
+            ConnectError::Refused { status, .. } => {
+                let status = *status;
+                return ConnectFailure::Refused {
+                    status,
+                    source: Arc::new(e),
+                };
             }
-            _ => ConnectFailure::Handshake { message },
-        }
+            ConnectError::Url { .. } => |source| ConnectFailure::InvalidUrl { source },
+            ConnectError::Tcp { .. } | ConnectError::Io { .. } => {
+                |source| ConnectFailure::Io { source }
+            }
+            ConnectError::TlsConfig(_)
+            | ConnectError::Certificate { .. }
+            | ConnectError::Tls { .. }
+            | ConnectError::ServerWantsTls { .. } => |source| ConnectFailure::Tls { source },
+            _ => |source| ConnectFailure::Handshake { source },
+        };
+        make(Arc::new(e))
     }
 }
 
-impl From<crate::transport::TlsError> for ConnectFailure {
-    fn from(e: crate::transport::TlsError) -> ConnectFailure {
+impl From<TlsError> for ConnectFailure {
+    fn from(e: TlsError) -> ConnectFailure {
         ConnectFailure::Tls {
-            message: e.to_string(),
+            source: Arc::new(ConnectError::TlsConfig(e)),
         }
     }
 }

@@ -141,7 +141,13 @@ async fn a_certificate_from_an_unknown_ca_is_refused_naming_ca_file() {
             Ok(_) => panic!("connected to a server whose CA is not trusted"),
             Err(e) => e,
         };
-        assert!(matches!(err, ClientError::Connect(_)), "{err:?}");
+        match &err {
+            ClientError::Connect(failure) => {
+                assert!(failure.needs_ca_file(), "{failure:?}");
+                assert!(!failure.is_refused_by_os() && !failure.is_timeout());
+            }
+            other => panic!("not a connect failure: {other:?}"),
+        }
         let text = err.to_string();
         eprintln!("refused: {text}");
         assert!(text.contains("certificate"), "{text}");

@@ -287,6 +287,30 @@ async fn connection_errors_and_bearer_tokens() {
         ),
         "{error:?}"
     );
+    let ClientError::Connect(failure) = &error else {
+        panic!("{error:?}")
+    };
+    assert_eq!(failure.status(), Some(401));
+    assert!(!failure.is_refused_by_os() && failure.io_error().is_none());
+    assert!(matches!(
+        failure.transport(),
+        Some(unienv_remote::transport::ConnectError::Refused { status: 401, .. })
+    ));
+    // Nothing listens: refused by the operating system, its io::Error kept.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    match Client::connect(&format!("ws://127.0.0.1:{port}"), ClientConfig::default()).await {
+        Err(ClientError::Connect(failure)) => {
+            assert!(failure.is_refused_by_os(), "{failure:?}");
+            assert_eq!(
+                failure.io_error().map(std::io::Error::kind),
+                Some(std::io::ErrorKind::ConnectionRefused)
+            );
+            assert!(std::error::Error::source(&failure).is_some());
+        }
+        other => panic!("{other:?}"),
+    }
     let r = Client::connect(&t.url, ClientConfig::default().with_token("wrong")).await;
     assert_eq!(r.expect_err("wrong token").code(), "connection_error");
     let client = Client::connect(
