@@ -95,6 +95,12 @@ impl ErrorCode {
             .unwrap_or(ErrorCode::Other(code))
     }
 
+    /// Whether this is one of the [`KNOWN`](ErrorCode::KNOWN) codes (not a
+    /// code received as [`ErrorCode::Other`]).
+    pub fn is_known(&self) -> bool {
+        !matches!(self, ErrorCode::Other(_))
+    }
+
     /// The wire spelling.
     pub fn as_str(&self) -> &str {
         match self {

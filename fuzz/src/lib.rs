@@ -370,20 +370,6 @@ pub struct Harness {
 
 static HARNESS: OnceLock<Harness> = OnceLock::new();
 
-const ERROR_CODES: [&str; 11] = [
-    "invalid_request",
-    "version_mismatch",
-    "invalid_session",
-    "not_found",
-    "unsupported_operation",
-    "ownership_conflict",
-    "operation_in_progress",
-    "invalid_operation",
-    "faulted",
-    "serialization_error",
-    "execution_error",
-];
-
 impl Harness {
     /// The process's harness, started on first use.
     pub fn get() -> &'static Harness {
@@ -810,7 +796,10 @@ impl Session {
             if kind == "error" {
                 let e = m.get("error").and_then(Value::as_dict).expect("error dict");
                 let code = e.get("code").and_then(Value::as_str).expect("code");
-                assert!(ERROR_CODES.contains(&code), "unknown error code {code}");
+                assert!(
+                    unienv_remote::protocol::ErrorCode::new(code).is_known(),
+                    "unknown error code {code}"
+                );
                 assert!(e.get("message").and_then(Value::as_str).is_some());
                 assert!(e.get("uncertain").and_then(Value::as_bool).is_some());
                 // A hello that was accepted but whose answer does not fit the

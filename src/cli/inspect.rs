@@ -2,24 +2,7 @@
 //! envelope is a well-formed protocol v1 message.
 
 use crate::codec::Value;
-use crate::protocol::{Op, PROTOCOL_VERSION};
-
-/// The error codes protocol v1 names (plus `snapshot_error` of subscription
-/// errors).
-const CODES: [&str; 12] = [
-    "invalid_request",
-    "version_mismatch",
-    "invalid_session",
-    "not_found",
-    "unsupported_operation",
-    "ownership_conflict",
-    "operation_in_progress",
-    "invalid_operation",
-    "faulted",
-    "serialization_error",
-    "execution_error",
-    "snapshot_error",
-];
+use crate::protocol::{ErrorCode, Op, PROTOCOL_VERSION};
 
 /// The protocol-level problems of a decoded envelope (empty when it is a
 /// well-formed v1 message): version, type, op, and the members its type
@@ -118,10 +101,10 @@ fn error_member(error: Option<&Value>, problems: &mut Vec<String>) {
         return;
     };
     match e.get("code").and_then(Value::as_str) {
-        Some(code) if CODES.contains(&code) => {}
+        Some(code) if ErrorCode::new(code).is_known() => {}
         Some(code) => problems.push(format!(
             "error code '{code}' is not one of the protocol's: {}",
-            CODES.join(", ")
+            ErrorCode::KNOWN.map(|c| c.as_str().to_owned()).join(", ")
         )),
         None => problems.push("error.code is missing (or not a string)".into()),
     }
