@@ -295,12 +295,12 @@ pub fn serve(args: ServeArgs) -> ExitCode {
 
 /// The URLs clients can use for a listener bound to `addr`: itself, or for
 /// an unspecified address (`0.0.0.0`, `::`) loopback and this machine's
-/// outward address, each with who can use it.
-pub fn client_urls(addr: std::net::SocketAddr) -> Vec<(String, &'static str)> {
+/// outward address, each with who can use it. `scheme` is `ws` or `wss`.
+pub fn client_urls(scheme: &str, addr: std::net::SocketAddr) -> Vec<(String, &'static str)> {
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
     let url = |ip: IpAddr| match ip {
-        IpAddr::V6(ip) => format!("ws://[{ip}]:{}", addr.port()),
-        IpAddr::V4(ip) => format!("ws://{ip}:{}", addr.port()),
+        IpAddr::V6(ip) => format!("{scheme}://[{ip}]:{}", addr.port()),
+        IpAddr::V4(ip) => format!("{scheme}://{ip}:{}", addr.port()),
     };
     if !addr.ip().is_unspecified() {
         return vec![(url(addr.ip()), "")];
@@ -389,12 +389,7 @@ async fn print_banner(
     } else {
         "the built-in simulators"
     };
-    let mut urls = client_urls(addr);
-    if tls {
-        for (u, _) in &mut urls {
-            *u = u.replacen("ws://", "wss://", 1);
-        }
-    }
+    let urls = client_urls(if tls { "wss" } else { "ws" }, addr);
     let url = urls[0].0.clone();
     for line in banner_head(what, addr, &urls, token) {
         say!("{line}");
@@ -549,7 +544,7 @@ mod banner_tests {
     #[test]
     fn all_interfaces_name_usable_addresses_and_warn_without_a_token() {
         let any: std::net::SocketAddr = "0.0.0.0:8765".parse().expect("addr");
-        let urls = client_urls(any);
+        let urls = client_urls("ws", any);
         assert_eq!(urls[0], ("ws://127.0.0.1:8765".to_string(), "this machine"));
         assert!(urls.iter().all(|(u, _)| !u.contains("0.0.0.0")), "{urls:?}");
         let lines = banner_head("the built-in simulators", any, &urls, false);
@@ -577,7 +572,8 @@ mod banner_tests {
 
         let local: std::net::SocketAddr = "127.0.0.1:9".parse().expect("addr");
         assert_eq!(host_names_line(local, &names), None);
-        let urls = client_urls(local);
+        let urls = client_urls("ws", local);
+        assert_eq!(client_urls("wss", local)[0].0, "wss://127.0.0.1:9");
         assert_eq!(urls, [("ws://127.0.0.1:9".to_string(), "")]);
         assert_eq!(
             banner_head("x", local, &urls, false),
