@@ -268,13 +268,13 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         print_banner(&server, &listener, args.token.is_some(), args.fixtures).await;
         let _viewer = match &args.viewer {
             Some(addr) => {
-                let config = viewer_config(
-                    &listener.url(),
-                    args.token.clone(),
-                    Some(Duration::from_secs(30)),
-                    &args.allow_host,
-                    &args.allow_origin,
-                );
+                // In process: no token, certificate or connection slot
+                // stands between the viewer and its own server (TLS with a
+                // private CA included).
+                let mut config = crate::viewer::ViewerConfig::new(listener.url());
+                config.in_process = Some(server.clone());
+                config.allowed_hosts = args.allow_host.clone();
+                config.allowed_origins = args.allow_origin.clone();
                 match crate::viewer::Viewer::start(addr, config).await {
                     Ok(v) => {
                         say!("Viewer: open {} in a browser", v.url());

@@ -23,19 +23,15 @@ pub struct ViewArgs {
     pub allow_origin: Vec<String>,
 }
 
-/// The viewer configuration for `upstream`.
-pub fn viewer_config(
-    upstream: &str,
-    token: Option<String>,
-    timeout: Option<Duration>,
-    allow_host: &[String],
-    allow_origin: &[String],
-) -> ViewerConfig {
-    let mut config = ViewerConfig::new(upstream);
-    config.token = token;
+/// The viewer configuration of `view`: the upstream server and how to
+/// reach it (token, timeout, `--ca-file`), and whom the web app serves.
+pub fn viewer_config(args: &ViewArgs, timeout: Option<Duration>) -> ViewerConfig {
+    let mut config = ViewerConfig::new(&args.client.url);
+    config.token = args.client.token.clone();
     config.timeout = timeout;
-    config.allowed_hosts = allow_host.to_vec();
-    config.allowed_origins = allow_origin.to_vec();
+    config.ca_file = args.client.ca_file.clone();
+    config.allowed_hosts = args.allow_host.clone();
+    config.allowed_origins = args.allow_origin.clone();
     config
 }
 
@@ -45,13 +41,7 @@ pub fn view(args: ViewArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    let config = viewer_config(
-        &args.client.url,
-        args.client.token.clone(),
-        client.timeout,
-        &args.allow_host,
-        &args.allow_origin,
-    );
+    let config = viewer_config(&args, client.timeout);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

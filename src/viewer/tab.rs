@@ -78,7 +78,7 @@ impl Tab {
                             "message": "the connection to the UniEnv server was lost; reconnecting" }))
                         .await;
                 }
-                match Client::connect(&tab.config.upstream, tab.config.client_config()).await {
+                match tab.config.connect().await {
                     Ok(client) => {
                         was_connected = true;
                         tab.client = Some(client);

@@ -71,6 +71,7 @@ pub fn run_python(
 
 pub mod envs;
 pub mod faults;
+pub mod pki;
 pub mod raw;
 
 use unienv_remote::server::{Listener, RegisterError, Server, ServerBuilder, ServerConfig};

@@ -110,3 +110,78 @@ async fn view_holds_the_token() {
     drop((good, bad));
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn view_trusts_a_private_ca_with_ca_file() {
+    let pki = crate::common::pki::make_pki("viewer");
+    let mut builder = Server::builder(ServerConfig {
+        tls: Some(
+            unienv_remote::transport::ServerTls::from_pem_files(&pki.cert, &pki.key)
+                .expect("PEM files"),
+        ),
+        ..ServerConfig::default()
+    });
+    unienv_remote::fixtures::register(&mut builder).expect("fixtures");
+    let server = builder.start();
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let upstream = listener.url();
+    assert!(upstream.starts_with("wss://"), "{upstream}");
+    let ca = pki.ca.to_string_lossy().into_owned();
+    let trusting = Streaming::spawn(&[
+        "view",
+        &upstream,
+        "--listen",
+        "127.0.0.1:0",
+        "--ca-file",
+        &ca,
+    ]);
+    let (state, resources) = first_messages(&viewer_url(&trusting)).await;
+    assert_eq!(state["state"], "connected", "{state}");
+    assert!(resources.is_some());
+    // Without the CA file the certificate is refused, and the page is told
+    // the way out.
+    let plain = Streaming::spawn(&["view", &upstream, "--listen", "127.0.0.1:0"]);
+    let (state, resources) = first_messages(&viewer_url(&plain)).await;
+    assert_eq!(state["state"], "unreachable", "{state}");
+    assert!(
+        state["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--ca-file")),
+        "{state}"
+    );
+    assert!(resources.is_none());
+    drop((trusting, plain));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn serve_with_tls_offers_a_viewer_that_reaches_its_own_server() {
+    // A certificate from a private CA that serve's process was never told
+    // to trust: the viewer reaches the server in process.
+    let pki = crate::common::pki::make_pki("serve-viewer");
+    let (cert, key) = (
+        pki.cert.to_string_lossy().into_owned(),
+        pki.key.to_string_lossy().into_owned(),
+    );
+    let serve = Streaming::spawn(&[
+        "serve",
+        "--fixtures",
+        "--addr",
+        "127.0.0.1:0",
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--viewer",
+        "127.0.0.1:0",
+    ]);
+    let (upstream, resources) = first_messages(&viewer_url(&serve)).await;
+    assert_eq!(upstream["state"], "connected", "{upstream}");
+    assert!(
+        upstream["url"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("wss://127.0.0.1:")),
+        "{upstream}"
+    );
+    assert!(resources.is_some());
+}
