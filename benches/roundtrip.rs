@@ -502,7 +502,7 @@ fn main() {
     let (server, listener) = rt.block_on(async {
         let mut b = Server::builder(ServerConfig::default());
         unienv_remote::fixtures::register(&mut b).unwrap();
-        let server = b.start();
+        let server = b.start().expect("a valid server configuration");
         let listener = server.listen("127.0.0.1:0").await.unwrap();
         (server, listener)
     });

@@ -270,7 +270,7 @@ async fn hello(url: &str) -> (RawWs, Value) {
 async fn capture() -> (Vec<Step>, Bytes) {
     let mut b = Server::builder(ServerConfig::default());
     unienv_remote::fixtures::register(&mut b).unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let listener = server.listen("127.0.0.1:0").await.unwrap();
     let url = listener.url();
     let codec = Codec::default();

@@ -99,7 +99,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     };
     builder.register_env("oscillator", oscillator)?;
     unienv_remote::sims::register(&mut builder)?;
-    let server = builder.start();
+    let server = builder.start()?;
     let listener = server.listen(addr.as_str()).await?;
     println!(
         "serving {} on {}; Ctrl-C stops",

@@ -70,7 +70,7 @@
 //!     let config = ServerConfig { validate_actions: true, ..ServerConfig::default() };
 //!     let mut builder = Server::builder(config);
 //!     builder.register_env("walker", Walker { x: None })?;
-//!     let server = builder.start();
+//!     let server = builder.start()?;
 //!     let listener = server.listen("127.0.0.1:8765").await?;
 //!     println!("Python: RemoteClient.connect(\"{}\").env(\"walker\"); Ctrl-C stops", listener.url());
 //!     tokio::signal::ctrl_c().await?;

@@ -37,7 +37,11 @@ fuzz_target!(|data: &[u8]| {
                 return;
             }
             Ok(Parsed::Incomplete(n)) => {
-                assert!(n > rest.len() && matches!(n, 2 | 4 | 10), "{n} {}", rest.len());
+                assert!(
+                    n > rest.len() && matches!(n, 2 | 4 | 10),
+                    "{n} {}",
+                    rest.len()
+                );
                 return;
             }
             Ok(Parsed::Header(h)) => h,

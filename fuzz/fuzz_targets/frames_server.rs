@@ -83,7 +83,7 @@ fn harness() -> &'static Harness {
             };
             let mut b = Server::builder(config);
             unienv_remote::fixtures::register(&mut b).expect("fixtures");
-            let server = b.start();
+            let server = b.start().expect("a valid server configuration");
             let listener = server.listen("127.0.0.1:0").await.expect("listen");
             let addr = listener.local_addr();
             std::mem::forget(listener);
@@ -97,7 +97,14 @@ fn harness() -> &'static Harness {
     })
 }
 
-fn frame(fin: bool, rsv: u8, opcode: u8, mask: Option<[u8; 4]>, length: &Length, payload: &[u8]) -> Vec<u8> {
+fn frame(
+    fin: bool,
+    rsv: u8,
+    opcode: u8,
+    mask: Option<[u8; 4]>,
+    length: &Length,
+    payload: &[u8],
+) -> Vec<u8> {
     let mut out = vec![(u8::from(fin) << 7) | ((rsv & 7) << 4) | (opcode & 0x0F)];
     let m = if mask.is_some() { 0x80 } else { 0 };
     let len = payload.len();
@@ -138,7 +145,8 @@ fn hello() -> Vec<u8> {
     Codec::default().encode(&Value::Dict(d)).expect("hello")
 }
 
-const SENDER_CODES: fn(u16) -> bool = |c| matches!(c, 1000..=1003 | 1007..=1011 | 1013 | 3000..=4999);
+const SENDER_CODES: fn(u16) -> bool =
+    |c| matches!(c, 1000..=1003 | 1007..=1011 | 1013 | 3000..=4999);
 
 async fn run(addr: std::net::SocketAddr, input: &Input) {
     let mut s = TcpStream::connect(addr).await.expect("connect");
@@ -151,7 +159,11 @@ async fn run(addr: std::net::SocketAddr, input: &Input) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(s.read(&mut byte).await.expect("answer"), 1, "handshake answer");
+        assert_eq!(
+            s.read(&mut byte).await.expect("answer"),
+            1,
+            "handshake answer"
+        );
         head.push(byte[0]);
     }
     assert!(head.starts_with(b"HTTP/1.1 101"));
@@ -162,7 +174,14 @@ async fn run(addr: std::net::SocketAddr, input: &Input) {
     let mut bytes = Vec::new();
     for piece in &input.pieces {
         match piece {
-            Piece::Frame { fin, rsv, opcode, mask, length, payload } => {
+            Piece::Frame {
+                fin,
+                rsv,
+                opcode,
+                mask,
+                length,
+                payload,
+            } => {
                 let well_framed = *fin
                     && *rsv & 7 == 0
                     && mask.is_some()
@@ -175,7 +194,14 @@ async fn run(addr: std::net::SocketAddr, input: &Input) {
                 clean &= well_framed;
                 bytes.extend(frame(*fin, *rsv, *opcode, *mask, length, payload))
             }
-            Piece::Hello => bytes.extend(frame(true, 0, 2, Some([1, 2, 3, 4]), &Length::Minimal, &hello())),
+            Piece::Hello => bytes.extend(frame(
+                true,
+                0,
+                2,
+                Some([1, 2, 3, 4]),
+                &Length::Minimal,
+                &hello(),
+            )),
             Piece::Ping(p) => {
                 let p = &p[..p.len().min(125)];
                 if clean {
@@ -192,7 +218,14 @@ async fn run(addr: std::net::SocketAddr, input: &Input) {
     let (mut rd, mut wr) = s.into_split();
     // The input, then a valid close (1000): a server still in sync answers
     // it and ends the connection at once.
-    bytes.extend(frame(true, 0, 8, Some([5, 5, 5, 5]), &Length::Minimal, &[0x03, 0xE8]));
+    bytes.extend(frame(
+        true,
+        0,
+        8,
+        Some([5, 5, 5, 5]),
+        &Length::Minimal,
+        &[0x03, 0xE8],
+    ));
     let writer = tokio::spawn(async move {
         let _ = wr.write_all(&bytes).await;
         wr
@@ -222,7 +255,10 @@ async fn run(addr: std::net::SocketAddr, input: &Input) {
         assert!(b0 & 0x80 != 0, "a fragmented server frame");
         let (len, ext) = match b1 & 0x7F {
             126 => (u16::from_be_bytes([got[at + 2], got[at + 3]]) as usize, 2),
-            127 => (u64::from_be_bytes(got[at + 2..at + 10].try_into().unwrap()) as usize, 8),
+            127 => (
+                u64::from_be_bytes(got[at + 2..at + 10].try_into().unwrap()) as usize,
+                8,
+            ),
             n => (n as usize, 0),
         };
         let start = at + 2 + ext;

@@ -388,7 +388,7 @@ impl Harness {
         };
         let mut builder = Server::builder(config);
         unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-        let server = builder.start();
+        let server = builder.start().expect("a valid server configuration");
         let resources = runtime.block_on(async {
             let mut t = server.connect_memory();
             let codec = Codec::default();

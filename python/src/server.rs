@@ -618,7 +618,7 @@ impl PyServer {
                     }
                 }
             }
-            Ok(builder.try_start()?)
+            Ok(builder.start()?)
         })?;
         Ok(PyServer {
             server: started,

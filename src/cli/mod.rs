@@ -234,7 +234,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     if let Err(e) = registered {
         return fail(e);
     }
-    let server = match builder.try_start() {
+    let server = match builder.start() {
         Ok(server) => server,
         Err(e) => return fail(format!("invalid server configuration: {e}")),
     };

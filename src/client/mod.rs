@@ -49,7 +49,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut builder = Server::builder(ServerConfig::default());
 //! fixtures::register(&mut builder)?;
-//! let server = builder.start();
+//! let server = builder.start()?;
 //! // Client::connect("ws://127.0.0.1:PORT", ..) works the same way.
 //! let client = Client::over_memory(server.connect_memory(), ClientConfig::default()).await?;
 //!

@@ -214,7 +214,7 @@ impl ServerConfig {
     /// (`max_connections`, `max_in_flight`, `max_parallel_decodes`,
     /// `max_pending_handshakes` of 0), sizes too small to carry a message,
     /// and zero time limits. Called by
-    /// [`ServerBuilder::try_start`](super::ServerBuilder::try_start) and
+    /// [`ServerBuilder::start`](super::ServerBuilder::start) and
     /// [`ServerBuilder::start`](super::ServerBuilder::start).
     pub fn validate(&self) -> Result<(), ConfigError> {
         let at_least = |field: &'static str, value: usize, min: usize| {

@@ -15,7 +15,7 @@
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut builder = Server::builder(ServerConfig::default());
 //! builder.register_env("my_env", MyEnv)?;
-//! let server = builder.start();
+//! let server = builder.start()?;
 //! let listener = server.listen("127.0.0.1:0").await?;
 //! println!("serving on ws://{}", listener.local_addr());
 //! server.shutdown().await;
@@ -223,23 +223,13 @@ impl ServerBuilder {
     }
 
     /// Freezes the registry and returns the running server, once the
-    /// configuration is valid ([`ServerConfig::validate`]). Domain threads
-    /// are already running; sessions need a tokio runtime.
-    pub fn try_start(self) -> Result<Server, ConfigError> {
+    /// configuration is valid ([`ServerConfig::validate`]); an invalid one
+    /// is returned as its [`ConfigError`], naming the field, and the domain
+    /// threads stop. Domain threads are already running; sessions need a
+    /// tokio runtime.
+    pub fn start(self) -> Result<Server, ConfigError> {
         self.core.config.validate()?;
         Ok(self.start_unchecked())
-    }
-
-    /// [`ServerBuilder::try_start`] for a configuration known to be valid.
-    ///
-    /// # Panics
-    ///
-    /// If the configuration is invalid (the message names the field).
-    pub fn start(self) -> Server {
-        if let Err(e) = self.core.config.validate() {
-            panic!("invalid ServerConfig: {e}");
-        }
-        self.start_unchecked()
     }
 
     fn start_unchecked(self) -> Server {

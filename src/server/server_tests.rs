@@ -14,7 +14,9 @@ fn builder(config: ServerConfig) -> ServerBuilder {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_accepts_on_a_listener_bound_by_the_caller() {
-    let server = builder(ServerConfig::default()).start();
+    let server = builder(ServerConfig::default())
+        .start()
+        .expect("a valid server configuration");
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = tcp.local_addr().unwrap();
     let listener = server.serve(tcp).await.unwrap();
@@ -41,7 +43,7 @@ async fn invalid_configurations_are_refused_with_their_field() {
         max_in_flight: 0,
         ..ServerConfig::default()
     };
-    match builder(config).try_start() {
+    match builder(config).start() {
         Err(ConfigError::TooSmall { field, value, min }) => {
             assert_eq!((field, value, min), ("max_in_flight", 0, 1))
         }
@@ -53,7 +55,7 @@ async fn invalid_configurations_are_refused_with_their_field() {
         ..ServerConfig::default()
     };
     let server = builder(config)
-        .try_start()
+        .start()
         .expect("a token matters only to listeners");
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let e = server
@@ -69,7 +71,9 @@ async fn invalid_configurations_are_refused_with_their_field() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_taken_address_is_a_bind_error_naming_it() {
-    let server = builder(ServerConfig::default()).start();
+    let server = builder(ServerConfig::default())
+        .start()
+        .expect("a valid server configuration");
     let taken = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = taken.local_addr().unwrap();
     let e = match server.listen(addr).await {

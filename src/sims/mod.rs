@@ -14,7 +14,7 @@
 //! use unienv_remote::server::{Server, ServerConfig};
 //! let mut builder = Server::builder(ServerConfig::default());
 //! unienv_remote::sims::register(&mut builder).unwrap();
-//! let server = builder.start();
+//! let server = builder.start().unwrap();
 //! assert_eq!(server.roots(), ["cartpole", "pointmass", "gripper"]);
 //! ```
 
@@ -63,7 +63,7 @@ pub fn copy_id(base: &str, index: usize, count: usize) -> String {
 /// use unienv_remote::server::{Server, ServerConfig};
 /// let mut builder = Server::builder(ServerConfig::default());
 /// unienv_remote::sims::register_copies(&mut builder, 2).unwrap();
-/// let server = builder.start();
+/// let server = builder.start().unwrap();
 /// assert_eq!(
 ///     server.roots(),
 ///     ["cartpole-0", "cartpole-1", "pointmass-0", "pointmass-1", "gripper-0", "gripper-1"]

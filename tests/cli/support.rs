@@ -131,7 +131,7 @@ impl Ours {
             .expect("runtime");
         let mut builder = Server::builder(config);
         register(&mut builder).expect("register");
-        let server = builder.start();
+        let server = builder.start().expect("a valid server configuration");
         let listener = runtime
             .block_on(server.listen("127.0.0.1:0"))
             .expect("listen");

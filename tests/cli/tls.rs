@@ -20,7 +20,7 @@ async fn tls_server(pki: &Pki) -> (Server, Listener) {
     };
     let mut builder = Server::builder(config);
     unienv_remote::fixtures::register(&mut builder).unwrap();
-    let server = builder.start();
+    let server = builder.start().expect("a valid server configuration");
     let listener = server.listen("127.0.0.1:0").await.unwrap();
     (server, listener)
 }
@@ -138,7 +138,7 @@ async fn plain_and_tls_mismatches_fail_cleanly() {
     // wss:// to a plain server: a clear error, no hang.
     let mut builder = Server::builder(ServerConfig::default());
     unienv_remote::fixtures::register(&mut builder).unwrap();
-    let plain = builder.start();
+    let plain = builder.start().expect("a valid server configuration");
     let plain_listener = plain.listen("127.0.0.1:0").await.unwrap();
     let tls_url = plain_listener.url().replacen("ws://", "wss://", 1);
     let err = match Client::connect(&tls_url, trusting(&pki.ca)).await {

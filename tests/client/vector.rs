@@ -23,7 +23,7 @@ pub(crate) async fn counters(n: usize) -> (Server, Listener) {
             )
             .expect("register");
     }
-    let server = builder.start();
+    let server = builder.start().expect("a valid server configuration");
     let listener = server.listen("127.0.0.1:0").await.expect("listen");
     (server, listener)
 }
@@ -323,7 +323,7 @@ async fn construction_errors() {
     // Spaces must match: counter (2,) and counter3 (3, 2).
     let mut builder = Server::builder(ServerConfig::default());
     unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-    let server = builder.start();
+    let server = builder.start().expect("a valid server configuration");
     let l = server.listen("127.0.0.1:0").await.expect("listen");
     let mixed = vec![
         EnvAddress::new(l.url(), "counter"),

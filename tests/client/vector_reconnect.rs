@@ -121,7 +121,7 @@ async fn a_restarted_server_takes_its_envs_back() {
 async fn a_replacement_with_other_spaces_is_refused() {
     let mut builder = Server::builder(ServerConfig::default());
     unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-    let server = builder.start();
+    let server = builder.start().expect("a valid server configuration");
     let l = server.listen("127.0.0.1:0").await.expect("listen");
     let mut v = VectorEnv::connect(
         &[EnvAddress::new(l.url(), "counter")],

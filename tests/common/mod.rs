@@ -85,7 +85,7 @@ pub fn fixture_server_with(
     let mut b = Server::builder(config);
     unienv_remote::fixtures::register(&mut b).expect("the fixture registry");
     extra(&mut b).expect("the test's own resources");
-    b.start()
+    b.start().expect("a valid server configuration")
 }
 
 /// Our server with the conformance fixture registry, default configuration.
@@ -113,7 +113,7 @@ pub fn serve_on_runtime(
     let (server, listener) = runtime.block_on(async {
         let mut b = Server::builder(ServerConfig::default());
         register(&mut b).expect("registration");
-        listen(b.start()).await
+        listen(b.start().expect("a valid server configuration")).await
     });
     (runtime, server, listener)
 }

@@ -63,7 +63,7 @@ fn server(validate_actions: bool) -> Server {
     });
     b.register_env("picky", Picky { value: None }).unwrap();
     unienv_remote::sims::register(&mut b).unwrap();
-    b.start()
+    b.start().expect("a valid server configuration")
 }
 
 async fn client(server: &Server) -> Client {

@@ -24,7 +24,7 @@ fn reference_client_survives_a_panicking_simulator_and_authenticates() {
             .unwrap();
         b.register_env("bad", RecordingEnv::new("bad", events.clone()))
             .unwrap();
-        let server = b.start();
+        let server = b.start().expect("a valid server configuration");
         let listener = server.listen("127.0.0.1:0").await.unwrap();
         (server, listener)
     });

@@ -37,7 +37,7 @@ async fn requests_racing_idle_eviction_are_all_answered_consistently() {
         }))
     })
     .unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let mut raw = Raw::connect(&server).await;
     let mut resets = 0u64;
     let mut found_alive = 0;

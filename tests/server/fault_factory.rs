@@ -60,7 +60,7 @@ fn server(idle: Duration) -> (Server, Flaky) {
         }
     })
     .unwrap();
-    (b.start(), flaky)
+    (b.start().expect("a valid server configuration"), flaky)
 }
 
 /// Another session on other domains: must keep working throughout.

@@ -85,7 +85,7 @@ async fn shutdown_with_requests_in_flight_answers_or_closes_each() {
     let mut b = Server::builder(config);
     unienv_remote::fixtures::register(&mut b).unwrap();
     b.register_env("hung", GatedEnv::new(gate.clone())).unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let listener = server.listen("127.0.0.1:0").await.unwrap();
 
     // Three memory sessions with pipelined work on three domains; the third
@@ -194,7 +194,7 @@ async fn a_panicking_close_does_not_stop_the_others() {
         )
         .unwrap();
     }
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let mut raw = Raw::connect(&server).await;
     for i in 0..3 {
         let r = raw
@@ -219,7 +219,7 @@ async fn shutdown_closes_a_pending_handshake_and_leaves_no_task() {
     });
     b.register_env("env", CounterEnv::new(None, CounterVariant::Plain))
         .unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let listener = server.listen("127.0.0.1:0").await.unwrap();
     // A peer that opens a TCP connection and never sends its request.
     let mut silent = tokio::net::TcpStream::connect(listener.local_addr())
@@ -256,7 +256,7 @@ async fn shutdown_leaves_no_session_task_behind() {
     let mut b = Server::builder(ServerConfig::default());
     b.register_env("env", CounterEnv::new(None, CounterVariant::Plain))
         .unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let listener = server.listen("127.0.0.1:0").await.unwrap();
     let ws = Client::connect(&listener.url(), ClientConfig::default())
         .await

@@ -83,7 +83,7 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, paused: Arc<Atomi
 async fn fixture_server(config: ServerConfig) -> (Server, Listener, SocketAddr) {
     let mut builder = Server::builder(config);
     unienv_remote::fixtures::register(&mut builder).unwrap();
-    let server = builder.start();
+    let server = builder.start().expect("a valid server configuration");
     let listener = server.listen("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr();
     (server, listener, addr)

@@ -272,7 +272,9 @@ async fn an_empty_token_is_refused_at_startup() {
             token: Some(token.into()),
             ..ServerConfig::default()
         };
-        let server = Server::builder(config).start();
+        let server = Server::builder(config)
+            .start()
+            .expect("a valid server configuration");
         match server.listen("127.0.0.1:0").await {
             Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput),
             Ok(_) => panic!("listening with the empty token {token:?}"),
@@ -479,7 +481,7 @@ async fn pongs_are_answered_while_a_discover_waits_for_a_slow_factory() {
         Ok(Hosted::env(CounterEnv::new(None, CounterVariant::Plain)))
     })
     .unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let l = server.listen("127.0.0.1:0").await.unwrap();
     let mut s = Raw::connect(l.local_addr(), "").await;
     let session = s.hello(None).await;

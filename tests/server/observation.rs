@@ -38,7 +38,7 @@ async fn next_event(raw: &mut Raw) -> Dict {
 fn fixture_server() -> Server {
     let mut b = Server::builder(ServerConfig::default());
     fixtures::register(&mut b).unwrap();
-    b.start()
+    b.start().expect("a valid server configuration")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -204,7 +204,7 @@ fn tree_server(events: &Log, fail: bool, snapshot_fields: Option<Vec<Field>>) ->
     let mut root = RecNode::new("root", events.clone(), vec![child]);
     root.snapshot_fields = snapshot_fields;
     b.register_node("tree", root).unwrap();
-    b.start()
+    b.start().expect("a valid server configuration")
 }
 
 async fn reset_op(raw: &mut Raw, id: &str) -> Dict {
@@ -463,7 +463,7 @@ async fn factories_run_on_first_access_and_retry_after_failure() {
     let mut b = Server::builder(ServerConfig::default());
     b.register_factory("lazy", counting_factory(events.clone(), true))
         .unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let mut raw = Raw::connect(&server).await;
     assert!(events.lock().is_empty(), "hello does not instantiate");
     let r = raw.op("describe", Some("lazy"), Dict::new()).await;
@@ -498,7 +498,7 @@ async fn idle_factories_are_evicted_and_revived() {
         .unwrap();
     b.register_env("eager", RecordingEnv::new("eager", events.clone()))
         .unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let mut raw = Raw::connect(&server).await;
     result(&raw.env_call("lazy", "reset", vec![], Dict::new()).await);
     result(&raw.env_call("eager", "reset", vec![], Dict::new()).await);
@@ -554,7 +554,7 @@ async fn revival_must_keep_the_topology() {
         Ok(Hosted::detached(RecNode::new("tree", e.clone(), children)))
     })
     .unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let mut raw = Raw::connect(&server).await;
     let d = result(&raw.op("describe", Some("tree/c0"), Dict::new()).await);
     assert_eq!(d.as_seq().unwrap().len(), 2);

@@ -12,7 +12,7 @@ use unienv_remote::{Dict, NdArray, Value};
 fn fixture_server() -> Server {
     let mut b = Server::builder(ServerConfig::default());
     fixtures::register(&mut b).unwrap();
-    b.start()
+    b.start().expect("a valid server configuration")
 }
 
 fn f32s(v: &[f32]) -> Value {
@@ -238,7 +238,7 @@ async fn env_mode_calls() {
         ..ServerConfig::default()
     });
     fixtures::register(&mut b).unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let mut raw = Raw::connect(&server).await;
     let r = raw.env_call("counter", "reset", vec![], seed(2)).await;
     let res = result(&r);
@@ -570,7 +570,7 @@ async fn failing_and_panicking_simulators_fault_only_their_domain() {
         .unwrap();
     b.register_env("bad", RecordingEnv::new("bad", events.clone()))
         .unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let mut raw = Raw::connect(&server).await;
     result(&raw.env_call("bad", "reset", vec![], Dict::new()).await);
     result(&raw.env_call("good", "reset", vec![], Dict::new()).await);
@@ -736,7 +736,7 @@ async fn shutdown_disposes_each_domain_once_wrapper_first() {
         ),
     )
     .unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let mut raw = Raw::connect(&server).await;
     result(&raw.env_call("wrapped", "reset", vec![], Dict::new()).await);
     drop(raw);
@@ -798,7 +798,7 @@ async fn registration_conflicts_are_rejected_whole() {
         ),
     );
     assert!(e.is_err());
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     assert_eq!(server.roots(), &["x".to_string(), "t/a".to_string()]);
     let mut raw = Raw::connect(&server).await;
     assert_eq!(

@@ -127,7 +127,7 @@ fn forms_server() -> Server {
         Ok(Hosted::env(env.clone()).with_env("pwrap", PlainWrapper(env)))
     })
     .unwrap();
-    b.start()
+    b.start().expect("a valid server configuration")
 }
 
 /// What the reference reports for `tests/py/registry_forms.py`: (id, kind,
@@ -430,7 +430,7 @@ async fn batched_world_reports_per_env_dt() {
     let mut b = Server::builder(ServerConfig::default());
     b.register_world("uneven", Uneven { last: Vec::new() })
         .unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let mut raw = Raw::connect(&server).await;
     let sub = fields(&[("subscription_id", Value::from("s"))]);
     result(&raw.op("subscribe", Some("uneven"), sub).await);
@@ -462,7 +462,7 @@ async fn a_wrapper_forwarding_as_tree_exports_and_drives_the_tree() {
     let mut b = Server::builder(ServerConfig::default());
     b.register_with("owning", || Ok(Hosted::env(Owning(make_composed("a", 1)?))))
         .unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let mut raw = Raw::connect(&server).await;
     let ids: Vec<String> = discover(&raw.op("discover", None, Dict::new()).await)
         .iter()

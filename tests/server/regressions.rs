@@ -168,7 +168,7 @@ async fn shutdown_closes_a_session_waiting_for_an_in_flight_slot() {
     let mut b = Server::builder(config);
     b.register_env("hung", common::faults::GatedEnv::new(gate.clone()))
         .unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let mut raw = Raw::connect(&server).await;
     for i in 0..70 {
         let r = raw.request(

@@ -14,7 +14,7 @@ use unienv_remote::server::{Listener, Server, ServerConfig};
 async fn serve(config: ServerConfig) -> (Server, Listener) {
     let mut b = Server::builder(config);
     unienv_remote::fixtures::register(&mut b).unwrap();
-    let server = b.start();
+    let server = b.start().expect("a valid server configuration");
     let listener = server.listen("127.0.0.1:0").await.unwrap();
     (server, listener)
 }

@@ -33,7 +33,7 @@ fn our_server(idle: Option<Duration>) -> Server {
     });
     unienv_remote::fixtures::register(&mut builder).expect("fixtures");
     unienv_remote::sims::register(&mut builder).expect("sims");
-    builder.start()
+    builder.start().expect("a valid server configuration")
 }
 
 /// JavaScript: the panel element of a resource.

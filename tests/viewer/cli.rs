@@ -78,7 +78,7 @@ async fn view_holds_the_token() {
         ..ServerConfig::default()
     });
     unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-    let server = builder.start();
+    let server = builder.start().expect("a valid server configuration");
     let listener = server.listen("127.0.0.1:0").await.expect("listen");
     let upstream = listener.url();
     let good = Streaming::spawn(&[
@@ -122,7 +122,7 @@ async fn view_trusts_a_private_ca_with_ca_file() {
         ..ServerConfig::default()
     });
     unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-    let server = builder.start();
+    let server = builder.start().expect("a valid server configuration");
     let listener = server.listen("127.0.0.1:0").await.expect("listen");
     let upstream = listener.url();
     assert!(upstream.starts_with("wss://"), "{upstream}");

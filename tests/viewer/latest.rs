@@ -25,7 +25,7 @@ type Page =
 async fn setup() -> (Server, unienv_remote::server::Listener, String, Viewer) {
     let mut builder = Server::builder(ServerConfig::default());
     unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-    let server = builder.start();
+    let server = builder.start().expect("a valid server configuration");
     let listener = server.listen("127.0.0.1:0").await.expect("listen");
     let url = listener.url();
     let viewer = Viewer::start("127.0.0.1:0", ViewerConfig::new(url.clone()))
@@ -197,7 +197,7 @@ async fn a_page_without_credit_gets_nothing_then_only_the_latest() {
     let addr = url.trim_start_matches("ws://").to_string();
     let mut builder = Server::builder(ServerConfig::default());
     unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-    let revived = builder.start();
+    let revived = builder.start().expect("a valid server configuration");
     let _listener = revived.listen(addr.as_str()).await.expect("listen again");
     let back = loop {
         let m = next_of(&mut page, "upstream").await;

@@ -231,7 +231,7 @@ async fn in_process(args: &LoadArgs) -> Result<(Server, Listener, Vec<String>), 
             .map_err(|e| e.to_string())?;
         envs.push(id);
     }
-    let server = builder.start();
+    let server = builder.start().map_err(|e| e.to_string())?;
     let listener = server
         .listen("127.0.0.1:0")
         .await

@@ -30,7 +30,7 @@
 //! let runtime = tokio::runtime::Runtime::new()?;
 //! let mut builder = Server::builder(ServerConfig::default());
 //! fixtures::register(&mut builder)?;
-//! let server = builder.start();
+//! let server = builder.start()?;
 //! let listener = runtime.block_on(server.listen("127.0.0.1:0"))?;
 //!
 //! let client = blocking::Client::connect(&listener.url(), ClientConfig::default())?;
