@@ -24,7 +24,8 @@ use std::time::Duration;
 use unienv_remote::host::{Field, HostError, HostResult};
 use unienv_remote::protocol::ResourceKind;
 use unienv_remote::server::{
-    ForeignHost, ForeignResource, Hosted, Listener, Server, ServerBuilder, ServerConfig,
+    ForeignHost, ForeignResource, Hosted, ListenError, Listener, Server, ServerBuilder,
+    ServerConfig,
 };
 use unienv_remote::{Dict, Value};
 
@@ -699,14 +700,12 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// `websockets.serve` raises) for an address that cannot be resolved or
 /// bound.
 fn listen_error(e: &std::io::Error, host: &str, port: u16) -> PyErr {
-    let inner = e.get_ref();
-    if inner.is_some_and(|i| i.is::<unienv_remote::server::ConfigError>()) {
+    if e.get_ref()
+        .is_some_and(|i| i.is::<unienv_remote::server::ConfigError>())
+    {
         return PyValueError::new_err(format!("invalid server configuration: {e}"));
     }
-    if inner
-        .and_then(|i| i.downcast_ref::<unienv_remote::server::ListenError>())
-        .is_some_and(|l| matches!(l, unienv_remote::server::ListenError::Bind { .. }))
-    {
+    if matches!(ListenError::of(e), Some(ListenError::Bind { .. })) {
         return PyOSError::new_err(e.to_string());
     }
     PyOSError::new_err(format!("cannot listen on {host}:{port}: {e}"))

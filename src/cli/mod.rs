@@ -250,11 +250,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             Ok(l) => l,
             // A bind error names the resolved addresses; an unresolvable
             // address is named here.
-            Err(e)
-                if e.get_ref()
-                    .and_then(|inner| inner.downcast_ref::<ListenError>())
-                    .is_some_and(|l| matches!(l, ListenError::Bind { .. })) =>
-            {
+            Err(e) if matches!(ListenError::of(&e), Some(ListenError::Bind { .. })) => {
                 return fail(e)
             }
             Err(e) => return fail(format!("cannot listen on {}: {e}", args.addr)),

@@ -61,7 +61,7 @@ impl Listener {
 
 /// Why [`Server::listen`](super::Server::listen) could not start a
 /// listener: the inner error of the `io::Error` it returns (of the same
-/// kind), reached with `e.get_ref()` and `downcast_ref::<ListenError>()`.
+/// kind), reached with [`ListenError::of`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ListenError {
@@ -92,6 +92,12 @@ pub enum ListenError {
 }
 
 impl ListenError {
+    /// The `ListenError` inside an error [`Server::listen`](super::Server::listen)
+    /// returned, if that is what it holds.
+    pub fn of(e: &io::Error) -> Option<&ListenError> {
+        e.get_ref()?.downcast_ref()
+    }
+
     fn into_io(self) -> io::Error {
         let kind = match &self {
             ListenError::Resolve { source } | ListenError::Bind { source, .. } => source.kind(),

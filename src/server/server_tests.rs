@@ -81,7 +81,7 @@ async fn a_taken_address_is_a_bind_error_naming_it() {
         Err(e) => e,
     };
     assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse);
-    match e.get_ref().and_then(|i| i.downcast_ref::<ListenError>()) {
+    match ListenError::of(&e) {
         Some(ListenError::Bind { addrs, .. }) => assert_eq!(addrs, &[addr]),
         other => panic!("not a bind error: {other:?}"),
     }
