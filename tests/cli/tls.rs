@@ -3,27 +3,15 @@
 
 use crate::common;
 
-use common::pki::{make_pki, Pki};
+use common::pki::{make_pki, tls_server};
 
 use std::path::Path;
 use std::time::Duration;
 use unienv_remote::client::{Client, ClientConfig, ClientError};
 use unienv_remote::host::ResetArgs;
-use unienv_remote::server::{Listener, Server, ServerConfig};
+use unienv_remote::server::{Server, ServerConfig};
 use unienv_remote::transport::ServerTls;
 use unienv_remote::{NdArray, Value};
-
-async fn tls_server(pki: &Pki) -> (Server, Listener) {
-    let config = ServerConfig {
-        tls: Some(ServerTls::from_pem_files(&pki.cert, &pki.key).unwrap()),
-        ..ServerConfig::default()
-    };
-    let mut builder = Server::builder(config);
-    unienv_remote::fixtures::register(&mut builder).unwrap();
-    let server = builder.start().expect("a valid server configuration");
-    let listener = server.listen("127.0.0.1:0").await.unwrap();
-    (server, listener)
-}
 
 fn trusting(ca: &Path) -> ClientConfig {
     ClientConfig::default()

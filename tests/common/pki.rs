@@ -1,6 +1,8 @@
 //! Certificates made at test time by rcgen (never checked in).
 
 use std::path::PathBuf;
+use unienv_remote::server::{Listener, Server, ServerConfig};
+use unienv_remote::transport::ServerTls;
 
 /// A CA and a server certificate it issued for `localhost` and 127.0.0.1,
 /// written as PEM files into a fresh directory.
@@ -53,4 +55,18 @@ pub fn make_pki(tag: &str) -> Pki {
     std::fs::write(&pki.cert, cert.pem()).unwrap();
     std::fs::write(&pki.key, key.serialize_pem()).unwrap();
     pki
+}
+
+/// Our server hosting the conformance fixtures over TLS with `pki`'s
+/// certificate, listening on loopback.
+pub async fn tls_server(pki: &Pki) -> (Server, Listener) {
+    let config = ServerConfig {
+        tls: Some(ServerTls::from_pem_files(&pki.cert, &pki.key).unwrap()),
+        ..ServerConfig::default()
+    };
+    let mut builder = Server::builder(config);
+    unienv_remote::fixtures::register(&mut builder).unwrap();
+    let server = builder.start().expect("a valid server configuration");
+    let listener = server.listen("127.0.0.1:0").await.unwrap();
+    (server, listener)
 }

@@ -114,16 +114,7 @@ async fn view_holds_the_token() {
 #[tokio::test]
 async fn view_trusts_a_private_ca_with_ca_file() {
     let pki = crate::common::pki::make_pki("viewer");
-    let mut builder = Server::builder(ServerConfig {
-        tls: Some(
-            unienv_remote::transport::ServerTls::from_pem_files(&pki.cert, &pki.key)
-                .expect("PEM files"),
-        ),
-        ..ServerConfig::default()
-    });
-    unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-    let server = builder.start().expect("a valid server configuration");
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let (server, listener) = crate::common::pki::tls_server(&pki).await;
     let upstream = listener.url();
     assert!(upstream.starts_with("wss://"), "{upstream}");
     let ca = pki.ca.to_string_lossy().into_owned();
