@@ -1,10 +1,10 @@
 //! `view`: the browser viewer of a UniEnv server.
 
 use super::shared::{fail, interrupted, ClientArgs};
+use crate::client::ClientConfig;
 use crate::viewer::{Viewer, ViewerConfig, DEFAULT_LISTEN};
 use clap::Args;
 use std::process::ExitCode;
-use std::time::Duration;
 
 /// Options of `view`.
 #[derive(Debug, Args)]
@@ -23,13 +23,11 @@ pub struct ViewArgs {
     pub allow_origin: Vec<String>,
 }
 
-/// The viewer configuration of `view`: the upstream server and how to
-/// reach it (token, timeout, `--ca-file`), and whom the web app serves.
-pub fn viewer_config(args: &ViewArgs, timeout: Option<Duration>) -> ViewerConfig {
+/// The viewer configuration of `view`: the upstream server, how to reach it
+/// (`client`, from the connection options), and whom the web app serves.
+pub fn viewer_config(args: &ViewArgs, client: ClientConfig) -> ViewerConfig {
     let mut config = ViewerConfig::new(&args.client.url);
-    config.token = args.client.token.clone();
-    config.timeout = timeout;
-    config.ca_file = args.client.ca_file.clone();
+    config.client = client;
     config.allowed_hosts = args.allow_host.clone();
     config.allowed_origins = args.allow_origin.clone();
     config
@@ -41,7 +39,7 @@ pub fn view(args: ViewArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    let config = viewer_config(&args, client.timeout);
+    let config = viewer_config(&args, client);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
