@@ -344,25 +344,20 @@ impl ConnectFailure {
 
 impl From<ConnectError> for ConnectFailure {
     fn from(e: ConnectError) -> ConnectFailure {
-        let make: fn(Arc<ConnectError>) -> ConnectFailure = match &e {
-            ConnectError::Refused { status, .. } => {
-                let status = *status;
-                return ConnectFailure::Refused {
-                    status,
-                    source: Arc::new(e),
-                };
-            }
-            ConnectError::Url { .. } => |source| ConnectFailure::InvalidUrl { source },
-            ConnectError::Tcp { .. } | ConnectError::Io { .. } => {
-                |source| ConnectFailure::Io { source }
-            }
+        let source = Arc::new(e);
+        match &*source {
+            ConnectError::Refused { status, .. } => ConnectFailure::Refused {
+                status: *status,
+                source,
+            },
+            ConnectError::Url { .. } => ConnectFailure::InvalidUrl { source },
+            ConnectError::Tcp { .. } | ConnectError::Io { .. } => ConnectFailure::Io { source },
             ConnectError::TlsConfig(_)
             | ConnectError::Certificate { .. }
             | ConnectError::Tls { .. }
-            | ConnectError::ServerWantsTls { .. } => |source| ConnectFailure::Tls { source },
-            _ => |source| ConnectFailure::Handshake { source },
-        };
-        make(Arc::new(e))
+            | ConnectError::ServerWantsTls { .. } => ConnectFailure::Tls { source },
+            _ => ConnectFailure::Handshake { source },
+        }
     }
 }
 
