@@ -26,6 +26,7 @@ __all__: List[str] = [
     "Codec", "CodecError", "PROTOCOL_VERSION", "RemoteError", "UncertainOutcomeError",
 ]
 __all__ += ["RemoteVectorEnv", "VectorEnvError"]
+__all__ += ["BatchedEnv"]
 
 
 def __getattr__(name: str) -> object:
@@ -33,4 +34,8 @@ def __getattr__(name: str) -> object:
     if name in ("RemoteVectorEnv", "VectorEnvError"):
         from . import vector
         return getattr(vector, name)
+    # BatchedEnv needs gymnasium too: imported on first use only.
+    if name == "BatchedEnv":
+        from .batched import BatchedEnv
+        return BatchedEnv
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
