@@ -4,11 +4,12 @@ mod reconnect;
 mod recv;
 mod resource;
 
+pub use super::mode::AutoresetMode;
 pub(crate) use resource::unbatched;
 use resource::{reset_resource, step_resource, EnvReset, EnvStep, Resource};
 
-use super::stack::{stack_filled, unstack};
 use crate::client::{Client, ClientConfig, ClientError, CloseReason, EnvProxy};
+use crate::codec::stack::{stack_filled, unstack};
 use crate::codec::{Dict, NdArray, Value};
 use crate::host::{ResetArgs, Space};
 use std::collections::HashMap;
@@ -31,42 +32,6 @@ impl EnvAddress {
         EnvAddress {
             url: url.into(),
             resource_id: resource_id.into(),
-        }
-    }
-}
-
-/// When finished sub-environments are reset, following Gymnasium 1.x's
-/// `gymnasium.vector.AutoresetMode` (see the [module docs](super)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum AutoresetMode {
-    /// Reset in the step after the episode ended (Gymnasium's default).
-    #[default]
-    NextStep,
-    /// Reset right after the ending step, in the same call.
-    SameStep,
-    /// Never reset automatically.
-    Disabled,
-}
-
-impl AutoresetMode {
-    /// Gymnasium's value of the mode (`"NextStep"`, `"SameStep"`,
-    /// `"Disabled"`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AutoresetMode::NextStep => "NextStep",
-            AutoresetMode::SameStep => "SameStep",
-            AutoresetMode::Disabled => "Disabled",
-        }
-    }
-
-    /// The mode of a Gymnasium value or name (`"NextStep"` or `"NEXT_STEP"`,
-    /// case-insensitive).
-    pub fn parse(s: &str) -> Option<AutoresetMode> {
-        match s.to_ascii_lowercase().replace('_', "").as_str() {
-            "nextstep" => Some(AutoresetMode::NextStep),
-            "samestep" => Some(AutoresetMode::SameStep),
-            "disabled" => Some(AutoresetMode::Disabled),
-            _ => None,
         }
     }
 }

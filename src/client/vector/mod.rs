@@ -94,11 +94,11 @@
 
 mod blocking;
 mod env;
-mod stack;
+mod mode;
 
+pub use crate::codec::stack::{stack, stack_filled, unstack, zeros_like};
 pub use blocking::BlockingVectorEnv;
 pub use env::{AutoresetMode, EnvAddress, VectorEnv, VectorError, VectorReset, VectorStep};
-pub use stack::{stack, stack_filled, unstack, zeros_like};
 
 #[cfg(test)]
 mod tests;

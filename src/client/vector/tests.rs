@@ -190,3 +190,82 @@ async fn batched_and_single_resources_mix() {
     envs.close().await;
     server.shutdown().await;
 }
+
+/// 6 CartPoles as a [`BatchedEnv`](crate::host::BatchedEnv) of 4 plus 2
+/// single ones, against 6 single CartPoles, in every autoreset mode: the
+/// same observations, rewards, signals and final observations, step by step
+/// through episodes that end at different steps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_host_equals_single_envs_in_every_mode() {
+    use crate::client::ClientConfig;
+    use crate::host::BatchedEnv;
+    use crate::server::{Server, ServerConfig};
+    use crate::sims::CartPole;
+
+    let mut builder = Server::builder(ServerConfig::default());
+    let batch = BatchedEnv::new((0..4).map(|_| CartPole::new()).collect()).expect("a batch");
+    builder.register_env("batch", batch).expect("register");
+    for i in 0..8 {
+        builder
+            .register_env(&format!("c{i}"), CartPole::new())
+            .expect("register");
+    }
+    let server = builder.start().expect("a valid server configuration");
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let at = |id: &str| EnvAddress::new(listener.url(), id);
+    for mode in [
+        AutoresetMode::NextStep,
+        AutoresetMode::SameStep,
+        AutoresetMode::Disabled,
+    ] {
+        let mixed = [at("batch"), at("c6"), at("c7")];
+        let singles: Vec<EnvAddress> = (0..6).map(|i| at(&format!("c{i}"))).collect();
+        let config = ClientConfig::default();
+        let mut a = VectorEnv::connect(&mixed, config.clone(), mode)
+            .await
+            .expect("connect");
+        let mut b = VectorEnv::connect(&singles, config, mode)
+            .await
+            .expect("connect");
+        assert_eq!((a.num_envs(), b.num_envs()), (6, 6));
+        let ra = a
+            .reset(VectorEnv::seeded(Some(40), 6))
+            .await
+            .expect("reset");
+        let rb = b
+            .reset(VectorEnv::seeded(Some(40), 6))
+            .await
+            .expect("reset");
+        assert_eq!(ra.observation, rb.observation);
+        let mut ends = 0;
+        for t in 0..60usize {
+            let actions: Vec<Value> = (0..6)
+                .map(|i| Value::from(NdArray::scalar(((i * 7 + t * 3) % 5 < 2) as i64)))
+                .collect();
+            let sa = a.step(actions.clone()).await.expect("step");
+            let sb = b.step(actions).await.expect("step");
+            assert!(sa.errors.iter().all(Option::is_none), "{:?}", sa.errors);
+            assert_eq!(sa.observation, sb.observation, "{mode:?} t {t}");
+            assert_eq!(sa.reward, sb.reward);
+            assert_eq!(sa.terminated, sb.terminated);
+            assert_eq!(sa.truncated, sb.truncated);
+            assert_eq!(sa.autoreset, sb.autoreset);
+            assert_eq!(sa.final_observation, sb.final_observation);
+            ends += sa.terminated.iter().filter(|&&x| x).count();
+            if mode == AutoresetMode::Disabled && sa.terminated.iter().any(|&x| x) {
+                let mask = sa.terminated.clone();
+                let args = VectorEnv::seeded(Some(t as i64), 6);
+                let (ra, _) = a
+                    .reset_masked(args.clone(), Some(&mask))
+                    .await
+                    .expect("reset");
+                let (rb, _) = b.reset_masked(args, Some(&mask)).await.expect("reset");
+                assert_eq!(ra.observation, rb.observation);
+            }
+        }
+        assert!(ends > 2, "{mode:?}: episodes ended");
+        a.close().await;
+        b.close().await;
+    }
+    server.shutdown().await;
+}

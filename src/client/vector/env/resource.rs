@@ -11,9 +11,9 @@
 //! steps all of its sub-envs or none. Their reported result is the reset's,
 //! as Gymnasium's `NEXT_STEP` reports it.
 
-use super::super::stack::unstack;
-use super::AutoresetMode;
+use super::super::mode::AutoresetMode;
 use crate::client::{ClientError, EnvProxy, ProtocolViolation};
+use crate::codec::stack::{stack, unstack};
 use crate::codec::{DType, Dict, NdArray, ScalarKind, Value};
 use crate::host::space::{BinarySpace, BoxSpace, DictSpace, DynamicBoxSpace};
 use crate::host::{ResetArgs, Space};
@@ -253,7 +253,7 @@ pub(super) async fn step_resource(
         ]);
     };
     let refs: Vec<&Value> = actions.iter().collect();
-    let s = r.proxy.step(super::super::stack::stack(&refs)).await?;
+    let s = r.proxy.step(stack(&refs)).await?;
     let observations = unstack(&s.observation, b).map_err(|e| malformed("observation", e))?;
     let rewards = entries(&s.reward, b, "reward")?;
     let terminated = entries(&s.terminated, b, "terminated")?;
