@@ -207,3 +207,19 @@ def test_step_is_unchanged_with_a_batch_size(server: Tuple[str, Any]) -> None:
         envs.close()
         local.close()
 
+
+
+def test_any_seeds_reach_a_batched_resource(server: Tuple[str, Any]) -> None:
+    """Seeds that are not ``s + i`` travel to the batch as a list."""
+    url, _ = server
+    envs = RemoteVectorEnv([(url, "pair1"), (url, "single1")])
+    local = SyncVectorEnv([pendulum] * 3)
+    try:
+        assert np.array_equal(envs.reset(seed=[5, 9, 2])[0], local.reset(seed=[5, 9, 2])[0])
+        mask = np.array([False, True, True])
+        got = envs.reset(seed=[None, 70, 3], options={"reset_mask": mask})
+        want = local.reset(seed=[None, 70, 3], options={"reset_mask": mask})
+        assert np.array_equal(got[0], want[0])
+    finally:
+        envs.close()
+        local.close()

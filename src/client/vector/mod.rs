@@ -11,7 +11,8 @@
 //!   connection (their requests are pipelined on it; the server runs each
 //!   domain on its own thread).
 //! - **Batched resources.** An env with a `batch_size` B (a batched UniEnv
-//!   env, e.g. Python's `unienv_remote.BatchedEnv`) contributes B consecutive
+//!   env, e.g. Python's `unienv_remote.BatchedEnv` or the crate's
+//!   [`BatchedEnv`](crate::host::BatchedEnv)) contributes B consecutive
 //!   sub-environments, stepped by one request per step; batched and
 //!   unbatched resources mix, as long as one element of each has the same
 //!   spaces ([`VectorEnv::single_observation_space`]). Autoreset reaches a
