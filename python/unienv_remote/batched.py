@@ -56,7 +56,7 @@ import numpy as np
 
 from unienv_interface.backends import NumpyComputeBackend
 from unienv_interface.env_base.env import Env
-from unienv_interface.space import Space
+from unienv_interface.space import BoxSpace, Space
 from unienv_interface.space.space_utils import batch_utils as sbu
 from unienv_interface.space.space_utils import gym_utils
 from unienv_interface.space.space_utils.serialization_utils import space_to_json
@@ -72,7 +72,7 @@ Seeds = Optional[Union[int, Sequence[Optional[int]]]]
 class _Sub:
     """One sub-environment and the conversions its data needs."""
 
-    __slots__ = ("env", "gym", "action_space", "observation_space", "context_space")
+    __slots__ = ("env", "gym", "boxes", "action_space", "observation_space", "context_space")
 
     def __init__(self, env: Union[Env, gymnasium.Env]) -> None:
         self.env = env
@@ -81,12 +81,16 @@ class _Sub:
             self.action_space: Space = gym_utils.from_gym_space(env.action_space, NumpyComputeBackend)
             self.observation_space: Space = gym_utils.from_gym_space(env.observation_space, NumpyComputeBackend)
             self.context_space: Optional[Space] = None
+            # Box spaces: unienv's NumPy conversions are the identity for
+            # arrays (``to_gym_data`` / ``from_gym_data``), skipped here.
+            self.boxes = isinstance(self.action_space, BoxSpace) and isinstance(self.observation_space, BoxSpace)
         elif isinstance(env, Env):
             if env.batch_size is not None:
                 raise ValueError(f"a sub-env must be unbatched, got batch_size={env.batch_size}")
             if getattr(env.backend, "simplified_name", None) != "numpy":
                 raise ValueError("a UniEnv sub-env must use the NumPy backend")
             self.gym = False
+            self.boxes = False
             self.action_space = env.action_space
             self.observation_space = env.observation_space
             self.context_space = env.context_space
@@ -94,6 +98,11 @@ class _Sub:
             raise TypeError(f"a factory returned {type(env).__name__}, neither a UniEnv Env nor a Gymnasium env")
 
     def step(self, action: Any) -> Tuple[Any, SupportsFloat, bool, bool, Dict[str, Any]]:
+        if self.boxes and isinstance(action, np.ndarray):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            if not isinstance(obs, np.ndarray):
+                obs = gym_utils.from_gym_data(self.observation_space, obs)
+            return obs, reward, terminated, truncated, info
         if self.gym:
             obs, reward, terminated, truncated, info = self.env.step(gym_utils.to_gym_data(self.action_space, action))
             return gym_utils.from_gym_data(self.observation_space, obs), reward, terminated, truncated, info
