@@ -627,3 +627,49 @@ mod banner_tests {
         );
     }
 }
+
+#[cfg(test)]
+mod batch_tests {
+    use super::register_batched;
+    use crate::server::{Server, ServerConfig};
+
+    /// `serve --batch 3 --copies 2`: the env simulators are batches of 3
+    /// under the usual IDs, the gripper unchanged.
+    #[tokio::test]
+    async fn serve_batch_hosts_batches_of_the_env_simulators() {
+        let mut builder = Server::builder(ServerConfig::default());
+        register_batched(&mut builder, 2, 3).expect("register");
+        let server = builder.start().expect("a valid server configuration");
+        assert_eq!(
+            server.roots(),
+            [
+                "cartpole-0",
+                "cartpole-1",
+                "pointmass-0",
+                "pointmass-1",
+                "gripper-0",
+                "gripper-1"
+            ]
+        );
+        let client = crate::client::Client::over_memory(
+            server.connect_memory(),
+            crate::client::ClientConfig::default(),
+        )
+        .await
+        .expect("connect");
+        let cartpole = client.env("cartpole-1").await.expect("cartpole");
+        assert_eq!(cartpole.batch_size(), Some(3));
+        let pointmass = client.env("pointmass-0").await.expect("pointmass");
+        assert_eq!(pointmass.batch_size(), Some(3));
+        let r = cartpole
+            .reset(crate::host::ResetArgs::with_seed(1))
+            .await
+            .expect("reset");
+        assert_eq!(
+            r.observation.as_array().map(|a| a.shape().to_vec()),
+            Some(vec![3, 4])
+        );
+        client.close().await;
+        server.shutdown().await;
+    }
+}
