@@ -432,7 +432,7 @@ fn pump_mode_runs_callbacks_in_poll_on_the_polling_thread() {
     }
     client.join().unwrap();
     assert_eq!(counter.threads.len() as i32, ran);
-    assert!(counter.closed == false);
+    assert!(!counter.closed);
     unsafe { unienv_server_free(server) };
     assert!(counter.closed, "free pumps the close callback");
     let me = std::thread::current().id();

@@ -60,10 +60,10 @@ public:
             a = -1;
         }
         if (a != 0 && a != 1) throw unienv::InvalidArgument("cartpole's action must be 0 or 1");
-        unienv::StepResult r{observation()};
-        cartpole_step(&sim_, static_cast<int>(a), &r.reward, &r.terminated, &r.truncated);
-        r.observation = observation();
-        return r;
+        double reward;
+        bool terminated, truncated;
+        cartpole_step(&sim_, static_cast<int>(a), &reward, &terminated, &truncated);
+        return {observation(), reward, terminated, truncated};
     }
 
 private:

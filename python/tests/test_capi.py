@@ -284,7 +284,10 @@ def test_examples_run_clean_under_valgrind(host: Callable[..., Host], name: str)
     h = host(HOSTS[name], prefix=[valgrind, "--error-exitcode=99", "--leak-check=no", "--track-origins=no", "-q"])
     c = unienv_remote.RemoteClient.connect(h.url, timeout=60)
     env = c.env("cartpole")
-    assert lockstep(env, 4, lambda o, t: policy(o), 0) == 500
+    # One short episode (random pushes end it by termination in tens of steps:
+    # valgrind makes each step slow), every transition checked.
+    rng = np.random.default_rng(5)
+    assert lockstep(env, 4, lambda o, t: int(rng.integers(0, 2)), 1) < 100
     with pytest.raises(RemoteError):
         env.step(7)
     c.close()
