@@ -172,6 +172,9 @@ public:
     ~Value() { unienv_value_free(v_); }
 
     static Value none() { return Value(unienv_value_null()); }
+    /// No value at all: where the C API takes NULL (an info of `{}`, a
+    /// context of `None`), without an allocation.
+    static Value absent() noexcept { return Value(Absent{}); }
     static Value boolean(bool b) { return Value(unienv_value_bool(b)); }
     static Value integer(int64_t i) { return Value(unienv_value_int(i)); }
     static Value real(double d) { return Value(unienv_value_float(d)); }
@@ -206,6 +209,8 @@ public:
     UnienvValue *release() { return std::exchange(v_, nullptr); }
 
 private:
+    struct Absent {};
+    explicit Value(Absent) noexcept : v_(nullptr) {}
     UnienvValue *v_;
 };
 
@@ -260,8 +265,8 @@ private:
 /// What reset returns: (context, observation, info).
 struct ResetResult {
     Value observation;
-    Value info = Value::dict();
-    Value context = Value::none();
+    Value info = Value::absent();    // {}
+    Value context = Value::absent(); // None
 };
 
 /// What step returns: (observation, reward, terminated, truncated, info).
@@ -270,7 +275,7 @@ struct StepResult {
     double reward = 0.0;
     bool terminated = false;
     bool truncated = false;
-    Value info = Value::dict();
+    Value info = Value::absent(); // {}
 };
 
 /// A simulator hosted by a Server. Its methods run on the thread the

@@ -53,12 +53,21 @@ fn start(name: &'static str, program: &Path, args: &[&str]) -> Host {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e} (build the examples first)", program.display()));
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot start {}: {e} (build the examples first)",
+                program.display()
+            )
+        });
     let stdout = child.stdout.take().expect("piped stdout");
     let url = BufReader::new(stdout)
         .lines()
         .map_while(Result::ok)
-        .find_map(|l| l.split_whitespace().find(|w| w.starts_with("ws://")).map(String::from))
+        .find_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.starts_with("ws://"))
+                .map(String::from)
+        })
         .unwrap_or_else(|| panic!("{name} printed no URL"));
     Host { name, child, url }
 }
@@ -99,7 +108,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut hosts = vec![
         start("rust", &me, &["--serve-rust"]),
         start("c", &root.join("examples/c/cartpole"), &["127.0.0.1:0"]),
-        start("c-pump", &root.join("examples/c/engine_loop"), &["127.0.0.1:0"]),
+        start(
+            "c-pump",
+            &root.join("examples/c/engine_loop"),
+            &["127.0.0.1:0"],
+        ),
         start("cpp", &root.join("examples/cpp/cartpole"), &["127.0.0.1:0"]),
     ];
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -108,7 +121,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let results = runtime.block_on(async {
         let mut envs = Vec::new();
         for h in &hosts {
-            let client = Client::connect(&h.url, ClientConfig::default()).await.expect("connect");
+            let client = Client::connect(&h.url, ClientConfig::default())
+                .await
+                .expect("connect");
             let env = client.env("cartpole").await.expect("env");
             env.reset(ResetArgs::with_seed(0)).await.expect("reset");
             envs.push((client, env));
@@ -130,31 +145,45 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         samples
     });
-    let stats: Vec<(Duration, Duration, Duration)> = results
-        .into_iter()
-        .map(|mut s| {
-            s.sort();
-            let mean = s.iter().sum::<Duration>() / s.len() as u32;
-            (percentile(&s, 0.5), mean, percentile(&s, 0.99))
-        })
+    // Per host: median, mean and p99 over every step; and, per round, the
+    // ratio of its median to the Rust host's median of the same round
+    // (adjacent in time, so slow drifts of the machine's load cancel),
+    // summarised by the median and the quartiles over the rounds.
+    let summary = |s: &[Duration]| {
+        let mut s = s.to_vec();
+        s.sort();
+        let mean = s.iter().sum::<Duration>() / s.len().max(1) as u32;
+        (percentile(&s, 0.5), mean, percentile(&s, 0.99))
+    };
+    let per_round: Vec<Vec<Duration>> = results
+        .iter()
+        .map(|s| s.chunks(n).map(|c| summary(c).0).collect())
         .collect();
-    let (base_median, base_mean, _) = stats[0];
     println!(
         "step round trip, {rounds} interleaved rounds of {n} steps per host (Rust client, loopback)"
     );
     println!(
-        "{:<8} {:>10} {:>10} {:>10} {:>14} {:>12}",
-        "host", "median µs", "mean µs", "p99 µs", "median ratio", "mean ratio"
+        "{:<8} {:>10} {:>10} {:>10} {:>22}",
+        "host", "median µs", "mean µs", "p99 µs", "ratio (q1 median q3)"
     );
-    for (h, (median, mean, p99)) in hosts.iter().zip(&stats) {
+    for (i, h) in hosts.iter().enumerate() {
+        let (median, mean, p99) = summary(&results[i]);
+        let mut ratios: Vec<f64> = per_round[i]
+            .iter()
+            .zip(&per_round[0])
+            .map(|(a, b)| a.as_secs_f64() / b.as_secs_f64())
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        let q = |p: f64| ratios[((ratios.len() - 1) as f64 * p).round() as usize];
         println!(
-            "{:<8} {:>10.1} {:>10.1} {:>10.1} {:>14.3} {:>12.3}",
+            "{:<8} {:>10.1} {:>10.1} {:>10.1} {:>8.3} {:>6.3} {:>6.3}",
             h.name,
             median.as_secs_f64() * 1e6,
             mean.as_secs_f64() * 1e6,
             p99.as_secs_f64() * 1e6,
-            median.as_secs_f64() / base_median.as_secs_f64(),
-            mean.as_secs_f64() / base_mean.as_secs_f64()
+            q(0.25),
+            q(0.5),
+            q(0.75)
         );
     }
     for h in &mut hosts {

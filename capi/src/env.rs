@@ -9,7 +9,7 @@ use crate::value::{native, UnienvValue};
 use std::ffi::{c_char, c_void};
 use std::sync::{mpsc, Arc};
 use unienv_remote::host::{Env, HostError, HostResult, ResetArgs, ResetResult, Space, StepResult};
-use unienv_remote::{Dict, Value};
+use unienv_remote::{Dict, ScalarKind, Value};
 
 /// Returned by a callback that set its result.
 pub const UNIENV_CALLBACK_OK: i32 = 0;
@@ -568,14 +568,28 @@ impl CEnv {
 }
 
 /// Whether `value` has the structure of `space`: dtype and shape of boxes
-/// and binary arrays (bounds are not checked: observations may leave them),
-/// keys of dicts, lengths of tuples.
+/// and binary arrays (a Python scalar of the same kind fits shape `()`;
+/// bounds are not checked: observations may leave them), keys of dicts,
+/// lengths of tuples.
 fn fits(space: &Space, value: &Value, path: &str) -> Result<(), String> {
     match space {
         Space::Box(_) | Space::Binary(_) => {
             let (Some(dtype), Some(shape)) = (space.dtype(), space.shape()) else {
                 return Ok(());
             };
+            // A Python scalar fits a shape-() space of its kind.
+            let scalar_fits = shape.is_empty()
+                && match value {
+                    Value::Bool(_) => dtype.kind() == ScalarKind::Bool,
+                    Value::Int(_) | Value::UInt(_) => {
+                        matches!(dtype.kind(), ScalarKind::Int | ScalarKind::UInt)
+                    }
+                    Value::Float(_) => dtype.kind() == ScalarKind::Float,
+                    _ => false,
+                };
+            if scalar_fits {
+                return Ok(());
+            }
             let Value::Array(a) = value else {
                 return Err(format!(
                     "{path} is {}, the space wants a {} array of shape {shape:?}",

@@ -80,9 +80,9 @@ private:
     }
 
     unienv::Value observation() const {
-        std::vector<float> obs(4);
-        cartpole_observation(&sim_, obs.data());
-        return unienv::Value::array(obs);
+        float obs[4];
+        cartpole_observation(&sim_, obs);
+        return unienv::Value::array<float>({4}, obs);
     }
 
     CartPole sim_;

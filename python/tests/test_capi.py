@@ -214,6 +214,19 @@ def test_callback_errors_keep_their_protocol_meaning(host: Callable[..., Host], 
         assert (e.value.code, e.value.uncertain) == (code, uncertain), e.value
         assert text in str(e.value), e.value
 
+    # Render mode, metadata and a frame lent by C without a copy.
+    assert env.render_mode == "rgb_array"
+    assert env.metadata == {"render_modes": ["rgb_array"], "render_fps": 50}
+    frame = env.render()
+    assert frame.dtype == np.uint8 and frame.shape == (2, 3, 3) and np.all(frame == 1)
+    # Nested spaces and values: Tuple(Dict(open, pos), Discrete(3)).
+    gate = c.env("gate")
+    assert "TupleSpace" in type(gate.observation_space).__name__
+    (state, phase) = gate.reset()[1]
+    assert state["open"].dtype == np.bool_ and state["open"].shape == () and not state["open"]
+    assert state["pos"].tolist() == [0.0, -0.0] and phase == 0
+    (state, phase), *_ = gate.step(1)
+    assert bool(state["open"]) and state["pos"].tolist() == [0.5, -0.5] and phase == 2
     fails(1, "invalid_request", False, "action 1 is refused")
     assert env.step(0)[0].tolist() == [2.0, 2.0], "a refusal changes nothing"
     for action, text in ((2, "failed half-way"), (3, "has shape [3], the space [2]"),
