@@ -264,12 +264,12 @@ pub unsafe extern "C" fn unienv_env_free(env: *mut UnienvEnv) {
 /// `call` is NULL or the live call of a callback.
 #[no_mangle]
 pub unsafe extern "C" fn unienv_call_method(call: *const UnienvCall) -> *const c_char {
-    match call.as_ref().map(|c| c.method) {
+    quiet(std::ptr::null(), || match call.as_ref().map(|c| c.method) {
         Some(Method::Reset) => c"reset".as_ptr(),
         Some(Method::Step) => c"step".as_ptr(),
         Some(Method::Render) => c"render".as_ptr(),
         None => std::ptr::null(),
-    }
+    })
 }
 
 /// `reset`'s seed: writes it to `*seed` and returns true when the client
@@ -297,10 +297,10 @@ pub unsafe extern "C" fn unienv_call_seed(call: *const UnienvCall, seed: *mut i6
 /// `call` is the live call of a callback.
 #[no_mangle]
 pub unsafe extern "C" fn unienv_call_kwargs(call: *const UnienvCall) -> *const UnienvValue {
-    match call.as_ref() {
+    quiet(std::ptr::null(), || match call.as_ref() {
         Some(c) if c.method == Method::Reset => UnienvValue::borrowed(&c.kwargs),
         _ => std::ptr::null(),
-    }
+    })
 }
 
 /// `step`'s action, borrowed for the duration of the callback: its arrays
@@ -311,10 +311,10 @@ pub unsafe extern "C" fn unienv_call_kwargs(call: *const UnienvCall) -> *const U
 /// `call` is the live call of a callback.
 #[no_mangle]
 pub unsafe extern "C" fn unienv_call_action(call: *const UnienvCall) -> *const UnienvValue {
-    match call.as_ref() {
+    quiet(std::ptr::null(), || match call.as_ref() {
         Some(c) if c.method == Method::Step => UnienvValue::borrowed(&c.action),
         _ => std::ptr::null(),
-    }
+    })
 }
 
 fn expect(call: &UnienvCall, method: Method) -> Result<(), Failure> {

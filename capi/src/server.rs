@@ -411,10 +411,10 @@ pub unsafe extern "C" fn unienv_server_start(
 /// `server` is NULL or live.
 #[no_mangle]
 pub unsafe extern "C" fn unienv_server_address(server: *const UnienvServer) -> *const c_char {
-    match server.as_ref() {
+    quiet(c"".as_ptr(), || match server.as_ref() {
         Some(s) => s.address.as_ptr(),
         None => c"".as_ptr(),
-    }
+    })
 }
 
 /// Pump mode: waits up to `timeout_ms` (0: not at all; negative: without

@@ -448,7 +448,7 @@ pub unsafe extern "C" fn unienv_value_kind(value: *const UnienvValue) -> i32 {
     let Some(value) = value.as_ref() else {
         return UNIENV_VALUE_NULL;
     };
-    match value.0 {
+    quiet(UNIENV_VALUE_OTHER, || match value.0 {
         Value::Null => UNIENV_VALUE_NULL,
         Value::Bool(_) => UNIENV_VALUE_BOOL,
         Value::Int(_) | Value::UInt(_) => UNIENV_VALUE_INT,
@@ -460,7 +460,7 @@ pub unsafe extern "C" fn unienv_value_kind(value: *const UnienvValue) -> i32 {
         Value::Tuple(_) => UNIENV_VALUE_TUPLE,
         Value::Dict(_) => UNIENV_VALUE_DICT,
         _ => UNIENV_VALUE_OTHER,
-    }
+    })
 }
 
 /// Reads a boolean: a bool, or a one-element bool array.
@@ -595,11 +595,11 @@ pub unsafe extern "C" fn unienv_value_len(value: *const UnienvValue) -> usize {
     let Some(value) = value.as_ref() else {
         return 0;
     };
-    match &value.0 {
+    quiet(0, || match &value.0 {
         Value::List(v) | Value::Tuple(v) => v.len(),
         Value::Dict(d) => d.len(),
         _ => 0,
-    }
+    })
 }
 
 /// Item `index` of a list or tuple, or the value of entry `index` of a
