@@ -55,7 +55,7 @@ from unienv_interface.backends import NumpyComputeBackend
 from unienv_interface.space.space_utils.serialization_utils import json_to_space
 from unienv_interface.wrapper.gym_compat import gym_utils
 
-from . import _native
+from . import _actions, _native
 
 __all__ = ["RemoteVectorEnv", "VectorEnvError"]
 
@@ -187,7 +187,11 @@ class RemoteVectorEnv(VectorEnv):
         return self._report(errors, infos, lambda inf: (obs, inf))
 
     def step_async(self, actions: Any) -> None:
-        """Sends every env's action (stacked along the first axis) at once."""
+        """Sends every env's action (stacked along the first axis) at once; a
+        nested list or scalars become the stacked array, as a server converts
+        a single env's plain action."""
+        if type(actions) in _actions.PLAIN:
+            actions = _actions.coerce_batched(actions, self._native.space_document("action_space"), self.num_envs)
         self._native.step_async(actions)
 
     def step_wait(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
