@@ -55,6 +55,11 @@ impl ActionGuard {
         }
     }
 
+    /// Whether checking is on.
+    pub(crate) fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// Converts and checks the action of a `method` call of resource `id`
     /// (`obj`) in place; an error refuses the call before Python sees it.
     pub(crate) fn admit(
@@ -145,15 +150,38 @@ fn parse(obj: &Bound<'_, PyAny>, space: &Bound<'_, PyAny>) -> Option<Space> {
         .and_then(|d| from_py(&d, ArrayMode::Copy))
         .ok()?;
     let parsed = Space::from_value(&doc).ok()?;
-    Some(match gymnasium_space(obj) {
+    Some(match gymnasium_space(obj, "action_space") {
         Some(gym) => exclusive_discrete(&gym, parsed),
         None => parsed,
     })
 }
 
-/// The Gymnasium action space of a `FromGymnasiumEnv` (`None` for any
+/// The space document a descriptor publishes for `name` of `obj`: with
+/// checking on, a `FromGymnasiumEnv`'s action and observation spaces made
+/// from `Discrete` / `MultiDiscrete` have the `high` bound their values
+/// reach (`start + n - 1`, what the action check uses); any other document
+/// is `space_to_json`'s, unchanged.
+pub(crate) fn published(obj: &Bound<'_, PyAny>, name: &str, doc: Value, enabled: bool) -> Value {
+    if !enabled || !matches!(name, "action_space" | "observation_space") {
+        return doc;
+    }
+    let Some(gym) = gymnasium_space(obj, name) else {
+        return doc;
+    };
+    let Ok(parsed) = Space::from_value(&doc) else {
+        return doc;
+    };
+    let adjusted = exclusive_discrete(&gym, parsed.clone());
+    if adjusted == parsed {
+        doc
+    } else {
+        adjusted.to_value()
+    }
+}
+
+/// The Gymnasium space `name` of a `FromGymnasiumEnv` (`None` for any
 /// other object, or without gymnasium).
-fn gymnasium_space<'py>(obj: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+fn gymnasium_space<'py>(obj: &Bound<'py, PyAny>, name: &str) -> Option<Bound<'py, PyAny>> {
     let py = obj.py();
     let class = py
         .import(intern!(py, "unienv_interface.wrapper.gym_compat"))
@@ -163,7 +191,7 @@ fn gymnasium_space<'py>(obj: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
         return None;
     }
     obj.getattr(intern!(py, "env"))
-        .and_then(|e| e.getattr(intern!(py, "action_space")))
+        .and_then(|e| e.getattr(name))
         .ok()
 }
 

@@ -268,7 +268,7 @@ impl PyHost {
         }
         if r.info.kind != ResourceKind::World {
             for (slot, name) in SPACES.iter().enumerate() {
-                match Self::space_doc(py, &obj, &mut r.spaces[slot], name) {
+                match Self::space_doc(py, &obj, &mut r.spaces[slot], name, r.guard.enabled()) {
                     Ok(doc) => {
                         d.insert(*name, doc);
                     }
@@ -310,6 +310,7 @@ impl PyHost {
         obj: &Bound<'_, PyAny>,
         cache: &mut Option<SpaceDoc>,
         name: &str,
+        checked: bool,
     ) -> PyResult<Value> {
         let space = match attr(obj, name)? {
             Some(s) if !s.is_none() => s,
@@ -322,6 +323,7 @@ impl PyHost {
             return Ok(c.doc.clone());
         }
         let doc = from_py(&space_to_json(py)?.call1((&space,))?, ArrayMode::Copy)?;
+        let doc = crate::actions::published(obj, name, doc, checked);
         *cache = Some(SpaceDoc {
             space: space.unbind(),
             doc: doc.clone(),
