@@ -204,3 +204,29 @@ def test_the_command_line_steps_a_python_hosted_env_with_a_json_action():
         assert out_of_space.returncode != 0 and "above the high bound 1" in out_of_space.stderr
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("client_kind", ["reference", "ours"])
+def test_node_actions_are_converted_and_checked_too(client_kind):
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "py"))
+    from ref_fixture_server import DeviceNode
+    server = unienv_remote.RemoteServer(idle_timeout=None)
+    server.register("arm", DeviceNode("arm", width=2))
+    url = server.listen("127.0.0.1", 0)
+    client = (RefClient if client_kind == "reference" else unienv_remote.RemoteClient).connect(url)
+    try:
+        arm = client.node("arm")
+        client.acquire("arm")
+        with client.operation("arm", "reset"):
+            arm.reset(seed=0)
+        with client.operation("arm", "step"):
+            error = refused(lambda: arm.set_next_action([0.5]))
+            assert "set_next_action() on 'arm' refused the action: action has shape (1,)" in str(error), error
+            arm.set_next_action([0.25, 0.5])
+            arm.post_environment_step(0.1)
+        assert arm.get_observation().tolist() == [0.25, 0.5]
+    finally:
+        client.close()
+        server.close()
