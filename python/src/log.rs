@@ -38,7 +38,7 @@ static LEVEL: AtomicU8 = AtomicU8::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// The queue to the forwarding thread (set once, with the subscriber).
 static SINK: OnceLock<SyncSender<Message>> = OnceLock::new();
-/// Records queued and records forwarded, for [`flush`].
+/// Records queued and records forwarded, for [`flush_logs`].
 static PROGRESS: Mutex<(u64, u64)> = Mutex::new((0, 0));
 static FORWARDED: Condvar = Condvar::new();
 
