@@ -20,6 +20,11 @@ import unienv_remote.gymnasium as remote_gymnasium  # noqa: E402
 from conftest import our_binary  # noqa: E402
 import subprocess  # noqa: E402
 import re  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "py"))
+from ref_fixture_server import CounterEnv  # noqa: E402
 
 
 class Painter(gymnasium.Env):
@@ -81,6 +86,8 @@ def python_server():
     server.register("pendulum0", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
     server.register("pendulum1", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
     server.register("painter", FromGymnasiumEnv(Painter(render_mode="rgb_array")))
+    # A UniEnv env with a context space (and rendering), hosted by our server.
+    server.register("counter", CounterEnv())
     yield server.listen("127.0.0.1", 0)
     server.close()
 
@@ -88,7 +95,7 @@ def python_server():
 # Advice about the simulators themselves (CartPole's unbounded observations,
 # Pendulum's [-2, 2] torque) and about check_env's own reach, not problems of
 # the adapter.
-ADVICE = ("infinity", "symmetric and normalized", "alternative render modes")
+ADVICE = ("infinity", "symmetric and normalized", "alternative render modes", "No render fps was declared")
 
 
 def checked(env):
@@ -128,15 +135,22 @@ def test_context_as_part_of_the_observation(rust_server):
         env.close()
 
 
-@pytest.mark.parametrize("resource", ["cartpole", "pendulum0", "painter"])
-def test_check_env_on_gymnasium_envs_hosted_by_our_server(python_server, resource):
-    env = remote_gymnasium.make(python_server, resource)
+@pytest.mark.parametrize("resource, context", [("cartpole", "info"), ("pendulum0", "info"), ("painter", "info"),
+                                               ("counter", "info"), ("counter", "observation")])
+def test_check_env_on_envs_hosted_by_our_server(python_server, resource, context):
+    env = remote_gymnasium.make(python_server, resource, context=context)
     try:
         if resource == "cartpole":
             # Discrete(2), not UniEnv's [0, 2] box: every sample is an action CartPole takes.
             assert env.action_space == gymnasium.spaces.Discrete(2)
         if resource == "painter":
             assert env.render_mode == "rgb_array" and env.render().shape == (16, 16, 3)
+        if resource == "counter":
+            obs, info = env.reset(seed=4)
+            if context == "info":
+                assert info["context"].tolist() == [4.0, 4.0] and obs["position"].tolist() == [4.0, 4.0]
+            else:
+                assert obs["context"].tolist() == [4.0, 4.0] and obs["observation"]["position"].tolist() == [4.0, 4.0]
         checked(env)
     finally:
         env.close()
