@@ -27,6 +27,8 @@ HOST = textwrap.dedent("""
     def explode(action):
         raise ZeroDivisionError("the simulator divided by zero")
 
+    if sys.argv[1] == "debug":
+        logging.getLogger("unienv_remote").setLevel(logging.DEBUG)
     if sys.argv[1] == "basicConfig":
         logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="APP %(levelname)s %(name)s %(message)s")
     server = RemoteServer(idle_timeout=None)
@@ -74,3 +76,11 @@ def test_the_applications_logging_configuration_takes_over():
     assert "APP ERROR unienv_remote.host step() on 'broken_pendulum' raised ZeroDivisionError" in done.stdout
     assert "session opened" not in done.stdout
     assert "APP WARNING unienv_remote.server.domain" in done.stdout, done.stdout
+
+
+def test_a_level_set_before_the_server_starts_is_the_level_forwarded():
+    done = host("debug")
+    assert done.returncode == 0, done.stderr
+    # DEBUG events of the crate (control, the request path) reach logging
+    # (through the default handler: no handler was configured).
+    assert "DEBUG unienv_remote.server.domain" in done.stderr and "control acquired" in done.stderr, done.stderr

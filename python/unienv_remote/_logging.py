@@ -4,10 +4,10 @@
 exceptions raised by hosted objects go to ``unienv_remote.host`` with their
 traceback.
 
-When the application has configured no logging (no handler on the root
-logger nor on ``unienv_remote``, and no level set on ``unienv_remote``),
-:func:`start` adds a stderr handler and sets ``unienv_remote`` to ``INFO``,
-so a script hosting envs shows what happens. That handler steps aside as soon
+When the application has configured no handler (none on the root logger nor
+on ``unienv_remote``), :func:`start` adds a stderr handler to ``unienv_remote``
+and, unless a level was set on it, sets it to ``INFO``, so a script hosting
+envs shows what happens. That handler steps aside as soon
 as the root logger gets a handler (``logging.basicConfig`` later), so records
 are never printed twice. The level forwarded from Rust is the ``unienv_remote``
 logger's effective level when the server starts: set it before (for example
@@ -45,12 +45,12 @@ def start() -> bool:
     global _exit_hook
     with _lock:
         logger = logging.getLogger(LOGGER)
-        configured = logger.handlers or logging.getLogger().handlers or logger.level != logging.NOTSET
-        if not configured:
+        if not logger.hasHandlers():
             handler = _DefaultHandler(sys.stderr)
             handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
             logger.addHandler(handler)
-            logger.setLevel(logging.INFO)
+            if logger.level == logging.NOTSET:
+                logger.setLevel(logging.INFO)
         if not _exit_hook:
             atexit.register(_native.stop_logs)
             _exit_hook = True
