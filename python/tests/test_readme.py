@@ -119,6 +119,16 @@ def test_a_missing_extra_names_the_extra():
     assert 'pip install "unienv-remote[vector]"' in done.stdout, done.stdout + done.stderr
 
 
+def test_the_ray_module_names_its_extra():
+    code = ("import sys; sys.modules['ray'] = None\n"
+            "try:\n"
+            "    import unienv_remote.ray\n"
+            "except ModuleNotFoundError as e:\n"
+            "    print(e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert 'pip install "unienv-remote[ray]"' in done.stdout, done.stdout + done.stderr
+
+
 def test_serve_logs_no_session_before_a_client_comes():
     url, server = start_serve()
     called = subprocess.run([str(our_binary()), "call", url, "cartpole", "reset"], capture_output=True, text=True,
