@@ -303,10 +303,10 @@ fn stop_logs(py: Python<'_>) {
     tracing::callsite::rebuild_interest_cache();
 }
 
-/// Logs the exception a hosted object raised, with its traceback, to the
-/// logger `unienv_remote.host`: at `ERROR` when the call was a mutation
-/// (which faults the domain), `WARNING` otherwise.
-pub(crate) fn exception(py: Python<'_>, resource: &str, method: &str, mutation: bool, e: &PyErr) {
+/// Logs the exception a hosted object raised in `what` (`step() on 'id'`),
+/// with its traceback, to the logger `unienv_remote.host`: at `ERROR` when
+/// the call was a mutation (which faults the domain), `WARNING` otherwise.
+pub(crate) fn exception(py: Python<'_>, what: &str, mutation: bool, e: &PyErr) {
     let logged = || -> PyResult<()> {
         let logger = py
             .import(intern!(py, "logging"))?
@@ -318,13 +318,7 @@ pub(crate) fn exception(py: Python<'_>, resource: &str, method: &str, mutation: 
         let level: u8 = if mutation { 40 } else { 30 };
         logger.call_method(
             intern!(py, "log"),
-            (
-                level,
-                "%s() on '%s' raised %s",
-                method,
-                resource,
-                e.get_type(py).name()?,
-            ),
+            (level, "%s raised %s", what, e.get_type(py).name()?),
             Some(&kwargs),
         )?;
         Ok(())

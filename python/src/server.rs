@@ -426,7 +426,7 @@ impl ForeignHost for PyHost {
             r.guard.finished(method, outcome.is_ok());
             outcome.map_err(|e| {
                 let mutation = kind.is_mutation(method).unwrap_or(true);
-                crate::log::exception(py, id, method, mutation, &e);
+                crate::log::exception(py, &format!("{method}() on '{id}'"), mutation, &e);
                 host_error(py, e)
             })
         })
@@ -473,7 +473,11 @@ impl ForeignHost for PyHost {
                 let v = obj.call_method0(getter)?;
                 Ok(Some(from_py(&v, ArrayMode::Copy)?))
             };
-            run().map_err(|e| host_error(py, e))
+            run().map_err(|e| {
+                let what = format!("reading {} of '{}'", field.name(), r.info.id);
+                crate::log::exception(py, &what, false, &e);
+                host_error(py, e)
+            })
         })
     }
 
