@@ -32,7 +32,14 @@ __all__ += ["BatchedEnv"]
 def __getattr__(name: str) -> object:
     # RemoteVectorEnv needs gymnasium: imported on first use only.
     if name in ("RemoteVectorEnv", "VectorEnvError"):
-        from . import vector
+        try:
+            from . import vector
+        except ModuleNotFoundError as missing:
+            if missing.name != "gymnasium" and not str(missing.name).startswith("gymnasium."):
+                raise
+            raise ModuleNotFoundError(
+                f"unienv_remote.{name} is a gymnasium VectorEnv and needs gymnasium, which is not installed: "
+                "pip install \"unienv-remote[vector]\" (or pip install gymnasium)", name=missing.name) from missing
         return getattr(vector, name)
     # BatchedEnv needs gymnasium too: imported on first use only.
     if name == "BatchedEnv":
