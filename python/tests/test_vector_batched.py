@@ -43,11 +43,17 @@ class Exploding(gymnasium.Wrapper):
 @pytest.fixture(scope="module")
 def server() -> Iterator[Tuple[str, unienv_remote.RemoteServer]]:
     s = unienv_remote.RemoteServer(idle_timeout=None)
-    # For the SyncVectorEnv comparisons (3 + 1 + 4 CartPoles), per mode.
+    # For the SyncVectorEnv comparisons, per mode: 3 + 1 + 4 CartPoles (all
+    # batched: our server publishes a single FromGymnasiumEnv's Discrete(2)
+    # as the box [0, 1], a BatchedEnv keeps unienv's [0, 2)), and 3 + 1 + 4
+    # Pendulums (batched, single, batched).
     for mode in ("next", "same", "disabled"):
-        s.register(f"carts3_{mode}", BatchedEnv([cartpole] * 3))
-        s.register(f"cart_{mode}", FromGymnasiumEnv(cartpole()))
-        s.register(f"carts4_{mode}", BatchedEnv([cartpole] * 4))
+        s.register(f"cartpole3_{mode}", BatchedEnv([cartpole] * 3))
+        s.register(f"cartpole1_{mode}", BatchedEnv([cartpole]))
+        s.register(f"cartpole4_{mode}", BatchedEnv([cartpole] * 4))
+        s.register(f"pendulum3_{mode}", BatchedEnv([pendulum] * 3))
+        s.register(f"pendulum1_{mode}", FromGymnasiumEnv(pendulum()))
+        s.register(f"pendulum4_{mode}", BatchedEnv([pendulum] * 4))
     s.register("broken", BatchedEnv([pendulum] * 3 + [lambda: Exploding(pendulum(), 3)]))
     s.register("fine", FromGymnasiumEnv(pendulum()))
     for k in range(3):
@@ -71,14 +77,17 @@ def same_infos(got: Dict[str, Any], want: Dict[str, Any]) -> None:
             np.testing.assert_array_equal(got[key], value)
 
 
+@pytest.mark.parametrize("sim,steps", [("cartpole", 120), ("pendulum", 205)])
 @pytest.mark.parametrize("mode,name", [(AutoresetMode.NEXT_STEP, "next"), (AutoresetMode.SAME_STEP, "same"),
                                        (AutoresetMode.DISABLED, "disabled")])
 def test_batched_and_single_resources_equal_sync_vector_env(server: Tuple[str, Any], mode: AutoresetMode,
-                                                             name: str) -> None:
+                                                             name: str, sim: str, steps: int) -> None:
     url, _ = server
-    addresses = [(url, f"carts3_{name}"), (url, f"cart_{name}"), (url, f"carts4_{name}")]
-    envs = RemoteVectorEnv(addresses, autoreset_mode=mode, single_action_space=gymnasium.spaces.Discrete(2))
-    local = SyncVectorEnv([cartpole for _ in range(8)], autoreset_mode=mode)
+    addresses = [(url, f"{sim}3_{name}"), (url, f"{sim}1_{name}"), (url, f"{sim}4_{name}")]
+    make = cartpole if sim == "cartpole" else pendulum
+    extra: Dict[str, Any] = {"single_action_space": gymnasium.spaces.Discrete(2)} if sim == "cartpole" else {}
+    envs = RemoteVectorEnv(addresses, autoreset_mode=mode, **extra)
+    local = SyncVectorEnv([make for _ in range(8)], autoreset_mode=mode)
     try:
         assert envs.num_envs == 8
         assert envs.single_observation_space == local.single_observation_space
@@ -88,7 +97,7 @@ def test_batched_and_single_resources_equal_sync_vector_env(server: Tuple[str, A
         same_infos(got[1], want[1])
         local.action_space.seed(21)
         ends = 0
-        for t in range(120):
+        for t in range(steps):
             actions = local.action_space.sample()
             got_step, want_step = envs.step(actions), local.step(actions)
             for a, b in zip(got_step[:4], want_step[:4]):
@@ -103,7 +112,9 @@ def test_batched_and_single_resources_equal_sync_vector_env(server: Tuple[str, A
                 got, want = envs.reset(seed=100 + t, options=options), local.reset(seed=100 + t, options=options)
                 assert np.array_equal(got[0], want[0])
                 same_infos(got[1], want[1])
-        assert ends >= 4  # CartPole episodes end apart: masks of some sub-envs
+        # CartPole episodes end apart (masks of some sub-envs of a batch);
+        # Pendulum's all truncate at step 200.
+        assert ends >= 4
     finally:
         envs.close()
         local.close()
