@@ -43,6 +43,13 @@ def __getattr__(name: str) -> object:
         return getattr(vector, name)
     # BatchedEnv needs gymnasium too: imported on first use only.
     if name == "BatchedEnv":
-        from .batched import BatchedEnv
+        try:
+            from .batched import BatchedEnv
+        except ModuleNotFoundError as missing:
+            if missing.name != "gymnasium" and not str(missing.name).startswith("gymnasium."):
+                raise
+            raise ModuleNotFoundError(
+                "unienv_remote.BatchedEnv steps Gymnasium or UniEnv envs and needs gymnasium, which is not installed: "
+                "pip install \"unienv-remote[vector]\" (or pip install gymnasium)", name=missing.name) from missing
         return BatchedEnv
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
