@@ -83,6 +83,37 @@ fn array_to_py<'py>(py: Python<'py>, a: NdArray) -> PyResult<Bound<'py, PyAny>> 
     convert::array_to_py(py, &a)
 }
 
+/// A vector step as Python objects (see `PyVectorEnv::step_wait`).
+fn step_to_py<'py>(py: Python<'py>, s: &VectorStep) -> PyResult<Bound<'py, PyTuple>> {
+    let finals = PyList::empty(py);
+    for (i, (o, inf)) in s.final_observation.iter().zip(&s.final_info).enumerate() {
+        if let Some(o) = o {
+            let info = match inf {
+                Some(d) => convert::dict_to_py(py, d)?.into_any(),
+                None => PyDict::new(py).into_any(),
+            };
+            finals.append((i, convert::to_py(py, o)?, info))?;
+        }
+    }
+    PyTuple::new(
+        py,
+        [
+            convert::to_py(py, &s.observation)?,
+            array_to_py(py, s.reward_array())?,
+            array_to_py(py, s.terminated_array())?,
+            array_to_py(py, s.truncated_array())?,
+            infos_to_py(py, &s.infos)?.into_any(),
+            array_to_py(py, NdArray::from_vec(s.autoreset.clone()))?,
+            finals.into_any(),
+            errors_to_py(py, &s.errors)?.into_any(),
+            array_to_py(
+                py,
+                NdArray::from_vec(s.env_id.iter().map(|&i| i as i64).collect::<Vec<i64>>()),
+            )?,
+        ],
+    )
+}
+
 /// N remote envs stepped together (`_native.VectorEnv(addresses, ...)`).
 #[pyclass(module = "unienv_remote._native", name = "VectorEnv", frozen)]
 pub struct PyVectorEnv {
@@ -164,21 +195,33 @@ impl PyVectorEnv {
         self.num_envs
     }
 
-    /// The serialized form of env 0's space `name` (`action_space`,
-    /// `observation_space`), as its descriptor holds it (all envs share it).
+    /// The serialized form of one sub-environment's space `name`
+    /// (`action_space`, `observation_space`; all share it): a batched
+    /// resource's space without its batch axis, as unienv's
+    /// `unbatch_spaces` gives it.
     fn space_document<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
         let doc = {
             let guard = self.env.lock();
             let env = guard
                 .as_ref()
                 .ok_or_else(|| PyRuntimeError::new_err("the vector env is closed"))?;
-            env.inner().envs()[0]
-                .descriptor()
-                .get(name)
-                .cloned()
-                .unwrap_or(Value::Null)
+            let space = match name {
+                "action_space" => env.inner().single_action_space(),
+                "observation_space" => env.inner().single_observation_space(),
+                other => return Err(PyValueError::new_err(format!("no space {other:?}"))),
+            };
+            space.map_or(Value::Null, |s| s.to_value())
         };
         convert::to_py(py, &doc)
+    }
+
+    /// Each resource's first sub-environment and its number of
+    /// sub-environments, in order.
+    fn resource_ranges(&self) -> Vec<(usize, usize)> {
+        self.env
+            .lock()
+            .as_ref()
+            .map_or_else(Vec::new, |e| e.inner().resource_ranges())
     }
 
     /// Env 0's metadata dict.
@@ -241,33 +284,27 @@ impl PyVectorEnv {
     }
 
     /// Waits for the pending step. Returns `(observation, rewards,
-    /// terminations, truncations, infos, autoreset, finals, errors)`, where
-    /// `finals` lists `(index, final_obs, final_info)` (SameStep mode).
+    /// terminations, truncations, infos, autoreset, finals, errors,
+    /// env_id)`, where `finals` lists `(position, final_obs, final_info)`
+    /// (SameStep mode) and errors name envs by index.
     fn step_wait<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let s: VectorStep = self.with(py, |env| env.step_wait())?;
-        let finals = PyList::empty(py);
-        for (i, (o, inf)) in s.final_observation.iter().zip(&s.final_info).enumerate() {
-            if let Some(o) = o {
-                let info = match inf {
-                    Some(d) => convert::dict_to_py(py, d)?.into_any(),
-                    None => PyDict::new(py).into_any(),
-                };
-                finals.append((i, convert::to_py(py, o)?, info))?;
-            }
-        }
-        PyTuple::new(
-            py,
-            [
-                convert::to_py(py, &s.observation)?,
-                array_to_py(py, s.reward_array())?,
-                array_to_py(py, s.terminated_array())?,
-                array_to_py(py, s.truncated_array())?,
-                infos_to_py(py, &s.infos)?.into_any(),
-                array_to_py(py, NdArray::from_vec(s.autoreset.clone()))?,
-                finals.into_any(),
-                errors_to_py(py, &s.errors)?.into_any(),
-            ],
-        )
+        step_to_py(py, &s)
+    }
+
+    /// Sends the step of the sub-environments `env_id` (whole resources),
+    /// `actions` stacked along the first axis in the order of `env_id`.
+    fn send(&self, py: Python<'_>, actions: &Bound<'_, PyAny>, env_id: Vec<usize>) -> PyResult<()> {
+        let actions = convert::from_py(actions, ArrayMode::Copy)?;
+        self.with(py, move |env| env.send_stacked(&actions, &env_id))
+    }
+
+    /// Waits for the results of at least `min` sub-environments (whole
+    /// resources, in arrival order); the same tuple as `step_wait`, its
+    /// last item the sub-environments' ids.
+    fn recv<'py>(&self, py: Python<'py>, min: usize) -> PyResult<Bound<'py, PyTuple>> {
+        let s: VectorStep = self.with(py, move |env| env.recv(min))?;
+        step_to_py(py, &s)
     }
 
     /// Points envs at new addresses (`[(index, url, resource_id)]`), all

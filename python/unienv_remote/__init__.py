@@ -26,6 +26,7 @@ __all__: List[str] = [
     "Codec", "CodecError", "PROTOCOL_VERSION", "RemoteError", "UncertainOutcomeError",
 ]
 __all__ += ["RemoteVectorEnv", "VectorEnvError"]
+__all__ += ["BatchedEnv"]
 
 
 def __getattr__(name: str) -> object:
@@ -40,4 +41,15 @@ def __getattr__(name: str) -> object:
                 f"unienv_remote.{name} is a gymnasium VectorEnv and needs gymnasium, which is not installed: "
                 "pip install \"unienv-remote[vector]\" (or pip install gymnasium)", name=missing.name) from missing
         return getattr(vector, name)
+    # BatchedEnv needs gymnasium too: imported on first use only.
+    if name == "BatchedEnv":
+        try:
+            from .batched import BatchedEnv
+        except ModuleNotFoundError as missing:
+            if missing.name != "gymnasium" and not str(missing.name).startswith("gymnasium."):
+                raise
+            raise ModuleNotFoundError(
+                "unienv_remote.BatchedEnv steps Gymnasium or UniEnv envs and needs gymnasium, which is not installed: "
+                "pip install \"unienv-remote[vector]\" (or pip install gymnasium)", name=missing.name) from missing
+        return BatchedEnv
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

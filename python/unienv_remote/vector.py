@@ -6,18 +6,37 @@
     obs, infos = envs.reset(seed=0)
     obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
 
-Each sub-environment is an env-mode resource of any UniEnv server (ours or the
+Each address is an env-mode resource of any UniEnv server (ours or the
 reference), given as ``(url, resource_id)``; any mix of servers and resource IDs
-works, as long as the envs share their action and observation spaces. A step
-sends every request at once (envs on one server share a connection, their
-requests pipelined) from a Rust thread; ``step_wait`` gathers the replies and
-stacks them in Rust without the GIL. ``step_async`` returns as soon as the
-requests are on their way, so the learner can compute meanwhile.
+works, as long as the envs share their action and observation spaces. A
+batched resource (``batch_size`` B, e.g. a :class:`unienv_remote.BatchedEnv`)
+contributes B consecutive sub-environments, stepped by one request; batched
+and unbatched resources mix. A step sends every request at once (envs on one
+server share a connection, their requests pipelined) from a Rust thread;
+``step_wait`` gathers the replies and stacks them in Rust without the GIL.
+``step_async`` returns as soon as the requests are on their way, so the
+learner can compute meanwhile.
+
+Asynchronous stepping, EnvPool's way: with ``batch_size=M``, ``send(actions,
+env_id)`` steps some sub-envs and ``recv()`` returns the first M (at least M:
+whole resources) whose results arrived, with their ids in
+``infos["env_id"]``, so the learner never waits for the slowest simulator::
+
+    envs = RemoteVectorEnv(addresses, batch_size=16)
+    obs, infos = envs.reset(seed=0)
+    envs.send(policy(obs))                      # every env
+    while True:
+        obs, rewards, terminations, truncations, infos = envs.recv()
+        envs.send(policy(obs), infos["env_id"])
 
 Autoreset follows Gymnasium 1.x: ``AutoresetMode.NEXT_STEP`` by default (what
 ``SyncVectorEnv`` and ``AsyncVectorEnv`` do unless told otherwise), or
 ``SAME_STEP`` (``infos["final_obs"]`` / ``infos["final_info"]``) or
-``DISABLED``, chosen with ``autoreset_mode=``.
+``DISABLED``, chosen with ``autoreset_mode=``. A batched resource is reset
+through reset masks: one extra ``reset(mask=...)`` request, after the step's
+reply, on a step where some of its sub-envs must be reset (in ``NEXT_STEP``
+mode those are stepped once more first, their result discarded: a batched
+env steps all of its sub-envs or none).
 
 Failures of single sub-environments do not lose the others' results: with
 ``on_error="raise"`` (default) ``step`` / ``step_wait`` / ``reset`` raise
@@ -28,7 +47,8 @@ lost reply or ``RemoteError`` with its ``uncertain`` flag). With
 ``on_error="info"`` the result is returned and the exceptions are in
 ``infos["error"]`` (object array, mask ``infos["_error"]``). A failed env is
 not stepped again until it is reset: ``reset(options={"reset_mask": mask})``
-resets only the envs of ``mask``.
+resets only the envs of ``mask``. A failed request to a batched resource fails
+all of its sub-envs (UniEnv semantics: the resource is faulted until reset).
 
 Reconnecting is explicit: when a server comes back (a restarted process or
 Ray actor, maybe at a new URL), ``replace_server(old_url, new_url)`` points
@@ -90,10 +110,21 @@ def _mode(mode: Union[AutoresetMode, str]) -> AutoresetMode:
     raise ValueError(f"unknown autoreset mode {mode!r}")
 
 
+class _InfoBuilder:
+    """Gymnasium's ``VectorEnv._add_info`` for ``num_envs`` entries."""
+
+    _add_info = VectorEnv._add_info
+
+    def __init__(self, num_envs: int) -> None:
+        self.num_envs = num_envs
+
+
 class RemoteVectorEnv(VectorEnv):
     """``num_envs`` remote environments as one Gymnasium ``VectorEnv``.
 
-    ``envs`` lists ``(url, resource_id)`` pairs (``ws://`` or ``wss://``).
+    ``envs`` lists ``(url, resource_id)`` pairs (``ws://`` or ``wss://``); a
+    batched resource counts as its ``batch_size`` sub-envs. ``batch_size``
+    (EnvPool's name): how many sub-envs ``recv()`` returns at least.
     ``timeout`` (seconds, per request; ``None`` waits forever), ``token``
     (bearer token) and ``ca_file`` (CA certificates, PEM, trusted for
     ``wss://`` besides the system's roots) apply to every connection,
@@ -147,6 +178,7 @@ class RemoteVectorEnv(VectorEnv):
         on_error: str = "raise",
         single_observation_space: Optional[gymnasium.Space] = None,
         single_action_space: Optional[gymnasium.Space] = None,
+        batch_size: Optional[int] = None,
     ) -> None:
         if on_error not in ("raise", "info"):
             raise ValueError("on_error must be 'raise' or 'info'")
@@ -156,6 +188,11 @@ class RemoteVectorEnv(VectorEnv):
         self._native = _native.VectorEnv(self.addresses, mode.value, timeout, token,
                                          None if ca_file is None else os.fspath(ca_file))
         self.num_envs = self._native.num_envs
+        # Each resource's first sub-env and its number of sub-envs.
+        self._ranges: List[Tuple[int, int]] = [(int(a), int(b)) for a, b in self._native.resource_ranges()]
+        if batch_size is not None and not 1 <= batch_size <= self.num_envs:
+            raise ValueError(f"batch_size must be between 1 and num_envs ({self.num_envs})")
+        self.batch_size = batch_size
         self.single_observation_space = single_observation_space or self._gym_space("observation_space")
         self.single_action_space = single_action_space or self._gym_space("action_space")
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -172,14 +209,16 @@ class RemoteVectorEnv(VectorEnv):
             raise ValueError(f"the remote envs have no {name}")
         return gym_utils.to_gym_space(json_to_space(document, NumpyComputeBackend, None))
 
-    def _report(self, errors: List[Tuple[int, str, BaseException]], infos: Dict[str, Any], result_of) -> Any:
+    def _report(self, errors: List[Tuple[int, str, BaseException]], infos: Dict[str, Any], result_of: Any,
+                builder: Any = None, positions: Optional[Dict[int, int]] = None) -> Any:
         if not errors:
             return result_of(infos)
         failed = {i: e for i, kind, e in errors if kind == "failed"}
         needs_reset = [i for i, kind, _ in errors if kind == "needs_reset"]
         if self._on_error == "info":
             for i, _, e in errors:
-                infos = self._add_info(infos, {"error": e}, i)
+                position = i if positions is None else positions[i]
+                infos = (builder or self)._add_info(infos, {"error": e}, position)
             return result_of(infos)
         raise VectorEnvError(failed, needs_reset, result_of(infos))
 
@@ -227,14 +266,47 @@ class RemoteVectorEnv(VectorEnv):
 
     def step_wait(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """Waits for the pending step and returns the stacked results."""
-        obs, rewards, terminations, truncations, env_infos, _autoreset, finals, errors = self._native.step_wait()
+        return self._results(self._native.step_wait(), self)
+
+    def _results(self, native: tuple, builder: Any,
+                 positions: Optional[Dict[int, int]] = None) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+        obs, rewards, terminations, truncations, env_infos, _autoreset, finals, errors, _ids = native
         infos: Dict[str, Any] = {}
         for i, info in enumerate(env_infos):
             if info:
-                infos = self._add_info(infos, info, i)
+                infos = builder._add_info(infos, info, i)
         for i, final_obs, final_info in finals:
-            infos = self._add_info(infos, {"final_obs": final_obs, "final_info": final_info}, i)
-        return self._report(errors, infos, lambda inf: (obs, rewards, terminations, truncations, inf))
+            infos = builder._add_info(infos, {"final_obs": final_obs, "final_info": final_info}, i)
+        return self._report(errors, infos, lambda inf: (obs, rewards, terminations, truncations, inf),
+                            builder, positions)
+
+    def send(self, actions: Any, env_id: Optional[Any] = None) -> None:
+        """Sends the step of the sub-envs ``env_id`` (all when ``None``;
+        ``actions`` stacked in that order) and returns at once. The ids must
+        cover whole resources (a batched resource's sub-envs go together),
+        none of them in flight: send back what ``recv`` returned."""
+        ids = list(range(self.num_envs)) if env_id is None else [int(i) for i in np.asarray(env_id).reshape(-1)]
+        self._native.send(actions, ids)
+
+    def recv(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+        """Waits for the first ``batch_size`` sub-envs whose results arrived
+        (at least that many: whole resources; all in flight if fewer are) and
+        returns their results, stacked in arrival order, with their ids in
+        ``infos["env_id"]`` (the other info keys are indexed by position, as
+        the other results; ``VectorEnvError.errors`` by env id)."""
+        native = self._native.recv(self.batch_size or self.num_envs)
+        ids = native[8]
+        obs, rewards, terminations, truncations, infos = self._results_positional(native, len(ids))
+        infos["env_id"] = ids
+        return obs, rewards, terminations, truncations, infos
+
+    def _results_positional(self, native: tuple, count: int) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+        positions = {int(env): k for k, env in enumerate(native[8])}
+        try:
+            return self._results(native, _InfoBuilder(count), positions)
+        except VectorEnvError as e:
+            e.result[4]["env_id"] = native[8]
+            raise
 
     def step(self, actions: Any) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """``step_async(actions)`` then ``step_wait()``."""
@@ -243,20 +315,24 @@ class RemoteVectorEnv(VectorEnv):
 
     def reconnect(self, changes: Union[Dict[int, Tuple[str, str]], Sequence[int]]) -> None:
         """Connects envs anew: ``{index: (url, resource_id)}``, or indices to
-        reconnect at their current address. One connection per distinct URL;
-        all or nothing (``ConnectionError`` or ``ValueError`` change no env).
-        The reconnected envs must be reset (``reset(options={"reset_mask":
-        mask})``) before they are stepped."""
+        reconnect at their current address; a batched resource is named by
+        its first sub-env and reconnected whole. One connection per distinct
+        URL; all or nothing (``ConnectionError`` or ``ValueError`` change no
+        env). The reconnected envs must be reset
+        (``reset(options={"reset_mask": mask})``) before they are stepped."""
+        first = {start: k for k, (start, _) in enumerate(self._ranges)}
+        for i in (changes if isinstance(changes, dict) else list(changes)):
+            if not 0 <= int(i) < self.num_envs:
+                raise ValueError(f"env {i} does not exist ({self.num_envs} envs)")
+            if int(i) not in first:
+                raise ValueError(f"env {i} is inside a batched resource: name its first sub-env")
         if isinstance(changes, dict):
             items = [(int(i), (str(a[0]), str(a[1]))) for i, a in changes.items()]
         else:
-            items = [(int(i), self.addresses[int(i)]) for i in changes]
-        for i, _ in items:
-            if not 0 <= i < self.num_envs:
-                raise ValueError(f"env {i} does not exist ({self.num_envs} envs)")
+            items = [(int(i), self.addresses[first[int(i)]]) for i in changes]
         self._native.reconnect([(i, url, rid) for i, (url, rid) in items])
         for i, address in items:
-            self.addresses[i] = address
+            self.addresses[first[i]] = address
         return None
 
     def needs_reset(self) -> np.ndarray:
@@ -269,10 +345,15 @@ class RemoteVectorEnv(VectorEnv):
         """Reconnects every env at ``old_url`` to the same resource ID at
         ``new_url`` (a restarted server); returns the bool mask of those
         envs, ready for ``reset(options={"reset_mask": mask})``."""
-        mask = np.array([url == old_url for url, _ in self.addresses], dtype=np.bool_)
-        if not mask.any():
+        mask = np.zeros(self.num_envs, dtype=np.bool_)
+        changes: Dict[int, Tuple[str, str]] = {}
+        for (url, rid), (start, width) in zip(self.addresses, self._ranges):
+            if url == old_url:
+                mask[start:start + width] = True
+                changes[start] = (new_url, rid)
+        if not changes:
             raise ValueError(f"no env is at {old_url}")
-        self.reconnect({i: (new_url, self.addresses[i][1]) for i in np.flatnonzero(mask)})
+        self.reconnect(changes)
         return mask
 
     def close_extras(self, **kwargs: Any) -> None:

@@ -156,6 +156,11 @@ pub struct ServeArgs {
     /// ID-(N-1) (cartpole-0, cartpole-1, …): one per trainer, or per env of a vector client.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub copies: usize,
+    /// Host each built-in env simulator (cartpole, pointmass) as one batched
+    /// env of N instances (batch_size N: one request steps all N; pointmass's
+    /// world and nodes are then not exported). The gripper stays as it is.
+    #[arg(long, value_name = "N")]
+    pub batch: Option<usize>,
     /// Pass actions to the simulators unchecked. By default `serve` checks each
     /// action against the action space (dtype, shape, bounds, finiteness) and
     /// refuses a bad one with a message naming the element and the bound.
@@ -217,6 +222,9 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     if args.fixtures && args.copies != 1 {
         return fail("--copies applies to the built-in simulators, not to --fixtures");
     }
+    if args.batch == Some(0) || (args.fixtures && args.batch.is_some()) {
+        return fail("--batch takes at least 1, and applies to the built-in simulators only");
+    }
     if args.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
         // `--token "$UNSET"` would otherwise turn authentication off while
         // the banner asks for a token.
@@ -242,10 +250,12 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         ..ServerConfig::default()
     };
     let mut builder = Server::builder(config);
-    let registered = if args.fixtures {
-        crate::fixtures::register(&mut builder)
+    let registered: Result<(), String> = if args.fixtures {
+        crate::fixtures::register(&mut builder).map_err(|e| e.to_string())
+    } else if let Some(n) = args.batch {
+        register_batched(&mut builder, args.copies, n)
     } else {
-        crate::sims::register_copies(&mut builder, args.copies)
+        crate::sims::register_copies(&mut builder, args.copies).map_err(|e| e.to_string())
     };
     if let Err(e) = registered {
         return fail(e);
@@ -551,6 +561,43 @@ pub fn inspect(args: InspectArgs) -> ExitCode {
     }
 }
 
+/// `serve --batch N`: each built-in env simulator (cartpole, pointmass) as a
+/// [`BatchedEnv`](crate::host::BatchedEnv) of `n`, `copies` times (IDs as
+/// [`copy_id`](crate::sims::copy_id)); the gripper as usual.
+fn register_batched(
+    builder: &mut crate::server::ServerBuilder,
+    copies: usize,
+    n: usize,
+) -> Result<(), String> {
+    use crate::host::BatchedEnv;
+    use crate::sims::{copy_id, make_pointmass, CartPole, Gripper};
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    for i in 0..copies {
+        let batch =
+            BatchedEnv::new((0..n).map(|_| CartPole::new()).collect()).map_err(|e| err(&e))?;
+        builder
+            .register_env(&copy_id("cartpole", i, copies), batch)
+            .map_err(|e| err(&e))?;
+    }
+    for i in 0..copies {
+        // Built on its domain's thread (a world env is not Send).
+        builder
+            .register_with(&copy_id("pointmass", i, copies), move || {
+                let sims = (0..n)
+                    .map(|_| make_pointmass())
+                    .collect::<Result<Vec<_>, _>>()?;
+                BatchedEnv::new(sims).map(crate::server::Hosted::env)
+            })
+            .map_err(|e| err(&e))?;
+    }
+    for i in 0..copies {
+        builder
+            .register_node(&copy_id("gripper", i, copies), Gripper::new())
+            .map_err(|e| err(&e))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod banner_tests {
     use super::*;
@@ -596,5 +643,51 @@ mod banner_tests {
                 env!("CARGO_PKG_VERSION")
             )]
         );
+    }
+}
+
+#[cfg(test)]
+mod batch_tests {
+    use super::register_batched;
+    use crate::server::{Server, ServerConfig};
+
+    /// `serve --batch 3 --copies 2`: the env simulators are batches of 3
+    /// under the usual IDs, the gripper unchanged.
+    #[tokio::test]
+    async fn serve_batch_hosts_batches_of_the_env_simulators() {
+        let mut builder = Server::builder(ServerConfig::default());
+        register_batched(&mut builder, 2, 3).expect("register");
+        let server = builder.start().expect("a valid server configuration");
+        assert_eq!(
+            server.roots(),
+            [
+                "cartpole-0",
+                "cartpole-1",
+                "pointmass-0",
+                "pointmass-1",
+                "gripper-0",
+                "gripper-1"
+            ]
+        );
+        let client = crate::client::Client::over_memory(
+            server.connect_memory(),
+            crate::client::ClientConfig::default(),
+        )
+        .await
+        .expect("connect");
+        let cartpole = client.env("cartpole-1").await.expect("cartpole");
+        assert_eq!(cartpole.batch_size(), Some(3));
+        let pointmass = client.env("pointmass-0").await.expect("pointmass");
+        assert_eq!(pointmass.batch_size(), Some(3));
+        let r = cartpole
+            .reset(crate::host::ResetArgs::with_seed(1))
+            .await
+            .expect("reset");
+        assert_eq!(
+            r.observation.as_array().map(|a| a.shape().to_vec()),
+            Some(vec![3, 4])
+        );
+        client.close().await;
+        server.shutdown().await;
     }
 }

@@ -28,6 +28,7 @@ mod encode;
 mod envelope;
 mod error;
 mod limits;
+pub mod stack;
 mod value;
 
 pub use array::{ArrayError, NdArray, MAX_DIMS};

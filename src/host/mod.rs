@@ -27,6 +27,7 @@
 //! the simulator sees them (`ServerConfig::validate_actions`).
 
 mod args;
+pub mod batched;
 mod combined;
 mod composer;
 mod erased;
@@ -39,6 +40,7 @@ mod traits;
 pub mod tree;
 
 pub use args::{CallArgs, ResetArgs, ResetResult, StepResult};
+pub use batched::BatchedEnv;
 pub use combined::{find_node, find_node_mut, CombinedNode, CombinedNodeBuilder, RenderModeArg};
 pub use composer::WorldEnv;
 pub(crate) use error::STEP_BEFORE_RESET;

@@ -320,18 +320,19 @@ async fn construction_errors() {
     assert!(e.to_string().contains(&l1.url()), "{e}");
     s1.shutdown().await;
 
-    // Spaces must match: counter (2,) and counter3 (3, 2).
+    // Spaces must match: counter's and bench_state's differ (counter and
+    // counter3, a batch of 3 counters, would mix: 1 + 3 sub-envs).
     let mut builder = Server::builder(ServerConfig::default());
     unienv_remote::fixtures::register(&mut builder).expect("fixtures");
     let server = builder.start().expect("a valid server configuration");
     let l = server.listen("127.0.0.1:0").await.expect("listen");
     let mixed = vec![
         EnvAddress::new(l.url(), "counter"),
-        EnvAddress::new(l.url(), "counter3"),
+        EnvAddress::new(l.url(), "bench_state"),
     ];
     let e = VectorEnv::connect(&mixed, ClientConfig::default(), AutoresetMode::NextStep)
         .await
         .expect_err("mismatched spaces");
-    assert!(e.to_string().contains("counter3"), "{e}");
+    assert!(e.to_string().contains("bench_state"), "{e}");
     server.shutdown().await;
 }

@@ -83,6 +83,21 @@ impl BlockingVectorEnv {
         self.env.step_async_stacked(actions)
     }
 
+    /// See [`VectorEnv::send`]; returns without waiting.
+    pub fn send(&mut self, actions: Vec<Value>, env_id: &[usize]) -> Result<(), VectorError> {
+        self.env.send(actions, env_id)
+    }
+
+    /// See [`VectorEnv::send_stacked`]; returns without waiting.
+    pub fn send_stacked(&mut self, actions: &Value, env_id: &[usize]) -> Result<(), VectorError> {
+        self.env.send_stacked(actions, env_id)
+    }
+
+    /// See [`VectorEnv::recv`].
+    pub fn recv(&mut self, min: usize) -> Result<VectorStep, VectorError> {
+        self.runtime.block_on(self.env.recv(min))
+    }
+
     /// See [`VectorEnv::step_wait`].
     pub fn step_wait(&mut self) -> Result<VectorStep, VectorError> {
         self.runtime.block_on(self.env.step_wait())

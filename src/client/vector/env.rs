@@ -1,14 +1,21 @@
 //! [`VectorEnv`]: sub-environments stepped concurrently, with autoreset.
 
 mod reconnect;
+mod recv;
+mod resource;
 
-use super::stack::{stack_filled, unstack};
-use crate::client::{Client, ClientConfig, ClientError, CloseReason, EnvProxy, ProtocolViolation};
+pub use super::mode::AutoresetMode;
+pub(crate) use resource::unbatched;
+use resource::{reset_resource, step_resource, EnvReset, EnvStep, Resource};
+
+use crate::client::{Client, ClientConfig, ClientError, CloseReason, EnvProxy};
+use crate::codec::stack::{stack_filled, unstack};
 use crate::codec::{Dict, NdArray, Value};
 use crate::host::{ResetArgs, Space};
+use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::runtime::Handle;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 
 /// Where a sub-environment lives: a server URL and an env resource ID.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -25,42 +32,6 @@ impl EnvAddress {
         EnvAddress {
             url: url.into(),
             resource_id: resource_id.into(),
-        }
-    }
-}
-
-/// When finished sub-environments are reset, following Gymnasium 1.x's
-/// `gymnasium.vector.AutoresetMode` (see the [module docs](super)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum AutoresetMode {
-    /// Reset in the step after the episode ended (Gymnasium's default).
-    #[default]
-    NextStep,
-    /// Reset right after the ending step, in the same call.
-    SameStep,
-    /// Never reset automatically.
-    Disabled,
-}
-
-impl AutoresetMode {
-    /// Gymnasium's value of the mode (`"NextStep"`, `"SameStep"`,
-    /// `"Disabled"`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AutoresetMode::NextStep => "NextStep",
-            AutoresetMode::SameStep => "SameStep",
-            AutoresetMode::Disabled => "Disabled",
-        }
-    }
-
-    /// The mode of a Gymnasium value or name (`"NextStep"` or `"NEXT_STEP"`,
-    /// case-insensitive).
-    pub fn parse(s: &str) -> Option<AutoresetMode> {
-        match s.to_ascii_lowercase().replace('_', "").as_str() {
-            "nextstep" => Some(AutoresetMode::NextStep),
-            "samestep" => Some(AutoresetMode::SameStep),
-            "disabled" => Some(AutoresetMode::Disabled),
-            _ => None,
         }
     }
 }
@@ -172,6 +143,10 @@ pub struct VectorStep {
     pub final_info: Vec<Option<Dict>>,
     /// Each env's failure, if it failed.
     pub errors: Vec<Option<VectorError>>,
+    /// The sub-environments these results are of, in the order of every
+    /// other field: `0..num_envs` for [`VectorEnv::step_wait`], those that
+    /// arrived for [`VectorEnv::recv`].
+    pub env_id: Vec<usize>,
 }
 
 impl VectorStep {
@@ -191,48 +166,72 @@ impl VectorStep {
     }
 }
 
-/// One env's outcome of a step call.
-struct EnvStep {
-    observation: Value,
-    reward: f64,
-    terminated: bool,
-    truncated: bool,
-    info: Dict,
-    autoreset: bool,
-    final_: Option<(Value, Dict)>,
-}
+/// A resource's reset request on its way.
+type ResetTask = JoinHandle<Result<Vec<EnvReset>, ClientError>>;
 
-type Pending = Vec<Option<JoinHandle<Result<EnvStep, ClientError>>>>;
+/// What a resource's step request came to.
+enum Outcome {
+    /// One result per sub-env.
+    Stepped(Vec<EnvStep>),
+    /// The request failed: every sub-env of the resource failed with it.
+    Failed(ClientError),
+    /// Not sent: a sub-env of the resource failed earlier and was not reset.
+    NotSent,
+}
 
 /// N remote envs stepped together (see the [module docs](super)).
 pub struct VectorEnv {
-    envs: Vec<EnvProxy>,
+    resources: Vec<Resource>,
     clients: Vec<Client>,
     mode: AutoresetMode,
     handle: Handle,
+    num_envs: usize,
+    single_action: Option<Arc<Space>>,
+    single_observation: Option<Arc<Space>>,
     /// `NextStep`: envs to reset in the next step.
     needs_autoreset: Vec<bool>,
     /// Envs that failed and are not stepped until reset.
     failed: Vec<Option<ClientError>>,
     /// Each env's latest observation (for masked resets).
     last: Vec<Option<Value>>,
-    pending: Option<Pending>,
+    /// Step requests on their way, one task per resource; the task returns
+    /// its resource's index.
+    in_flight: JoinSet<(usize, Result<Vec<EnvStep>, ClientError>)>,
+    /// The resource of each in-flight task.
+    task_resource: HashMap<tokio::task::Id, usize>,
+    /// Whether each resource has a step in flight (or an outcome waiting in
+    /// `ready`).
+    busy: Vec<bool>,
+    /// Outcomes known without a request (resources not sent to).
+    ready: Vec<(usize, Outcome)>,
 }
 
 impl std::fmt::Debug for VectorEnv {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VectorEnv")
             .field(
-                "envs",
+                "resources",
                 &self
-                    .envs
+                    .resources
                     .iter()
-                    .map(|e| e.id().to_string())
+                    .map(|r| (r.proxy.id().to_string(), r.batch))
                     .collect::<Vec<_>>(),
             )
             .field("mode", &self.mode)
             .finish()
     }
+}
+
+/// The single spaces of a resource: its own, or one element's when batched.
+fn single_spaces(
+    proxy: &EnvProxy,
+    batch: Option<usize>,
+) -> (Option<Arc<Space>>, Option<Arc<Space>>) {
+    let one = |s: Option<Arc<Space>>| match batch {
+        None => s,
+        Some(_) => s.and_then(|s| unbatched(&s)).map(Arc::new),
+    };
+    (one(proxy.action_space()), one(proxy.observation_space()))
 }
 
 impl VectorEnv {
@@ -308,50 +307,84 @@ impl VectorEnv {
                 }
             }
         }
-        let mut v = VectorEnv::from_envs(envs, mode)?;
-        v.clients = clients;
-        Ok(v)
+        match VectorEnv::from_envs(envs, mode) {
+            Ok(mut v) => {
+                v.clients = clients;
+                Ok(v)
+            }
+            Err(e) => {
+                for c in &clients {
+                    c.close().await;
+                }
+                Err(e)
+            }
+        }
     }
 
-    /// A vector env over proxies obtained elsewhere (any clients). Must run
-    /// inside a tokio runtime. Fails when `envs` is empty or the envs'
-    /// spaces differ.
+    /// A vector env over proxies obtained elsewhere (any clients), one
+    /// resource each: an unbatched env is one sub-environment, a batched
+    /// env (`batch_size` B) B consecutive ones. Must run inside a tokio
+    /// runtime. Fails when `envs` is empty or the sub-environments' spaces
+    /// differ (a batched env's single spaces are one element's, as unienv's
+    /// `unbatch_spaces` gives them).
     pub fn from_envs(envs: Vec<EnvProxy>, mode: AutoresetMode) -> Result<VectorEnv, VectorError> {
         let Some(first) = envs.first() else {
             return Err(VectorError::InvalidUse(
                 "a vector env needs at least one env".into(),
             ));
         };
-        let action = first.action_space();
-        let observation = first.observation_space();
-        for (i, e) in envs.iter().enumerate().skip(1) {
-            if e.action_space() != action || e.observation_space() != observation {
+        let (action, observation) = single_spaces(first, first.batch_size());
+        let mut resources = Vec::with_capacity(envs.len());
+        let mut offset = 0;
+        for (i, e) in envs.iter().enumerate() {
+            let batch = e.batch_size();
+            if batch == Some(0) {
+                return Err(VectorError::InvalidUse(format!(
+                    "env {i} ({}) has batch_size 0",
+                    e.id()
+                )));
+            }
+            if single_spaces(e, batch) != (action.clone(), observation.clone()) {
                 return Err(VectorError::InvalidUse(format!(
                     "env {i} ({}) does not have the action and observation spaces of env 0 ({})",
                     e.id(),
                     first.id()
                 )));
             }
+            let r = Resource {
+                proxy: e.clone(),
+                batch,
+                offset,
+            };
+            offset += r.width();
+            resources.push(r);
         }
         let handle = Handle::try_current().map_err(|_| {
             VectorError::InvalidUse("a vector env must be built inside a tokio runtime".into())
         })?;
-        let n = envs.len();
+        let n = offset;
         Ok(VectorEnv {
-            envs,
+            busy: vec![false; resources.len()],
+            resources,
             clients: Vec::new(),
             mode,
             handle,
+            num_envs: n,
+            single_action: action,
+            single_observation: observation,
             needs_autoreset: vec![false; n],
             failed: vec![None; n],
             last: vec![None; n],
-            pending: None,
+            in_flight: JoinSet::new(),
+            task_resource: HashMap::new(),
+            ready: Vec::new(),
         })
     }
 
-    /// The number of sub-environments.
+    /// The number of sub-environments (a batched resource counts its
+    /// `batch_size`).
     pub fn num_envs(&self) -> usize {
-        self.envs.len()
+        self.num_envs
     }
 
     /// The autoreset mode.
@@ -359,25 +392,35 @@ impl VectorEnv {
         self.mode
     }
 
-    /// The sub-environments' proxies, in order.
-    pub fn envs(&self) -> &[EnvProxy] {
-        &self.envs
+    /// The resources' proxies, in order (one per address; a batched one
+    /// holds several sub-environments).
+    pub fn envs(&self) -> Vec<EnvProxy> {
+        self.resources.iter().map(|r| r.proxy.clone()).collect()
+    }
+
+    /// Each resource's first sub-environment and how many it holds
+    /// (`batch_size`, or 1 for an unbatched env), in order.
+    pub fn resource_ranges(&self) -> Vec<(usize, usize)> {
+        self.resources
+            .iter()
+            .map(|r| (r.offset, r.width()))
+            .collect()
     }
 
     /// One sub-environment's action space (all are the same).
     pub fn single_action_space(&self) -> Option<Arc<Space>> {
-        self.envs[0].action_space()
+        self.single_action.clone()
     }
 
     /// One sub-environment's observation space (all are the same).
     pub fn single_observation_space(&self) -> Option<Arc<Space>> {
-        self.envs[0].observation_space()
+        self.single_observation.clone()
     }
 
-    /// Whether a step is pending (sent by [`step_async`](Self::step_async),
-    /// not yet gathered by [`step_wait`](Self::step_wait)).
+    /// Whether a step is pending (sent by [`step_async`](Self::step_async)
+    /// or [`send`](Self::send), not yet gathered).
     pub fn is_step_pending(&self) -> bool {
-        self.pending.is_some()
+        self.busy.iter().any(|&b| b)
     }
 
     /// The sub-environments that failed and must be reset before they are
@@ -397,9 +440,10 @@ impl VectorEnv {
             .collect()
     }
 
-    /// Resets every env (all requests at once), each with its own
-    /// arguments (see [`VectorEnv::seeded`]). A successful reset clears an
-    /// env's failure and its pending autoreset.
+    /// Resets every env (all requests at once, one per resource), each
+    /// sub-environment with its own arguments (see [`VectorEnv::seeded`]).
+    /// A successful reset clears an env's failure and its pending
+    /// autoreset.
     pub async fn reset(&mut self, args: Vec<ResetArgs>) -> Result<VectorReset, VectorError> {
         self.reset_masked(args, None).await.map(|(reset, _)| reset)
     }
@@ -407,7 +451,10 @@ impl VectorEnv {
     /// Resets the envs where `mask` is true (all when `None`); the others
     /// are left alone: their slots of the stacked observation hold their
     /// latest observation (zeros if none), their contexts are `Null`, their
-    /// infos empty and their errors `None`. Returns the result and the mask
+    /// infos empty and their errors `None`. A batched resource gets one
+    /// reset with the mask of its sub-envs (and their seeds: one seed when
+    /// they follow Gymnasium's `seed + i`, else a list). A failed request
+    /// fails every sub-env of its resource. Returns the result and the mask
     /// used.
     pub async fn reset_masked(
         &mut self,
@@ -415,9 +462,9 @@ impl VectorEnv {
         mask: Option<&[bool]>,
     ) -> Result<(VectorReset, Vec<bool>), VectorError> {
         let n = self.num_envs();
-        if self.pending.is_some() {
+        if self.is_step_pending() {
             return Err(VectorError::InvalidUse(
-                "a step is pending: call step_wait first".into(),
+                "a step is pending: call step_wait (or recv) first".into(),
             ));
         }
         if args.len() != n {
@@ -436,47 +483,45 @@ impl VectorEnv {
             Some(m) => m.to_vec(),
             None => vec![true; n],
         };
-        let tasks: Vec<_> = self
-            .envs
+        let tasks: Vec<Option<ResetTask>> = self
+            .resources
             .iter()
-            .zip(args)
-            .zip(&mask)
-            .map(|((env, a), &on)| {
-                on.then(|| {
-                    let env = env.clone();
-                    self.handle.spawn(async move { env.reset(a).await })
+            .map(|r| {
+                let sub: Vec<bool> = mask[r.range()].to_vec();
+                sub.iter().any(|&m| m).then(|| {
+                    let r = r.clone();
+                    let a = args[r.range()].to_vec();
+                    self.handle
+                        .spawn(async move { reset_resource(&r, a, &sub).await })
                 })
             })
             .collect();
-        let mut observations = Vec::with_capacity(n);
-        let mut contexts = Vec::with_capacity(n);
-        let mut infos = Vec::with_capacity(n);
-        let mut errors = Vec::with_capacity(n);
-        for (i, task) in tasks.into_iter().enumerate() {
-            let Some(task) = task else {
-                observations.push(self.last[i].clone());
-                contexts.push(Value::Null);
-                infos.push(Dict::new());
-                errors.push(None);
-                continue;
-            };
+        let mut observations: Vec<Option<Value>> = self.last.clone();
+        let mut contexts = vec![Value::Null; n];
+        let mut infos = vec![Dict::new(); n];
+        let mut errors: Vec<Option<VectorError>> = vec![None; n];
+        for (k, task) in tasks.into_iter().enumerate() {
+            let Some(task) = task else { continue };
+            let range = self.resources[k].range();
             match join(task).await {
-                Ok(r) => {
-                    self.failed[i] = None;
-                    self.needs_autoreset[i] = false;
-                    self.last[i] = Some(r.observation.clone());
-                    observations.push(Some(r.observation));
-                    contexts.push(r.context);
-                    infos.push(r.info);
-                    errors.push(None);
+                Ok(rows) => {
+                    let masked = range.clone().filter(|&i| mask[i]);
+                    for (i, row) in masked.zip(rows) {
+                        self.failed[i] = None;
+                        self.needs_autoreset[i] = false;
+                        self.last[i] = Some(row.observation.clone());
+                        observations[i] = Some(row.observation);
+                        contexts[i] = row.context;
+                        infos[i] = row.info;
+                    }
                 }
                 Err(error) => {
-                    self.failed[i] = Some(error.clone());
-                    self.needs_autoreset[i] = false;
-                    observations.push(None);
-                    contexts.push(Value::Null);
-                    infos.push(Dict::new());
-                    errors.push(Some(self.env_error(i, error)));
+                    for i in range {
+                        self.failed[i] = Some(error.clone());
+                        self.needs_autoreset[i] = false;
+                        observations[i] = None;
+                        errors[i] = Some(self.env_error(i, error.clone()));
+                    }
                 }
             }
         }
@@ -495,18 +540,26 @@ impl VectorEnv {
     fn env_error(&self, index: usize, error: ClientError) -> VectorError {
         VectorError::Env {
             index,
-            resource_id: self.envs[index].id().to_string(),
+            resource_id: self.resource_of(index).proxy.id().to_string(),
             error,
         }
     }
 
+    /// The resource holding sub-env `index`.
+    fn resource_of(&self, index: usize) -> &Resource {
+        let k = self
+            .resources
+            .partition_point(|r| r.offset + r.width() <= index);
+        &self.resources[k.min(self.resources.len() - 1)]
+    }
+
     /// Sends every env's step (or, in `NextStep` mode, the reset of those
-    /// whose episode ended) at once and returns without waiting; collect the
-    /// results with [`step_wait`](Self::step_wait). `actions` holds one
-    /// action per env.
+    /// whose episode ended) at once, one request per resource, and returns
+    /// without waiting; collect the results with
+    /// [`step_wait`](Self::step_wait). `actions` holds one action per env.
     pub fn step_async(&mut self, actions: Vec<Value>) -> Result<(), VectorError> {
         let n = self.num_envs();
-        if self.pending.is_some() {
+        if self.is_step_pending() {
             return Err(VectorError::InvalidUse(
                 "a step is already pending: call step_wait first".into(),
             ));
@@ -517,24 +570,8 @@ impl VectorEnv {
                 actions.len()
             )));
         }
-        let mode = self.mode;
-        let pending: Pending = actions
-            .into_iter()
-            .enumerate()
-            .map(|(i, action)| {
-                if self.failed[i].is_some() {
-                    return None;
-                }
-                let env = self.envs[i].clone();
-                let reset_instead = mode == AutoresetMode::NextStep && self.needs_autoreset[i];
-                Some(
-                    self.handle
-                        .spawn(async move { env_step(env, action, reset_instead, mode).await }),
-                )
-            })
-            .collect();
-        self.pending = Some(pending);
-        Ok(())
+        let ids: Vec<usize> = (0..n).collect();
+        self.send(actions, &ids)
     }
 
     /// [`step_async`](Self::step_async) with the actions stacked along the
@@ -544,62 +581,140 @@ impl VectorEnv {
         self.step_async(split)
     }
 
-    /// Waits for the step sent by [`step_async`](Self::step_async) and
-    /// stacks the results.
-    pub async fn step_wait(&mut self) -> Result<VectorStep, VectorError> {
-        let Some(pending) = self.pending.take() else {
-            return Err(VectorError::InvalidUse(
-                "no step is pending: call step_async first".into(),
-            ));
-        };
-        let n = self.num_envs();
+    /// Starts the step of resource `k` with its sub-envs' actions.
+    fn launch(&mut self, k: usize, actions: Vec<Value>) {
+        self.busy[k] = true;
+        let r = &self.resources[k];
+        if r.range().any(|i| self.failed[i].is_some()) {
+            self.ready.push((k, Outcome::NotSent));
+            return;
+        }
+        let next_step = self.mode == AutoresetMode::NextStep;
+        let ended: Vec<bool> = self.needs_autoreset[r.range()]
+            .iter()
+            .map(|&e| e && next_step)
+            .collect();
+        let (r, mode) = (r.clone(), self.mode);
+        let task = self.in_flight.spawn_on(
+            async move { (k, step_resource(r, actions, ended, mode).await) },
+            &self.handle,
+        );
+        self.task_resource.insert(task.id(), k);
+    }
+
+    /// Waits for the next resource's outcome.
+    async fn next_outcome(&mut self) -> Option<(usize, Outcome)> {
+        if let Some(o) = self.ready.pop() {
+            return Some(o);
+        }
+        let joined = self.in_flight.join_next_with_id().await?;
+        Some(match joined {
+            Ok((id, (k, result))) => {
+                self.task_resource.remove(&id);
+                (
+                    k,
+                    match result {
+                        Ok(steps) => Outcome::Stepped(steps),
+                        Err(e) => Outcome::Failed(e),
+                    },
+                )
+            }
+            Err(e) => {
+                let k = self.task_resource.remove(&e.id()).unwrap_or(0);
+                let error =
+                    ClientError::Uncertain(Box::new(ClientError::Closed(CloseReason::TaskEnded {
+                        detail: e.to_string(),
+                    })));
+                (k, Outcome::Failed(error))
+            }
+        })
+    }
+
+    /// The results of `outcomes` (resources in the order given), the
+    /// state updated.
+    fn gather(&mut self, outcomes: Vec<(usize, Outcome)>) -> VectorStep {
+        let ids: Vec<usize> = outcomes
+            .iter()
+            .flat_map(|(k, _)| self.resources[*k].range())
+            .collect();
+        let m = ids.len();
         let mut out = VectorStep {
             observation: Value::Null,
-            reward: vec![0.0; n],
-            terminated: vec![false; n],
-            truncated: vec![false; n],
-            infos: vec![Dict::new(); n],
-            autoreset: vec![false; n],
-            final_observation: vec![None; n],
-            final_info: vec![None; n],
-            errors: vec![None; n],
+            reward: vec![0.0; m],
+            terminated: vec![false; m],
+            truncated: vec![false; m],
+            infos: vec![Dict::new(); m],
+            autoreset: vec![false; m],
+            final_observation: vec![None; m],
+            final_info: vec![None; m],
+            errors: vec![None; m],
+            env_id: ids,
         };
-        let mut observations: Vec<Option<Value>> = vec![None; n];
-        for (i, task) in pending.into_iter().enumerate() {
-            let Some(task) = task else {
-                if let Some(error) = &self.failed[i] {
-                    out.errors[i] = Some(VectorError::NeedsReset {
-                        index: i,
-                        resource_id: self.envs[i].id().to_string(),
-                        error: error.clone(),
-                    });
-                }
-                continue;
-            };
-            match join(task).await {
-                Ok(s) => {
-                    self.needs_autoreset[i] = s.terminated || s.truncated;
-                    self.last[i] = Some(s.observation.clone());
-                    observations[i] = Some(s.observation);
-                    out.reward[i] = s.reward;
-                    out.terminated[i] = s.terminated;
-                    out.truncated[i] = s.truncated;
-                    out.infos[i] = s.info;
-                    out.autoreset[i] = s.autoreset;
-                    if let Some((obs, info)) = s.final_ {
-                        out.final_observation[i] = Some(obs);
-                        out.final_info[i] = Some(info);
+        let mut observations: Vec<Option<Value>> = vec![None; m];
+        let mut slot = 0;
+        for (k, outcome) in outcomes {
+            self.busy[k] = false;
+            let range = self.resources[k].range();
+            match outcome {
+                Outcome::Stepped(steps) => {
+                    for (i, s) in range.zip(steps) {
+                        self.needs_autoreset[i] = s.terminated || s.truncated;
+                        self.last[i] = Some(s.observation.clone());
+                        observations[slot] = Some(s.observation);
+                        out.reward[slot] = s.reward;
+                        out.terminated[slot] = s.terminated;
+                        out.truncated[slot] = s.truncated;
+                        out.infos[slot] = s.info;
+                        out.autoreset[slot] = s.autoreset;
+                        if let Some((obs, info)) = s.final_ {
+                            out.final_observation[slot] = Some(obs);
+                            out.final_info[slot] = Some(info);
+                        }
+                        slot += 1;
                     }
                 }
-                Err(error) => {
-                    self.needs_autoreset[i] = false;
-                    self.failed[i] = Some(error.clone());
-                    out.errors[i] = Some(self.env_error(i, error));
+                Outcome::Failed(error) => {
+                    for i in range {
+                        self.needs_autoreset[i] = false;
+                        self.failed[i] = Some(error.clone());
+                        out.errors[slot] = Some(self.env_error(i, error.clone()));
+                        slot += 1;
+                    }
+                }
+                Outcome::NotSent => {
+                    let earlier = range.clone().find_map(|i| self.failed[i].clone());
+                    for i in range {
+                        let error = self.failed[i].clone().or_else(|| earlier.clone());
+                        if let Some(error) = error {
+                            out.errors[slot] = Some(VectorError::NeedsReset {
+                                index: i,
+                                resource_id: self.resources[k].proxy.id().to_string(),
+                                error,
+                            });
+                        }
+                        slot += 1;
+                    }
                 }
             }
         }
         out.observation = stack_filled(&observations);
-        Ok(out)
+        out
+    }
+
+    /// Waits for the step sent by [`step_async`](Self::step_async) and
+    /// stacks the results (every env, in order).
+    pub async fn step_wait(&mut self) -> Result<VectorStep, VectorError> {
+        if !self.is_step_pending() {
+            return Err(VectorError::InvalidUse(
+                "no step is pending: call step_async first".into(),
+            ));
+        }
+        let mut outcomes = Vec::with_capacity(self.resources.len());
+        while let Some(o) = self.next_outcome().await {
+            outcomes.push(o);
+        }
+        outcomes.sort_by_key(|(k, _)| *k);
+        Ok(self.gather(outcomes))
     }
 
     /// [`step_async`](Self::step_async) then [`step_wait`](Self::step_wait).
@@ -612,11 +727,11 @@ impl VectorEnv {
     /// [`VectorEnv::connect`]; proxies given to [`VectorEnv::from_envs`]
     /// are left to their owners). A pending step is abandoned.
     pub async fn close(&mut self) {
-        if let Some(pending) = self.pending.take() {
-            for task in pending.into_iter().flatten() {
-                task.abort();
-            }
-        }
+        self.in_flight.abort_all();
+        while self.in_flight.join_next().await.is_some() {}
+        self.task_resource.clear();
+        self.ready.clear();
+        self.busy.iter_mut().for_each(|b| *b = false);
         for c in self.clients.drain(..) {
             c.close().await;
         }
@@ -634,61 +749,4 @@ async fn join<T>(task: JoinHandle<Result<T, ClientError>>) -> Result<T, ClientEr
             },
         )))),
     }
-}
-
-async fn env_step(
-    env: EnvProxy,
-    action: Value,
-    reset_instead: bool,
-    mode: AutoresetMode,
-) -> Result<EnvStep, ClientError> {
-    if reset_instead {
-        let r = env.reset(ResetArgs::default()).await?;
-        return Ok(EnvStep {
-            observation: r.observation,
-            reward: 0.0,
-            terminated: false,
-            truncated: false,
-            info: r.info,
-            autoreset: true,
-            final_: None,
-        });
-    }
-    let s = env.step(action).await?;
-    let reward = s.reward.as_scalar_f64().ok_or_else(|| {
-        ClientError::Protocol(ProtocolViolation::RewardNotANumber {
-            found: s.reward.type_name(),
-        })
-    })?;
-    let flag = |v: &Value, flag: &'static str| {
-        v.truthy().ok_or_else(|| {
-            ClientError::Protocol(ProtocolViolation::FlagNotABool {
-                flag,
-                value: v.to_string(),
-            })
-        })
-    };
-    let terminated = flag(&s.terminated, "terminated")?;
-    let truncated = flag(&s.truncated, "truncated")?;
-    if mode == AutoresetMode::SameStep && (terminated || truncated) {
-        let r = env.reset(ResetArgs::default()).await?;
-        return Ok(EnvStep {
-            observation: r.observation,
-            reward,
-            terminated,
-            truncated,
-            info: r.info,
-            autoreset: false,
-            final_: Some((s.observation, s.info)),
-        });
-    }
-    Ok(EnvStep {
-        observation: s.observation,
-        reward,
-        terminated,
-        truncated,
-        info: s.info,
-        autoreset: false,
-        final_: None,
-    })
 }

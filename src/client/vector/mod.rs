@@ -10,6 +10,21 @@
 //!   two calls overlaps the simulators'. Envs on the same server share one
 //!   connection (their requests are pipelined on it; the server runs each
 //!   domain on its own thread).
+//! - **Batched resources.** An env with a `batch_size` B (a batched UniEnv
+//!   env, e.g. Python's `unienv_remote.BatchedEnv` or the crate's
+//!   [`BatchedEnv`](crate::host::BatchedEnv)) contributes B consecutive
+//!   sub-environments, stepped by one request per step; batched and
+//!   unbatched resources mix, as long as one element of each has the same
+//!   spaces ([`VectorEnv::single_observation_space`]). Autoreset reaches a
+//!   batched resource through reset masks (one extra request, after the
+//!   step's reply, on a step where some of its sub-envs must be reset; see
+//!   the `NextStep` note below). A failed request fails all of its
+//!   sub-environments: the resource is faulted as a whole.
+//! - **Asynchronous stepping, EnvPool's way.** [`VectorEnv::send`] steps
+//!   some sub-environments (whole resources) and [`VectorEnv::recv`]
+//!   returns the first ones whose results arrived (at least `min`, whole
+//!   resources, ids in [`VectorStep::env_id`]), so a learner never waits for
+//!   the slowest simulator.
 //! - **Stacking.** Observations are stacked along a new leading axis
 //!   ([`stack`]): arrays of one dtype and shape become one array, numbers and
 //!   booleans become 1-D arrays, dicts and tuples are stacked field by field;
@@ -26,7 +41,10 @@
 //!   `SAME_STEP` resets right after the ending step and reports the reset's
 //!   observation, with the ending step's observation and info in
 //!   [`VectorStep::final_observation`] / [`VectorStep::final_info`];
-//!   `DISABLED` never resets.
+//!   `DISABLED` never resets. In `NEXT_STEP` mode, the finished
+//!   sub-environments of a batched resource are stepped once more (their
+//!   action ignored, their result discarded) before their masked reset: a
+//!   batched env steps all of its sub-envs or none.
 //! - **Reconnecting.** [`VectorEnv::reconnect`] points some envs at a new
 //!   address (a restarted server) without touching the others; they too
 //!   are reset before they are stepped.
@@ -77,11 +95,11 @@
 
 mod blocking;
 mod env;
-mod stack;
+mod mode;
 
+pub use crate::codec::stack::{stack, stack_filled, unstack, zeros_like};
 pub use blocking::BlockingVectorEnv;
 pub use env::{AutoresetMode, EnvAddress, VectorEnv, VectorError, VectorReset, VectorStep};
-pub use stack::{stack, stack_filled, unstack, zeros_like};
 
 #[cfg(test)]
 mod tests;

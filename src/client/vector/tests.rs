@@ -1,5 +1,6 @@
 use super::*;
 use crate::codec::{Dict, NdArray, Value};
+use crate::host::ResetArgs;
 
 #[test]
 fn stack_and_unstack() {
@@ -49,4 +50,222 @@ fn autoreset_names() {
         Some(AutoresetMode::NextStep)
     );
     assert_eq!(AutoresetMode::parse("sometimes"), None);
+}
+
+/// EnvPool's `send`/`recv` over 6 counters: each `recv(2)` returns envs in
+/// flight, each exactly once per send, with the results their actions give.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recv_returns_every_env_once_per_send() {
+    use crate::client::ClientConfig;
+    use crate::fixtures::{CounterEnv, CounterVariant};
+    use crate::server::{Server, ServerConfig};
+
+    let n = 6;
+    let mut builder = Server::builder(ServerConfig::default());
+    for i in 0..n {
+        builder
+            .register_env(
+                &format!("c{i}"),
+                CounterEnv::new(None, CounterVariant::Plain),
+            )
+            .expect("register");
+    }
+    let server = builder.start().expect("a valid server configuration");
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let addresses: Vec<EnvAddress> = (0..n)
+        .map(|i| EnvAddress::new(listener.url(), format!("c{i}")))
+        .collect();
+    let mut envs = VectorEnv::connect(&addresses, ClientConfig::default(), AutoresetMode::Disabled)
+        .await
+        .expect("connect");
+    assert!(envs.recv(2).await.is_err(), "nothing is in flight yet");
+    envs.reset(VectorEnv::seeded(Some(0), n))
+        .await
+        .expect("reset");
+    // Each counter's value: its seed (= its index), plus what it was sent.
+    let mut value: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    let mut in_flight = vec![true; n];
+    let ids: Vec<usize> = (0..n).collect();
+    let step = |i: usize| Value::from(NdArray::from_vec(vec![0.5f32 + i as f32, 0.0]));
+    envs.send(ids.iter().map(|&i| step(i)).collect(), &ids)
+        .expect("send");
+    let mut received = vec![0; n];
+    for _ in 0..30 {
+        let got = envs.recv(2).await.expect("recv");
+        assert!(got.env_id.len() >= 2);
+        for (pos, &i) in got.env_id.iter().enumerate() {
+            assert!(in_flight[i], "env {i} returned twice for one send");
+            in_flight[i] = false;
+            received[i] += 1;
+            value[i] += 0.5 + i as f64;
+            let obs = got.observation.get("position").and_then(Value::as_array);
+            let row = obs.map(|a| a.to_f64_vec()[pos * 2]);
+            assert_eq!(row, Some(value[i]), "env {i}");
+            assert!(got.errors[pos].is_none());
+        }
+        let again = got.env_id.clone();
+        envs.send(again.iter().map(|&i| step(i)).collect(), &again)
+            .expect("send again");
+        again.iter().for_each(|&i| in_flight[i] = true);
+    }
+    assert!(received.iter().sum::<usize>() >= 60);
+    // An env in flight cannot be sent again.
+    assert!(matches!(
+        envs.send(vec![step(0)], &[0]),
+        Err(VectorError::InvalidUse(_))
+    ));
+    envs.close().await;
+    server.shutdown().await;
+}
+
+/// A batched resource (`counter3`, batch_size 3) and an unbatched one
+/// (`counter`) make 4 sub-envs; one request per resource per step, the
+/// batched one's rows split in order; a reset by mask reaches only the
+/// masked rows of the batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_and_single_resources_mix() {
+    use crate::client::ClientConfig;
+    use crate::server::{Server, ServerConfig};
+
+    let mut builder = Server::builder(ServerConfig::default());
+    crate::fixtures::register(&mut builder).expect("fixtures");
+    let server = builder.start().expect("a valid server configuration");
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let addresses = vec![
+        EnvAddress::new(listener.url(), "counter3"),
+        EnvAddress::new(listener.url(), "counter"),
+    ];
+    let mut envs = VectorEnv::connect(&addresses, ClientConfig::default(), AutoresetMode::Disabled)
+        .await
+        .expect("batched and single counters mix");
+    assert_eq!(envs.num_envs(), 4);
+    assert_eq!(envs.resource_ranges(), vec![(0, 3), (3, 1)]);
+    assert_eq!(
+        envs.single_observation_space(),
+        envs.envs()[1].observation_space()
+    );
+    let positions = |v: &Value| {
+        v.get("position")
+            .and_then(Value::as_array)
+            .map(NdArray::to_f64_vec)
+            .unwrap_or_default()
+    };
+    let reset = envs
+        .reset(vec![ResetArgs::default(); 4])
+        .await
+        .expect("reset");
+    assert_eq!(positions(&reset.observation), vec![0.0; 8]);
+    let actions: Vec<Value> = (0..4)
+        .map(|i| Value::from(NdArray::from_vec(vec![i as f32, 1.0])))
+        .collect();
+    let step = envs.step(actions.clone()).await.expect("step");
+    assert!(step.errors.iter().all(Option::is_none), "{:?}", step.errors);
+    assert_eq!(
+        positions(&step.observation),
+        vec![0.0, 1.0, 1.0, 1.0, 2.0, 1.0, 3.0, 1.0]
+    );
+    assert_eq!(step.reward, vec![1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(step.env_id, vec![0, 1, 2, 3]);
+    // Reset rows 1 and 3 (of the batch, and the single env): the others keep
+    // their observation.
+    let mask = [false, true, false, true];
+    let (reset, _) = envs
+        .reset_masked(vec![ResetArgs::default(); 4], Some(&mask))
+        .await
+        .expect("masked reset");
+    assert!(
+        reset.errors.iter().all(Option::is_none),
+        "{:?}",
+        reset.errors
+    );
+    assert_eq!(
+        positions(&reset.observation),
+        vec![0.0, 1.0, 0.0, 0.0, 2.0, 1.0, 0.0, 0.0]
+    );
+    // Half a batched resource cannot be sent alone.
+    assert!(matches!(
+        envs.send(vec![actions[0].clone()], &[0]),
+        Err(VectorError::InvalidUse(_))
+    ));
+    envs.close().await;
+    server.shutdown().await;
+}
+
+/// 6 CartPoles as a [`BatchedEnv`](crate::host::BatchedEnv) of 4 plus 2
+/// single ones, against 6 single CartPoles, in every autoreset mode: the
+/// same observations, rewards, signals and final observations, step by step
+/// through episodes that end at different steps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_host_equals_single_envs_in_every_mode() {
+    use crate::client::ClientConfig;
+    use crate::host::BatchedEnv;
+    use crate::server::{Server, ServerConfig};
+    use crate::sims::CartPole;
+
+    let mut builder = Server::builder(ServerConfig::default());
+    let batch = BatchedEnv::new((0..4).map(|_| CartPole::new()).collect()).expect("a batch");
+    builder.register_env("batch", batch).expect("register");
+    for i in 0..8 {
+        builder
+            .register_env(&format!("c{i}"), CartPole::new())
+            .expect("register");
+    }
+    let server = builder.start().expect("a valid server configuration");
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let at = |id: &str| EnvAddress::new(listener.url(), id);
+    for mode in [
+        AutoresetMode::NextStep,
+        AutoresetMode::SameStep,
+        AutoresetMode::Disabled,
+    ] {
+        let mixed = [at("batch"), at("c6"), at("c7")];
+        let singles: Vec<EnvAddress> = (0..6).map(|i| at(&format!("c{i}"))).collect();
+        let config = ClientConfig::default();
+        let mut a = VectorEnv::connect(&mixed, config.clone(), mode)
+            .await
+            .expect("connect");
+        let mut b = VectorEnv::connect(&singles, config, mode)
+            .await
+            .expect("connect");
+        assert_eq!((a.num_envs(), b.num_envs()), (6, 6));
+        let ra = a
+            .reset(VectorEnv::seeded(Some(40), 6))
+            .await
+            .expect("reset");
+        let rb = b
+            .reset(VectorEnv::seeded(Some(40), 6))
+            .await
+            .expect("reset");
+        assert_eq!(ra.observation, rb.observation);
+        let mut ends = 0;
+        for t in 0..60usize {
+            let actions: Vec<Value> = (0..6)
+                .map(|i| Value::from(NdArray::scalar(((i * 7 + t * 3) % 5 < 2) as i64)))
+                .collect();
+            let sa = a.step(actions.clone()).await.expect("step");
+            let sb = b.step(actions).await.expect("step");
+            assert!(sa.errors.iter().all(Option::is_none), "{:?}", sa.errors);
+            assert_eq!(sa.observation, sb.observation, "{mode:?} t {t}");
+            assert_eq!(sa.reward, sb.reward);
+            assert_eq!(sa.terminated, sb.terminated);
+            assert_eq!(sa.truncated, sb.truncated);
+            assert_eq!(sa.autoreset, sb.autoreset);
+            assert_eq!(sa.final_observation, sb.final_observation);
+            ends += sa.terminated.iter().filter(|&&x| x).count();
+            if mode == AutoresetMode::Disabled && sa.terminated.iter().any(|&x| x) {
+                let mask = sa.terminated.clone();
+                let args = VectorEnv::seeded(Some(t as i64), 6);
+                let (ra, _) = a
+                    .reset_masked(args.clone(), Some(&mask))
+                    .await
+                    .expect("reset");
+                let (rb, _) = b.reset_masked(args, Some(&mask)).await.expect("reset");
+                assert_eq!(ra.observation, rb.observation);
+            }
+        }
+        assert!(ends > 2, "{mode:?}: episodes ended");
+        a.close().await;
+        b.close().await;
+    }
+    server.shutdown().await;
 }

@@ -3,14 +3,16 @@
 //! connection was lost, [`VectorEnv::reconnect`] points some envs at their
 //! new address without touching the others.
 
-use super::{join, EnvAddress, VectorEnv, VectorError};
+use super::{join, single_spaces, EnvAddress, VectorEnv, VectorError};
 use crate::client::{Client, ClientConfig, ClientError, CloseReason};
 
 impl VectorEnv {
     /// Connects sub-environments `changes[k].0` to `changes[k].1` (one new
     /// connection per distinct URL, made at once, with `config`) and
     /// replaces their proxies; the other envs, their episodes and pending
-    /// autoresets are untouched. A reconnected env must be reset before it
+    /// autoresets are untouched. An index names a resource by its first
+    /// sub-environment; the new env must have its `batch_size`, and all of
+    /// its sub-environments are reconnected. A reconnected env must be reset before it
     /// is stepped (a step reports [`VectorError::NeedsReset`] for it until
     /// then): its state on the server is not the one this vector env last
     /// saw. Its old connection stays open (or closed, if it was lost) until
@@ -25,7 +27,7 @@ impl VectorEnv {
         changes: &[(usize, EnvAddress)],
         config: ClientConfig,
     ) -> Result<(), VectorError> {
-        if self.pending.is_some() {
+        if self.is_step_pending() {
             return Err(VectorError::InvalidUse(
                 "a step is pending: call step_wait before reconnecting".into(),
             ));
@@ -35,6 +37,12 @@ impl VectorEnv {
             if *i >= n {
                 return Err(VectorError::InvalidUse(format!(
                     "env {i} does not exist ({n} envs)"
+                )));
+            }
+            if self.resource_of(*i).offset != *i {
+                return Err(VectorError::InvalidUse(format!(
+                    "env {i} is inside the batched resource starting at env {}: reconnect that one",
+                    self.resource_of(*i).offset
                 )));
             }
             if changes[..k].iter().any(|(j, _)| j == i) {
@@ -76,16 +84,21 @@ impl VectorEnv {
                 let Some(k) = urls.iter().position(|u| *u == a.url) else {
                     unreachable!("every URL was collected above")
                 };
+                let old = self.resource_of(*i);
                 match clients[k].env(&a.resource_id).await {
                     Ok(env)
-                        if env.action_space() != self.envs[*i].action_space()
-                            || env.observation_space() != self.envs[*i].observation_space() =>
+                        if env.batch_size() != old.batch
+                            || single_spaces(&env, env.batch_size())
+                                != (
+                                    self.single_action.clone(),
+                                    self.single_observation.clone(),
+                                ) =>
                     {
                         failure = Some(VectorError::InvalidUse(format!(
-                            "env {i}: {} at {} does not have the action and observation spaces of the env it replaces ({})",
+                            "env {i}: {} at {} does not have the batch size and the action and observation spaces of the env it replaces ({})",
                             a.resource_id,
                             a.url,
-                            self.envs[*i].id()
+                            old.proxy.id()
                         )));
                         break;
                     }
@@ -107,13 +120,16 @@ impl VectorEnv {
             return Err(e);
         }
         for ((i, a), env) in changes.iter().zip(proxies) {
-            self.envs[*i] = env;
-            self.failed[*i] = Some(ClientError::Closed(CloseReason::Reconnected {
-                resource_id: a.resource_id.clone(),
-                url: a.url.clone(),
-            }));
-            self.needs_autoreset[*i] = false;
-            self.last[*i] = None;
+            let k = self.resources.partition_point(|r| r.offset < *i);
+            self.resources[k].proxy = env;
+            for j in self.resources[k].range() {
+                self.failed[j] = Some(ClientError::Closed(CloseReason::Reconnected {
+                    resource_id: a.resource_id.clone(),
+                    url: a.url.clone(),
+                }));
+                self.needs_autoreset[j] = false;
+                self.last[j] = None;
+            }
         }
         self.clients.extend(clients);
         Ok(())

@@ -1,0 +1,287 @@
+"""Throughput at scale (issue 25's targets), every configuration in one run.
+
+    .venv-ref/bin/python benches/throughput.py [--seconds 1.5] [--rounds 3]
+
+Prints env steps per second of each configuration as the median of
+``--rounds`` interleaved rounds (each configuration measured for ``--seconds``
+per round, after a warm-up), and each figure as a ratio against the baselines
+measured in the same run, with the machine's load average before and after:
+
+* 16 ``Pendulum-v1`` / ``HalfCheetah-v5``: Gymnasium ``SyncVectorEnv`` in
+  process, Gymnasium ``AsyncVectorEnv`` (16 subprocesses),
+  ``RemoteVectorEnv`` over 16 single remote envs (2 server processes x 8), and
+  ``RemoteVectorEnv`` over 2 server processes x ``BatchedEnv`` of 8;
+* server CPU per env step (user + system time of the server processes over
+  the run of a configuration, from ``/proc``), and the same minus the
+  simulator's own cost (``SyncVectorEnv``'s time per env step);
+* stragglers: 64 envs whose step sleeps an exponential time of mean 1 ms
+  (100 % standard deviation), 2 server processes x 32 single envs: lockstep
+  ``step`` against EnvPool-style ``send``/``recv`` with ``batch_size=16``;
+* ``BatchedEnv`` of 8 in process, sequential against 2 threads (what its
+  default follows).
+
+The servers are this script run as ``--serve`` (our Python
+``unienv_remote.RemoteServer`` on 127.0.0.1, port picked by the OS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+N = 16
+STRAGGLERS = 64
+PER_SERVER = N // 2
+URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
+
+
+# -- the servers (this script with --serve) -------------------------------------
+
+def straggler_factory(seed: int) -> Callable[[], Any]:
+    import gymnasium
+
+    class Straggler(gymnasium.Env):
+        """A simulator whose step sleeps Exp(1 ms): mean 1 ms, stddev 1 ms."""
+
+        observation_space = gymnasium.spaces.Box(-1.0, 1.0, (4,), np.float32)
+        action_space = gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+        def __init__(self) -> None:
+            self.delays = np.random.default_rng(seed)
+
+        def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> Tuple[np.ndarray, dict]:
+            super().reset(seed=seed)
+            return np.zeros(4, np.float32), {}
+
+        def step(self, action: np.ndarray) -> Tuple[np.ndarray, float, bool, bool, dict]:
+            time.sleep(self.delays.exponential(1e-3))
+            return np.zeros(4, np.float32), 0.0, False, False, {}
+
+    return Straggler
+
+
+def serve(index: int) -> None:
+    import gymnasium
+    from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
+    from unienv_remote import BatchedEnv, RemoteServer
+
+    server = RemoteServer(idle_timeout=None)
+    server.register("pendulum_batch", BatchedEnv([lambda: gymnasium.make("Pendulum-v1")] * PER_SERVER))
+    server.register("cheetah_batch", BatchedEnv([lambda: gymnasium.make("HalfCheetah-v5")] * PER_SERVER))
+    for i in range(PER_SERVER):
+        server.register(f"pendulum{i}", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
+        server.register(f"cheetah{i}", FromGymnasiumEnv(gymnasium.make("HalfCheetah-v5")))
+    # Lockstep uses straggler0..31, send/recv straggler32..63 (one controller each).
+    for i in range(STRAGGLERS):
+        server.register(f"straggler{i}", FromGymnasiumEnv(straggler_factory(1000 * index + i)()))
+    print(server.listen("127.0.0.1", 0), flush=True)
+    try:
+        sys.stdin.read()  # until the benchmark closes our stdin
+    finally:
+        server.close()
+
+
+class ServerProcess:
+    def __init__(self, index: int) -> None:
+        self.process = subprocess.Popen([sys.executable, __file__, "--serve", str(index)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert self.process.stdout is not None
+        self.url = ""
+        for line in self.process.stdout:
+            m = URL.search(line)
+            if m:
+                self.url = m.group(1)
+                break
+        if not self.url:
+            raise RuntimeError(f"server {index} printed no URL (exit {self.process.wait()})")
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+# -- the measurements -------------------------------------------------------------
+
+class Config:
+    """A configuration: ``make()`` builds it once, ``run(seconds)`` returns
+    env steps per second, ``close()`` ends it."""
+
+    def __init__(self, name: str, make: Callable[[], Any], run: Callable[[Any, float], float],
+                 servers: Optional[List[ServerProcess]] = None) -> None:
+        self.name, self.make, self.run_fn, self.servers = name, make, run, servers or []
+        self.obj: Any = None
+        self.rates: List[float] = []
+        self.cpu_per_step: List[float] = []
+        self.own_cpu_per_step: List[float] = []
+
+    def run(self, seconds: float) -> None:
+        if self.obj is None:
+            self.obj = self.make()
+            self.run_fn(self.obj, 0.3)  # warm-up
+        before = sum(s.cpu_seconds() for s in self.servers)
+        start, cpu_start = time.perf_counter(), time.process_time()
+        rate = self.run_fn(self.obj, seconds)
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        self.rates.append(rate)
+        self.own_cpu_per_step.append(cpu / (rate * elapsed))
+        if self.servers:
+            used = sum(s.cpu_seconds() for s in self.servers) - before
+            self.cpu_per_step.append(used / (rate * elapsed))
+
+    @property
+    def rate(self) -> float:
+        return statistics.median(self.rates)
+
+    @property
+    def best(self) -> float:
+        return max(self.rates)
+
+    def close(self) -> None:
+        if self.obj is not None:
+            self.obj.close()
+
+
+def lockstep(envs: Any, seconds: float) -> float:
+    actions = np.random.default_rng(0).uniform(-1, 1, size=(64,) + envs.action_space.shape).astype(np.float32)
+    envs.reset(seed=0)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        envs.step(actions[steps % 64])
+        steps += 1
+    return steps * envs.num_envs / (time.perf_counter() - start)
+
+
+def send_recv(envs: Any, seconds: float) -> float:
+    single = envs.single_action_space.shape
+    envs.reset(seed=0)
+    envs.send(np.zeros((envs.num_envs,) + single, np.float32))
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        obs, *_, infos = envs.recv()
+        ids = infos["env_id"]
+        count += len(ids)
+        envs.send(np.zeros((len(ids),) + single, np.float32), ids)
+    rate = count / (time.perf_counter() - start)
+    while envs._native.step_pending():
+        envs.recv()
+    return rate
+
+
+def batched_local(env: Any, seconds: float) -> float:
+    env.reset(seed=0)
+    action = np.zeros(env.action_space.shape, np.float32)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        env.step(action)
+        steps += 1
+    return steps * env.batch_size / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--seconds", type=float, default=1.5)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    if args.serve is not None:
+        serve(args.serve)
+        return
+
+    import gymnasium
+    from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
+    from unienv_remote import BatchedEnv, RemoteVectorEnv
+
+    load_before = os.getloadavg()
+    servers = [ServerProcess(0), ServerProcess(1)]
+    urls = [s.url for s in servers]
+
+    def remote(prefix: str, batched: bool, **kw: Any) -> Callable[[], Any]:
+        if batched:
+            addresses = [(u, f"{prefix}_batch") for u in urls]
+        else:
+            addresses = [(urls[j % 2], f"{prefix}{j // 2}") for j in range(N)]
+        return lambda: RemoteVectorEnv(addresses, **kw)
+
+    stragglers = [(urls[j % 2], f"straggler{j // 2}") for j in range(STRAGGLERS)]
+    stragglers_recv = [(urls[j % 2], f"straggler{STRAGGLERS // 2 + j // 2}") for j in range(STRAGGLERS)]
+    configs: Dict[str, Config] = {}
+    for sim, prefix in (("Pendulum-v1", "pendulum"), ("HalfCheetah-v5", "cheetah")):
+        make = (lambda s: lambda: gymnasium.make(s))(sim)
+        configs[f"{sim} SyncVectorEnv"] = Config("sync", lambda m=make: SyncVectorEnv([m] * N), lockstep)
+        configs[f"{sim} AsyncVectorEnv"] = Config("async", lambda m=make: AsyncVectorEnv([m] * N), lockstep)
+        configs[f"{sim} remote 16 single"] = Config("single", remote(prefix, False), lockstep, servers)
+        configs[f"{sim} remote 2x BatchedEnv(8)"] = Config("batched", remote(prefix, True), lockstep, servers)
+    configs["stragglers lockstep step"] = Config("lockstep", lambda: RemoteVectorEnv(stragglers), lockstep, servers)
+    configs["stragglers send/recv M=16"] = Config(
+        "recv", lambda: RemoteVectorEnv(stragglers_recv, batch_size=16), send_recv, servers)
+    for sim in ("Pendulum-v1", "HalfCheetah-v5"):
+        for threads in (1, 2):
+            configs[f"{sim} BatchedEnv(8) in process, threads={threads}"] = Config(
+                "local", (lambda s, t: lambda: BatchedEnv([lambda: gymnasium.make(s)] * 8, threads=t))(sim, threads),
+                batched_local)
+    try:
+        for r in range(args.rounds):
+            for name, config in configs.items():
+                config.run(args.seconds)
+                print(f"round {r}: {name}: {config.rates[-1]:,.0f} env-steps/s", file=sys.stderr, flush=True)
+    finally:
+        for config in configs.values():
+            config.close()
+        for s in servers:
+            s.stop()
+    load_after = os.getloadavg()
+
+    print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}; "
+          f"after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; {os.cpu_count()} cores; "
+          f"median of {args.rounds} interleaved rounds of {args.seconds} s")
+    print()
+    print("Env steps per second: median of the rounds (best round in brackets); ratios of medians (of bests).")
+    print("Server CPU: user+system time of the 2 server processes per env step (median); 'beyond the simulator'")
+    print("subtracts the simulator's own CPU per env step, measured as SyncVectorEnv's process CPU time per env step.")
+    print()
+    print("| configuration | env-steps/s | vs SyncVectorEnv | vs AsyncVectorEnv | server CPU µs/env-step | beyond the simulator |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for sim in ("Pendulum-v1", "HalfCheetah-v5"):
+        sync, asyn = configs[f"{sim} SyncVectorEnv"], configs[f"{sim} AsyncVectorEnv"]
+        own_us = 1e6 * statistics.median(sync.own_cpu_per_step)
+        for label in ("SyncVectorEnv", "AsyncVectorEnv", "remote 16 single", "remote 2x BatchedEnv(8)"):
+            c = configs[f"{sim} {label}"]
+            cpu = f"{1e6 * statistics.median(c.cpu_per_step):.1f}" if c.cpu_per_step else f"({own_us:.1f} in process)" \
+                if label == "SyncVectorEnv" else ""
+            beyond = f"{1e6 * statistics.median(c.cpu_per_step) - own_us:.1f}" if c.cpu_per_step else ""
+            print(f"| {sim} {label} | {c.rate:,.0f} ({c.best:,.0f}) | {c.rate / sync.rate:.2f}x ({c.best / sync.best:.2f}x) "
+                  f"| {c.rate / asyn.rate:.2f}x ({c.best / asyn.best:.2f}x) | {cpu} | {beyond} |")
+    lock, recv = configs["stragglers lockstep step"], configs["stragglers send/recv M=16"]
+    print(f"| 64 stragglers (Exp(1 ms) step), lockstep `step` | {lock.rate:,.0f} ({lock.best:,.0f}) | | | | |")
+    print(f"| 64 stragglers, send/recv with batch_size=16 | {recv.rate:,.0f} ({recv.best:,.0f}) | "
+          f"recv/step {recv.rate / lock.rate:.2f}x ({recv.best / lock.best:.2f}x) | | | |")
+    for sim in ("Pendulum-v1", "HalfCheetah-v5"):
+        one = configs[f"{sim} BatchedEnv(8) in process, threads=1"]
+        two = configs[f"{sim} BatchedEnv(8) in process, threads=2"]
+        print(f"| {sim} BatchedEnv(8) in process, threads=1 / threads=2 | {one.rate:,.0f} / {two.rate:,.0f} | "
+              f"2 threads {two.rate / one.rate:.2f}x ({two.best / one.best:.2f}x) | | | |")
+    print()
+    print("Targets: Pendulum batched >= 1.0x Sync and >= 5x Async; HalfCheetah batched >= 1.3x Sync; "
+          "16 single remote >= 2x Async; stragglers recv/step >= 1.5x.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,319 @@
+"""``BatchedEnv``: N environments as one batched UniEnv ``Env`` (``batch_size == N``).
+
+    import gymnasium
+    from unienv_remote import BatchedEnv, RemoteServer
+
+    server = RemoteServer()
+    server.register("pendulums", BatchedEnv([lambda: gymnasium.make("Pendulum-v1")] * 8))
+
+One request to such a resource steps all N sub-environments: one message, one
+GIL acquisition and one reply for N env steps, which is where hosting many
+small simulators gets its throughput (EnvPool's and PufferLib's lesson).
+
+Each factory returns a UniEnv ``Env`` (unbatched, NumPy backend) or a
+Gymnasium env; a Gymnasium env is stepped directly, converting data the way
+unienv's ``FromGymnasiumEnv`` does, without wrapping each sub-env (the wrapper
+costs a MuJoCo step 15-20 %). The spaces are the sub-envs' spaces batched by
+unienv's ``batch_space`` (leading axis N); all sub-envs must share them.
+
+Semantics are UniEnv's batched ones, not Gymnasium's vector env:
+
+* ``step(action)`` takes the batched action (leading axis N) and returns the
+  batched observation, ``reward`` (``float64``, shape ``(N,)``),
+  ``terminated`` / ``truncated`` (``bool``, shape ``(N,)``) and ``info``. There
+  is **no autoreset**: a finished sub-env is reset by its client with
+  ``reset(mask=...)`` (``RemoteVectorEnv`` does that).
+* ``reset(mask=None, seed=None, **kwargs)`` resets the sub-envs of ``mask``
+  (a bool array of shape ``(N,)``; all when ``None``) and returns only their
+  rows of context and observation. ``seed`` is an int ``s`` (sub-env ``i``
+  gets ``s + i``, as Gymnasium's vector envs derive it), a sequence of N
+  seeds (``None`` entries draw nothing), or ``None``. Other keyword arguments
+  (``options=...``) go to every reset sub-env.
+* ``info`` follows Gymnasium's vector convention: key ``k`` holds one entry
+  per sub-env (an array of length N, or a list for values that are neither
+  numbers nor arrays) and ``_k`` is the bool mask of the sub-envs that
+  reported it; dicts nest. Only the reset sub-envs report infos of a reset.
+* A sub-env that raises faults the whole batched env (UniEnv semantics: the
+  resource's call fails): the exception propagates, and ``step`` refuses to
+  run until every sub-env has been reset since.
+
+Stepping runs on ``threads`` threads, each stepping a contiguous slice of the
+sub-envs; this pays only for simulators that release the GIL for most of
+their step. The default is sequential stepping (``threads=1``): measured on
+the benchmark machine (``benches/throughput.py``, BENCHMARKS.md "Throughput at
+scale") a batch of 8 ``HalfCheetah-v5`` — MuJoCo releases the GIL in
+``mj_step``, but a Gymnasium MuJoCo env spends most of its step in Python —
+gained nothing from 2 threads, and Pendulum loses.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Any, Callable, Dict, List, Optional, Sequence, SupportsFloat, Tuple, Union
+
+import gymnasium
+import numpy as np
+
+from unienv_interface.backends import NumpyComputeBackend
+from unienv_interface.env_base.env import Env
+from unienv_interface.space import BoxSpace, Space
+from unienv_interface.space.space_utils import batch_utils as sbu
+from unienv_interface.space.space_utils import gym_utils
+from unienv_interface.space.space_utils.serialization_utils import space_to_json
+
+__all__ = ["BatchedEnv", "SubEnvFactory"]
+
+#: A factory of one sub-environment: a UniEnv ``Env`` or a Gymnasium env.
+SubEnvFactory = Callable[[], Union[Env, gymnasium.Env]]
+
+Seeds = Optional[Union[int, Sequence[Optional[int]]]]
+
+
+class _Sub:
+    """One sub-environment and the conversions its data needs."""
+
+    __slots__ = ("env", "gym", "boxes", "action_space", "observation_space", "context_space")
+
+    def __init__(self, env: Union[Env, gymnasium.Env]) -> None:
+        self.env = env
+        if isinstance(env, gymnasium.Env):
+            self.gym = True
+            self.action_space: Space = gym_utils.from_gym_space(env.action_space, NumpyComputeBackend)
+            self.observation_space: Space = gym_utils.from_gym_space(env.observation_space, NumpyComputeBackend)
+            self.context_space: Optional[Space] = None
+            # Box spaces: unienv's NumPy conversions are the identity for
+            # arrays (``to_gym_data`` / ``from_gym_data``), skipped here.
+            self.boxes = isinstance(self.action_space, BoxSpace) and isinstance(self.observation_space, BoxSpace)
+        elif isinstance(env, Env):
+            if env.batch_size is not None:
+                raise ValueError(f"a sub-env must be unbatched, got batch_size={env.batch_size}")
+            if getattr(env.backend, "simplified_name", None) != "numpy":
+                raise ValueError("a UniEnv sub-env must use the NumPy backend")
+            self.gym = False
+            self.boxes = False
+            self.action_space = env.action_space
+            self.observation_space = env.observation_space
+            self.context_space = env.context_space
+        else:
+            raise TypeError(f"a factory returned {type(env).__name__}, neither a UniEnv Env nor a Gymnasium env")
+
+    def step(self, action: Any) -> Tuple[Any, SupportsFloat, bool, bool, Dict[str, Any]]:
+        if self.boxes and isinstance(action, np.ndarray):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            if not isinstance(obs, np.ndarray):
+                obs = gym_utils.from_gym_data(self.observation_space, obs)
+            return obs, reward, terminated, truncated, info
+        if self.gym:
+            obs, reward, terminated, truncated, info = self.env.step(gym_utils.to_gym_data(self.action_space, action))
+            return gym_utils.from_gym_data(self.observation_space, obs), reward, terminated, truncated, info
+        return self.env.step(action)
+
+    def reset(self, seed: Optional[int], kwargs: Dict[str, Any]) -> Tuple[Any, Any, Dict[str, Any]]:
+        if self.gym:
+            obs, info = self.env.reset(seed=seed, **kwargs)
+            return None, gym_utils.from_gym_data(self.observation_space, obs), info
+        return self.env.reset(seed=seed, **kwargs)
+
+
+def add_info(infos: Dict[str, Any], info: Dict[str, Any], index: int, n: int) -> Dict[str, Any]:
+    """Gymnasium's ``VectorEnv._add_info`` for ``n`` envs: puts sub-env
+    ``index``'s ``info`` into the batched ``infos`` (key ``k`` -> one entry per
+    env, ``_k`` -> bool mask; dicts nest). Values that are neither numbers nor
+    arrays go into a list (Gymnasium: an object array, which the wire cannot
+    carry)."""
+    for key, value in info.items():
+        if isinstance(value, dict):
+            array: Any = add_info(infos.get(key, {}), value, index, n)
+        else:
+            array = infos.get(key)
+            if array is None:
+                if type(value) in (int, float, bool) or isinstance(value, np.number):
+                    array = np.zeros(n, dtype=type(value))
+                elif isinstance(value, np.ndarray):
+                    array = np.zeros((n, *value.shape), dtype=value.dtype)
+                else:
+                    array = [None] * n
+            array[index] = value
+        mask = infos.get(f"_{key}")
+        if mask is None:
+            mask = np.zeros(n, dtype=np.bool_)
+        mask[index] = True
+        infos[key] = array
+        infos[f"_{key}"] = mask
+    return infos
+
+
+def _seeds(seed: Seeds, n: int) -> List[Optional[int]]:
+    if seed is None:
+        return [None] * n
+    if isinstance(seed, (int, np.integer)):
+        return [int(seed) + i for i in range(n)]
+    seeds = [None if s is None else int(s) for s in seed]
+    if len(seeds) != n:
+        raise ValueError(f"{len(seeds)} seeds for {n} sub-envs")
+    return seeds
+
+
+def _row(space: Space, data: Any, index: int) -> Any:
+    """Sub-env ``index``'s part of batched ``data``: arrays keep being arrays
+    (``data[index, ...]``, 0-d for a scalar space, as an unbatched env receives
+    it), dicts and tuples are split field by field, anything else by unienv's
+    ``get_at``."""
+    if isinstance(data, np.ndarray):
+        return data[index, ...]
+    if isinstance(data, dict):
+        return {k: _row(space, v, index) for k, v in data.items()}
+    if isinstance(data, tuple):
+        return tuple(_row(space, v, index) for v in data)
+    return sbu.get_at(space, data, index)
+
+
+def _raise_first(errors: List[Tuple[int, BaseException]]) -> None:
+    if errors:
+        index, first = errors[0]
+        raise RuntimeError(f"sub-env {index} raised {type(first).__name__}: {first}") from first
+
+
+class BatchedEnv(Env):
+    """N sub-environments as one batched UniEnv ``Env`` (see the module docs).
+
+    ``threads``: how many threads step the sub-envs (1, the default, steps
+    them in turn on the calling thread).
+    """
+
+    def __init__(self, factories: Sequence[SubEnvFactory], *, threads: int = 1) -> None:
+        if len(factories) == 0:
+            raise ValueError("a BatchedEnv needs at least one factory")
+        if threads < 1:
+            raise ValueError("threads must be at least 1")
+        self._subs: List[_Sub] = []
+        try:
+            for factory in factories:
+                self._subs.append(_Sub(factory()))
+            first = self._subs[0]
+            for i, sub in enumerate(self._subs[1:], start=1):
+                for name in ("action_space", "observation_space", "context_space"):
+                    a, b = getattr(first, name), getattr(sub, name)
+                    if (a is None) != (b is None) or (a is not None and space_to_json(a) != space_to_json(b)):
+                        raise ValueError(f"sub-env {i}'s {name} differs from sub-env 0's")
+        except BaseException:
+            self.close()
+            raise
+        n = len(self._subs)
+        self.backend = NumpyComputeBackend
+        self.device = None
+        self.batch_size = n
+        self.single_action_space: Space = first.action_space
+        self.single_observation_space: Space = first.observation_space
+        self.single_context_space: Optional[Space] = first.context_space
+        self.action_space = sbu.batch_space(first.action_space, n)
+        self.observation_space = sbu.batch_space(first.observation_space, n)
+        self.context_space = None if first.context_space is None else sbu.batch_space(first.context_space, n)
+        self.metadata = dict(getattr(first.env, "metadata", None) or {"render_modes": []})
+        self.render_mode = getattr(first.env, "render_mode", None)
+        self.rng = np.random.default_rng()
+        self.threads = min(threads, n)
+        self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        if self.threads > 1:
+            self._pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="BatchedEnv")
+            bounds = np.linspace(0, n, self.threads + 1).astype(int)
+            self._slices = [range(int(bounds[k]), int(bounds[k + 1])) for k in range(self.threads)]
+        # Sub-envs to reset before the batch may step again (after a fault).
+        self._must_reset = np.zeros(n, dtype=np.bool_)
+
+    @property
+    def sub_envs(self) -> List[Union[Env, gymnasium.Env]]:
+        """The sub-environments, in order."""
+        return [s.env for s in self._subs]
+
+    def _run(self, call: Callable[[int], Any], indices: Sequence[int]) -> List[Any]:
+        """``call(i)`` for every index, on the pool when there is one; returns
+        the results in order, and raises the first sub-env's exception (by
+        index) after every call has finished."""
+        results: List[Any] = [None] * len(self._subs)
+        errors: List[Tuple[int, BaseException]] = []
+        if self._pool is None:
+            for i in indices:
+                try:
+                    results[i] = call(i)
+                except Exception as e:  # noqa: BLE001 - re-raised below, after marking the fault
+                    errors.append((i, e))
+        else:
+            wanted = set(indices)
+
+            def run_slice(part: range) -> None:
+                for i in part:
+                    if i in wanted:
+                        try:
+                            results[i] = call(i)
+                        except Exception as e:  # noqa: BLE001 - re-raised below
+                            errors.append((i, e))
+
+            for future in [self._pool.submit(run_slice, part) for part in self._slices]:
+                future.result()
+        if errors:
+            self._must_reset[:] = True
+            errors.sort(key=lambda item: item[0])
+            _raise_first(errors)
+        return results
+
+    def step(self, action: Any) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+        if self._must_reset.any():
+            pending = np.flatnonzero(self._must_reset).tolist()
+            raise RuntimeError(f"a sub-env raised: reset sub-envs {pending} before stepping the batch")
+        n = len(self._subs)
+        space = self.action_space
+        subs = self._subs
+        results = self._run(lambda i: subs[i].step(_row(space, action, i)), range(n))
+        obs = sbu.concatenate(self.single_observation_space, [r[0] for r in results])
+        reward = np.asarray([r[1] for r in results], dtype=np.float64)
+        terminated = np.asarray([bool(r[2]) for r in results], dtype=np.bool_)
+        truncated = np.asarray([bool(r[3]) for r in results], dtype=np.bool_)
+        infos: Dict[str, Any] = {}
+        for i, r in enumerate(results):
+            if r[4]:
+                infos = add_info(infos, r[4], i, n)
+        return obs, reward, terminated, truncated, infos
+
+    def reset(self, *, mask: Optional[Any] = None, seed: Seeds = None,
+              **kwargs: Any) -> Tuple[Any, Any, Dict[str, Any]]:
+        n = len(self._subs)
+        if mask is None:
+            indices = list(range(n))
+        else:
+            m = np.asarray(mask)
+            if m.shape != (n,) or m.dtype != np.bool_:
+                raise ValueError(f"mask must be a bool array of shape ({n},), got {m.dtype} {m.shape}")
+            indices = np.flatnonzero(m).tolist()
+        seeds = _seeds(seed, n)
+        subs = self._subs
+        results = self._run(lambda i: subs[i].reset(seeds[i], kwargs), indices)
+        self._must_reset[indices] = False
+        rows = [results[i] for i in indices]
+        if not rows:
+            return None, None, {}
+        obs = sbu.concatenate(self.single_observation_space, [r[1] for r in rows])
+        context = None
+        if self.single_context_space is not None:
+            context = sbu.concatenate(self.single_context_space, [r[0] for r in rows])
+        infos: Dict[str, Any] = {}
+        for i in indices:
+            if results[i][2]:
+                infos = add_info(infos, results[i][2], i, n)
+        return context, obs, infos
+
+    def render(self) -> Optional[List[Any]]:
+        """Every sub-env's ``render()``, in order."""
+        return [s.env.render() for s in self._subs]
+
+    def close(self) -> None:
+        """Closes every sub-env and the stepping threads."""
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=True)
+            self._pool = None
+        for sub in getattr(self, "_subs", []):
+            sub.env.close()
+
+    def __str__(self) -> str:
+        return f"<BatchedEnv of {len(self._subs)}: {self._subs[0].env}>"

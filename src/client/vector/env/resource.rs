@@ -1,0 +1,476 @@
+//! One resource of a vector env: an unbatched env (one sub-environment) or
+//! a batched env (`batch_size` B: B consecutive sub-environments), and the
+//! requests that step and reset it.
+//!
+//! A batched resource gets one request per step whatever its sub-envs
+//! need: the step of all B, and, when some of them must be reset (their
+//! episode ended, in `NextStep` or `SameStep` mode), one `reset` with a
+//! mask of those, sent after the step's reply. In `NextStep` mode that
+//! means the finished sub-envs are stepped once more (their action is
+//! ignored, their result discarded) before they are reset: a batched env
+//! steps all of its sub-envs or none. Their reported result is the reset's,
+//! as Gymnasium's `NEXT_STEP` reports it.
+
+use super::super::mode::AutoresetMode;
+use crate::client::{ClientError, EnvProxy, ProtocolViolation};
+use crate::codec::stack::{stack, unstack};
+use crate::codec::{DType, Dict, NdArray, ScalarKind, Value};
+use crate::host::space::{BinarySpace, BoxSpace, DictSpace, DynamicBoxSpace};
+use crate::host::{ResetArgs, Space};
+
+/// A resource: its proxy, how many sub-envs it holds, and the index of
+/// its first one.
+#[derive(Clone)]
+pub(super) struct Resource {
+    pub(super) proxy: EnvProxy,
+    /// `None`: an unbatched env (one sub-env); `Some(b)`: a batched env.
+    pub(super) batch: Option<usize>,
+    /// The index of its first sub-env in the vector env.
+    pub(super) offset: usize,
+}
+
+impl Resource {
+    /// How many sub-envs it holds.
+    pub(super) fn width(&self) -> usize {
+        self.batch.unwrap_or(1)
+    }
+
+    /// Its sub-envs' indices.
+    pub(super) fn range(&self) -> std::ops::Range<usize> {
+        self.offset..self.offset + self.width()
+    }
+}
+
+/// One sub-env's outcome of a step call.
+#[derive(Debug, Clone)]
+pub(super) struct EnvStep {
+    pub(super) observation: Value,
+    pub(super) reward: f64,
+    pub(super) terminated: bool,
+    pub(super) truncated: bool,
+    pub(super) info: Dict,
+    pub(super) autoreset: bool,
+    pub(super) final_: Option<(Value, Dict)>,
+}
+
+/// One sub-env's outcome of a reset.
+#[derive(Debug, Clone)]
+pub(super) struct EnvReset {
+    pub(super) context: Value,
+    pub(super) observation: Value,
+    pub(super) info: Dict,
+}
+
+fn malformed(what: &str, detail: impl std::fmt::Display) -> ClientError {
+    ClientError::malformed(format!("a batched env's {what}: {detail}"))
+}
+
+fn flag(v: &Value, flag: &'static str) -> Result<bool, ClientError> {
+    v.truthy().ok_or_else(|| {
+        ClientError::Protocol(ProtocolViolation::FlagNotABool {
+            flag,
+            value: v.to_string(),
+        })
+    })
+}
+
+/// The `b` entries of a batched reward or signal: an array (or list) of
+/// `b` numbers or booleans.
+fn entries(v: &Value, b: usize, what: &str) -> Result<Vec<f64>, ClientError> {
+    match v {
+        Value::Array(a) if a.len() == b && a.ndim() == 1 => {
+            Ok((0..b).map(|i| a.get_f64(i).unwrap_or(f64::NAN)).collect())
+        }
+        Value::List(items) | Value::Tuple(items) if items.len() == b => items
+            .iter()
+            .map(|x| {
+                x.as_scalar_f64()
+                    .or_else(|| x.as_bool().map(|t| t as u8 as f64))
+                    .ok_or_else(|| malformed(what, format!("{} is not a number", x.type_name())))
+            })
+            .collect(),
+        other => Err(malformed(
+            what,
+            format!("expected {b} entries, got {}", other.type_name()),
+        )),
+    }
+}
+
+/// A 0-d array as the scalar a single env would have sent (a float64,
+/// int64 or bool element); other dtypes stay 0-d arrays.
+fn scalar(v: Value) -> Value {
+    let Value::Array(a) = &v else { return v };
+    if a.ndim() != 0 {
+        return v;
+    }
+    let d = a.dtype().to_native();
+    match (d.kind(), d.itemsize()) {
+        (ScalarKind::Float, 8) => a.get_f64(0).map_or(v, Value::Float),
+        (ScalarKind::Bool, _) => a.get_f64(0).map_or(v, |x| Value::Bool(x != 0.0)),
+        (ScalarKind::Int, 8) if d == DType::I64 => a
+            .to_vec::<i64>()
+            .ok()
+            .and_then(|x| x.first().copied())
+            .map_or(v, Value::Int),
+        _ => v,
+    }
+}
+
+/// Splits a batched env's info (Gymnasium's vector layout: key `k` holds
+/// one entry per sub-env, `_k` the bool mask of those that have it; dicts
+/// nest) into one info per sub-env. A key without a mask of `b` booleans,
+/// or whose value cannot be split into `b` entries, is given whole to every
+/// sub-env.
+pub(super) fn split_info(info: &Dict, b: usize) -> Vec<Dict> {
+    let mut out = vec![Dict::new(); b];
+    for (key, value) in info.iter() {
+        if let Some(base) = key.strip_prefix('_') {
+            if info.contains_key(base) {
+                continue;
+            }
+        }
+        let mask: Option<Vec<bool>> = info
+            .get(&format!("_{key}"))
+            .and_then(|m| entries(m, b, "info mask").ok())
+            .map(|m| m.into_iter().map(|x| x != 0.0).collect());
+        let rows: Option<Vec<Value>> = match value {
+            Value::Dict(d) => Some(split_info(d, b).into_iter().map(Value::Dict).collect()),
+            Value::Array(_) | Value::List(_) => unstack(value, b)
+                .ok()
+                .map(|r| r.into_iter().map(scalar).collect()),
+            _ => None,
+        };
+        match (mask, rows) {
+            (Some(mask), Some(rows)) => {
+                for ((d, row), on) in out.iter_mut().zip(rows).zip(mask) {
+                    if on {
+                        d.insert(key, row);
+                    }
+                }
+            }
+            _ => {
+                for d in &mut out {
+                    d.insert(key, value.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The reset arguments of a batched resource for its masked sub-envs:
+/// the mask (`None` when all), and one seed derived as Gymnasium derives
+/// per-env seeds (`seed + i` for sub-env `i`) when the masked sub-envs'
+/// seeds follow that rule, or else the list of the B seeds (`None` for the
+/// unmasked) as the `seed` keyword. The other keywords are the first masked
+/// sub-env's.
+pub(super) fn batched_reset_args(args: &[ResetArgs], mask: &[bool]) -> ResetArgs {
+    let on: Vec<usize> = (0..mask.len()).filter(|&i| mask[i]).collect();
+    let first = on.first().map_or(0, |&i| i);
+    let mut out = ResetArgs {
+        kwargs: args
+            .get(first)
+            .map(|a| a.kwargs.clone())
+            .unwrap_or_default(),
+        mask: (on.len() != mask.len()).then(|| NdArray::from_vec(mask.to_vec())),
+        seed: None,
+    };
+    let seeds: Vec<Option<i64>> = on.iter().map(|&i| args[i].seed).collect();
+    if seeds.iter().all(Option::is_none) {
+        return out;
+    }
+    let base = |i: usize, s: i64| s.wrapping_sub(i as i64);
+    let bases: Vec<Option<i64>> = on
+        .iter()
+        .zip(&seeds)
+        .map(|(&i, s)| s.map(|s| base(i, s)))
+        .collect();
+    match bases.first() {
+        Some(Some(b0)) if bases.iter().all(|b| *b == Some(*b0)) => out.seed = Some(*b0),
+        _ => {
+            let list: Vec<Value> = (0..mask.len())
+                .map(|i| match (mask[i], args[i].seed) {
+                    (true, Some(s)) => Value::Int(s),
+                    _ => Value::Null,
+                })
+                .collect();
+            out.kwargs.insert("seed", Value::List(list));
+        }
+    }
+    out
+}
+
+/// Resets sub-envs `mask` of a resource with their arguments; returns one
+/// outcome per masked sub-env, in order.
+pub(super) async fn reset_resource(
+    r: &Resource,
+    args: Vec<ResetArgs>,
+    mask: &[bool],
+) -> Result<Vec<EnvReset>, ClientError> {
+    let Some(b) = r.batch else {
+        let a = args.into_iter().next().unwrap_or_default();
+        let res = r.proxy.reset(a).await?;
+        return Ok(vec![EnvReset {
+            context: res.context,
+            observation: res.observation,
+            info: res.info,
+        }]);
+    };
+    let res = r.proxy.reset(batched_reset_args(&args, mask)).await?;
+    let k = mask.iter().filter(|&&m| m).count();
+    let observations = unstack(&res.observation, k).map_err(|e| malformed("reset", e))?;
+    let contexts = if res.context.is_null() {
+        vec![Value::Null; k]
+    } else {
+        unstack(&res.context, k).map_err(|e| malformed("reset context", e))?
+    };
+    let mut infos = split_info(&res.info, b);
+    let mut out = Vec::with_capacity(k);
+    for ((i, o), c) in (0..b).filter(|&i| mask[i]).zip(observations).zip(contexts) {
+        let info = std::mem::take(&mut infos[i]);
+        out.push(EnvReset {
+            context: c,
+            observation: o,
+            info,
+        });
+    }
+    Ok(out)
+}
+
+/// Steps a resource: `ended[k]` marks its sub-envs to reset instead
+/// (`NextStep` mode). Returns one outcome per sub-env.
+pub(super) async fn step_resource(
+    r: Resource,
+    actions: Vec<Value>,
+    ended: Vec<bool>,
+    mode: AutoresetMode,
+) -> Result<Vec<EnvStep>, ClientError> {
+    let Some(b) = r.batch else {
+        let action = actions.into_iter().next().unwrap_or_default();
+        let reset_instead = ended.first().copied().unwrap_or(false);
+        return Ok(vec![
+            step_single(&r.proxy, action, reset_instead, mode).await?,
+        ]);
+    };
+    let refs: Vec<&Value> = actions.iter().collect();
+    let s = r.proxy.step(stack(&refs)).await?;
+    let observations = unstack(&s.observation, b).map_err(|e| malformed("observation", e))?;
+    let rewards = entries(&s.reward, b, "reward")?;
+    let terminated = entries(&s.terminated, b, "terminated")?;
+    let truncated = entries(&s.truncated, b, "truncated")?;
+    let infos = split_info(&s.info, b);
+    let mut out: Vec<EnvStep> = observations
+        .into_iter()
+        .zip(infos)
+        .enumerate()
+        .map(|(i, (observation, info))| EnvStep {
+            observation,
+            reward: rewards[i],
+            terminated: terminated[i] != 0.0,
+            truncated: truncated[i] != 0.0,
+            info,
+            autoreset: false,
+            final_: None,
+        })
+        .collect();
+    let reset_mask: Vec<bool> = match mode {
+        AutoresetMode::NextStep => ended,
+        AutoresetMode::SameStep => out.iter().map(|e| e.terminated || e.truncated).collect(),
+        AutoresetMode::Disabled => vec![false; b],
+    };
+    if !reset_mask.iter().any(|&m| m) {
+        return Ok(out);
+    }
+    let resets = reset_resource(&r, vec![ResetArgs::default(); b], &reset_mask).await?;
+    for (i, res) in (0..b).filter(|&i| reset_mask[i]).zip(resets) {
+        let e = &mut out[i];
+        if mode == AutoresetMode::NextStep {
+            *e = EnvStep {
+                observation: res.observation,
+                reward: 0.0,
+                terminated: false,
+                truncated: false,
+                info: res.info,
+                autoreset: true,
+                final_: None,
+            };
+        } else {
+            let observation = std::mem::replace(&mut e.observation, res.observation);
+            let info = std::mem::replace(&mut e.info, res.info);
+            e.final_ = Some((observation, info));
+        }
+    }
+    Ok(out)
+}
+
+async fn step_single(
+    env: &EnvProxy,
+    action: Value,
+    reset_instead: bool,
+    mode: AutoresetMode,
+) -> Result<EnvStep, ClientError> {
+    if reset_instead {
+        let r = env.reset(ResetArgs::default()).await?;
+        return Ok(EnvStep {
+            observation: r.observation,
+            reward: 0.0,
+            terminated: false,
+            truncated: false,
+            info: r.info,
+            autoreset: true,
+            final_: None,
+        });
+    }
+    let s = env.step(action).await?;
+    let reward = s.reward.as_scalar_f64().ok_or_else(|| {
+        ClientError::Protocol(ProtocolViolation::RewardNotANumber {
+            found: s.reward.type_name(),
+        })
+    })?;
+    let terminated = flag(&s.terminated, "terminated")?;
+    let truncated = flag(&s.truncated, "truncated")?;
+    if mode == AutoresetMode::SameStep && (terminated || truncated) {
+        let r = env.reset(ResetArgs::default()).await?;
+        return Ok(EnvStep {
+            observation: r.observation,
+            reward,
+            terminated,
+            truncated,
+            info: r.info,
+            autoreset: false,
+            final_: Some((s.observation, s.info)),
+        });
+    }
+    Ok(EnvStep {
+        observation: s.observation,
+        reward,
+        terminated,
+        truncated,
+        info: s.info,
+        autoreset: false,
+        final_: None,
+    })
+}
+
+/// The space of one element of a batched space, as unienv's
+/// `unbatch_spaces` builds it (its first element): the leading axis dropped,
+/// box bounds taken from their first row. `None` for a space that is not
+/// batched.
+pub(crate) fn unbatched(space: &Space) -> Option<Space> {
+    fn row(a: &NdArray) -> Option<NdArray> {
+        let (&n, rest) = a.shape().split_first()?;
+        let size = a.as_bytes().len() / n.max(1);
+        NdArray::from_bytes(a.dtype(), rest.to_vec(), a.bytes().slice(0..size)).ok()
+    }
+    fn tail(shape: &[usize]) -> Option<Vec<usize>> {
+        shape.split_first().map(|(_, rest)| rest.to_vec())
+    }
+    Some(match space {
+        Space::Box(b) => Space::Box(BoxSpace {
+            shape: tail(&b.shape)?,
+            low: row(&b.low)?,
+            high: row(&b.high)?,
+            dtype: b.dtype,
+        }),
+        Space::Binary(b) => Space::Binary(BinarySpace {
+            shape: tail(&b.shape)?,
+            dtype: b.dtype,
+        }),
+        Space::DynamicBox(b) => Space::DynamicBox(DynamicBoxSpace {
+            low: row(&b.low)?,
+            high: row(&b.high)?,
+            shape_low: tail(&b.shape_low)?,
+            shape_high: tail(&b.shape_high)?,
+            dtype: b.dtype,
+            fill_value: b.fill_value.clone(),
+        }),
+        Space::Dict(d) => Space::Dict(DictSpace::new(
+            d.entries()
+                .iter()
+                .map(|(k, s)| unbatched(s).map(|s| (k.clone(), s)))
+                .collect::<Option<Vec<_>>>()?,
+        )),
+        Space::Tuple(t) => Space::Tuple(t.iter().map(unbatched).collect::<Option<Vec<_>>>()?),
+        Space::Graph(g) => {
+            let mut g = (**g).clone();
+            g.batch_shape = tail(&g.batch_shape)?;
+            Space::Graph(Box::new(g))
+        }
+        Space::Batched(b) => match b.batch_shape.as_slice() {
+            [] => return None,
+            [_] => b.single_space.clone(),
+            [_, rest @ ..] => Space::batched(b.single_space.clone(), rest.to_vec()),
+        },
+        Space::Text(_) | Space::Union(_) => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn infos_split_by_their_masks() {
+        let info = Dict::new()
+            .with("x", NdArray::from_vec(vec![1.5f64, 2.5, 0.0]))
+            .with("_x", NdArray::from_vec(vec![true, true, false]))
+            .with("f", NdArray::from_vec(vec![1.0f32, 2.0, 3.0]))
+            .with("_f", NdArray::from_vec(vec![false, false, true]))
+            .with(
+                "d",
+                Dict::new()
+                    .with("n", NdArray::from_vec(vec![7i64, 8, 9]))
+                    .with("_n", NdArray::from_vec(vec![true, false, true])),
+            )
+            .with("_d", NdArray::from_vec(vec![true, false, true]))
+            .with("plain", "everyone");
+        let split = split_info(&info, 3);
+        assert_eq!(split[0].get("x"), Some(&Value::Float(1.5)));
+        assert_eq!(split[2].get("x"), None);
+        // A float32 entry stays a 0-d float32 array, as a single env sent it.
+        assert_eq!(
+            split[2]
+                .get("f")
+                .and_then(Value::as_array)
+                .map(|a| (a.ndim(), a.dtype())),
+            Some((0, DType::F32))
+        );
+        assert_eq!(
+            split[2].get("d").and_then(|d| d.get("n")),
+            Some(&Value::Int(9))
+        );
+        assert_eq!(split[1].get("d"), None);
+        assert_eq!(split[1].get("plain"), Some(&Value::from("everyone")));
+        assert!(split.iter().all(|d| !d.contains_key("_x")));
+    }
+
+    #[test]
+    fn seeds_derive_like_gymnasium_or_travel_as_a_list() {
+        let args: Vec<ResetArgs> = [Some(10), None, Some(12), Some(3)]
+            .into_iter()
+            .map(|seed| ResetArgs {
+                seed,
+                ..ResetArgs::default()
+            })
+            .collect();
+        let a = batched_reset_args(&args, &[true, false, true, false]);
+        assert_eq!(a.seed, Some(10));
+        assert_eq!(
+            a.mask.map(|m| m.to_f64_vec()),
+            Some(vec![1.0, 0.0, 1.0, 0.0])
+        );
+        let all = batched_reset_args(&args[..1], &[true]);
+        assert_eq!((all.seed, all.mask.is_none()), (Some(10), true));
+        let odd = batched_reset_args(&args, &[true, false, true, true]);
+        assert_eq!(odd.seed, None);
+        assert_eq!(
+            odd.kwargs.get("seed"),
+            Some(&Value::List(vec![
+                Value::Int(10),
+                Value::Null,
+                Value::Int(12),
+                Value::Int(3)
+            ]))
+        );
+    }
+}
