@@ -8,12 +8,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=.venv-ref
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import unienv_interface.remote, websockets, gymnasium, mujoco, pytest, ray' 2>/dev/null \
-    || [ ! -x "$VENV/bin/maturin" ]; then
-  echo "==> setting up $VENV with the reference implementation (unienv==0.0.1b14), gymnasium, pytest, maturin"
+# The versions are pinned by python/constraints-test.txt (CI resolves the same
+# packages next month); a venv made with other pins is brought up to date.
+CONSTRAINTS=python/constraints-test.txt
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import unienv_interface.remote, websockets, gymnasium, mujoco, pytest, ray, mypy' 2>/dev/null \
+    || [ ! -x "$VENV/bin/maturin" ] || ! cmp -s "$CONSTRAINTS" "$VENV/constraints-test.txt"; then
+  echo "==> setting up $VENV with the reference implementation (unienv==0.0.1b14), gymnasium, pytest, maturin, mypy"
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check \
-    "unienv[network]==0.0.1b14" "gymnasium[mujoco]" pytest maturin ray
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check -c "$CONSTRAINTS" \
+    "unienv[network]==0.0.1b14" "gymnasium[mujoco]" pytest maturin ray mypy
+  cp "$CONSTRAINTS" "$VENV/constraints-test.txt"
 fi
 export UNIENV_REF_PYTHON="$PWD/$VENV/bin/python"
 
