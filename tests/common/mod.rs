@@ -71,6 +71,7 @@ pub fn run_python(
 
 pub mod envs;
 pub mod faults;
+pub mod logs;
 pub mod pki;
 pub mod raw;
 

@@ -195,16 +195,20 @@ async fn hello_deadline_and_idle_sessions() {
     let mut idle = Raw::connect(addr, "").await;
     idle.hello(None).await;
     assert_eq!(idle.close_code(10).await, Some(1001));
-    // A session that only pings (keepalive) is not idle either.
+    // A session that only pings (keepalive) is not idle either: it pings
+    // for three idle timeouts, each pong awaited and the next ping sent
+    // 50 ms later (an eighth of the timeout: a slow machine stretches the
+    // gaps, rarely eightfold).
     let mut pinger = Raw::connect(addr, "").await;
     pinger.hello(None).await;
-    for _ in 0..8 {
-        tokio::time::sleep(Duration::from_millis(150)).await;
+    let until = tokio::time::Instant::now() + Duration::from_millis(1200);
+    while tokio::time::Instant::now() < until {
         pinger.send_frame(true, 0x9, b"ka").await;
         match pinger.frame(10).await {
             Frame::Data(0xA, p) => assert_eq!(p, b"ka"),
             _ => panic!("a session that pings was closed as idle"),
         }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // An observer holds a subscription: never idle.
     let mut observer = Raw::connect(addr, "").await;
@@ -214,7 +218,12 @@ async fn hello_deadline_and_idle_sessions() {
     observer.send(sub).await;
     let answer = observer.message().await;
     assert_eq!(answer.get("type").and_then(Value::as_str), Some("response"));
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // A session that says hello after the observer's last message is
+    // closed as idle: the observer, silent for longer, was past its idle
+    // deadline too (no fixed wait against the timeout).
+    let mut later = Raw::connect(addr, "").await;
+    later.hello(None).await;
+    assert_eq!(later.close_code(10).await, Some(1001));
     observer.send_frame(true, 0x9, b"still").await;
     loop {
         match observer.frame(10).await {
@@ -243,16 +252,33 @@ async fn silent_sockets_never_lock_out_a_token_holder() {
     let (server, l) = serve(config).await;
     let addr = l.local_addr();
     // Ten sockets that open and send part of a head, then nothing, from a
-    // peer without the token.
+    // peer without the token. Each is held by a task that reports when the
+    // server drops it.
+    let (ended_tx, mut ended) = tokio::sync::mpsc::unbounded_channel();
     let mut silent = Vec::new();
     for _ in 0..10 {
         let mut s = TcpStream::connect(addr).await.unwrap();
         s.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             .await
             .unwrap();
-        silent.push(s);
+        let ended_tx = ended_tx.clone();
+        silent.push(tokio::spawn(async move {
+            let mut buf = [0u8; 256];
+            while let Ok(n) = s.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+            }
+            let _ = ended_tx.send(());
+        }));
     }
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // All ten were taken in: six of them were dropped for newer ones (four
+    // pending handshakes at most).
+    for _ in 0..6 {
+        tokio::time::timeout(Duration::from_secs(10), ended.recv())
+            .await
+            .expect("old pending handshakes are dropped for newer ones");
+    }
     // The token holder gets in at once, twice (the connection cap).
     let mut a = Raw::connect(addr, "Authorization: Bearer s3cret\r\n").await;
     let _b = Raw::connect(addr, "Authorization: Bearer s3cret\r\n").await;
@@ -263,6 +289,9 @@ async fn silent_sockets_never_lock_out_a_token_holder() {
     let head = http_answer(addr, &upgrade("Authorization: Bearer s3cret\r\n")).await;
     assert!(head.starts_with("HTTP/1.1 503"), "{head}");
     server.shutdown().await;
+    for task in silent {
+        task.abort();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -439,8 +468,11 @@ async fn byte_budgets_refuse_the_peer_that_exceeds_them() {
     server.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// One thread: the server's sessions run on the test's thread, where their
+// log events are captured (why the session closed).
+#[tokio::test(flavor = "current_thread")]
 async fn queued_responses_are_counted_in_bytes() {
+    let logs = common::logs::Logs::capture();
     let config = ServerConfig {
         max_connection_bytes: 2 << 20,
         ..ServerConfig::default()
@@ -457,9 +489,19 @@ async fn queued_responses_are_counted_in_bytes() {
         d.insert("operation_id", format!("o{i}"));
         s.send(d).await;
     }
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    // Fewer than 64 messages were ever queued, so only the byte budget can
-    // end the connection (without a close frame if it ends mid-message).
+    // The session is closed for the connection's byte budget (not the
+    // reliable queue's 64 messages, nor anything else)...
+    let closed = logs
+        .wait_for("session closed", |e| e.field("reason").is_some())
+        .await;
+    let reason = closed.field("reason").unwrap_or_default();
+    assert!(
+        reason.starts_with("connection memory budget exceeded"),
+        "closed for another reason: {reason}"
+    );
+    assert_eq!(logs.all("session closed").len(), 1);
+    // ...and the connection ends (without a close frame if it ends
+    // mid-message) before every answer was sent.
     let mut answers = 0;
     loop {
         match s.frame(10).await {
@@ -475,9 +517,11 @@ async fn queued_responses_are_counted_in_bytes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pongs_are_answered_while_a_discover_waits_for_a_slow_factory() {
+    let gate = common::faults::Gate::new();
+    let factory_gate = gate.clone();
     let mut b = Server::builder(ServerConfig::default());
-    b.register_factory("slow", || {
-        std::thread::sleep(Duration::from_millis(1500));
+    b.register_factory("slow", move || {
+        factory_gate.pass();
         Ok(Hosted::env(CounterEnv::new(None, CounterVariant::Plain)))
     })
     .unwrap();
@@ -487,13 +531,16 @@ async fn pongs_are_answered_while_a_discover_waits_for_a_slow_factory() {
     let session = s.hello(None).await;
     s.send(request_envelope("discover", "d", &session, None))
         .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The discover is waiting: the factory is running, held at the gate
+    // until the pong has come back.
+    gate.wait_reached(1).await;
     s.send_frame(true, 0x9, b"ka").await;
     match s.frame(10).await {
         Frame::Data(0xA, payload) => assert_eq!(payload, b"ka"),
         Frame::Data(op, _) => panic!("frame {op:#x} before the pong"),
         _ => panic!("no pong"),
     }
+    gate.open();
     let answer = s.message().await;
     assert_eq!(answer.get("request_id"), Some(&Value::from("d")));
     assert_eq!(answer.get("type").and_then(Value::as_str), Some("response"));
