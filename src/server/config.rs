@@ -155,7 +155,7 @@ impl ServerConfig {
     /// buffers (bounded by the OS, e.g. Linux's `net.ipv4.tcp_mem`).
     pub fn worst_case_memory_bytes(&self) -> u64 {
         let n = self.max_connections as u64;
-        let per_connection = super::budget::ACCOUNT_ALLOWANCE as u64 + FIXED_CONNECTION_BYTES;
+        let per_connection = crate::budget::ACCOUNT_ALLOWANCE as u64 + FIXED_CONNECTION_BYTES;
         n.saturating_mul(per_connection)
             .saturating_add(self.max_server_bytes as u64)
             .saturating_add(

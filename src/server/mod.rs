@@ -23,7 +23,6 @@
 //! ```
 
 mod boundary;
-pub(crate) mod budget;
 mod call;
 mod config;
 mod control;
@@ -46,6 +45,7 @@ pub use hosted::{ForeignHost, ForeignResource, Hosted};
 pub use listener::{ListenError, Listener};
 pub use shared::SERVER_NAME;
 
+use crate::budget;
 use crate::host::{Env, HostResult, Node};
 use crate::transport::MemoryTransport;
 use domain::Domain;

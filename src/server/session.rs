@@ -2,11 +2,11 @@
 //! messages first, then latest-wins snapshots, from its
 //! [`SessionShared`] queues).
 
-use super::budget::{Account, BudgetError, Charge};
 use super::jobs::Job;
 use super::outbound::{CloseReason, InFlight, Outgoing, SessionShared, MAX_ID_BYTES};
 use super::shared::{random_hex, ServerShared, SERVER_NAME};
 use super::snapshot::Encoded;
+use crate::budget::{Account, BudgetError, Charge};
 use crate::codec::{Dict, Value};
 use crate::protocol::{err, Command, ErrorCode, ProtocolError, PROTOCOL_VERSION};
 use crate::transport::{Reader, Writer};
