@@ -28,6 +28,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "release"
         },
     )?;
+    // The package's one version (`python/Cargo.toml`; pyproject.toml's is
+    // dynamic): `unienv_remote.__version__`.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register(m)?;
     client::register(m)?;
     server::register(m)?;

@@ -11,7 +11,9 @@ The exceptions are the reference's own classes (``RemoteError``,
 keep working.
 """
 
-from typing import List
+import importlib
+import importlib.util
+from typing import Dict, List, Tuple
 
 from unienv_interface.remote.codec import Codec, CodecError, PROTOCOL_VERSION
 from unienv_interface.remote.errors import RemoteError, UncertainOutcomeError
@@ -21,16 +23,35 @@ from .client import RemoteClient, Subscription
 from .proxies import RemoteEnv, RemoteWorld, RemoteWorldNode, RemoteWorldEnv
 from .server import RemoteServer
 
+#: The package's version: ``python/Cargo.toml``'s, compiled into the
+#: extension (``pyproject.toml`` takes it from there too).
+__version__: str = _native.__version__
+
 __all__: List[str] = [
     "RemoteClient", "RemoteServer", "RemoteEnv", "RemoteWorld", "RemoteWorldNode", "RemoteWorldEnv", "Subscription",
     "Codec", "CodecError", "PROTOCOL_VERSION", "RemoteError", "UncertainOutcomeError",
 ]
-__all__ += ["RemoteVectorEnv", "VectorEnvError"]
+
+# Names imported on first use, from modules that need an optional extra:
+# {name: (module, the distribution it needs)}. They are in __all__ only when
+# that distribution is installed, so ``from unienv_remote import *`` works on
+# the base install (``pip install unienv-remote``) and gives them with the
+# extra (``pip install unienv-remote[vector]``).
+_LAZY: Dict[str, Tuple[str, str]] = {
+    "RemoteVectorEnv": ("vector", "gymnasium"),
+    "VectorEnvError": ("vector", "gymnasium"),
+}
+__all__ += [name for name, (_, needs) in _LAZY.items() if importlib.util.find_spec(needs) is not None]
 
 
 def __getattr__(name: str) -> object:
-    # RemoteVectorEnv needs gymnasium: imported on first use only.
-    if name in ("RemoteVectorEnv", "VectorEnvError"):
-        from . import vector
-        return getattr(vector, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    lazy = _LAZY.get(name)
+    if lazy is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f".{lazy[0]}", __name__)
+    return getattr(module, name)
+
+
+def __dir__() -> List[str]:
+    # The lazily imported names are listed (for completion) before first use.
+    return sorted(set(globals()) | set(_LAZY))
