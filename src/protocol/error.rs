@@ -9,6 +9,7 @@ use std::fmt;
 /// [`ErrorCode::as_str`] alone; the upper-case constants name the same
 /// variants.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorCode {
     /// `invalid_request`: the request is malformed or has wrong types.
     InvalidRequest,

@@ -58,6 +58,7 @@ use tokio::sync::watch;
 
 /// Why a registration was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegisterError {
     /// The ID is empty, too long or holds control characters.
     #[error("invalid resource ID {0:?}: IDs are non-empty, at most 1024 bytes, without control characters")]
