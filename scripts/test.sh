@@ -7,6 +7,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Where the time goes: every "==> step" line starts a step, and a table of
+# the steps' seconds and shares is printed at the end (scripts/step_times.py).
+exec > >(STEP_TIMES_T0=$(date +%s.%N) python3 -u scripts/step_times.py)
+STEP_TIMES=$!
+trap 'exec >&-; wait "$STEP_TIMES" 2>/dev/null || true' EXIT
+
 VENV=.venv-ref
 # The versions are pinned by python/constraints-test.txt (CI resolves the same
 # packages next month); a venv made with other pins is brought up to date.
