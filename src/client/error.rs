@@ -3,11 +3,11 @@
 //! [`ClientError`] is the one error type of the client; its variants that
 //! used to carry only a message carry a structured reason instead
 //! ([`CloseReason`], [`ConnectFailure`], [`ProtocolViolation`],
-//! [`InvalidUse`], [`ConfigError`]), with the underlying error as their
+//! [`InvalidUse`], [`ClientConfigError`]), with the underlying error as their
 //! [`source`](std::error::Error::source) where there is one. The messages
 //! are unchanged.
 
-use super::config::ConfigError;
+use super::config::ClientConfigError;
 use crate::codec::CodecError;
 use crate::host::HostError;
 use crate::protocol::{ErrorCode, ProtocolError, ResourceKind};
@@ -76,7 +76,7 @@ pub enum ClientError {
     /// The [`ClientConfig`](super::ClientConfig) cannot work; nothing was
     /// sent.
     #[error("invalid configuration: {0}")]
-    Config(#[from] ConfigError),
+    Config(#[from] ClientConfigError),
 }
 
 /// The code of a [`ClientError`] ([`ClientError::code`]): the server's
@@ -673,7 +673,7 @@ mod tests {
             &own,
             ClientError::InvalidUse(InvalidUse::Other { message }) if message == "the body gave up"
         ));
-        let config = ClientError::from(ConfigError::ZeroTimeout);
+        let config = ClientError::from(ClientConfigError::ZeroTimeout);
         assert_eq!(config.code(), "invalid_use");
     }
 }
