@@ -558,8 +558,7 @@ mod tests {
 
     #[test]
     fn codes_and_uncertainty() {
-        let remote =
-            ClientError::from(ProtocolError::uncertain(ErrorCode::EXECUTION_ERROR, "boom"));
+        let remote = ClientError::from(ProtocolError::uncertain(ErrorCode::ExecutionError, "boom"));
         assert_eq!(remote.code(), "execution_error");
         assert_eq!(remote.code(), ErrorCode::ExecutionError);
         assert!(matches!(
@@ -575,7 +574,7 @@ mod tests {
         let odd = ClientError::from(ProtocolError::new(ErrorCode::new("rate_limited"), "x"));
         assert_eq!(odd.code(), "rate_limited");
         assert_eq!(odd.code().to_string(), "rate_limited");
-        let certain = ClientError::from(ProtocolError::new(ErrorCode::FAULTED, "x"));
+        let certain = ClientError::from(ProtocolError::new(ErrorCode::Faulted, "x"));
         assert!(!certain.is_uncertain());
         let lost = ClientError::Uncertain(Box::new(ClientError::Timeout(Duration::from_secs(1))));
         assert_eq!(lost.code(), "uncertain_outcome");

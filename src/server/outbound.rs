@@ -329,7 +329,7 @@ impl SessionShared {
         };
         let codec = self.codec();
         let encoded = codec.encode(&envelope(outcome)).or_else(|e| {
-            let error = ProtocolError::new(ErrorCode::SERIALIZATION_ERROR, e.to_string());
+            let error = ProtocolError::new(ErrorCode::SerializationError, e.to_string());
             codec.encode(&envelope(Err(&error)))
         });
         match encoded {
