@@ -91,7 +91,7 @@ impl Logs {
     }
 
     /// The first event with this message that `pick` accepts, waiting for it
-    /// (up to 10 s, generous: an event, not a timing).
+    /// (up to 60 s: generous, for a loaded machine; an event, not a timing).
     pub async fn wait_for(&self, message: &str, pick: impl Fn(&Captured) -> bool) -> Captured {
         let found = async {
             loop {
@@ -110,11 +110,11 @@ impl Logs {
                 added.await;
             }
         };
-        tokio::time::timeout(Duration::from_secs(10), found)
+        tokio::time::timeout(Duration::from_secs(60), found)
             .await
             .unwrap_or_else(|_| {
                 panic!(
-                    "no {message:?} event within 10 s; events: {:?}",
+                    "no {message:?} event within 60 s; events: {:?}",
                     self.shared.events.lock()
                 )
             })

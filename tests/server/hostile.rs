@@ -58,7 +58,19 @@ enum Frame {
 
 impl Raw {
     async fn connect(addr: SocketAddr, extra: &str) -> Raw {
-        let mut s = TcpStream::connect(addr).await.unwrap();
+        Raw::upgrade(TcpStream::connect(addr).await.unwrap(), extra).await
+    }
+
+    /// Connects with a small, fixed receive buffer (64 KiB, no autotuning),
+    /// so that what the server cannot send waits in its own memory rather
+    /// than in the kernel's socket buffers.
+    async fn connect_small_window(addr: SocketAddr) -> Raw {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(64 << 10).unwrap();
+        Raw::upgrade(socket.connect(addr).await.unwrap(), "").await
+    }
+
+    async fn upgrade(mut s: TcpStream, extra: &str) -> Raw {
         s.write_all(upgrade(extra).as_bytes()).await.unwrap();
         let mut head = Vec::new();
         let mut byte = [0u8; 1];
@@ -478,10 +490,11 @@ async fn queued_responses_are_counted_in_bytes() {
         ..ServerConfig::default()
     };
     let (server, l) = serve(config).await;
-    let mut s = Raw::connect(l.local_addr(), "").await;
+    let mut s = Raw::connect_small_window(l.local_addr()).await;
     let session = s.hello(None).await;
     // 60 renders of 196 KiB (under the 64-message queue limit), never
-    // read: more than the socket buffers and 2 MiB hold.
+    // read: more than the socket buffers (the server's send buffer, at most
+    // 4 MiB with Linux's defaults, and our 64 KiB) and 2 MiB hold.
     for i in 0..60 {
         let mut d = request_envelope("call", &format!("r{i}"), &session, Some("large_render"));
         d.insert("method", "render");
