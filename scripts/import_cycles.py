@@ -4,7 +4,13 @@
 File-level import graph of src/: edges from `use crate::`/`super::`/`self::` paths
 (and inline `crate::a::b` / `super::x` paths), resolved to the file defining the first
 module item named; re-exports in mod.rs (`pub use child::Item`) resolve to the child.
-Prints strongly connected components with more than one file."""
+Prints strongly connected components with more than one file.
+
+It also checks the direction between the crate's top-level modules (LAYERS
+below): a module may import only modules of a lower layer, so the transport,
+codec and protocol never import the server, client or command line. Test files
+(`*_tests.rs`, `tests.rs`, inline `mod tests`) are left out of that check.
+Prints `N layering violation(s)`, then `N cycle(s)`; exits 1 if either is not 0."""
 import os, re, sys
 root = sys.argv[1] if len(sys.argv) > 1 else 'src'
 only = sys.argv[2:]  # optional top-level module filters
@@ -128,6 +134,34 @@ def sc(v):
         sccs.append(comp)
 for v in edges:
     if v not in idx: sc(v)
+# Layers, lowest first. A module may import modules of lower layers only (not
+# its own layer's others); a top-level module not listed here is not checked
+# (add it when it is created).
+LAYERS = [
+    ['codec', 'budget'],                # plain data and byte accounting, no I/O
+    ['protocol'],                       # messages, ops, errors as data
+    ['transport', 'host'],              # bytes on the wire; what a simulator implements
+    ['server', 'client'],               # the two ends, never each other
+    ['sims', 'fixtures'],               # built-in simulators registered on a server
+    ['viewer'],
+    ['cli', 'bench_ws'],
+]
+rank = {m: i for i, layer in enumerate(LAYERS) for m in layer}
+def top(p):
+    return os.path.relpath(p, root).split(os.sep)[0].removesuffix('.rs')
+def is_test_file(p):
+    b = os.path.basename(p)
+    return b.endswith('_tests.rs') or b == 'tests.rs'
+layering = 0
+for a in sorted(edges):
+    if is_test_file(a) or top(a) not in rank: continue
+    for t in sorted(edges[a]):
+        ma, mt = top(a), top(t)
+        if ma == mt or mt not in rank: continue
+        if rank[mt] >= rank[ma]:
+            layering += 1
+            print(f'LAYER: {a} -> {t} ({ma} may not import {mt}: layer {rank[ma]} imports layer {rank[mt]})')
+print(f'{layering} layering violation(s)')
 bad = 0
 for c in sccs:
     if len(c) > 1:
@@ -137,4 +171,4 @@ for c in sccs:
         for a in sorted(c):
             print('   ', a, '->', ' '.join(sorted(x for x in edges[a] if x in c)))
 print(f'{bad} cycle(s)')
-sys.exit(1 if bad else 0)
+sys.exit(1 if bad or layering else 0)

@@ -7,13 +7,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Where the time goes: every "==> step" line starts a step, and a table of
+# the steps' seconds and shares is printed at the end (scripts/step_times.py).
+exec > >(STEP_TIMES_T0=$(date +%s.%N) python3 -u scripts/step_times.py)
+STEP_TIMES=$!
+trap 'exec >&-; wait "$STEP_TIMES" 2>/dev/null || true' EXIT
+
 VENV=.venv-ref
-if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import unienv_interface.remote, websockets, gymnasium, mujoco, pytest, ray' 2>/dev/null \
-    || [ ! -x "$VENV/bin/maturin" ]; then
-  echo "==> setting up $VENV with the reference implementation (unienv==0.0.1b14), gymnasium, pytest, maturin"
+# The versions are pinned by python/constraints-test.txt (CI resolves the same
+# packages next month); a venv made with other pins is brought up to date.
+CONSTRAINTS=python/constraints-test.txt
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import unienv_interface.remote, websockets, gymnasium, mujoco, pytest, ray, mypy' 2>/dev/null \
+    || [ ! -x "$VENV/bin/maturin" ] || ! cmp -s "$CONSTRAINTS" "$VENV/constraints-test.txt"; then
+  echo "==> setting up $VENV with the reference implementation (unienv==0.0.1b14), gymnasium, pytest, maturin, mypy"
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check \
-    "unienv[network]==0.0.1b14" "gymnasium[mujoco]" pytest maturin ray
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check -c "$CONSTRAINTS" \
+    "unienv[network]==0.0.1b14" "gymnasium[mujoco]" pytest maturin ray mypy
+  cp "$CONSTRAINTS" "$VENV/constraints-test.txt"
 fi
 export UNIENV_REF_PYTHON="$PWD/$VENV/bin/python"
 
@@ -63,10 +73,41 @@ echo "==> doc tests"
 cargo test --doc --quiet
 echo "==> cargo doc (warnings are errors: broken links in the public API docs)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
-echo "==> building the Python package (python/) into $VENV"
-# (pip's "Requirement already satisfied" lines are dropped; pipefail keeps maturin's status)
-VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop --quiet -m python/Cargo.toml 2>&1 \
-  | { grep -v '^Requirement already satisfied' || true; }
+# Our server binary for the Python tests, the one `cargo test` just built.
+UNIENV_REMOTE_BIN="$(cargo build --quiet --bin unienv-remote --message-format=json \
+  | "$VENV/bin/python" -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "unienv-remote":
+        print(m["executable"])')"
+export UNIENV_REMOTE_BIN
+echo "==> building the Python package (python/): the abi3 wheel and the sdist, into target/wheels"
+# What a package index would serve. The wheel is installed into $VENV (for
+# the tests) and into a clean venv (below); `maturin build --sdist` is not
+# used, as it compiles the wheel again from the unpacked sdist.
+WHEELS=target/wheels
+rm -rf "$WHEELS"
+"$VENV/bin/maturin" sdist -m python/Cargo.toml -o "$WHEELS" 2>&1 | { grep "Built source distribution" || true; }
+VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" build --quiet -m python/Cargo.toml -o "$WHEELS"
+WHEEL=$(ls "$WHEELS"/unienv_remote-*-cp39-abi3-*.whl)   # fails unless one abi3 wheel was built
+tar tzf "$WHEELS"/unienv_remote-*.tar.gz > "$WHEELS/sdist-files.txt"
+for f in pyproject.toml Cargo.lock python/src/lib.rs src/lib.rs; do
+  grep -q "^unienv_remote-[^/]*/$f\$" "$WHEELS/sdist-files.txt" \
+    || { echo "the sdist lacks $f" >&2; exit 1; }
+done
+"$VENV/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WHEEL"
+echo "==> stubtest: python/unienv_remote/_native.pyi matches the extension"
+"$VENV/bin/python" -m mypy.stubtest unienv_remote._native
+echo "==> the wheel in a clean venv (its own dependencies only, no gymnasium): target/venv-wheel"
+CLEAN=target/venv-wheel
+if [ ! -x "$CLEAN/bin/python" ] || ! cmp -s "$CONSTRAINTS" "$CLEAN/constraints-test.txt"; then
+  rm -rf "$CLEAN"
+  python3 -m venv "$CLEAN"
+  cp "$CONSTRAINTS" "$CLEAN/constraints-test.txt"
+fi
+"$CLEAN/bin/pip" uninstall --quiet --disable-pip-version-check -y unienv-remote 2>/dev/null || true
+"$CLEAN/bin/pip" install --quiet --disable-pip-version-check -c "$CONSTRAINTS" "$WHEEL"
+"$CLEAN/bin/python" python/tests/wheel_smoke.py "$UNIENV_REMOTE_BIN"
 echo "==> pytest python/tests"
 "$VENV/bin/python" -m pytest -q python/tests
 # ---- C ABI (issue 26): capi/ is a workspace member outside the default

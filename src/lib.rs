@@ -87,6 +87,10 @@
 
 #[doc(hidden)]
 pub mod bench_ws;
+// Byte budgets (per connection, per server): charged by the transport as
+// frames arrive and by the server for decoded trees and queued responses.
+// Neutral, so that the transport never imports the server.
+pub(crate) mod budget;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod client;

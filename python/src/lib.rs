@@ -30,6 +30,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
             "release"
         },
     )?;
+    // The package's one version (`python/Cargo.toml`; pyproject.toml's is
+    // dynamic): `unienv_remote.__version__`.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     convert::register(m)?;
     actions::register(m)?;
     log::register(m)?;

@@ -105,7 +105,7 @@ pub enum SetupError {
     Runtime(#[from] std::io::Error),
     /// The configuration cannot work (`max_in_flight=0`, ...).
     #[error("invalid server configuration: {0}")]
-    Config(#[from] unienv_remote::server::ConfigError),
+    Config(#[from] unienv_remote::server::ServerConfigError),
 }
 
 impl From<SetupError> for PyErr {
@@ -731,7 +731,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// bound.
 fn listen_error(e: &std::io::Error, host: &str, port: u16) -> PyErr {
     if e.get_ref()
-        .is_some_and(|i| i.is::<unienv_remote::server::ConfigError>())
+        .is_some_and(|i| i.is::<unienv_remote::server::ServerConfigError>())
     {
         return PyValueError::new_err(format!("invalid server configuration: {e}"));
     }

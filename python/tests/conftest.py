@@ -2,14 +2,21 @@
 --fixtures`) and the reference (`tests/py/ref_fixture_server.py`), both hosting
 the conformance fixture registry on 127.0.0.1 with a port the OS picks.
 
-Our server binary is `$UNIENV_REMOTE_BIN`, or `target/{debug,release}/unienv-remote`
-(built with `cargo build --bin unienv-remote` when neither exists).
+Our server binary is `$UNIENV_REMOTE_BIN`, or the one `cargo build --bin
+unienv-remote` makes from this checkout (run once per test session: it is
+up to date then, never a stale binary left in `target/` by another build or
+profile; cargo names the file it built).
+
+With `CI=true` a skipped test is a failure (its skip reason kept): CI on a
+fresh machine must run every test, never pass by leaving some out.
 """
 
+import json
 import os
 import re
 import subprocess
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional
 
@@ -20,16 +27,53 @@ REF_SERVER = REPO / "tests" / "py" / "ref_fixture_server.py"
 URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
 
 
+@lru_cache(maxsize=None)
 def our_binary() -> Path:
     explicit = os.environ.get("UNIENV_REMOTE_BIN")
     if explicit:
         return Path(explicit)
-    for profile in ("debug", "release"):
-        candidate = REPO / "target" / profile / "unienv-remote"
-        if candidate.exists():
-            return candidate
-    subprocess.run(["cargo", "build", "--quiet", "--bin", "unienv-remote"], cwd=REPO, check=True)
-    return REPO / "target" / "debug" / "unienv-remote"
+    built = subprocess.run(
+        ["cargo", "build", "--quiet", "--bin", "unienv-remote", "--message-format=json-render-diagnostics"],
+        cwd=REPO, check=True, stdout=subprocess.PIPE, text=True,
+    ).stdout
+    for line in built.splitlines():
+        message = json.loads(line)
+        if message.get("reason") == "compiler-artifact" and message.get("executable") \
+                and message.get("target", {}).get("name") == "unienv-remote":
+            return Path(message["executable"])
+    raise RuntimeError("cargo build --bin unienv-remote named no executable")
+
+
+def _ci() -> bool:
+    return os.environ.get("CI") == "true"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "ci_may_skip: the test may skip on CI too (a property of the machine, not a missing dependency)")
+
+
+def _fail_skip(report: "pytest.TestReport | pytest.CollectReport", item: Optional[pytest.Item] = None) -> None:
+    """Turns a skip into a failure on CI, keeping its reason."""
+    if item is not None and item.get_closest_marker("ci_may_skip") is not None:
+        return
+    if _ci() and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped with CI=true (CI must run every test): {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    outcome = yield
+    _fail_skip(outcome.get_result(), item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    # A module-level skip (pytest.importorskip) happens at collection.
+    outcome = yield
+    _fail_skip(outcome.get_result())
 
 
 class Server:

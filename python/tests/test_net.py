@@ -78,6 +78,7 @@ def test_a_missing_token_names_the_flag_and_the_keyword():
         server.close()
 
 
+@pytest.mark.ci_may_skip
 def test_a_host_name_on_a_loopback_bind_names_allow_host():
     name = loopback_host_name()
     if name is None:

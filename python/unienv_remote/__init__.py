@@ -11,7 +11,9 @@ The exceptions are the reference's own classes (``RemoteError``,
 keep working.
 """
 
-from typing import List
+import importlib
+import importlib.util
+from typing import Dict, List, Tuple
 
 from unienv_interface.remote.codec import Codec, CodecError, PROTOCOL_VERSION
 from unienv_interface.remote.errors import RemoteError, UncertainOutcomeError
@@ -21,35 +23,52 @@ from .client import RemoteClient, Subscription
 from .proxies import RemoteEnv, RemoteWorld, RemoteWorldNode, RemoteWorldEnv
 from .server import RemoteServer
 
+#: The package's version: ``python/Cargo.toml``'s, compiled into the
+#: extension (``pyproject.toml`` takes it from there too).
+__version__: str = _native.__version__
+
 __all__: List[str] = [
     "RemoteClient", "RemoteServer", "RemoteEnv", "RemoteWorld", "RemoteWorldNode", "RemoteWorldEnv", "Subscription",
     "Codec", "CodecError", "PROTOCOL_VERSION", "RemoteError", "UncertainOutcomeError",
 ]
-__all__ += ["RemoteVectorEnv", "VectorEnvError"]
-__all__ += ["BatchedEnv"]
+# Names imported on first use, from modules that need an optional extra:
+# {name: (module, the distribution it needs, the extra that installs it)}. They
+# are in __all__ only when that distribution is installed, so
+# ``from unienv_remote import *`` works on the base install
+# (``pip install unienv-remote``) and gives them with the extra.
+_LAZY: Dict[str, Tuple[str, str, str]] = {
+    "RemoteVectorEnv": ("vector", "gymnasium", "vector"),
+    "VectorEnvError": ("vector", "gymnasium", "vector"),
+    "BatchedEnv": ("batched", "gymnasium", "vector"),
+}
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        return importlib.util.find_spec(distribution) is not None
+    except ValueError:  # in sys.modules as None (import blocked) or without a spec
+        return False
+
+
+__all__ += [name for name, (_, needs, _extra) in _LAZY.items() if _installed(needs)]
 
 
 def __getattr__(name: str) -> object:
-    # RemoteVectorEnv needs gymnasium: imported on first use only.
-    if name in ("RemoteVectorEnv", "VectorEnvError"):
-        try:
-            from . import vector
-        except ModuleNotFoundError as missing:
-            if missing.name != "gymnasium" and not str(missing.name).startswith("gymnasium."):
-                raise
-            raise ModuleNotFoundError(
-                f"unienv_remote.{name} is a gymnasium VectorEnv and needs gymnasium, which is not installed: "
-                "pip install \"unienv-remote[vector]\" (or pip install gymnasium)", name=missing.name) from missing
-        return getattr(vector, name)
-    # BatchedEnv needs gymnasium too: imported on first use only.
-    if name == "BatchedEnv":
-        try:
-            from .batched import BatchedEnv
-        except ModuleNotFoundError as missing:
-            if missing.name != "gymnasium" and not str(missing.name).startswith("gymnasium."):
-                raise
-            raise ModuleNotFoundError(
-                "unienv_remote.BatchedEnv steps Gymnasium or UniEnv envs and needs gymnasium, which is not installed: "
-                "pip install \"unienv-remote[vector]\" (or pip install gymnasium)", name=missing.name) from missing
-        return BatchedEnv
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    lazy = _LAZY.get(name)
+    if lazy is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module_name, needs, extra = lazy
+    try:
+        module = importlib.import_module(f".{module_name}", __name__)
+    except ModuleNotFoundError as missing:
+        if missing.name != needs and not str(missing.name).startswith(f"{needs}."):
+            raise
+        raise ModuleNotFoundError(
+            f"unienv_remote.{name} needs {needs}, which is not installed: "
+            f'pip install "unienv-remote[{extra}]" (or pip install {needs})', name=missing.name) from missing
+    return getattr(module, name)
+
+
+def __dir__() -> List[str]:
+    # The lazily imported names are listed (for completion) before first use.
+    return sorted(set(globals()) | set(_LAZY))

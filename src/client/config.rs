@@ -143,27 +143,27 @@ impl ClientConfig {
     /// break). [`Client::connect`](super::Client::connect) and
     /// [`Client::over_memory`](super::Client::over_memory) call it before
     /// anything is sent.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), ClientConfigError> {
         if self.max_message_size < MIN_MAX_MESSAGE_SIZE {
-            return Err(ConfigError::MessageSizeTooSmall {
+            return Err(ClientConfigError::MessageSizeTooSmall {
                 size: self.max_message_size,
                 min: MIN_MAX_MESSAGE_SIZE,
             });
         }
         if self.timeout == Some(Duration::ZERO) {
-            return Err(ConfigError::ZeroTimeout);
+            return Err(ClientConfigError::ZeroTimeout);
         }
         if let Some(token) = &self.token {
             if token.is_empty() || !is_header_value(token) {
-                return Err(ConfigError::InvalidToken);
+                return Err(ClientConfigError::InvalidToken);
             }
         }
         for (name, value) in &self.headers {
             if !is_header_name(name) {
-                return Err(ConfigError::InvalidHeaderName { name: name.clone() });
+                return Err(ClientConfigError::InvalidHeaderName { name: name.clone() });
             }
             if !is_header_value(value) {
-                return Err(ConfigError::InvalidHeaderValue { name: name.clone() });
+                return Err(ClientConfigError::InvalidHeaderValue { name: name.clone() });
             }
         }
         Ok(())
@@ -187,7 +187,7 @@ fn is_header_value(value: &str) -> bool {
 /// Why a [`ClientConfig`] cannot work ([`ClientConfig::validate`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub enum ClientConfigError {
     /// `max_message_size` is below the protocol's minimum.
     #[error("max_message_size must be at least {min} bytes")]
     MessageSizeTooSmall {
@@ -236,31 +236,31 @@ mod tests {
         let tiny = ClientConfig::default().with_max_message_size(7);
         assert_eq!(
             tiny.validate(),
-            Err(ConfigError::MessageSizeTooSmall { size: 7, min: 8 })
+            Err(ClientConfigError::MessageSizeTooSmall { size: 7, min: 8 })
         );
         assert_eq!(
             tiny.validate().unwrap_err().to_string(),
             "max_message_size must be at least 8 bytes"
         );
         let zero = ClientConfig::default().with_timeout(Some(Duration::ZERO));
-        assert_eq!(zero.validate(), Err(ConfigError::ZeroTimeout));
+        assert_eq!(zero.validate(), Err(ClientConfigError::ZeroTimeout));
         let token = ClientConfig::default().with_token("a\r\nX-Evil: 1");
-        assert_eq!(token.validate(), Err(ConfigError::InvalidToken));
+        assert_eq!(token.validate(), Err(ClientConfigError::InvalidToken));
         assert_eq!(
             ClientConfig::default().with_token("").validate(),
-            Err(ConfigError::InvalidToken)
+            Err(ClientConfigError::InvalidToken)
         );
         let name = ClientConfig::default().with_header("bad header name", "x");
         assert_eq!(
             name.validate(),
-            Err(ConfigError::InvalidHeaderName {
+            Err(ClientConfigError::InvalidHeaderName {
                 name: "bad header name".into()
             })
         );
         let value = ClientConfig::default().with_header("X-Trace", "a\nb");
         assert_eq!(
             value.validate(),
-            Err(ConfigError::InvalidHeaderValue {
+            Err(ClientConfigError::InvalidHeaderValue {
                 name: "X-Trace".into()
             })
         );

@@ -3,11 +3,11 @@
 //! [`ClientError`] is the one error type of the client; its variants that
 //! used to carry only a message carry a structured reason instead
 //! ([`CloseReason`], [`ConnectFailure`], [`ProtocolViolation`],
-//! [`InvalidUse`], [`ConfigError`]), with the underlying error as their
+//! [`InvalidUse`], [`ClientConfigError`]), with the underlying error as their
 //! [`source`](std::error::Error::source) where there is one. The messages
 //! are unchanged.
 
-use super::config::ConfigError;
+use super::config::ClientConfigError;
 use crate::codec::CodecError;
 use crate::host::HostError;
 use crate::protocol::{ErrorCode, ProtocolError, ResourceKind};
@@ -76,7 +76,7 @@ pub enum ClientError {
     /// The [`ClientConfig`](super::ClientConfig) cannot work; nothing was
     /// sent.
     #[error("invalid configuration: {0}")]
-    Config(#[from] ConfigError),
+    Config(#[from] ClientConfigError),
 }
 
 /// The code of a [`ClientError`] ([`ClientError::code`]): the server's
@@ -558,8 +558,7 @@ mod tests {
 
     #[test]
     fn codes_and_uncertainty() {
-        let remote =
-            ClientError::from(ProtocolError::uncertain(ErrorCode::EXECUTION_ERROR, "boom"));
+        let remote = ClientError::from(ProtocolError::uncertain(ErrorCode::ExecutionError, "boom"));
         assert_eq!(remote.code(), "execution_error");
         assert_eq!(remote.code(), ErrorCode::ExecutionError);
         assert!(matches!(
@@ -575,7 +574,7 @@ mod tests {
         let odd = ClientError::from(ProtocolError::new(ErrorCode::new("rate_limited"), "x"));
         assert_eq!(odd.code(), "rate_limited");
         assert_eq!(odd.code().to_string(), "rate_limited");
-        let certain = ClientError::from(ProtocolError::new(ErrorCode::FAULTED, "x"));
+        let certain = ClientError::from(ProtocolError::new(ErrorCode::Faulted, "x"));
         assert!(!certain.is_uncertain());
         let lost = ClientError::Uncertain(Box::new(ClientError::Timeout(Duration::from_secs(1))));
         assert_eq!(lost.code(), "uncertain_outcome");
@@ -673,7 +672,7 @@ mod tests {
             &own,
             ClientError::InvalidUse(InvalidUse::Other { message }) if message == "the body gave up"
         ));
-        let config = ClientError::from(ConfigError::ZeroTimeout);
+        let config = ClientError::from(ClientConfigError::ZeroTimeout);
         assert_eq!(config.code(), "invalid_use");
     }
 }

@@ -90,7 +90,7 @@ mod subscription;
 pub mod vector;
 
 pub use crate::protocol::{Mode, OperationKind};
-pub use config::{Capture, ClientConfig, ConfigError};
+pub use config::{Capture, ClientConfig, ClientConfigError};
 pub use connection::{Client, ServerInfo};
 pub use descriptor::{BoundarySnapshot, Descriptor};
 pub use error::{

@@ -51,7 +51,7 @@ impl SubShared {
                     .as_ref()
                     .and_then(ProtocolError::from_value)
                     .unwrap_or_else(|| {
-                        ProtocolError::new(ErrorCode::SNAPSHOT_ERROR, "subscription error")
+                        ProtocolError::new(ErrorCode::SnapshotError, "subscription error")
                     });
                 st.error = Some(ClientError::Remote(error));
                 st.latest = None;

@@ -12,6 +12,7 @@ pub const MAX_DIMS: usize = 32;
 
 /// Why an array could not be built or viewed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ArrayError {
     /// More than [`MAX_DIMS`] dimensions.
     #[error("array has {ndim} dimensions, at most {MAX_DIMS} are allowed")]

@@ -4,6 +4,7 @@ use std::fmt;
 
 /// What kind of failure a hosted method reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HostErrorKind {
     /// The simulator failed while running (`execution_error`).
     Execution,

@@ -6,9 +6,9 @@ use std::fmt;
 
 /// A stable error code (SPEC 3.1). Unknown codes received from a peer are
 /// preserved as [`ErrorCode::Other`]. The wire spelling is produced by
-/// [`ErrorCode::as_str`] alone; the upper-case constants name the same
-/// variants.
+/// [`ErrorCode::as_str`] alone.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorCode {
     /// `invalid_request`: the request is malformed or has wrong types.
     InvalidRequest,
@@ -41,31 +41,6 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    /// The request is malformed or has wrong types.
-    pub const INVALID_REQUEST: ErrorCode = ErrorCode::InvalidRequest;
-    /// The request names another protocol version.
-    pub const VERSION_MISMATCH: ErrorCode = ErrorCode::VersionMismatch;
-    /// hello missing or repeated, or a wrong session ID.
-    pub const INVALID_SESSION: ErrorCode = ErrorCode::InvalidSession;
-    /// Unknown resource ID.
-    pub const NOT_FOUND: ErrorCode = ErrorCode::NotFound;
-    /// Unknown operation, or a method that is not exported.
-    pub const UNSUPPORTED_OPERATION: ErrorCode = ErrorCode::UnsupportedOperation;
-    /// Another session (or another mode) controls the domain.
-    pub const OWNERSHIP_CONFLICT: ErrorCode = ErrorCode::OwnershipConflict;
-    /// A component operation is already open.
-    pub const OPERATION_IN_PROGRESS: ErrorCode = ErrorCode::OperationInProgress;
-    /// The call does not fit the open operation (or none is open).
-    pub const INVALID_OPERATION: ErrorCode = ErrorCode::InvalidOperation;
-    /// The domain is faulted and needs a reset or reload.
-    pub const FAULTED: ErrorCode = ErrorCode::Faulted;
-    /// A value could not be encoded, converted or fit in the message limit.
-    pub const SERIALIZATION_ERROR: ErrorCode = ErrorCode::SerializationError;
-    /// The hosted simulator failed.
-    pub const EXECUTION_ERROR: ErrorCode = ErrorCode::ExecutionError;
-    /// A snapshot could not be captured or delivered (`subscription_error`).
-    pub const SNAPSHOT_ERROR: ErrorCode = ErrorCode::SnapshotError;
-
     /// Every known code.
     pub const KNOWN: [ErrorCode; 12] = [
         ErrorCode::InvalidRequest,

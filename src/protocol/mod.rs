@@ -34,7 +34,7 @@ mod tests {
             assert_eq!(ErrorCode::new(code.as_str()), code);
             assert_eq!(code.to_string(), code.as_str());
         }
-        assert_eq!(ErrorCode::INVALID_REQUEST.as_str(), "invalid_request");
+        assert_eq!(ErrorCode::InvalidRequest.as_str(), "invalid_request");
         let odd = ErrorCode::new("rate_limited");
         assert_eq!(odd, ErrorCode::Other("rate_limited".into()));
         assert_eq!(odd.as_str(), "rate_limited");

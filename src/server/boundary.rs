@@ -82,21 +82,21 @@ impl Subscriptions {
             Some(id) if !id.is_empty() => Arc::<str>::from(id),
             _ => {
                 return Err(err(
-                    ErrorCode::INVALID_REQUEST,
+                    ErrorCode::InvalidRequest,
                     "subscription_id must be a nonempty string",
                 ))
             }
         };
         if !session.subscriptions.lock().insert(id.clone()) {
             return Err(err(
-                ErrorCode::INVALID_REQUEST,
+                ErrorCode::InvalidRequest,
                 "Subscription ID already exists",
             ));
         }
         if session.subscriptions.lock().len() > limit {
             session.subscriptions.lock().remove(&id);
             return Err(err(
-                ErrorCode::INVALID_REQUEST,
+                ErrorCode::InvalidRequest,
                 format!("a session may hold at most {limit} subscriptions"),
             ));
         }
@@ -286,7 +286,7 @@ fn requested_fields(
                             None => format!("a {}", item.type_name()),
                         };
                         return Err(err(
-                            ErrorCode::INVALID_REQUEST,
+                            ErrorCode::InvalidRequest,
                             format!(
                                 "Unsupported snapshot fields: {} '{resource_id}' has no field '{asked}'{}",
                                 kind.as_str(),
@@ -299,7 +299,7 @@ fn requested_fields(
             Ok(fields)
         }
         Some(other) => Err(err(
-            ErrorCode::INVALID_REQUEST,
+            ErrorCode::InvalidRequest,
             format!(
                 "Unsupported snapshot fields: fields must be a list of names, got a {}; {} fields are {}",
                 other.type_name(),

@@ -13,7 +13,7 @@ pub(crate) fn arguments(
 ) -> Result<(Vec<Value>, Dict), ProtocolError> {
     let shape = || {
         err(
-            ErrorCode::INVALID_REQUEST,
+            ErrorCode::InvalidRequest,
             "Expected args sequence and kwargs dictionary",
         )
     };
@@ -48,7 +48,7 @@ pub(crate) fn check_action(
         if let Err(problem) = space.check(action, "action") {
             tracing::debug!(resource = %meta.id, method, %problem, "action refused");
             return Err(err(
-                ErrorCode::INVALID_REQUEST,
+                ErrorCode::InvalidRequest,
                 format!("{method}() on '{}' refused the action: {problem}", meta.id),
             ));
         }

@@ -155,7 +155,7 @@ impl ServerConfig {
     /// buffers (bounded by the OS, e.g. Linux's `net.ipv4.tcp_mem`).
     pub fn worst_case_memory_bytes(&self) -> u64 {
         let n = self.max_connections as u64;
-        let per_connection = super::budget::ACCOUNT_ALLOWANCE as u64 + FIXED_CONNECTION_BYTES;
+        let per_connection = crate::budget::ACCOUNT_ALLOWANCE as u64 + FIXED_CONNECTION_BYTES;
         n.saturating_mul(per_connection)
             .saturating_add(self.max_server_bytes as u64)
             .saturating_add(
@@ -185,7 +185,7 @@ const SUBSCRIPTION_BYTES: u64 = 1 << 10;
 /// Why a [`ServerConfig`] cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub enum ServerConfigError {
     /// A count or size that must be at least `min` is smaller.
     #[error("{field} is {value}: it must be at least {min}")]
     TooSmall {
@@ -216,10 +216,10 @@ impl ServerConfig {
     /// and zero time limits. Called by
     /// [`ServerBuilder::start`](super::ServerBuilder::start) and
     /// [`ServerBuilder::start`](super::ServerBuilder::start).
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), ServerConfigError> {
         let at_least = |field: &'static str, value: usize, min: usize| {
             if value < min {
-                Err(ConfigError::TooSmall { field, value, min })
+                Err(ServerConfigError::TooSmall { field, value, min })
             } else {
                 Ok(())
             }
@@ -243,7 +243,7 @@ impl ServerConfig {
         at_least("max_decoded_bytes", self.max_decoded_bytes, 1)?;
         let positive = |field: &'static str, d: Duration| {
             if d.is_zero() {
-                Err(ConfigError::ZeroDuration {
+                Err(ServerConfigError::ZeroDuration {
                     field,
                     optional: false,
                 })
@@ -253,7 +253,7 @@ impl ServerConfig {
         };
         let positive_or_none = |field: &'static str, d: Option<Duration>| {
             if d.is_some_and(|d| d.is_zero()) {
-                Err(ConfigError::ZeroDuration {
+                Err(ServerConfigError::ZeroDuration {
                     field,
                     optional: true,
                 })
@@ -275,10 +275,10 @@ impl ServerConfig {
     /// (a blank one would turn authentication off): what
     /// [`Server::listen`](super::Server::listen) and
     /// [`Server::serve`](super::Server::serve) check.
-    pub fn validate_for_websocket(&self) -> Result<(), ConfigError> {
+    pub fn validate_for_websocket(&self) -> Result<(), ServerConfigError> {
         self.validate()?;
         if self.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
-            return Err(ConfigError::EmptyToken);
+            return Err(ServerConfigError::EmptyToken);
         }
         Ok(())
     }
@@ -365,7 +365,7 @@ mod tests {
         ];
         for (config, field) in cases {
             match config.validate() {
-                Err(ConfigError::TooSmall { field: f, .. }) => assert_eq!(f, field),
+                Err(ServerConfigError::TooSmall { field: f, .. }) => assert_eq!(f, field),
                 other => panic!("{field}: {other:?}"),
             }
         }
@@ -427,7 +427,7 @@ mod tests {
         for (config, field, optional) in cases {
             assert_eq!(
                 config.validate(),
-                Err(ConfigError::ZeroDuration { field, optional }),
+                Err(ServerConfigError::ZeroDuration { field, optional }),
                 "{field}"
             );
         }
@@ -452,7 +452,7 @@ mod tests {
             "in-memory sessions need no token"
         );
         let refused = config.validate_for_websocket();
-        assert_eq!(refused, Err(ConfigError::EmptyToken));
+        assert_eq!(refused, Err(ServerConfigError::EmptyToken));
         assert!(refused.unwrap_err().to_string().contains("non-empty token"));
     }
 }

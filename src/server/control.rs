@@ -407,13 +407,13 @@ impl<S: Party> Control<S> {
     /// The wire error of a refusal, naming the domain.
     pub(crate) fn error(&self, refusal: &Refusal) -> ProtocolError {
         match refusal {
-            Refusal::UnknownMode => err(ErrorCode::INVALID_REQUEST, "Unknown execution mode"),
+            Refusal::UnknownMode => err(ErrorCode::InvalidRequest, "Unknown execution mode"),
             Refusal::DetachedEnvMode => err(
-                ErrorCode::INVALID_REQUEST,
+                ErrorCode::InvalidRequest,
                 "Detached nodes support only components mode",
             ),
             Refusal::OtherOwner { held } => err(
-                ErrorCode::OWNERSHIP_CONFLICT,
+                ErrorCode::OwnershipConflict,
                 format!(
                     "{} is controlled by another session ({} mode): wait until it releases control or disconnects, or watch it as an observer (subscribe)",
                     self.scope.name(),
@@ -421,7 +421,7 @@ impl<S: Party> Control<S> {
                 ),
             ),
             Refusal::OtherMode { held, asked } => err(
-                ErrorCode::OWNERSHIP_CONFLICT,
+                ErrorCode::OwnershipConflict,
                 format!(
                     "this session controls {} in {} mode; release it before using {} mode",
                     self.scope.name(),
@@ -430,16 +430,16 @@ impl<S: Party> Control<S> {
                 ),
             ),
             Refusal::BeginNeedsKindAndId => err(
-                ErrorCode::INVALID_REQUEST,
+                ErrorCode::InvalidRequest,
                 "begin requires a kind and operation_id",
             ),
             Refusal::InProgress => err(
-                ErrorCode::OPERATION_IN_PROGRESS,
+                ErrorCode::OperationInProgress,
                 "A component operation is already active",
             ),
             Refusal::Faulted => self.faulted_error(),
             Refusal::NoMatchingOperation => err(
-                ErrorCode::INVALID_OPERATION,
+                ErrorCode::InvalidOperation,
                 "An explicit matching component operation is required",
             ),
             Refusal::NotRecovered => {
@@ -448,20 +448,20 @@ impl<S: Party> Control<S> {
                     _ => "world",
                 };
                 err(
-                    ErrorCode::INVALID_OPERATION,
+                    ErrorCode::InvalidOperation,
                     format!("Recovery requires a successful {scope} reset or reload"),
                 )
             }
             Refusal::ResetInStep => err(
-                ErrorCode::INVALID_OPERATION,
+                ErrorCode::InvalidOperation,
                 "Reset lifecycle requires a reset/reload operation",
             ),
             Refusal::StepInReset => err(
-                ErrorCode::INVALID_OPERATION,
+                ErrorCode::InvalidOperation,
                 "Step lifecycle requires a step operation",
             ),
             Refusal::EnvCallNeedsOperationId => err(
-                ErrorCode::INVALID_REQUEST,
+                ErrorCode::InvalidRequest,
                 "environment calls require an operation_id",
             ),
         }
@@ -491,7 +491,7 @@ impl<S: Party> Control<S> {
                 )
             }
         };
-        err(ErrorCode::FAULTED, message)
+        err(ErrorCode::Faulted, message)
     }
 }
 

@@ -105,7 +105,7 @@ fn a_competing_session_gets_ownership_conflict() {
         }
     );
     let e = c.error(&refusal);
-    assert_eq!(e.code, ErrorCode::OWNERSHIP_CONFLICT);
+    assert_eq!(e.code, ErrorCode::OwnershipConflict);
     assert!(
         e.message
             .starts_with("world 'pm/world' is controlled by another session (components mode)"),
@@ -128,7 +128,7 @@ fn the_owner_asking_another_mode_gets_ownership_conflict() {
             asked: Mode::Components
         }
     );
-    assert_eq!(code(&c, refusal), ErrorCode::OWNERSHIP_CONFLICT);
+    assert_eq!(code(&c, refusal), ErrorCode::OwnershipConflict);
 }
 
 #[test]
@@ -136,7 +136,7 @@ fn an_unknown_mode_is_an_invalid_request() {
     let mut c = world_domain();
     let refusal = c.acquire(&session("a"), None, WORLD).unwrap_err();
     assert_eq!(refusal, Refusal::UnknownMode);
-    assert_eq!(code(&c, refusal), ErrorCode::INVALID_REQUEST);
+    assert_eq!(code(&c, refusal), ErrorCode::InvalidRequest);
     assert!(c.owner().is_none());
 }
 
@@ -161,7 +161,7 @@ fn detached_nodes_are_controlled_in_components_mode_only() {
     let a = session("a");
     let refusal = c.acquire(&a, Some(Mode::Env), DETACHED_ROOT).unwrap_err();
     assert_eq!(refusal, Refusal::DetachedEnvMode);
-    assert_eq!(code(&c, refusal), ErrorCode::INVALID_REQUEST);
+    assert_eq!(code(&c, refusal), ErrorCode::InvalidRequest);
     assert_eq!(
         c.acquire(&a, Some(Mode::Components), DETACHED_CHILD),
         Ok(Claim::Acquired)
@@ -174,7 +174,7 @@ fn env_calls_need_an_operation_id_but_env_reads_do_not() {
     for op in [None, Some("")] {
         let refusal = c.check_call(ENV, Method::Step, op).unwrap_err();
         assert_eq!(refusal, Refusal::EnvCallNeedsOperationId);
-        assert_eq!(code(&c, refusal), ErrorCode::INVALID_REQUEST);
+        assert_eq!(code(&c, refusal), ErrorCode::InvalidRequest);
     }
     let policy = c.check_call(ENV, Method::Render, None).unwrap();
     assert!(!policy.mutation && !policy.env_mutation);
@@ -192,7 +192,7 @@ fn component_mutations_need_a_matching_operation() {
     ] {
         let refusal = c.check_call(target, method, Some("op1")).unwrap_err();
         assert_eq!(refusal, Refusal::NoMatchingOperation);
-        assert_eq!(code(&c, refusal), ErrorCode::INVALID_OPERATION);
+        assert_eq!(code(&c, refusal), ErrorCode::InvalidOperation);
     }
     c.begin(Some(OperationKind::Step), Some("op1")).unwrap();
     assert_eq!(
@@ -246,7 +246,7 @@ fn reset_lifecycle_cannot_run_in_a_step_operation() {
     ] {
         let refusal = c.check_call(target, method, Some("op1")).unwrap_err();
         assert_eq!(refusal, Refusal::ResetInStep, "{method}");
-        assert_eq!(code(&c, refusal), ErrorCode::INVALID_OPERATION);
+        assert_eq!(code(&c, refusal), ErrorCode::InvalidOperation);
     }
 }
 
@@ -263,7 +263,7 @@ fn step_lifecycle_cannot_run_in_a_reset_or_reload_operation() {
         ] {
             let refusal = c.check_call(target, method, Some("op1")).unwrap_err();
             assert_eq!(refusal, Refusal::StepInReset, "{method}");
-            assert_eq!(code(&c, refusal), ErrorCode::INVALID_OPERATION);
+            assert_eq!(code(&c, refusal), ErrorCode::InvalidOperation);
         }
     }
 }
@@ -278,7 +278,7 @@ fn begin_needs_a_kind_and_a_nonempty_id() {
     ] {
         let refusal = c.begin(kind, id).unwrap_err();
         assert_eq!(refusal, Refusal::BeginNeedsKindAndId);
-        assert_eq!(code(&c, refusal), ErrorCode::INVALID_REQUEST);
+        assert_eq!(code(&c, refusal), ErrorCode::InvalidRequest);
     }
     assert!(c.operation().is_none());
 }
@@ -291,7 +291,7 @@ fn one_operation_at_a_time() {
         .begin(Some(OperationKind::Reset), Some("op2"))
         .unwrap_err();
     assert_eq!(refusal, Refusal::InProgress);
-    assert_eq!(code(&c, refusal), ErrorCode::OPERATION_IN_PROGRESS);
+    assert_eq!(code(&c, refusal), ErrorCode::OperationInProgress);
     assert_eq!(c.operation().unwrap().id, "op1");
 }
 
@@ -364,7 +364,7 @@ fn a_faulted_domain_refuses_stepping_and_reads_until_reset_or_reload() {
         let refusal = c.check_call(target, method, Some("op")).unwrap_err();
         assert_eq!(refusal, Refusal::Faulted, "{method}");
         let e = c.error(&refusal);
-        assert_eq!(e.code, ErrorCode::FAULTED);
+        assert_eq!(e.code, ErrorCode::Faulted);
         assert!(
             e.message.contains("World 'pm/world' is faulted: a test"),
             "{}",
@@ -412,7 +412,7 @@ fn a_recovery_operation_must_reset_or_reload_the_world() {
         let refusal = c.complete(Some("op")).unwrap_err();
         assert_eq!(refusal, Refusal::NotRecovered);
         let e = c.error(&refusal);
-        assert_eq!(e.code, ErrorCode::INVALID_OPERATION);
+        assert_eq!(e.code, ErrorCode::InvalidOperation);
         assert_eq!(
             e.message,
             "Recovery requires a successful world reset or reload"

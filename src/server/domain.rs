@@ -134,7 +134,7 @@ impl Domain {
                                 "an internal error of the server while handling a request".into(),
                             );
                             let e = ProtocolError::uncertain(
-                                ErrorCode::EXECUTION_ERROR,
+                                ErrorCode::ExecutionError,
                                 "internal server error",
                             );
                             (Err(e), None)
@@ -339,7 +339,7 @@ impl Domain {
 
     fn execute(&mut self, session: &Arc<SessionShared>, request: &Dict) -> Outcome {
         if session.is_closed() {
-            return Err(err(ErrorCode::INVALID_SESSION, "Session has closed"));
+            return Err(err(ErrorCode::InvalidSession, "Session has closed"));
         }
         let command = Command::from_request(request);
         let holds_nothing = matches!(
@@ -367,7 +367,7 @@ impl Domain {
                 .map(|r| r.id.as_str())
                 .collect();
             return Err(err(
-                ErrorCode::NOT_FOUND,
+                ErrorCode::NotFound,
                 super::suggest::unknown_name("resource ID", resource_id, &ids),
             ));
         };
@@ -375,7 +375,7 @@ impl Domain {
         let value = |v: Value| Ok((Reply::Value(v), None));
         let Some(command) = command else {
             return Err(err(
-                ErrorCode::UNSUPPORTED_OPERATION,
+                ErrorCode::UnsupportedOperation,
                 "Unknown protocol operation",
             ));
         };
@@ -448,7 +448,7 @@ impl Domain {
                 self.call(session, request, index, call)
             }
             Command::Hello { .. } | Command::Discover => Err(err(
-                ErrorCode::UNSUPPORTED_OPERATION,
+                ErrorCode::UnsupportedOperation,
                 "Unknown protocol operation",
             )),
         }
@@ -475,7 +475,7 @@ impl Domain {
             captures: Captures::new(),
         };
         self.boundary_response(session, request, publish)
-            .map_err(|message| ProtocolError::new(ErrorCode::SERIALIZATION_ERROR, message))
+            .map_err(|message| ProtocolError::new(ErrorCode::SerializationError, message))
     }
 
     /// parse → policy → invoke → bookkeeping → encode.
@@ -519,7 +519,7 @@ impl Domain {
                     "encoding the result of {method}() on '{}'",
                     self.instance.resources[index].id
                 );
-                Err(self.call_failed(policy, ErrorCode::SERIALIZATION_ERROR, message, &call))
+                Err(self.call_failed(policy, ErrorCode::SerializationError, message, &call))
             }
         }
     }
@@ -531,14 +531,14 @@ impl Domain {
         index: usize,
     ) -> Result<Method, ProtocolError> {
         let Some(name) = name else {
-            return Err(err(ErrorCode::INVALID_REQUEST, "method must be a string"));
+            return Err(err(ErrorCode::InvalidRequest, "method must be a string"));
         };
         let meta = &self.instance.resources[index];
         let hosted = self
             .instance
             .hosted
             .as_mut()
-            .ok_or_else(|| err(ErrorCode::EXECUTION_ERROR, "domain not instantiated"))?;
+            .ok_or_else(|| err(ErrorCode::ExecutionError, "domain not instantiated"))?;
         if !hosted.exports(meta, name) {
             let exported: Vec<&str> = meta
                 .kind
@@ -548,7 +548,7 @@ impl Domain {
                 .filter(|m| hosted.exports(meta, m))
                 .collect();
             return Err(err(
-                ErrorCode::UNSUPPORTED_OPERATION,
+                ErrorCode::UnsupportedOperation,
                 format!(
                     "Method is not exported: {} '{}' has no method '{name}'{}",
                     meta.kind.as_str(),
@@ -574,7 +574,7 @@ impl Domain {
         let method = policy.method.as_str();
         let meta = &self.instance.resources[index];
         let Some(hosted) = self.instance.hosted.as_mut() else {
-            return Err(err(ErrorCode::EXECUTION_ERROR, "domain not instantiated"));
+            return Err(err(ErrorCode::ExecutionError, "domain not instantiated"));
         };
         let takes_action = (meta.kind == ResourceKind::Env && policy.method == Method::Step)
             || policy.method == Method::SetNextAction;
@@ -599,14 +599,14 @@ impl Domain {
             // A refusal before anything changed: certain, no fault.
             Ok(Err(e)) if e.kind() == HostErrorKind::InvalidArgument => {
                 tracing::debug!(resource = %meta.id, method, reason = e.message(), "call refused");
-                return Err(err(ErrorCode::INVALID_REQUEST, e.message().to_string()));
+                return Err(err(ErrorCode::InvalidRequest, e.message().to_string()));
             }
             Ok(Err(e)) if e.kind() == HostErrorKind::Serialization => {
-                (ErrorCode::SERIALIZATION_ERROR, e.message().to_string())
+                (ErrorCode::SerializationError, e.message().to_string())
             }
-            Ok(Err(e)) => (ErrorCode::EXECUTION_ERROR, e.message().to_string()),
+            Ok(Err(e)) => (ErrorCode::ExecutionError, e.message().to_string()),
             Err(p) => (
-                ErrorCode::EXECUTION_ERROR,
+                ErrorCode::ExecutionError,
                 format!("{method} panicked: {}", panic_message(&p)),
             ),
         };

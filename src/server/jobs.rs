@@ -75,6 +75,6 @@ pub(crate) enum InstantiateError {
 impl InstantiateError {
     /// The error answered to the request that needed the object.
     pub(crate) fn into_protocol(self) -> ProtocolError {
-        err(ErrorCode::EXECUTION_ERROR, self.to_string())
+        err(ErrorCode::ExecutionError, self.to_string())
     }
 }

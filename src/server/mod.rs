@@ -23,7 +23,6 @@
 //! ```
 
 mod boundary;
-pub(crate) mod budget;
 mod call;
 mod config;
 mod control;
@@ -41,11 +40,12 @@ mod snapshot;
 pub(crate) mod suggest;
 mod tasks;
 
-pub use config::{ConfigError, ServerConfig};
+pub use config::{ServerConfig, ServerConfigError};
 pub use hosted::{ForeignHost, ForeignResource, Hosted};
 pub use listener::{ListenError, Listener};
 pub use shared::SERVER_NAME;
 
+use crate::budget;
 use crate::host::{Env, HostResult, Node};
 use crate::transport::MemoryTransport;
 use domain::Domain;
@@ -58,6 +58,7 @@ use tokio::sync::watch;
 
 /// Why a registration was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegisterError {
     /// The ID is empty, too long or holds control characters.
     #[error("invalid resource ID {0:?}: IDs are non-empty, at most 1024 bytes, without control characters")]
@@ -224,10 +225,10 @@ impl ServerBuilder {
 
     /// Freezes the registry and returns the running server, once the
     /// configuration is valid ([`ServerConfig::validate`]); an invalid one
-    /// is returned as its [`ConfigError`], naming the field, and the domain
+    /// is returned as its [`ServerConfigError`], naming the field, and the domain
     /// threads stop. Domain threads are already running; sessions need a
     /// tokio runtime.
-    pub fn start(self) -> Result<Server, ConfigError> {
+    pub fn start(self) -> Result<Server, ServerConfigError> {
         self.core.config.validate()?;
         Ok(self.start_unchecked())
     }
@@ -304,7 +305,7 @@ impl Server {
 
     /// Starts a WebSocket listener on `addr` (e.g. `127.0.0.1:0`). An
     /// invalid configuration is an `InvalidInput` error whose source is the
-    /// [`ConfigError`].
+    /// [`ServerConfigError`].
     pub async fn listen(&self, addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<Listener> {
         listener::listen(self.inner.shared.clone(), addr).await
     }

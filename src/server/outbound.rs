@@ -2,8 +2,8 @@
 //! (reliable messages, then latest-wins snapshots), its close signal and
 //! what it holds. The connection's reader and writer are in `session`.
 
-use super::budget::{Account, BudgetError, Charge};
 use super::snapshot::PendingSnapshot;
+use crate::budget::{Account, BudgetError, Charge};
 use crate::codec::{Codec, Dict, Value};
 use crate::protocol::{response_envelope, ErrorCode, ProtocolError};
 use crate::transport::ws::Direct;
@@ -329,7 +329,7 @@ impl SessionShared {
         };
         let codec = self.codec();
         let encoded = codec.encode(&envelope(outcome)).or_else(|e| {
-            let error = ProtocolError::new(ErrorCode::SERIALIZATION_ERROR, e.to_string());
+            let error = ProtocolError::new(ErrorCode::SerializationError, e.to_string());
             codec.encode(&envelope(Err(&error)))
         });
         match encoded {

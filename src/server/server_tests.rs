@@ -44,7 +44,7 @@ async fn invalid_configurations_are_refused_with_their_field() {
         ..ServerConfig::default()
     };
     match builder(config).start() {
-        Err(ConfigError::TooSmall { field, value, min }) => {
+        Err(ServerConfigError::TooSmall { field, value, min }) => {
             assert_eq!((field, value, min), ("max_in_flight", 0, 1))
         }
         Err(e) => panic!("another error: {e}"),
@@ -64,8 +64,10 @@ async fn invalid_configurations_are_refused_with_their_field() {
         .err()
         .expect("serving with an empty token");
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
-    let source = e.get_ref().and_then(|s| s.downcast_ref::<ConfigError>());
-    assert_eq!(source, Some(&ConfigError::EmptyToken));
+    let source = e
+        .get_ref()
+        .and_then(|s| s.downcast_ref::<ServerConfigError>());
+    assert_eq!(source, Some(&ServerConfigError::EmptyToken));
     server.shutdown().await;
 }
 

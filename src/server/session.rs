@@ -2,11 +2,11 @@
 //! messages first, then latest-wins snapshots, from its
 //! [`SessionShared`] queues).
 
-use super::budget::{Account, BudgetError, Charge};
 use super::jobs::Job;
 use super::outbound::{CloseReason, InFlight, Outgoing, SessionShared, MAX_ID_BYTES};
 use super::shared::{random_hex, ServerShared, SERVER_NAME};
 use super::snapshot::Encoded;
+use crate::budget::{Account, BudgetError, Charge};
 use crate::codec::{Dict, Value};
 use crate::protocol::{err, Command, ErrorCode, ProtocolError, PROTOCOL_VERSION};
 use crate::transport::{Reader, Writer};
@@ -224,7 +224,7 @@ async fn handle_message(
         Value::Dict(d) => d,
         _ => {
             let e = err(
-                ErrorCode::INVALID_REQUEST,
+                ErrorCode::InvalidRequest,
                 "Expected a request with a string request_id",
             );
             return session.respond(&Dict::new(), Err(&e));
@@ -255,10 +255,8 @@ async fn handle_message(
                         failure.get_or_insert(e);
                     }
                     Err(_) => {
-                        failure.get_or_insert(err(
-                            ErrorCode::EXECUTION_ERROR,
-                            "domain worker stopped",
-                        ));
+                        failure
+                            .get_or_insert(err(ErrorCode::ExecutionError, "domain worker stopped"));
                     }
                 }
             }
@@ -269,11 +267,11 @@ async fn handle_message(
         }
         _ => {
             let Some(resource_id) = request.get("resource_id").and_then(Value::as_str) else {
-                let e = err(ErrorCode::INVALID_REQUEST, "resource_id must be a string");
+                let e = err(ErrorCode::InvalidRequest, "resource_id must be a string");
                 return session.respond(&request, Err(&e));
             };
             let Some(index) = server.route(resource_id) else {
-                let e = err(ErrorCode::NOT_FOUND, server.unknown_resource(resource_id));
+                let e = err(ErrorCode::NotFound, server.unknown_resource(resource_id));
                 return session.respond(&request, Err(&e));
             };
             // Bounded work per session: at most `max_in_flight` requests
@@ -312,14 +310,14 @@ fn check_request(session: &SessionShared, request: &Dict) -> Result<(), Protocol
         || request.get("request_id").and_then(Value::as_str).is_none()
     {
         return Err(err(
-            ErrorCode::INVALID_REQUEST,
+            ErrorCode::InvalidRequest,
             "Expected a request with a string request_id",
         ));
     }
     for key in ["request_id", "operation_id", "subscription_id"] {
         if matches!(request.get(key), Some(Value::Str(s)) if s.len() > MAX_ID_BYTES) {
             return Err(err(
-                ErrorCode::INVALID_REQUEST,
+                ErrorCode::InvalidRequest,
                 format!("{key} is longer than {MAX_ID_BYTES} bytes"),
             ));
         }
@@ -334,19 +332,19 @@ fn check_request(session: &SessionShared, request: &Dict) -> Result<(), Protocol
     };
     if !version_one {
         return Err(err(
-            ErrorCode::VERSION_MISMATCH,
+            ErrorCode::VersionMismatch,
             "Only protocol version 1 is supported",
         ));
     }
     let Some(op) = request.get("op").and_then(Value::as_str) else {
-        return Err(err(ErrorCode::INVALID_REQUEST, "op must be a string"));
+        return Err(err(ErrorCode::InvalidRequest, "op must be a string"));
     };
     if op != "hello"
         && (!session.ready.load(Ordering::Acquire)
             || request.get("session_id").and_then(Value::as_str) != Some(&*session.id))
     {
         return Err(err(
-            ErrorCode::INVALID_SESSION,
+            ErrorCode::InvalidSession,
             "Complete hello before making requests",
         ));
     }
@@ -360,7 +358,7 @@ fn hello(
 ) -> Result<Value, ProtocolError> {
     if session.ready.load(Ordering::Acquire) {
         return Err(err(
-            ErrorCode::INVALID_SESSION,
+            ErrorCode::InvalidSession,
             "hello has already completed",
         ));
     }
@@ -370,10 +368,10 @@ fn hello(
         Some(v @ (Value::Int(_) | Value::UInt(_))) => v.as_u64().unwrap_or(0),
         // Beyond u64: the server's limit is the smaller.
         Some(Value::BigInt(b)) if !b.is_negative() => u64::MAX,
-        Some(_) => return Err(err(ErrorCode::INVALID_REQUEST, "Invalid max_message_size")),
+        Some(_) => return Err(err(ErrorCode::InvalidRequest, "Invalid max_message_size")),
     };
     if limit < crate::codec::MIN_MAX_MESSAGE_SIZE as u64 {
-        return Err(err(ErrorCode::INVALID_REQUEST, "Invalid max_message_size"));
+        return Err(err(ErrorCode::InvalidRequest, "Invalid max_message_size"));
     }
     let negotiated = limit.min(server_max as u64) as usize;
     session

@@ -2,12 +2,12 @@
 //! domain threads read ([`Core`]), and the state sessions and listeners
 //! hold ([`ServerShared`]).
 
-use super::budget;
 use super::config::ServerConfig;
 use super::jobs::DomainSender;
 use super::outbound::SessionShared;
 use super::suggest::unknown_name;
 use super::tasks::Tasks;
+use crate::budget;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};

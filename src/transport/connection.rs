@@ -16,7 +16,7 @@ use super::frame::{
 };
 use super::keepalive::{self, Heard};
 use super::tls::{ReadHalf, Stream, WriteHalf};
-use crate::server::budget::{Account, Charge};
+use crate::budget::{Account, Charge};
 use bytes::{Buf, Bytes, BytesMut};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -90,9 +90,9 @@ impl TransportError {
     }
 }
 
-impl From<crate::server::budget::BudgetError> for TransportError {
-    fn from(e: crate::server::budget::BudgetError) -> TransportError {
-        use crate::server::budget::BudgetError;
+impl From<crate::budget::BudgetError> for TransportError {
+    fn from(e: crate::budget::BudgetError) -> TransportError {
+        use crate::budget::BudgetError;
         match e {
             BudgetError::Connection { wanted, held, cap } => {
                 TransportError::ConnectionBudget { wanted, held, cap }

@@ -95,7 +95,7 @@ impl Reader {
 
     /// What the last received message was charged (WebSocket only; in
     /// memory, the session charges it).
-    pub(crate) fn take_charge(&mut self) -> crate::server::budget::Charge {
+    pub(crate) fn take_charge(&mut self) -> crate::budget::Charge {
         match self {
             Reader::Memory(_) => Default::default(),
             Reader::Ws(r) => r.take_charge(),
@@ -105,7 +105,7 @@ impl Reader {
     /// Sets the budget, the message timeout and the message limit.
     pub(crate) fn set_limits(
         &mut self,
-        account: std::sync::Arc<crate::server::budget::Account>,
+        account: std::sync::Arc<crate::budget::Account>,
         message_timeout: std::time::Duration,
     ) {
         if let Reader::Ws(r) = self {

@@ -45,6 +45,7 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8766";
 
 /// Why the viewer could not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ViewerError {
     /// The listening socket could not be bound.
     #[error("cannot listen on {addr}: {message}")]

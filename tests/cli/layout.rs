@@ -1,6 +1,8 @@
 //! The crate's layout, as the architecture review asked: no circle in the
-//! file-level import graph of `src/` (scripts/import_cycles.py) and no
-//! source file over 800 lines outside tests.
+//! file-level import graph of `src/` (scripts/import_cycles.py), lower
+//! layers never importing higher ones (the transport, codec and protocol
+//! never reach the server, client or command line), and no source file over
+//! 800 lines outside tests.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -25,6 +27,59 @@ fn the_import_graph_has_no_cycles() {
     assert!(
         text.trim_end().ends_with("0 cycle(s)"),
         "circular imports between files of src/:\n{text}"
+    );
+}
+
+/// Runs scripts/import_cycles.py on `src`: (success, stdout).
+fn import_check(src: &Path) -> (bool, String) {
+    let out = Command::new("python3")
+        .arg(root().join("scripts/import_cycles.py"))
+        .arg(src)
+        .output()
+        .expect("python3 runs scripts/import_cycles.py");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.success(), text)
+}
+
+#[test]
+fn lower_layers_never_import_higher_ones() {
+    let (ok, text) = import_check(&root().join("src"));
+    assert!(
+        text.lines().any(|l| l == "0 layering violation(s)") && ok,
+        "a module imports one of a higher layer (LAYERS in scripts/import_cycles.py):\n{text}"
+    );
+}
+
+/// The direction check finds what it is there for: a transport file that
+/// imports the server (as `transport` once imported `server::budget`), in a
+/// small tree written here.
+#[test]
+fn the_layer_check_reports_a_transport_importing_the_server() {
+    let dir = std::env::temp_dir().join(format!("unienv-layout-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (file, text) in [
+        ("lib.rs", "pub mod server;\npub mod transport;\n"),
+        (
+            "server/mod.rs",
+            "pub mod budget;\nuse crate::transport::Wire;\n",
+        ),
+        ("server/budget.rs", "pub struct Account;\n"),
+        (
+            "transport/mod.rs",
+            "use crate::server::budget::Account;\npub struct Wire(Account);\n",
+        ),
+    ] {
+        let path = dir.join(file);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("a temp dir");
+        std::fs::write(&path, text).expect("a temp file");
+    }
+    let (ok, text) = import_check(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("transport may not import server")
+            && text.contains("1 layering violation(s)"),
+        "{text}"
     );
 }
 

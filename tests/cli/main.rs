@@ -11,4 +11,5 @@ mod first_hour;
 mod layout;
 mod load;
 mod local;
+mod skips;
 mod tls;

@@ -7,7 +7,7 @@ use crate::support;
 use std::time::{Duration, Instant};
 use support::{assert_same, floats, ours_with, targets, Target};
 use unienv_remote::client::{
-    Client, ClientConfig, ClientError, ConfigError, ConnectFailure, Mode, OperationKind,
+    Client, ClientConfig, ClientConfigError, ClientError, ConnectFailure, Mode, OperationKind,
 };
 use unienv_remote::host::ResetArgs;
 use unienv_remote::server::ServerConfig;
@@ -267,7 +267,7 @@ async fn connection_errors_and_bearer_tokens() {
     assert_eq!(error.code(), "invalid_use");
     assert!(matches!(
         error,
-        ClientError::Config(ConfigError::MessageSizeTooSmall { size: 4, min: 8 })
+        ClientError::Config(ClientConfigError::MessageSizeTooSmall { size: 4, min: 8 })
     ));
 
     let t = ours_with(ServerConfig {
@@ -333,6 +333,6 @@ async fn connection_errors_and_bearer_tokens() {
     // Refused by the configuration's validation, before any connection.
     assert!(matches!(
         r.expect_err("bad header"),
-        ClientError::Config(ConfigError::InvalidHeaderName { .. })
+        ClientError::Config(ClientConfigError::InvalidHeaderName { .. })
     ));
 }

@@ -4,15 +4,35 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+/// Whether a group of tests is skipped on purpose: `var` (e.g.
+/// `UNIENV_SKIP_INTEROP`) is `1`. Says so on stderr, naming what the skip
+/// gives up. On CI (`CI=true`) a skip is a failure with that reason: CI on a
+/// fresh machine must run every test, never pass by leaving some out.
+pub fn skipped(var: &str, what: &str) -> bool {
+    if std::env::var(var).as_deref() != Ok("1") {
+        return false;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{var}=1 with CI=true: CI must not skip {what}; unset {var} (scripts/test.sh sets up what these tests need)"
+    );
+    eprintln!("{var}=1: skipping {what}");
+    true
+}
+
 /// The Python interpreter that has the reference implementation installed.
 ///
 /// `UNIENV_REF_PYTHON` wins; otherwise `.venv-ref/bin/python` at the crate
 /// root. Interop tests fail loudly when neither exists, unless
-/// `UNIENV_SKIP_INTEROP=1` is set, in which case `None` is returned and the
-/// caller returns early (printing why).
+/// `UNIENV_SKIP_INTEROP=1` is set (and not `CI=true`), in which case `None`
+/// is returned and the caller returns early, or (for tests run against both
+/// servers) checks our server only: see [`skipped`].
 pub fn ref_python() -> Option<PathBuf> {
-    if std::env::var("UNIENV_SKIP_INTEROP").as_deref() == Ok("1") {
-        eprintln!("UNIENV_SKIP_INTEROP=1: skipping an interop test");
+    if skipped(
+        "UNIENV_SKIP_INTEROP",
+        "the comparisons with the reference implementation (the interop tests, \
+         and the reference half of the tests run against both servers)",
+    ) {
         return None;
     }
     let path = match std::env::var_os("UNIENV_REF_PYTHON") {
@@ -71,6 +91,7 @@ pub fn run_python(
 
 pub mod envs;
 pub mod faults;
+pub mod logs;
 pub mod pki;
 pub mod raw;
 

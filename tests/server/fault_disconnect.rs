@@ -201,6 +201,14 @@ async fn disconnect_mid_env_call() {
         a.send_value(&Value::Dict(r)).await;
     }
     gate.wait_reached(1).await;
+    // A describe of another domain, sent after both steps: its answer
+    // proves that the session read step(1) and queued it at the gated
+    // domain (a session reads its messages in order and hands each to its
+    // domain before reading the next), so the step below that never runs
+    // was there to run.
+    let probe = a.request("describe", Some("counter"), Dict::new());
+    let probe = a.call_raw(probe).await;
+    result(&probe);
     drop(a);
     wait_sessions(&server, 2).await;
 
@@ -210,7 +218,8 @@ async fn disconnect_mid_env_call() {
             .env_call("counter", "reset", vec![], seed(1))
             .await,
     );
-    // Another session's request waits its turn behind the running call.
+    // Another session's request waits its turn behind the running call:
+    // a describe of another domain sent after it is answered first.
     let mut c = Raw::connect(&server).await;
     let render = c.request(
         "call",
@@ -220,14 +229,20 @@ async fn disconnect_mid_env_call() {
             ("operation_id", Value::from("c1")),
         ]),
     );
-    let pending = tokio::spawn(async move {
-        let r = c.call_raw(render).await;
-        (c, r)
-    });
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(!pending.is_finished(), "the domain is still busy");
+    let render_id = render.get("request_id").cloned();
+    c.send_value(&Value::Dict(render)).await;
+    let probe = c.request("describe", Some("counter"), Dict::new());
+    let probe_id = probe.get("request_id").cloned();
+    c.send_value(&Value::Dict(probe)).await;
+    let first = c.recv().await.expect("an answer");
+    assert_eq!(
+        first.get("request_id").cloned(),
+        probe_id,
+        "the domain is still busy: {first:?}"
+    );
     gate.open();
-    let (mut c, r) = pending.await.unwrap();
+    let r = c.recv().await.expect("the render's answer");
+    assert_eq!(r.get("request_id").cloned(), render_id, "{r:?}");
     // The running step finished (10 + 5); the one queued for the gone
     // session never ran.
     assert_eq!(result(&r).get("value"), Some(&Value::Float(15.0)));

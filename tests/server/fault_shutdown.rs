@@ -8,8 +8,8 @@
 use crate::common;
 
 use bytes::Bytes;
-use common::faults::{pair, CountClose, Gate, GatedEnv};
-use common::raw::{fields, Raw};
+use common::faults::{numbers, pair, CountClose, Gate, GatedEnv};
+use common::raw::{fields, result, Raw};
 use futures_util::{SinkExt, StreamExt};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,23 +42,27 @@ async fn pipeline(raw: &mut Raw, n: usize, make: impl Fn(&mut Raw, usize) -> Dic
 }
 
 /// Reads until the connection closes; checks that every answer is for a
-/// request sent and none is answered twice. Returns how many were answered.
-async fn drain(raw: &mut Raw, sent: &[Value]) -> usize {
+/// request sent and none is answered twice. Returns the answers (snapshots
+/// left out) in the order they arrived.
+async fn drain(raw: &mut Raw, sent: &[Value]) -> Vec<Dict> {
     let sent: HashSet<String> = sent
         .iter()
         .map(|v| v.as_str().unwrap().to_string())
         .collect();
     let mut seen = HashSet::new();
+    let mut answers = Vec::new();
     loop {
         let frame = tokio::time::timeout(Duration::from_secs(10), raw.transport.recv())
             .await
             .expect("the connection closes within 10 s");
         let frame = match frame {
             Ok(f) => f,
-            Err(TransportError::Closed) => return seen.len(),
+            Err(TransportError::Closed) => return answers,
             Err(e) => panic!("{e}"),
         };
-        let m = raw.codec.decode(frame).unwrap();
+        let Value::Dict(m) = raw.codec.decode(frame).unwrap() else {
+            panic!("an answer that is not a dict")
+        };
         if m.get("type").and_then(Value::as_str) == Some("snapshot") {
             continue;
         }
@@ -72,7 +76,19 @@ async fn drain(raw: &mut Raw, sent: &[Value]) -> usize {
             "an answer for a request never sent: {id}"
         );
         assert!(seen.insert(id.clone()), "answered twice: {id}");
+        answers.push(m);
     }
+}
+
+/// The answers of one session's pipelined requests to one domain are the
+/// first of them, in the order sent: none skipped, none run out of turn.
+fn assert_answered_in_order(answers: &[Dict], sent: &[Value]) {
+    let answered: Vec<&Value> = answers
+        .iter()
+        .map(|m| m.get("request_id").expect("a request_id"))
+        .collect();
+    let first: Vec<&Value> = sent.iter().take(answers.len()).collect();
+    assert_eq!(answered, first, "not the first requests, in order");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -148,11 +164,29 @@ async fn shutdown_with_requests_in_flight_answers_or_closes_each() {
     let took = started.elapsed();
     assert!(took < Duration::from_secs(4), "shutdown took {took:?}");
 
-    let answered_a = drain(&mut a, &a_ids).await;
-    drain(&mut c, &c_ids).await;
-    let answered_h = drain(&mut h, &h_ids).await;
-    assert_eq!(answered_h, 0, "the hung domain answered nothing");
-    assert!(answered_a <= a_ids.len());
+    // Each session's answers are a prefix of its requests, in order; the
+    // counter's steps each ran once, in turn (the k-th answer holds the sum
+    // of k steps of 1), so none was lost before another ran.
+    let answers_a = drain(&mut a, &a_ids).await;
+    assert_answered_in_order(&answers_a, &a_ids);
+    for (k, m) in answers_a.iter().enumerate() {
+        let value = result(m);
+        let obs = value
+            .get("value")
+            .and_then(Value::as_seq)
+            .expect("a step result")[0]
+            .clone();
+        let n = (k + 1) as f64;
+        assert_eq!(numbers(obs.get("position")), vec![n, n], "step {k}");
+    }
+    for m in drain(&mut c, &c_ids).await {
+        result(&m);
+    }
+    let answers_h = drain(&mut h, &h_ids).await;
+    assert!(
+        answers_h.is_empty(),
+        "the hung domain answered: {answers_h:?}"
+    );
     // The WebSocket session was closed with 1001 (after its hello answer).
     let mut close = None;
     while let Ok(Some(m)) = tokio::time::timeout(Duration::from_secs(10), ws.next()).await {

@@ -58,7 +58,19 @@ enum Frame {
 
 impl Raw {
     async fn connect(addr: SocketAddr, extra: &str) -> Raw {
-        let mut s = TcpStream::connect(addr).await.unwrap();
+        Raw::upgrade(TcpStream::connect(addr).await.unwrap(), extra).await
+    }
+
+    /// Connects with a small, fixed receive buffer (64 KiB, no autotuning),
+    /// so that what the server cannot send waits in its own memory rather
+    /// than in the kernel's socket buffers.
+    async fn connect_small_window(addr: SocketAddr) -> Raw {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(64 << 10).unwrap();
+        Raw::upgrade(socket.connect(addr).await.unwrap(), "").await
+    }
+
+    async fn upgrade(mut s: TcpStream, extra: &str) -> Raw {
         s.write_all(upgrade(extra).as_bytes()).await.unwrap();
         let mut head = Vec::new();
         let mut byte = [0u8; 1];
@@ -195,16 +207,20 @@ async fn hello_deadline_and_idle_sessions() {
     let mut idle = Raw::connect(addr, "").await;
     idle.hello(None).await;
     assert_eq!(idle.close_code(10).await, Some(1001));
-    // A session that only pings (keepalive) is not idle either.
+    // A session that only pings (keepalive) is not idle either: it pings
+    // for three idle timeouts, each pong awaited and the next ping sent
+    // 50 ms later (an eighth of the timeout: a slow machine stretches the
+    // gaps, rarely eightfold).
     let mut pinger = Raw::connect(addr, "").await;
     pinger.hello(None).await;
-    for _ in 0..8 {
-        tokio::time::sleep(Duration::from_millis(150)).await;
+    let until = tokio::time::Instant::now() + Duration::from_millis(1200);
+    while tokio::time::Instant::now() < until {
         pinger.send_frame(true, 0x9, b"ka").await;
         match pinger.frame(10).await {
             Frame::Data(0xA, p) => assert_eq!(p, b"ka"),
             _ => panic!("a session that pings was closed as idle"),
         }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // An observer holds a subscription: never idle.
     let mut observer = Raw::connect(addr, "").await;
@@ -214,7 +230,12 @@ async fn hello_deadline_and_idle_sessions() {
     observer.send(sub).await;
     let answer = observer.message().await;
     assert_eq!(answer.get("type").and_then(Value::as_str), Some("response"));
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // A session that says hello after the observer's last message is
+    // closed as idle: the observer, silent for longer, was past its idle
+    // deadline too (no fixed wait against the timeout).
+    let mut later = Raw::connect(addr, "").await;
+    later.hello(None).await;
+    assert_eq!(later.close_code(10).await, Some(1001));
     observer.send_frame(true, 0x9, b"still").await;
     loop {
         match observer.frame(10).await {
@@ -243,16 +264,33 @@ async fn silent_sockets_never_lock_out_a_token_holder() {
     let (server, l) = serve(config).await;
     let addr = l.local_addr();
     // Ten sockets that open and send part of a head, then nothing, from a
-    // peer without the token.
+    // peer without the token. Each is held by a task that reports when the
+    // server drops it.
+    let (ended_tx, mut ended) = tokio::sync::mpsc::unbounded_channel();
     let mut silent = Vec::new();
     for _ in 0..10 {
         let mut s = TcpStream::connect(addr).await.unwrap();
         s.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             .await
             .unwrap();
-        silent.push(s);
+        let ended_tx = ended_tx.clone();
+        silent.push(tokio::spawn(async move {
+            let mut buf = [0u8; 256];
+            while let Ok(n) = s.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+            }
+            let _ = ended_tx.send(());
+        }));
     }
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // All ten were taken in: six of them were dropped for newer ones (four
+    // pending handshakes at most).
+    for _ in 0..6 {
+        tokio::time::timeout(Duration::from_secs(10), ended.recv())
+            .await
+            .expect("old pending handshakes are dropped for newer ones");
+    }
     // The token holder gets in at once, twice (the connection cap).
     let mut a = Raw::connect(addr, "Authorization: Bearer s3cret\r\n").await;
     let _b = Raw::connect(addr, "Authorization: Bearer s3cret\r\n").await;
@@ -263,6 +301,9 @@ async fn silent_sockets_never_lock_out_a_token_holder() {
     let head = http_answer(addr, &upgrade("Authorization: Bearer s3cret\r\n")).await;
     assert!(head.starts_with("HTTP/1.1 503"), "{head}");
     server.shutdown().await;
+    for task in silent {
+        task.abort();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -439,17 +480,46 @@ async fn byte_budgets_refuse_the_peer_that_exceeds_them() {
     server.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn queued_responses_are_counted_in_bytes() {
+/// Runs `hostile::queued_responses_probe` in a child process of its own:
+/// there the capture of the server's log events is the only subscriber the
+/// process ever has (tracing caches each event's interest when it is first
+/// hit, so events another test's server hit first, on a thread without the
+/// capture, were sometimes never captured here).
+#[test]
+fn queued_responses_are_counted_in_bytes() {
+    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([
+            "--ignored",
+            "--exact",
+            "hostile::queued_responses_probe",
+            "--nocapture",
+        ])
+        .output()
+        .expect("the test binary runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+}
+
+// One thread: the server's sessions run on the test's thread, where their
+// log events are captured (why the session closed).
+#[tokio::test(flavor = "current_thread")]
+#[ignore = "run in a child process by queued_responses_are_counted_in_bytes"]
+async fn queued_responses_probe() {
+    let logs = common::logs::Logs::capture();
     let config = ServerConfig {
         max_connection_bytes: 2 << 20,
         ..ServerConfig::default()
     };
     let (server, l) = serve(config).await;
-    let mut s = Raw::connect(l.local_addr(), "").await;
+    let mut s = Raw::connect_small_window(l.local_addr()).await;
     let session = s.hello(None).await;
     // 60 renders of 196 KiB (under the 64-message queue limit), never
-    // read: more than the socket buffers and 2 MiB hold.
+    // read: more than the socket buffers (the server's send buffer, at most
+    // 4 MiB with Linux's defaults, and our 64 KiB) and 2 MiB hold.
     for i in 0..60 {
         let mut d = request_envelope("call", &format!("r{i}"), &session, Some("large_render"));
         d.insert("method", "render");
@@ -457,9 +527,19 @@ async fn queued_responses_are_counted_in_bytes() {
         d.insert("operation_id", format!("o{i}"));
         s.send(d).await;
     }
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    // Fewer than 64 messages were ever queued, so only the byte budget can
-    // end the connection (without a close frame if it ends mid-message).
+    // The session is closed for the connection's byte budget (not the
+    // reliable queue's 64 messages, nor anything else)...
+    let closed = logs
+        .wait_for("session closed", |e| e.field("reason").is_some())
+        .await;
+    let reason = closed.field("reason").unwrap_or_default();
+    assert!(
+        reason.starts_with("connection memory budget exceeded"),
+        "closed for another reason: {reason}"
+    );
+    assert_eq!(logs.all("session closed").len(), 1);
+    // ...and the connection ends (without a close frame if it ends
+    // mid-message) before every answer was sent.
     let mut answers = 0;
     loop {
         match s.frame(10).await {
@@ -475,9 +555,11 @@ async fn queued_responses_are_counted_in_bytes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pongs_are_answered_while_a_discover_waits_for_a_slow_factory() {
+    let gate = common::faults::Gate::new();
+    let factory_gate = gate.clone();
     let mut b = Server::builder(ServerConfig::default());
-    b.register_factory("slow", || {
-        std::thread::sleep(Duration::from_millis(1500));
+    b.register_factory("slow", move || {
+        factory_gate.pass();
         Ok(Hosted::env(CounterEnv::new(None, CounterVariant::Plain)))
     })
     .unwrap();
@@ -487,13 +569,16 @@ async fn pongs_are_answered_while_a_discover_waits_for_a_slow_factory() {
     let session = s.hello(None).await;
     s.send(request_envelope("discover", "d", &session, None))
         .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The discover is waiting: the factory is running, held at the gate
+    // until the pong has come back.
+    gate.wait_reached(1).await;
     s.send_frame(true, 0x9, b"ka").await;
     match s.frame(10).await {
         Frame::Data(0xA, payload) => assert_eq!(payload, b"ka"),
         Frame::Data(op, _) => panic!("frame {op:#x} before the pong"),
         _ => panic!("no pong"),
     }
+    gate.open();
     let answer = s.message().await;
     assert_eq!(answer.get("request_id"), Some(&Value::from("d")));
     assert_eq!(answer.get("type").and_then(Value::as_str), Some("response"));

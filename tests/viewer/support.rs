@@ -41,11 +41,10 @@ impl PageMessage {
 
 /// Chromium's path: `UNIENV_CHROMIUM`, else `chromium` (Debian) or
 /// `chromium-browser`/`google-chrome` on the PATH. `None` only when
-/// `UNIENV_SKIP_BROWSER=1`; otherwise a missing browser fails the test with
+/// `UNIENV_SKIP_BROWSER=1` (a failure with `CI=true`); otherwise a missing browser fails the test with
 /// instructions.
 pub fn chromium() -> Option<PathBuf> {
-    if std::env::var("UNIENV_SKIP_BROWSER").as_deref() == Ok("1") {
-        eprintln!("UNIENV_SKIP_BROWSER=1: skipping a browser test");
+    if crate::common::skipped("UNIENV_SKIP_BROWSER", "the viewer's browser tests") {
         return None;
     }
     if let Some(p) = std::env::var_os("UNIENV_CHROMIUM") {

@@ -10,6 +10,23 @@ use crate::host::{
 use crate::protocol::ResourceKind;
 use std::sync::Arc;
 
+/// Blocking methods derived from the async proxy's: each
+/// `fn name(&self, arg: Type, ...) -> Output;` becomes a public method that
+/// runs `self.inner.name(arg, ...)` to completion (`self.client.block_on`)
+/// and returns `ClientResult<Output>`. Its documentation links the async
+/// method, followed by any doc lines written above the item.
+macro_rules! blocking_methods {
+    ($async_type:literal; $( $(#[doc = $doc:literal])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $out:ty; )*) => {
+        $(
+            #[doc = concat!("See [`", $async_type, "::", stringify!($name), "`].")]
+            $(#[doc = $doc])*
+            pub fn $name(&self $(, $arg: $ty)*) -> ClientResult<$out> {
+                self.client.block_on(self.inner.$name($($arg),*))
+            }
+        )*
+    };
+}
+
 impl Client {
     /// A proxy of any kind.
     pub fn resource(&self, resource_id: &str) -> ClientResult<Resource> {
@@ -89,24 +106,15 @@ impl EnvProxy {
         self.inner.descriptor()
     }
 
-    /// See [`crate::client::EnvProxy::reset`].
-    pub fn reset(&self, args: ResetArgs) -> ClientResult<ResetResult> {
-        self.client.block_on(self.inner.reset(args))
-    }
-
-    /// See [`crate::client::EnvProxy::reload`].
-    pub fn reload(&self, args: ResetArgs) -> ClientResult<ResetResult> {
-        self.client.block_on(self.inner.reload(args))
-    }
-
-    /// See [`crate::client::EnvProxy::step`].
-    pub fn step(&self, action: impl Into<Value>) -> ClientResult<StepResult> {
-        self.client.block_on(self.inner.step(action))
-    }
-
-    /// See [`crate::client::EnvProxy::render`].
-    pub fn render(&self) -> ClientResult<Value> {
-        self.client.block_on(self.inner.render())
+    blocking_methods! { "crate::client::EnvProxy";
+        fn reset(&self, args: ResetArgs) -> ResetResult;
+        fn reload(&self, args: ResetArgs) -> ResetResult;
+        fn step(&self, action: impl Into<Value>) -> StepResult;
+        fn render(&self) -> Value;
+        /// Claims control (env mode).
+        fn acquire(&self) -> ();
+        /// Releases control, keeping subscriptions.
+        fn close(&self) -> ();
     }
 
     /// The action space.
@@ -156,16 +164,6 @@ impl EnvProxy {
             None => Ok(None),
         }
     }
-
-    /// Claims control (env mode).
-    pub fn acquire(&self) -> ClientResult<()> {
-        self.client.block_on(self.inner.acquire())
-    }
-
-    /// Releases control, keeping subscriptions.
-    pub fn close(&self) -> ClientResult<()> {
-        self.client.block_on(self.inner.close())
-    }
 }
 
 /// A blocking world proxy (see [`crate::client::WorldProxy`]); implements [`World`].
@@ -191,39 +189,16 @@ impl WorldProxy {
         self.inner.descriptor()
     }
 
-    /// See [`crate::client::WorldProxy::step`].
-    pub fn step(&self) -> ClientResult<Value> {
-        self.client.block_on(self.inner.step())
-    }
-
-    /// See [`crate::client::WorldProxy::reset`].
-    pub fn reset(&self, args: &ResetArgs) -> ClientResult<()> {
-        self.client.block_on(self.inner.reset(args))
-    }
-
-    /// See [`crate::client::WorldProxy::reload`].
-    pub fn reload(&self, args: &ResetArgs) -> ClientResult<()> {
-        self.client.block_on(self.inner.reload(args))
-    }
-
-    /// See [`crate::client::WorldProxy::after_reset`].
-    pub fn after_reset(&self, args: &ResetArgs) -> ClientResult<()> {
-        self.client.block_on(self.inner.after_reset(args))
-    }
-
-    /// See [`crate::client::WorldProxy::after_reload`].
-    pub fn after_reload(&self, args: &ResetArgs) -> ClientResult<()> {
-        self.client.block_on(self.inner.after_reload(args))
-    }
-
-    /// Claims control (components mode).
-    pub fn acquire(&self) -> ClientResult<()> {
-        self.client.block_on(self.inner.acquire())
-    }
-
-    /// Releases control, keeping subscriptions.
-    pub fn close(&self) -> ClientResult<()> {
-        self.client.block_on(self.inner.close())
+    blocking_methods! { "crate::client::WorldProxy";
+        fn step(&self) -> Value;
+        fn reset(&self, args: &ResetArgs) -> ();
+        fn reload(&self, args: &ResetArgs) -> ();
+        fn after_reset(&self, args: &ResetArgs) -> ();
+        fn after_reload(&self, args: &ResetArgs) -> ();
+        /// Claims control (components mode).
+        fn acquire(&self) -> ();
+        /// Releases control, keeping subscriptions.
+        fn close(&self) -> ();
     }
 }
 
@@ -287,87 +262,31 @@ impl NodeProxy {
         Ok(Some(current.clone()))
     }
 
-    /// See [`crate::client::NodeProxy::set_next_action`].
-    pub fn set_next_action(&self, action: impl Into<Value>) -> ClientResult<()> {
-        self.client.block_on(self.inner.set_next_action(action))
-    }
-
-    /// See [`crate::client::NodeProxy::pre_environment_step`].
-    pub fn pre_environment_step(&self, dt: impl Into<Value>, priority: i64) -> ClientResult<()> {
-        self.client
-            .block_on(self.inner.pre_environment_step(dt, priority))
-    }
-
-    /// See [`crate::client::NodeProxy::post_environment_step`].
-    pub fn post_environment_step(&self, dt: impl Into<Value>, priority: i64) -> ClientResult<()> {
-        self.client
-            .block_on(self.inner.post_environment_step(dt, priority))
-    }
-
-    /// See [`crate::client::NodeProxy::reset`].
-    pub fn reset(&self, priority: i64, args: &ResetArgs) -> ClientResult<()> {
-        self.client.block_on(self.inner.reset(priority, args))
-    }
-
-    /// See [`crate::client::NodeProxy::reload`].
-    pub fn reload(&self, priority: i64, args: &ResetArgs) -> ClientResult<()> {
-        self.client.block_on(self.inner.reload(priority, args))
-    }
-
-    /// See [`crate::client::NodeProxy::after_reset`].
-    pub fn after_reset(&self, priority: i64, mask: Option<&NdArray>) -> ClientResult<()> {
-        self.client.block_on(self.inner.after_reset(priority, mask))
-    }
-
-    /// See [`crate::client::NodeProxy::after_reload`].
-    pub fn after_reload(&self, priority: i64, mask: Option<&NdArray>) -> ClientResult<()> {
-        self.client
-            .block_on(self.inner.after_reload(priority, mask))
-    }
-
-    /// See [`crate::client::NodeProxy::get_context`] (cache-aware).
-    pub fn get_context(&self) -> ClientResult<Value> {
-        self.client.block_on(self.inner.get_context())
-    }
-
-    /// See [`crate::client::NodeProxy::get_observation`] (cache-aware).
-    pub fn get_observation(&self) -> ClientResult<Value> {
-        self.client.block_on(self.inner.get_observation())
-    }
-
-    /// See [`crate::client::NodeProxy::get_reward`] (cache-aware).
-    pub fn get_reward(&self) -> ClientResult<Value> {
-        self.client.block_on(self.inner.get_reward())
-    }
-
-    /// See [`crate::client::NodeProxy::get_termination`] (cache-aware).
-    pub fn get_termination(&self) -> ClientResult<Value> {
-        self.client.block_on(self.inner.get_termination())
-    }
-
-    /// See [`crate::client::NodeProxy::get_truncation`] (cache-aware).
-    pub fn get_truncation(&self) -> ClientResult<Value> {
-        self.client.block_on(self.inner.get_truncation())
-    }
-
-    /// See [`crate::client::NodeProxy::get_info`] (cache-aware).
-    pub fn get_info(&self) -> ClientResult<Value> {
-        self.client.block_on(self.inner.get_info())
-    }
-
-    /// See [`crate::client::NodeProxy::render`].
-    pub fn render(&self) -> ClientResult<Value> {
-        self.client.block_on(self.inner.render())
-    }
-
-    /// Claims control (components mode).
-    pub fn acquire(&self) -> ClientResult<()> {
-        self.client.block_on(self.inner.acquire())
-    }
-
-    /// Releases control, keeping subscriptions.
-    pub fn close(&self) -> ClientResult<()> {
-        self.client.block_on(self.inner.close())
+    blocking_methods! { "crate::client::NodeProxy";
+        fn set_next_action(&self, action: impl Into<Value>) -> ();
+        fn pre_environment_step(&self, dt: impl Into<Value>, priority: i64) -> ();
+        fn post_environment_step(&self, dt: impl Into<Value>, priority: i64) -> ();
+        fn reset(&self, priority: i64, args: &ResetArgs) -> ();
+        fn reload(&self, priority: i64, args: &ResetArgs) -> ();
+        fn after_reset(&self, priority: i64, mask: Option<&NdArray>) -> ();
+        fn after_reload(&self, priority: i64, mask: Option<&NdArray>) -> ();
+        /// Cache-aware: served from the boundary snapshot when allowed.
+        fn get_context(&self) -> Value;
+        /// Cache-aware: served from the boundary snapshot when allowed.
+        fn get_observation(&self) -> Value;
+        /// Cache-aware: served from the boundary snapshot when allowed.
+        fn get_reward(&self) -> Value;
+        /// Cache-aware: served from the boundary snapshot when allowed.
+        fn get_termination(&self) -> Value;
+        /// Cache-aware: served from the boundary snapshot when allowed.
+        fn get_truncation(&self) -> Value;
+        /// Cache-aware: served from the boundary snapshot when allowed.
+        fn get_info(&self) -> Value;
+        fn render(&self) -> Value;
+        /// Claims control (components mode).
+        fn acquire(&self) -> ();
+        /// Releases control, keeping subscriptions.
+        fn close(&self) -> ();
     }
 }
 

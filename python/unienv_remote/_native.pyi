@@ -1,0 +1,224 @@
+"""Type stub of ``unienv_remote._native``, the Rust extension (python/src/).
+
+Checked against the built module by ``mypy.stubtest`` in ``scripts/test.sh``:
+a class, method, parameter or default that changes in ``python/src/*.rs``
+must change here too. The public API is the Python facade
+(``unienv_remote.RemoteClient``, ``RemoteServer``, ``RemoteVectorEnv``);
+these are its building blocks.
+"""
+
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple, final
+
+from numpy.typing import NDArray
+
+__all__ = [
+    "BUILD_PROFILE", "__version__", "encode", "decode", "Client", "Operation", "Subscription", "Server",
+    "VectorEnv",
+]
+
+#: ``"debug"`` or ``"release"``: how the extension was compiled.
+BUILD_PROFILE: str
+#: The package's version (``python/Cargo.toml``, the one source).
+__version__: str
+
+_SchemaKey = Tuple[int, int, int]
+_Descriptor = Dict[str, Any]
+# (index, error code, exception) of each sub-environment that failed.
+_VectorErrors = List[Tuple[int, str, BaseException]]
+
+def encode(value: object, max_message_size: int = ...) -> bytes:
+    """The crate's codec: ``value`` encoded as one protocol message."""
+
+def decode(payload: bytes, max_message_size: int = ...) -> Any:
+    """The crate's codec: one protocol message decoded into Python values."""
+
+@final
+class Client:
+    """A connection to a server (the crate's blocking client)."""
+
+    @staticmethod
+    def connect(
+        uri: str,
+        *,
+        timeout: Optional[float] = ...,
+        max_message_size: int = ...,
+        token: Optional[str] = None,
+        discover: bool = True,
+        headers: Sequence[Tuple[str, str]] = ...,
+        ca_file: Optional[str | os.PathLike[str]] = None,
+    ) -> Client:
+        """Connects over WebSocket, says hello and discovers every resource."""
+    @property
+    def session_id(self) -> str:
+        """The session ID the server assigned."""
+    @property
+    def closed(self) -> bool:
+        """Whether the connection is closed."""
+    @property
+    def max_message_size(self) -> int:
+        """The negotiated message size limit."""
+    @property
+    def requests_sent(self) -> int:
+        """Requests sent on this connection so far (hello included)."""
+    @property
+    def server(self) -> Tuple[str, str]:
+        """The server's name and version from ``hello``."""
+    def close(self) -> None:
+        """Closes the connection (pending requests fail, subscriptions end)."""
+    def discover(self) -> List[_Descriptor]:
+        """``discover``: every descriptor, as dicts."""
+    def describe(self, resource_id: str) -> _Descriptor:
+        """``describe``: refreshes the resource's domain and returns its descriptor."""
+    def descriptors(self) -> Dict[str, _Descriptor]:
+        """Every known descriptor (no request), as ``{id: descriptor}``."""
+    def kind(self, resource_id: str) -> Optional[str]:
+        """The resource's kind (``env``, ``world``, ``node``), or ``None`` when unknown."""
+    def domain_id(self, resource_id: str) -> Optional[str]:
+        """The resource's domain ID, or ``None`` when unknown."""
+    def schema_since(
+        self, resource_id: str, key: Optional[_SchemaKey] = None
+    ) -> Optional[Tuple[_SchemaKey, _Descriptor]]:
+        """The descriptor if it changed since ``key``: ``(key, descriptor)`` or ``None``."""
+    def space_since(
+        self, resource_id: str, name: str, serial: Optional[int] = None
+    ) -> Optional[Tuple[int, Any]]:
+        """``(serial, document)`` of the space ``name`` when it differs from ``serial``."""
+    def call(
+        self,
+        resource_id: str,
+        method: str,
+        args: Tuple[Any, ...],
+        kwargs: Optional[Dict[str, Any]] = None,
+    ) -> Any:
+        """``call``: a method by name with positional and keyword arguments."""
+    def read(self, resource_id: str, field: str) -> Any:
+        """A node getter, from the boundary snapshot cache when allowed."""
+    def acquire(self, resource_id: str, mode: Optional[str] = None) -> None:
+        """``acquire``: claims the domain (``mode``: ``env`` or ``components``)."""
+    def release(self, resource_id: str, close_subscriptions: bool = False) -> None:
+        """``release``: gives the domain back."""
+    def begin(self, resource_id: str, kind: str) -> Operation:
+        """``begin``: opens a component operation on the resource's domain."""
+    def current_operation(self, resource_id: str) -> Optional[str]:
+        """The open operation's ID on the resource's domain, if any."""
+    def boundary_snapshot(self, resource_id: str) -> Optional[Dict[str, Any]]:
+        """The cached boundary snapshot of a resource (no request), or ``None``."""
+    def subscribe(self, resource_id: str, fields: Optional[Sequence[str]] = None) -> Subscription:
+        """``subscribe``: a latest-value stream of the resource's boundaries."""
+
+@final
+class Operation:
+    """An open component operation."""
+
+    @property
+    def id(self) -> str:
+        """The operation ID."""
+    @property
+    def domain_id(self) -> str:
+        """The domain it runs on."""
+    def complete(self) -> List[_Descriptor]:
+        """``complete``: publishes the boundary; returns the refreshed descriptors."""
+    def abort(self) -> None:
+        """``abort``: ends the operation without publishing."""
+
+@final
+class Subscription:
+    """A snapshot stream."""
+
+    @property
+    def id(self) -> str:
+        """The subscription ID."""
+    @property
+    def resource_id(self) -> str:
+        """The observed resource."""
+    @property
+    def closed(self) -> bool:
+        """Whether the stream has ended."""
+    def next(self, timeout: Optional[float] = None) -> Optional[Dict[str, Any]]:
+        """The next snapshot message, ``None`` once the stream has ended."""
+    def close(self) -> None:
+        """Unsubscribes (waits for the server's acknowledgement); idempotent."""
+
+@final
+class Server:
+    """A running server hosting the Python objects laid out by ``RemoteServer``."""
+
+    def __new__(
+        cls,
+        server: object,
+        domains: List[Tuple[str, Any]],
+        *,
+        max_message_size: int,
+        idle_timeout: Optional[float],
+        token: Optional[str] = None,
+        allowed_origins: Sequence[str] = ...,
+        allowed_hosts: Sequence[str] = ...,
+        max_connections: int = 1024,
+        max_in_flight: int = 64,
+        max_subscriptions_per_session: int = 1024,
+        env_boundary_snapshots: bool = False,
+        shutdown_timeout: float = 10.0,
+        handshake_timeout: float = 10.0,
+        tls_cert: Optional[str | os.PathLike[str]] = None,
+        tls_key: Optional[str | os.PathLike[str]] = None,
+    ) -> Server: ...
+    def listen(self, host: str, port: int) -> int:
+        """Starts a WebSocket listener; returns the bound port."""
+    def connect_memory(self, *, timeout: Optional[float] = ..., max_message_size: int = ...) -> Client:
+        """Connects an in-memory client."""
+    @property
+    def session_count(self) -> int:
+        """Number of connected sessions."""
+    def close(self) -> None:
+        """Closes every session, disposes of every domain and stops the runtime. Idempotent."""
+
+@final
+class VectorEnv:
+    """Sub-environments on several servers, stepped together."""
+
+    def __new__(
+        cls,
+        addresses: Sequence[Tuple[str, str]],
+        autoreset_mode: str = "NextStep",
+        timeout: Optional[float] = ...,
+        token: Optional[str] = None,
+        ca_file: Optional[str | os.PathLike[str]] = None,
+    ) -> VectorEnv: ...
+    @property
+    def num_envs(self) -> int:
+        """The number of sub-environments."""
+    def space_document(self, name: str) -> Any:
+        """The serialized form of env 0's space ``name``."""
+    def env_metadata(self) -> Dict[str, Any]:
+        """Env 0's metadata dict."""
+    def reset(
+        self,
+        seeds: Sequence[Optional[int]],
+        options: Optional[object] = None,
+        mask: Optional[Sequence[bool]] = None,
+    ) -> Tuple[Any, List[Dict[str, Any]], _VectorErrors, NDArray[Any]]:
+        """Resets the envs; ``(observation, infos, errors, mask)``."""
+    def step_async(self, actions: object) -> None:
+        """Sends every env's step at once and returns."""
+    def step_wait(
+        self,
+    ) -> Tuple[
+        Any,
+        NDArray[Any],
+        NDArray[Any],
+        NDArray[Any],
+        List[Dict[str, Any]],
+        NDArray[Any],
+        List[Tuple[int, Any, Dict[str, Any]]],
+        _VectorErrors,
+    ]:
+        """Waits for the pending step."""
+    def reconnect(self, changes: Sequence[Tuple[int, str, str]]) -> None:
+        """Points envs at new addresses (``[(index, url, resource_id)]``), all or nothing."""
+    def failed(self) -> List[bool]:
+        """Which envs must be reset before they are stepped."""
+    def step_pending(self) -> bool:
+        """Whether a step is pending."""
+    def close(self) -> None:
+        """Closes every connection (idempotent)."""
