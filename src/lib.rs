@@ -98,6 +98,7 @@ pub mod codec;
 pub mod fixtures;
 pub mod host;
 pub mod protocol;
+pub mod record;
 pub mod server;
 pub mod sims;
 pub mod transport;

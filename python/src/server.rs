@@ -511,7 +511,8 @@ impl PyServer {
     #[pyo3(signature = (server, domains, *, max_message_size, idle_timeout, token = None,
         allowed_origins = Vec::new(), allowed_hosts = Vec::new(), max_connections = 1024,
         max_in_flight = 64, max_subscriptions_per_session = 1024, env_boundary_snapshots = false,
-        shutdown_timeout = 10.0, handshake_timeout = 10.0, tls_cert = None, tls_key = None))]
+        shutdown_timeout = 10.0, handshake_timeout = 10.0, tls_cert = None, tls_key = None,
+        record_dir = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -530,7 +531,12 @@ impl PyServer {
         handshake_timeout: f64,
         tls_cert: Option<std::path::PathBuf>,
         tls_key: Option<std::path::PathBuf>,
+        record_dir: Option<std::path::PathBuf>,
     ) -> PyResult<PyServer> {
+        if let Some(dir) = &record_dir {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| PyValueError::new_err(format!("record_dir {}: {e}", dir.display())))?;
+        }
         if max_message_size < unienv_remote::codec::MIN_MAX_MESSAGE_SIZE {
             return Err(PyValueError::new_err("max_message_size must be at least 8"));
         }
@@ -561,6 +567,7 @@ impl PyServer {
             handshake_timeout: seconds(Some(handshake_timeout), "handshake_timeout")?
                 .unwrap_or_default(),
             tls,
+            record_dir,
             ..ServerConfig::default()
         };
         let mut specs: Vec<(String, DomainSpec)> = Vec::new();

@@ -78,6 +78,12 @@ class RemoteServer:
       --tls-cert FILE --tls-key FILE``; both or neither. They are read when the
       server starts (first ``listen``/``connect``): a bad file raises
       ``ValueError`` there.
+    * ``record_dir``: record every env-mode transition of every env resource
+      into ``record_dir/<resource_id>/`` as a ``unienv_data`` ``ReplayBuffer``
+      (one per sub-env of a batched env), one segment per episode, written by
+      a thread of its own and committed at each episode's end; ``close()``
+      commits the open episodes. Open it with ``ReplayBuffer.load_from(path,
+      backend=NumpyComputeBackend)``.
     """
 
     def __init__(self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
@@ -86,7 +92,8 @@ class RemoteServer:
                  max_connections: int = 1024, max_in_flight: int = 64,
                  max_subscriptions_per_session: int = 1024, env_boundary_snapshots: bool = False,
                  shutdown_timeout: float = 10.0, tls_cert: Optional[Union[str, os.PathLike]] = None,
-                 tls_key: Optional[Union[str, os.PathLike]] = None) -> None:
+                 tls_key: Optional[Union[str, os.PathLike]] = None,
+                 record_dir: Optional[Union[str, os.PathLike]] = None) -> None:
         if idle_timeout is not None and (not math.isfinite(idle_timeout) or idle_timeout <= 0):
             raise ValueError("idle_timeout must be positive and finite, or None")
         if type(max_message_size) is not int or max_message_size < 8:
@@ -99,7 +106,8 @@ class RemoteServer:
             max_subscriptions_per_session=max_subscriptions_per_session,
             env_boundary_snapshots=env_boundary_snapshots, shutdown_timeout=shutdown_timeout,
             tls_cert=None if tls_cert is None else os.fspath(tls_cert),
-            tls_key=None if tls_key is None else os.fspath(tls_key))
+            tls_key=None if tls_key is None else os.fspath(tls_key),
+            record_dir=None if record_dir is None else os.fspath(record_dir))
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key go together: give both (PEM files) or neither")
         self.tls = tls_cert is not None

@@ -154,6 +154,10 @@ pub struct ServeArgs {
     /// The private key (PEM) of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Record every env transition into DIR/<resource_id>/: a unienv_data
+    /// ReplayBuffer per env (per sub-env of a batched env), one segment per episode.
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
 }
 
 /// Options of `inspect`.
@@ -213,8 +217,14 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         },
         _ => None,
     };
+    if let Some(dir) = &args.record {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return fail(format!("--record {}: {e}", dir.display()));
+        }
+    }
     let config = ServerConfig {
         tls,
+        record_dir: args.record.clone(),
         max_message_size: args.max_message_size,
         idle_timeout: (args.idle_timeout > 0.0).then(|| Duration::from_secs_f64(args.idle_timeout)),
         max_connections: args.max_connections,
@@ -262,6 +272,9 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             Err(e) => return fail(format!("cannot install the Ctrl-C handler: {e}")),
         };
         print_banner(&server, &listener, args.token.is_some(), args.fixtures).await;
+        if let Some(dir) = &args.record {
+            say!("Recording every env transition into {}", dir.display());
+        }
         let _viewer = match &args.viewer {
             Some(addr) => {
                 // In process: no token, certificate or connection slot

@@ -97,6 +97,13 @@ pub struct ServerConfig {
     /// control and subscriptions as any disconnect does (default 60 s; only
     /// with a heartbeat interval).
     pub heartbeat_timeout: Duration,
+    // [record: recording hook]
+    /// When set, every env-mode transition of every env resource is
+    /// recorded into `DIR/<resource_id>/` as a `unienv_data` replay buffer,
+    /// one segment per episode (see [`crate::record`]); default none. The
+    /// directory is created when the server is built; if it cannot be,
+    /// nothing is recorded and the failure is logged at `error`.
+    pub record_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -132,6 +139,7 @@ impl Default for ServerConfig {
             tls: None,
             heartbeat_interval: Some(Duration::from_secs(20)),
             heartbeat_timeout: Duration::from_secs(60),
+            record_dir: None,
         }
     }
 }

@@ -53,6 +53,7 @@ pub(crate) struct Domain {
     control: Control<Arc<SessionShared>>,
     subscriptions: Subscriptions,
     last_activity: Instant,
+    recording: super::recording::Recording,
 }
 
 impl Domain {
@@ -73,6 +74,7 @@ impl Domain {
             instance: Instance::default(),
             subscriptions: Subscriptions::default(),
             last_activity: Instant::now(),
+            recording: Default::default(),
         }
     }
 
@@ -275,6 +277,7 @@ impl Domain {
     /// Closes the hosted object on this thread (once) and forgets it; the
     /// topology stays for routing and for checking a revival.
     fn dispose(&mut self) {
+        self.recording.close(&self.server);
         if let Some(mut hosted) = self.instance.take_hosted() {
             if let Err(p) = catch_unwind(AssertUnwindSafe(|| hosted.close())) {
                 tracing::error!(
@@ -496,7 +499,12 @@ impl Domain {
         if policy.env_mutation {
             self.instance.clear_latest();
         }
+        let pending = super::recording::capture(&self.server, target.kind, method, &args, &kwargs);
         let value = self.invoke(index, policy, args, kwargs)?;
+        if let Some(p) = pending {
+            self.recording
+                .record(&self.server, &mut self.instance, index, p, &value);
+        }
         // Bookkeeping.
         if self.control.call_succeeded(target, policy) {
             tracing::info!(resource = %self.instance.resources[index].id, %method, "domain recovered");

@@ -35,6 +35,7 @@ mod jobs;
 mod listener;
 mod names;
 mod outbound;
+mod recording;
 mod session;
 mod shared;
 mod snapshot;
@@ -89,6 +90,14 @@ impl ServerBuilder {
     fn new(config: ServerConfig) -> ServerBuilder {
         ServerBuilder {
             core: Arc::new(Core {
+                recorder: config.record_dir.as_deref().and_then(|dir| {
+                    crate::record::Recorder::start(dir)
+                        .map(Arc::new)
+                        .map_err(|e| {
+                            tracing::error!(dir = %dir.display(), error = %e, "cannot record");
+                        })
+                        .ok()
+                }),
                 config,
                 registry: RwLock::new(HashMap::new()),
             }),
@@ -399,6 +408,30 @@ impl Server {
             // The thread has ended: joining does not block.
             let _ = handle.join();
         }
+        // Every domain has closed its envs' recordings: commit and stop.
+        if let Some(recorder) = &shared.core.recorder {
+            let recorder = recorder.clone();
+            let _ = tokio::task::spawn_blocking(move || recorder.stop()).await;
+        }
+    }
+
+    /// Waits until every transition recorded so far is written to disk
+    /// (committed episodes and the open ones' elements); returns at once
+    /// when the server does not record. For tests and checkpoints.
+    pub fn flush_recording(&self) {
+        if let Some(recorder) = &self.inner.shared.core.recorder {
+            recorder.flush();
+        }
+    }
+
+    /// The recording's counters, when the server records.
+    pub fn record_stats(&self) -> Option<Arc<crate::record::RecordStats>> {
+        self.inner
+            .shared
+            .core
+            .recorder
+            .as_ref()
+            .map(|r| r.stats.clone())
     }
 }
 
