@@ -97,6 +97,7 @@ pub mod codec;
 #[doc(hidden)]
 pub mod fixtures;
 pub mod host;
+pub mod metrics;
 pub mod protocol;
 pub mod record;
 pub mod server;

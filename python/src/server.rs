@@ -635,6 +635,26 @@ impl PyServer {
         })
     }
 
+    /// Serves the metrics (Prometheus text format) on `addr`; returns
+    /// `http://ADDR/metrics`. The endpoint stops with the server.
+    fn serve_metrics(&self, py: Python<'_>, addr: &str) -> PyResult<String> {
+        let guard = self.runtime.lock();
+        let runtime = guard
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("Server is closed"))?;
+        let server = self.server.clone();
+        let target = addr.to_string();
+        let endpoint = py
+            .detach(|| runtime.block_on(async move { server.serve_metrics(target).await }))
+            .map_err(|e| PyValueError::new_err(format!("metrics {addr}: {e}")))?;
+        Ok(endpoint.url())
+    }
+
+    /// The metrics as the endpoint serves them (Prometheus text format).
+    fn metrics_text(&self) -> String {
+        self.server.metrics_text()
+    }
+
     /// Starts a WebSocket listener; returns the bound port.
     fn listen(&self, py: Python<'_>, host: &str, port: u16) -> PyResult<u16> {
         let guard = self.runtime.lock();

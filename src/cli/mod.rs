@@ -158,6 +158,10 @@ pub struct ServeArgs {
     /// ReplayBuffer per env (per sub-env of a batched env), one segment per episode.
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
+    /// Serve metrics in the Prometheus text format at http://ADDR/metrics
+    /// (no authentication: keep ADDR on loopback or a monitoring network).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
 }
 
 /// Options of `inspect`.
@@ -225,6 +229,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     let config = ServerConfig {
         tls,
         record_dir: args.record.clone(),
+        metrics_addr: args.metrics.clone(),
         max_message_size: args.max_message_size,
         idle_timeout: (args.idle_timeout > 0.0).then(|| Duration::from_secs_f64(args.idle_timeout)),
         max_connections: args.max_connections,
@@ -274,6 +279,9 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         print_banner(&server, &listener, args.token.is_some(), args.fixtures).await;
         if let Some(dir) = &args.record {
             say!("Recording every env transition into {}", dir.display());
+        }
+        if let Some(url) = server.metrics_url() {
+            say!("Metrics: {url}");
         }
         let _viewer = match &args.viewer {
             Some(addr) => {

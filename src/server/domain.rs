@@ -18,6 +18,7 @@ use crate::host::HostErrorKind;
 use crate::protocol::{err, Command, ErrorCode, Method, ProtocolError, ResourceKind};
 use bytes::Bytes;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -54,6 +55,8 @@ pub(crate) struct Domain {
     subscriptions: Subscriptions,
     last_activity: Instant,
     recording: super::recording::Recording,
+    /// Step latency histograms of env resources, by index.
+    steps: std::collections::HashMap<usize, Arc<crate::metrics::StepHistogram>>,
 }
 
 impl Domain {
@@ -75,6 +78,7 @@ impl Domain {
             subscriptions: Subscriptions::default(),
             last_activity: Instant::now(),
             recording: Default::default(),
+            steps: Default::default(),
         }
     }
 
@@ -143,7 +147,12 @@ impl Domain {
                         }
                     };
                 match reply {
-                    Ok(Reply::Encoded(bytes)) => session.send_reliable(Bytes::from(bytes)),
+                    Ok(Reply::Encoded(bytes)) => {
+                        let op = request.get("op").and_then(Value::as_str);
+                        let metrics = &self.server.metrics;
+                        metrics.request(crate::metrics::op_index(op), None);
+                        session.send_reliable(Bytes::from(bytes))
+                    }
                     Ok(Reply::Value(v)) => session.respond(&request, Ok(v)),
                     Err(e) => session.respond(&request, Err(&e)),
                 }
@@ -250,6 +259,7 @@ impl Domain {
         self.control
             .instantiated(self.instance.scope(&self.root_id), revived);
         if revived {
+            self.server.metrics.revivals.fetch_add(1, Relaxed);
             tracing::info!(
                 revision = self.control.revision(),
                 "domain revived after idle eviction"
@@ -270,6 +280,7 @@ impl Domain {
             && self.last_activity.elapsed() >= idle
         {
             tracing::info!(idle_secs = idle.as_secs_f64(), "evicting idle domain");
+            self.server.metrics.evictions.fetch_add(1, Relaxed);
             self.dispose();
         }
     }
@@ -307,6 +318,7 @@ impl Domain {
     /// Faults the domain: stepping is refused until a successful reset or
     /// reload; `cause` says what happened, for the refusal and the log.
     fn fault(&mut self, cause: String) {
+        self.server.metrics.faults.fetch_add(1, Relaxed);
         tracing::warn!(%cause, "domain faulted");
         self.control.fault(cause);
     }
@@ -592,6 +604,13 @@ impl Domain {
         let started = Instant::now();
         let outcome = catch_unwind(AssertUnwindSafe(|| hosted.call(meta, method, args, kwargs)));
         let took = started.elapsed();
+        if meta.kind == ResourceKind::Env && policy.method == Method::Step {
+            let metrics = &self.server.metrics;
+            self.steps
+                .entry(index)
+                .or_insert_with(|| metrics.step_histogram(&meta.id))
+                .observe(took);
+        }
         if self
             .server
             .config
@@ -633,6 +652,7 @@ impl Domain {
     ) -> ProtocolError {
         let cause = || format!("{call} failed after it started ({message})");
         if self.control.call_failed(policy, cause) {
+            self.server.metrics.faults.fetch_add(1, Relaxed);
             if let Some(cause) = self.control.fault_cause() {
                 tracing::warn!(%cause, "domain faulted");
             }

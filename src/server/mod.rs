@@ -88,16 +88,21 @@ fn validate_id(id: &str) -> Result<(), RegisterError> {
 
 impl ServerBuilder {
     fn new(config: ServerConfig) -> ServerBuilder {
+        let recorder = config.record_dir.as_deref().and_then(|dir| {
+            crate::record::Recorder::start(dir)
+                .map(Arc::new)
+                .map_err(|e| {
+                    tracing::error!(dir = %dir.display(), error = %e, "cannot record");
+                })
+                .ok()
+        });
+        let metrics = Arc::new(crate::metrics::Metrics::new(
+            recorder.as_ref().map(|r| r.stats.clone()),
+        ));
         ServerBuilder {
             core: Arc::new(Core {
-                recorder: config.record_dir.as_deref().and_then(|dir| {
-                    crate::record::Recorder::start(dir)
-                        .map(Arc::new)
-                        .map_err(|e| {
-                            tracing::error!(dir = %dir.display(), error = %e, "cannot record");
-                        })
-                        .ok()
-                }),
+                recorder,
+                metrics,
                 config,
                 registry: RwLock::new(HashMap::new()),
             }),
@@ -272,6 +277,7 @@ impl ServerBuilder {
                 shared,
                 threads: Mutex::new(threads),
                 roots,
+                metrics: tokio::sync::OnceCell::new(),
             }),
         }
     }
@@ -281,6 +287,8 @@ struct ServerInner {
     shared: Arc<ServerShared>,
     threads: Mutex<Vec<DomainThread>>,
     roots: Vec<String>,
+    /// The endpoint of [`ServerConfig::metrics_addr`], once started.
+    metrics: tokio::sync::OnceCell<crate::metrics::MetricsEndpoint>,
 }
 
 /// A running server: cheap to clone; serves WebSocket listeners and
@@ -315,6 +323,7 @@ impl Server {
     /// invalid configuration is an `InvalidInput` error whose source is the
     /// [`ConfigError`].
     pub async fn listen(&self, addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<Listener> {
+        self.configured_metrics().await?;
         listener::listen(self.inner.shared.clone(), addr).await
     }
 
@@ -322,7 +331,47 @@ impl Server {
     /// caller (a socket with options of its own, or one handed over by a
     /// service manager); as [`Server::listen`] otherwise.
     pub async fn serve(&self, tcp: tokio::net::TcpListener) -> std::io::Result<Listener> {
+        self.configured_metrics().await?;
         listener::serve(self.inner.shared.clone(), tcp).await
+    }
+
+    /// Serves the metrics ([`crate::metrics`]) at `http://ADDR/metrics` until
+    /// the server shuts down (or [`MetricsEndpoint::close`](crate::metrics::MetricsEndpoint::close)).
+    /// Must be called inside a tokio runtime.
+    pub async fn serve_metrics(
+        &self,
+        addr: impl tokio::net::ToSocketAddrs,
+    ) -> std::io::Result<crate::metrics::MetricsEndpoint> {
+        let weak = Arc::downgrade(&self.inner.shared);
+        let render = Arc::new(move || match weak.upgrade() {
+            Some(shared) => render_metrics(&shared),
+            None => String::new(),
+        });
+        crate::metrics::serve(addr, render, self.inner.shared.shutdown.subscribe()).await
+    }
+
+    /// The endpoint of [`ServerConfig::metrics_addr`], started once.
+    async fn configured_metrics(&self) -> std::io::Result<()> {
+        let Some(addr) = self.config().metrics_addr.clone() else {
+            return Ok(());
+        };
+        self.inner
+            .metrics
+            .get_or_try_init(|| self.serve_metrics(addr))
+            .await
+            .map(|_| ())
+    }
+
+    /// `http://ADDR/metrics` of [`ServerConfig::metrics_addr`], once the
+    /// first listener started it.
+    pub fn metrics_url(&self) -> Option<String> {
+        self.inner.metrics.get().map(|m| m.url())
+    }
+
+    /// The metrics in the Prometheus text format, as the endpoint serves
+    /// them.
+    pub fn metrics_text(&self) -> String {
+        render_metrics(&self.inner.shared)
     }
 
     /// Connects an in-memory client. Must be called inside a tokio runtime.
@@ -433,6 +482,19 @@ impl Server {
             .as_ref()
             .map(|r| r.stats.clone())
     }
+}
+
+fn render_metrics(shared: &ServerShared) -> String {
+    let sessions: Vec<_> = shared.sessions.lock().values().cloned().collect();
+    let observers = sessions
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .map(|s| s.subscriptions.lock().len() as u64)
+        .sum();
+    shared.core.metrics.render(crate::metrics::Live {
+        sessions: sessions.len() as u64,
+        observers,
+    })
 }
 
 /// A domain's OS thread, and the signal of its end.

@@ -24,6 +24,8 @@ pub(crate) struct Core {
     pub registry: RwLock<HashMap<String, usize>>,
     /// The recording writer, when [`ServerConfig::record_dir`] is set.
     pub recorder: Option<Arc<crate::record::Recorder>>,
+    /// Counters for the metrics endpoint ([`crate::metrics`]).
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// State shared by sessions and listeners.
