@@ -30,13 +30,17 @@ use std::path::{Path, PathBuf};
 pub const RESERVED_LENGTH: u64 = 1 << 40;
 
 const DICT_STORAGE: &str = "unienv_data.storages.dict_storage.DictStorage";
+const FLATTENED_STORAGE: &str = "unienv_data.storages.flattened.FlattenedStorage";
 const NPZ_STORAGE: &str = "unienv_data.storages.npz_storage.NPZStorage";
 
 /// A replay buffer directory being recorded.
 pub(crate) struct BufferDir {
     path: PathBuf,
-    /// Per leaf, in transition order: its storage directory.
+    /// Per leaf, in transition order: its storage directory (one, the
+    /// inner storage, when flattened).
     leaf_dirs: Vec<PathBuf>,
+    /// Whether elements are stored flattened (one float64 vector each).
+    flat: bool,
     /// `single_instance_space` as JSON text.
     space_json: String,
     /// Committed elements (the buffer's `count`).
@@ -53,15 +57,24 @@ impl BufferDir {
     /// Creates the buffer at `path` (`keys`: the `DictStorage` keys of the
     /// leaves, `/`-separated), or resumes the one already there if it
     /// records the same space.
-    pub(crate) fn open(path: &Path, keys: &[String], space_json: String) -> io::Result<BufferDir> {
+    pub(crate) fn open(
+        path: &Path,
+        keys: &[String],
+        space_json: String,
+        flat: bool,
+    ) -> io::Result<BufferDir> {
         let storage = path.join("storage");
-        let leaf_dirs: Vec<PathBuf> = keys
-            .iter()
-            .map(|k| storage.join(k.replace('/', ".")))
-            .collect();
+        let leaf_dirs: Vec<PathBuf> = if flat {
+            vec![storage.join("inner_storage")]
+        } else {
+            keys.iter()
+                .map(|k| storage.join(k.replace('/', ".")))
+                .collect()
+        };
         let mut buffer = BufferDir {
             path: path.to_path_buf(),
             leaf_dirs,
+            flat,
             space_json,
             count: 0,
             next: 0,
@@ -79,6 +92,14 @@ impl BufferDir {
                 "{{\"storage_type\": \"NPZStorage\", \"compressed\": false, \"capacity\": null, \"length\": {RESERVED_LENGTH}}}"
             );
             write_atomic(&dir.join("npz_metadata.json"), meta.as_bytes())?;
+        }
+        if flat {
+            let meta = format!(
+                "{{\"storage_type\": \"FlattenedStorage\", \"inner_storage_type\": \"{NPZ_STORAGE}\", \"inner_storage_path\": \"inner_storage\"}}"
+            );
+            write_atomic(&storage.join("flattened_metadata.json"), meta.as_bytes())?;
+            buffer.commit()?;
+            return Ok(buffer);
         }
         let mut map = String::from("{");
         for (i, key) in keys.iter().enumerate() {
@@ -159,8 +180,13 @@ impl BufferDir {
             ));
         }
         let name = format!("{}.npz", self.next);
-        for (dir, array) in self.leaf_dirs.iter().zip(leaves) {
-            std::fs::write(dir.join(&name), npz::npz_bytes(array))?;
+        if self.flat {
+            let flat = flatten(leaves)?;
+            std::fs::write(self.leaf_dirs[0].join(&name), npz::npz_bytes(&flat))?;
+        } else {
+            for (dir, array) in self.leaf_dirs.iter().zip(leaves) {
+                std::fs::write(dir.join(&name), npz::npz_bytes(array))?;
+            }
         }
         self.next += 1;
         Ok(())
@@ -211,12 +237,31 @@ impl BufferDir {
         segments.push(']');
         let text = format!(
             "{{\"type\": \"ReplayBuffer\", \"count\": {}, \"offset\": 0, \"capacity\": null, \
-             \"storage_cls\": \"{DICT_STORAGE}\", \"storage_path_relative\": \"storage\", \
+             \"storage_cls\": \"{}\", \"storage_path_relative\": \"storage\", \
              \"single_instance_space\": {}, \"physical_segments\": {segments}}}",
-            self.count, self.space_json
+            self.count,
+            if self.flat {
+                FLATTENED_STORAGE
+            } else {
+                DICT_STORAGE
+            },
+            self.space_json
         );
         write_atomic(&self.path.join("metadata.json"), text.as_bytes())
     }
+}
+
+/// The leaves as `sfu.flatten_data` flattens the transition dict: each
+/// leaf in C order, in key order, as one float64 vector (the caller checked
+/// that every leaf converts to float64 exactly).
+fn flatten(leaves: &[NdArray]) -> io::Result<NdArray> {
+    let bad = |e: String| io::Error::new(io::ErrorKind::InvalidData, e);
+    let mut out = Vec::with_capacity(leaves.iter().map(NdArray::len).sum());
+    for leaf in leaves {
+        let f = super::transition::cast(leaf, crate::codec::DType::F64).map_err(bad)?;
+        out.extend(f.to_vec::<f64>().map_err(|e| bad(e.to_string()))?);
+    }
+    Ok(NdArray::from_vec(out))
 }
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it over
@@ -237,7 +282,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let keys = vec!["obs".to_string(), "next_obs/x".to_string()];
         let space = "{\"type\": \"DictSpace\"}".to_string();
-        let mut b = BufferDir::open(dir.path(), &keys, space.clone()).unwrap();
+        let mut b = BufferDir::open(dir.path(), &keys, space.clone(), false).unwrap();
         let a = NdArray::from_vec(vec![1.0f32]);
         b.append(&[a.clone(), a.clone()]).unwrap();
         b.append(&[a.clone(), a.clone()]).unwrap();
@@ -246,13 +291,13 @@ mod tests {
         assert_eq!(b.count(), 2);
         assert!(dir.path().join("storage/next_obs.x/2.npz").exists());
         drop(b);
-        let mut r = BufferDir::open(dir.path(), &keys, space.clone()).unwrap();
+        let mut r = BufferDir::open(dir.path(), &keys, space.clone(), false).unwrap();
         assert_eq!((r.count(), r.segments()), (2, &[(0, 1)][..]));
         r.append(&[a.clone(), a.clone()]).unwrap();
         r.end_segment().unwrap();
-        let r = BufferDir::open(dir.path(), &keys, space).unwrap();
+        let r = BufferDir::open(dir.path(), &keys, space, false).unwrap();
         assert_eq!((r.count(), r.segments()), (3, &[(0, 1), (2, 2)][..]));
-        let other = BufferDir::open(dir.path(), &keys, "{}".into());
+        let other = BufferDir::open(dir.path(), &keys, "{}".into(), false);
         assert!(other.is_err());
     }
 }

@@ -316,7 +316,7 @@ fn open(dir: &Path, id: &str, spaces: &EnvSpaces) -> Result<EnvRecording, String
             )?,
         };
         let space_json = json::to_string(&l.space.to_value());
-        let buffer = BufferDir::open(&path, &l.keys, space_json)
+        let buffer = BufferDir::open(&path, &l.keys, space_json, l.flat)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         layout.push(l);
         slots.push(Slot {

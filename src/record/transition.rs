@@ -19,6 +19,9 @@ pub(crate) struct Layout {
     pub observation: Space,
     pub action: Space,
     pub context: Option<Space>,
+    /// Whether every leaf converts to float64 exactly (float, bool and up to
+    /// 32-bit integer dtypes): the element is then stored flattened.
+    pub flat: bool,
 }
 
 impl Layout {
@@ -45,9 +48,17 @@ impl Layout {
         let space = Space::dict(entries);
         let mut keys = Vec::new();
         collect_keys(&space, "", &mut keys)?;
+        let mut dtypes = Vec::new();
+        leaf_dtypes(&space, &mut dtypes);
+        let flat = dtypes.iter().all(|d| match d.kind() {
+            ScalarKind::Bool | ScalarKind::Float => true,
+            ScalarKind::Int | ScalarKind::UInt => d.itemsize() <= 4,
+            ScalarKind::Complex => false,
+        });
         Ok(Layout {
             space,
             keys,
+            flat,
             observation,
             action,
             context,
@@ -85,6 +96,15 @@ pub(crate) struct Transition {
     pub truncated: Value,
     pub next_obs: Value,
     pub context: Option<Value>,
+}
+
+fn leaf_dtypes(space: &Space, out: &mut Vec<DType>) {
+    match space {
+        Space::Dict(d) => d.entries().iter().for_each(|(_, s)| leaf_dtypes(s, out)),
+        Space::Box(b) => out.push(b.dtype),
+        Space::Binary(b) => out.push(b.dtype),
+        _ => {}
+    }
 }
 
 fn collect_keys(space: &Space, prefix: &str, out: &mut Vec<String>) -> Result<(), String> {
