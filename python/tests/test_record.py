@@ -299,3 +299,48 @@ def test_no_stray_files_beyond_the_buffer_layout(tmp_path: Path) -> None:
     assert sorted(os.listdir(storage)) == ["flattened_metadata.json", "inner_storage"]
     assert "unienv_data.storages.flattened.FlattenedStorage" in (tmp_path / "counter" / "metadata.json").read_text()
     assert not list((tmp_path / "counter").glob("**/*.tmp"))
+
+
+class TickCounter(CopyingCounter):
+    """The counter with an int64 tick beyond float64's exact integers: its
+    elements cannot be flattened to float64, so each leaf gets its own storage."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from unienv_interface.backends import NumpyComputeBackend as B
+        from unienv_interface.space import BoxSpace, DictSpace
+
+        self.observation_space = DictSpace(B, {
+            "position": BoxSpace(B, -np.inf, np.inf, np.float32, shape=(2,)),
+            "tick": BoxSpace(B, 0, 2 ** 62, np.int64, shape=()),
+        })
+        self.tick = 0
+
+    def reset(self, *, mask=None, seed=None, **kwargs):
+        context, obs, info = super().reset(mask=mask, seed=seed, **kwargs)
+        self.tick = 2 ** 60 + 1
+        return context, {**obs, "tick": np.int64(self.tick)}, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        self.tick += 1
+        return {**obs, "tick": np.int64(self.tick)}, reward, terminated, truncated, info
+
+
+def test_int64_leaves_are_stored_per_leaf_exactly(tmp_path: Path) -> None:
+    import unienv_remote
+
+    server = unienv_remote.RemoteServer(idle_timeout=None, record_dir=tmp_path)
+    server.register("ticks", TickCounter())
+    try:
+        client = reference.RemoteClient.connect(server.listen("127.0.0.1", 0))
+        episodes = run_episodes(client.env("ticks"), 2, np.random.default_rng(6))
+        client.close()
+    finally:
+        server.close()
+    path = tmp_path / "ticks"
+    assert "unienv_data.storages.dict_storage.DictStorage" in (path / "metadata.json").read_text()
+    loaded = load(path)[str(path)]
+    assert loaded["segments"] == expected_segments(episodes)
+    assert loaded["items"] == [t for steps in episodes for t in steps]
+    assert loaded["items"][0]["next_obs"]["tick"] == {"dtype": "int64", "shape": [], "data": 2 ** 60 + 2}
