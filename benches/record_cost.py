@@ -2,7 +2,7 @@
 ``unienv_remote.RemoteServer``, 8 envs each), driven in lockstep by
 ``RemoteVectorEnv``, with and without ``RemoteServer(record_dir=...)``.
 
-    .venv-ref/bin/python benches/record_cost.py [--steps 1500] [--rounds 3]
+    .venv-ref/bin/python benches/record_cost.py [--steps 1500] [--rounds 3] [--dir DIR]
 
 Runs alternate (plain, recording, plain, recording, ...) so that both see the
 same machine load; each run starts fresh servers, resets, takes 50 warm-up
@@ -102,6 +102,7 @@ def main() -> None:
     parser.add_argument("--record")
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--dir", help="where recordings go (default: the system's temporary directory)")
     args = parser.parse_args()
     if args.serve is not None:
         serve(args.serve, args.record)
@@ -109,7 +110,7 @@ def main() -> None:
     plain, recording = [], []
     for r in range(args.rounds):
         plain.append(run(args.steps, None))
-        record = Path(tempfile.mkdtemp(prefix="uvr-record-bench-"))
+        record = Path(tempfile.mkdtemp(prefix="uvr-record-bench-", dir=args.dir))
         try:
             recording.append(run(args.steps, record))
             # Every step of every env (warm-up included), committed at close();
