@@ -115,10 +115,10 @@ def committed(path: Path) -> int:
         return -1
 
 
-def wait_for(predicate, what: str, deadline: float = 30.0) -> None:
+def wait_for(predicate, what: str, state=lambda: None, deadline: float = 30.0) -> None:
     end = time.monotonic() + deadline
     while not predicate():
-        assert time.monotonic() < end, f"timed out waiting for {what}"
+        assert time.monotonic() < end, f"timed out waiting for {what}: {state()}"
         time.sleep(0.02)
 
 
@@ -145,10 +145,13 @@ def test_a_crash_loses_only_the_open_episode(tmp_path: Path) -> None:
         env = client.env("counter")
         rng = np.random.default_rng(2)
         done_episodes = run_episodes(env, 2, rng)
-        env.reset(seed=5)
-        env.step(np.zeros(2, np.float32))  # the open episode
+        env.reset(seed=0)
+        _, _, terminated, truncated, _ = env.step(np.zeros(2, np.float32))  # the open episode
+        assert not (terminated or truncated)
         # The two finished episodes are committed by the writer thread.
-        wait_for(lambda: committed(path) == sum(map(len, done_episodes)), "two committed episodes")
+        want = sum(map(len, done_episodes))
+        wait_for(lambda: committed(path) == want, f"two committed episodes ({want} transitions)",
+                 lambda: (committed(path), sorted(os.listdir(path / "storage" / "inner_storage"))[:5]))
         server.process.send_signal(signal.SIGKILL)
         server.process.wait()
     finally:
