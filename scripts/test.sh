@@ -26,6 +26,11 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import unienv_interfa
   cp "$CONSTRAINTS" "$VENV/constraints-test.txt"
 fi
 export UNIENV_REF_PYTHON="$PWD/$VENV/bin/python"
+# The metrics test (python/tests/test_metrics.py) parses the endpoint with the
+# Prometheus project's own Python parser.
+if ! "$VENV/bin/python" -c 'import prometheus_client' 2>/dev/null; then
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check prometheus_client
+fi
 
 # The viewer's browser tests (tests/viewer/browser.rs) drive headless Chromium;
 # as root (CI) Debian's package is installed here, quietly, once.

@@ -101,7 +101,9 @@ pub mod codec;
 #[doc(hidden)]
 pub mod fixtures;
 pub mod host;
+pub mod metrics;
 pub mod protocol;
+pub mod record;
 pub mod server;
 pub mod sims;
 pub mod transport;

@@ -536,7 +536,7 @@ impl PyServer {
         allowed_origins = Vec::new(), allowed_hosts = Vec::new(), max_connections = 1024,
         max_in_flight = 64, max_subscriptions_per_session = 1024, env_boundary_snapshots = false,
         shutdown_timeout = 10.0, handshake_timeout = 10.0, tls_cert = None, tls_key = None,
-        validate_actions = true))]
+        validate_actions = true, record_dir = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -556,7 +556,12 @@ impl PyServer {
         tls_cert: Option<std::path::PathBuf>,
         tls_key: Option<std::path::PathBuf>,
         validate_actions: bool,
+        record_dir: Option<std::path::PathBuf>,
     ) -> PyResult<PyServer> {
+        if let Some(dir) = &record_dir {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| PyValueError::new_err(format!("record_dir {}: {e}", dir.display())))?;
+        }
         if max_message_size < unienv_remote::codec::MIN_MAX_MESSAGE_SIZE {
             return Err(PyValueError::new_err("max_message_size must be at least 8"));
         }
@@ -587,6 +592,7 @@ impl PyServer {
             handshake_timeout: seconds(Some(handshake_timeout), "handshake_timeout")?
                 .unwrap_or_default(),
             tls,
+            record_dir,
             ..ServerConfig::default()
         };
         let mut specs: Vec<(String, DomainSpec)> = Vec::new();
@@ -656,6 +662,26 @@ impl PyServer {
             runtime: Mutex::new(Some(runtime)),
             listeners: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Serves the metrics (Prometheus text format) on `addr`; returns
+    /// `http://ADDR/metrics`. The endpoint stops with the server.
+    fn serve_metrics(&self, py: Python<'_>, addr: &str) -> PyResult<String> {
+        let guard = self.runtime.lock();
+        let runtime = guard
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("Server is closed"))?;
+        let server = self.server.clone();
+        let target = addr.to_string();
+        let endpoint = py
+            .detach(|| runtime.block_on(async move { server.serve_metrics(target).await }))
+            .map_err(|e| PyValueError::new_err(format!("metrics {addr}: {e}")))?;
+        Ok(endpoint.url())
+    }
+
+    /// The metrics as the endpoint serves them (Prometheus text format).
+    fn metrics_text(&self) -> String {
+        self.server.metrics_text()
     }
 
     /// Starts a WebSocket listener; returns the bound port.

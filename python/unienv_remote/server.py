@@ -88,6 +88,17 @@ class RemoteServer:
       ``reset``, is a certain ``invalid_request`` naming the problem, and the
       env stays usable. ``validate_actions=False`` passes actions through
       untouched, as the reference does.
+    * ``record_dir``: record every env-mode transition of every env resource
+      into ``record_dir/<resource_id>/`` as a ``unienv_data`` ``ReplayBuffer``
+      (one per sub-env of a batched env), one segment per episode, written by
+      a thread of its own and committed at each episode's end; ``close()``
+      commits the open episodes. Open it with ``ReplayBuffer.load_from(path,
+      backend=NumpyComputeBackend)``.
+    * ``metrics``: an address (``"127.0.0.1:9464"``, port 0 for any) at which
+      the server's metrics are served in the Prometheus text format, from the
+      first ``listen``/``connect`` on; ``metrics_url`` is then
+      ``http://ADDR/metrics``. No authentication: keep it on loopback or a
+      monitoring network.
     """
 
     def __init__(self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
@@ -97,7 +108,9 @@ class RemoteServer:
                  max_subscriptions_per_session: int = 1024, env_boundary_snapshots: bool = False,
                  shutdown_timeout: float = 10.0, tls_cert: Optional[Union[str, os.PathLike]] = None,
                  tls_key: Optional[Union[str, os.PathLike]] = None,
-                 validate_actions: bool = True) -> None:
+                 validate_actions: bool = True,
+                 record_dir: Optional[Union[str, os.PathLike]] = None,
+                 metrics: Optional[str] = None) -> None:
         if idle_timeout is not None and (not math.isfinite(idle_timeout) or idle_timeout <= 0):
             raise ValueError("idle_timeout must be positive and finite, or None")
         if type(max_message_size) is not int or max_message_size < 8:
@@ -111,7 +124,8 @@ class RemoteServer:
             env_boundary_snapshots=env_boundary_snapshots, shutdown_timeout=shutdown_timeout,
             tls_cert=None if tls_cert is None else os.fspath(tls_cert),
             tls_key=None if tls_key is None else os.fspath(tls_key),
-            validate_actions=bool(validate_actions))
+            validate_actions=bool(validate_actions),
+            record_dir=None if record_dir is None else os.fspath(record_dir))
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key go together: give both (PEM files) or neither")
         self.tls = tls_cert is not None
@@ -123,6 +137,8 @@ class RemoteServer:
         self._native: Optional[_native.Server] = None
         self._closed = False
         self._listening = False
+        self._metrics_addr = metrics
+        self.metrics_url: Optional[str] = None
 
     # -- registration (the reference's rules) ----------------------------------
 
@@ -319,9 +335,20 @@ class RemoteServer:
                         domains.append((domain.root_id, domain.factory))
                     else:
                         domains.append((domain.resources[0].id, self._entries(domain.resources)))
-                self._native = _native.Server(self, domains, max_message_size=self.max_message_size,
-                                              idle_timeout=self.idle_timeout, **self._options)
+                native = _native.Server(self, domains, max_message_size=self.max_message_size,
+                                        idle_timeout=self.idle_timeout, **self._options)
+                if self._metrics_addr is not None:
+                    try:
+                        self.metrics_url = native.serve_metrics(self._metrics_addr)
+                    except BaseException:
+                        native.close()
+                        raise
+                self._native = native
             return self._native
+
+    def metrics_text(self) -> str:
+        """The server's metrics in the Prometheus text format (as its endpoint serves them)."""
+        return self._start().metrics_text()
 
     def listen(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Start the WebSocket listener; return its ws:// endpoint (wss:// with TLS)."""

@@ -175,6 +175,14 @@ pub struct ServeArgs {
     /// The private key (PEM) of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Record every env transition into DIR/<resource_id>/: a unienv_data
+    /// ReplayBuffer per env (per sub-env of a batched env), one segment per episode.
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
+    /// Serve metrics in the Prometheus text format at http://ADDR/metrics
+    /// (no authentication: keep ADDR on loopback or a monitoring network).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
 }
 
 /// Options of `inspect`.
@@ -237,8 +245,15 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         },
         _ => None,
     };
+    if let Some(dir) = &args.record {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return fail(format!("--record {}: {e}", dir.display()));
+        }
+    }
     let config = ServerConfig {
         tls,
+        record_dir: args.record.clone(),
+        metrics_addr: args.metrics.clone(),
         max_message_size: args.max_message_size,
         idle_timeout: (args.idle_timeout > 0.0).then(|| Duration::from_secs_f64(args.idle_timeout)),
         max_connections: args.max_connections,
@@ -288,6 +303,12 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             Err(e) => return fail(format!("cannot install the Ctrl-C handler: {e}")),
         };
         print_banner(&server, &listener, args.token.is_some(), args.fixtures).await;
+        if let Some(dir) = &args.record {
+            say!("Recording every env transition into {}", dir.display());
+        }
+        if let Some(url) = server.metrics_url() {
+            say!("Metrics: {url}");
+        }
         let _viewer = match &args.viewer {
             Some(addr) => {
                 // In process: no token, certificate or connection slot
@@ -300,6 +321,15 @@ pub fn serve(args: ServeArgs) -> ExitCode {
                 match crate::viewer::Viewer::start(addr, config).await {
                     Ok(v) => {
                         say!("Viewer: open {} in a browser", v.url());
+                        let ids: Vec<String> = server
+                            .roots()
+                            .iter()
+                            .take(3)
+                            .map(|id| query_quote(id))
+                            .collect();
+                        if !ids.is_empty() {
+                            say!("  panels directly: {}?watch={}", v.url(), ids.join(","));
+                        }
                         Some(v)
                     }
                     Err(e) => return fail(e),
@@ -313,6 +343,20 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         eprintln!("stopped");
         ExitCode::SUCCESS
     })
+}
+
+/// A resource ID in a URL query: percent-encoded but for letters, digits,
+/// `-._~` and `/`.
+fn query_quote(id: &str) -> String {
+    id.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 /// The URLs clients can use for a listener bound to `addr`: itself, or for

@@ -63,6 +63,10 @@ pub fn view(args: ViewArgs) -> ExitCode {
             viewer.url()
         );
         println!("Open {} in a browser. Press Ctrl-C to stop.", viewer.url());
+        println!(
+            "Open panels directly: {}?watch=ID[,ID…] (e.g. ?watch=cartpole,pointmass)",
+            viewer.url()
+        );
         stop.await;
         viewer.stop();
         ExitCode::SUCCESS

@@ -97,6 +97,21 @@ pub struct ServerConfig {
     /// control and subscriptions as any disconnect does (default 60 s; only
     /// with a heartbeat interval).
     pub heartbeat_timeout: Duration,
+    // [record: recording hook]
+    /// When set, every env-mode transition of every env resource is
+    /// recorded into `DIR/<resource_id>/` as a `unienv_data` replay buffer,
+    /// one segment per episode (see [`crate::record`]); default none. The
+    /// directory is created when the server is built; if it cannot be,
+    /// nothing is recorded and the failure is logged at `error`.
+    pub record_dir: Option<std::path::PathBuf>,
+    // [metrics: endpoint hook]
+    /// When set (e.g. `127.0.0.1:9464`), the first
+    /// [`Server::listen`](super::Server::listen) or [`Server::serve`](super::Server::serve)
+    /// also serves the server's metrics in the Prometheus text format at
+    /// `http://ADDR/metrics` ([`crate::metrics`]); default none. The
+    /// endpoint has no authentication: bind it to loopback or a monitoring
+    /// network.
+    pub metrics_addr: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -132,6 +147,8 @@ impl Default for ServerConfig {
             tls: None,
             heartbeat_interval: Some(Duration::from_secs(20)),
             heartbeat_timeout: Duration::from_secs(60),
+            record_dir: None,
+            metrics_addr: None,
         }
     }
 }

@@ -18,6 +18,7 @@ use crate::host::HostErrorKind;
 use crate::protocol::{err, Command, ErrorCode, Method, ProtocolError, ResourceKind};
 use bytes::Bytes;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,6 +54,9 @@ pub(crate) struct Domain {
     control: Control<Arc<SessionShared>>,
     subscriptions: Subscriptions,
     last_activity: Instant,
+    recording: super::recording::Recording,
+    /// Step latency histograms of env resources, by index.
+    steps: std::collections::HashMap<usize, Arc<crate::metrics::StepHistogram>>,
 }
 
 impl Domain {
@@ -73,6 +77,8 @@ impl Domain {
             instance: Instance::default(),
             subscriptions: Subscriptions::default(),
             last_activity: Instant::now(),
+            recording: Default::default(),
+            steps: Default::default(),
         }
     }
 
@@ -141,7 +147,12 @@ impl Domain {
                         }
                     };
                 match reply {
-                    Ok(Reply::Encoded(bytes)) => session.send_reliable(Bytes::from(bytes)),
+                    Ok(Reply::Encoded(bytes)) => {
+                        let op = request.get("op").and_then(Value::as_str);
+                        let metrics = &self.server.metrics;
+                        metrics.request(crate::metrics::op_index(op), None);
+                        session.send_reliable(Bytes::from(bytes))
+                    }
                     Ok(Reply::Value(v)) => session.respond(&request, Ok(v)),
                     Err(e) => session.respond(&request, Err(&e)),
                 }
@@ -248,6 +259,7 @@ impl Domain {
         self.control
             .instantiated(self.instance.scope(&self.root_id), revived);
         if revived {
+            self.server.metrics.revivals.fetch_add(1, Relaxed);
             tracing::info!(
                 revision = self.control.revision(),
                 "domain revived after idle eviction"
@@ -268,6 +280,7 @@ impl Domain {
             && self.last_activity.elapsed() >= idle
         {
             tracing::info!(idle_secs = idle.as_secs_f64(), "evicting idle domain");
+            self.server.metrics.evictions.fetch_add(1, Relaxed);
             self.dispose();
         }
     }
@@ -275,6 +288,7 @@ impl Domain {
     /// Closes the hosted object on this thread (once) and forgets it; the
     /// topology stays for routing and for checking a revival.
     fn dispose(&mut self) {
+        self.recording.close(&self.server);
         if let Some(mut hosted) = self.instance.take_hosted() {
             if let Err(p) = catch_unwind(AssertUnwindSafe(|| hosted.close())) {
                 tracing::error!(
@@ -304,6 +318,7 @@ impl Domain {
     /// Faults the domain: stepping is refused until a successful reset or
     /// reload; `cause` says what happened, for the refusal and the log.
     fn fault(&mut self, cause: String) {
+        self.server.metrics.faults.fetch_add(1, Relaxed);
         tracing::warn!(%cause, "domain faulted");
         self.control.fault(cause);
     }
@@ -496,7 +511,12 @@ impl Domain {
         if policy.env_mutation {
             self.instance.clear_latest();
         }
+        let pending = super::recording::capture(&self.server, target.kind, method, &args, &kwargs);
         let value = self.invoke(index, policy, args, kwargs)?;
+        if let Some(p) = pending {
+            self.recording
+                .record(&self.server, &mut self.instance, index, p, &value);
+        }
         // Bookkeeping.
         if self.control.call_succeeded(target, policy) {
             tracing::info!(resource = %self.instance.resources[index].id, %method, "domain recovered");
@@ -584,6 +604,13 @@ impl Domain {
         let started = Instant::now();
         let outcome = catch_unwind(AssertUnwindSafe(|| hosted.call(meta, method, args, kwargs)));
         let took = started.elapsed();
+        if meta.kind == ResourceKind::Env && policy.method == Method::Step {
+            let metrics = &self.server.metrics;
+            self.steps
+                .entry(index)
+                .or_insert_with(|| metrics.step_histogram(&meta.id))
+                .observe(took);
+        }
         if self
             .server
             .config
@@ -625,6 +652,7 @@ impl Domain {
     ) -> ProtocolError {
         let cause = || format!("{call} failed after it started ({message})");
         if self.control.call_failed(policy, cause) {
+            self.server.metrics.faults.fetch_add(1, Relaxed);
             if let Some(cause) = self.control.fault_cause() {
                 tracing::warn!(%cause, "domain faulted");
             }

@@ -34,6 +34,7 @@ mod jobs;
 mod listener;
 mod names;
 mod outbound;
+mod recording;
 mod session;
 mod shared;
 mod snapshot;
@@ -88,8 +89,21 @@ fn validate_id(id: &str) -> Result<(), RegisterError> {
 
 impl ServerBuilder {
     fn new(config: ServerConfig) -> ServerBuilder {
+        let recorder = config.record_dir.as_deref().and_then(|dir| {
+            crate::record::Recorder::start(dir)
+                .map(Arc::new)
+                .map_err(|e| {
+                    tracing::error!(dir = %dir.display(), error = %e, "cannot record");
+                })
+                .ok()
+        });
+        let metrics = Arc::new(crate::metrics::Metrics::new(
+            recorder.as_ref().map(|r| r.stats.clone()),
+        ));
         ServerBuilder {
             core: Arc::new(Core {
+                recorder,
+                metrics,
                 config,
                 registry: RwLock::new(HashMap::new()),
             }),
@@ -264,6 +278,7 @@ impl ServerBuilder {
                 shared,
                 threads: Mutex::new(threads),
                 roots,
+                metrics: tokio::sync::OnceCell::new(),
             }),
         }
     }
@@ -273,6 +288,8 @@ struct ServerInner {
     shared: Arc<ServerShared>,
     threads: Mutex<Vec<DomainThread>>,
     roots: Vec<String>,
+    /// The endpoint of [`ServerConfig::metrics_addr`], once started.
+    metrics: tokio::sync::OnceCell<crate::metrics::MetricsEndpoint>,
 }
 
 /// A running server: cheap to clone; serves WebSocket listeners and
@@ -307,6 +324,7 @@ impl Server {
     /// invalid configuration is an `InvalidInput` error whose source is the
     /// [`ServerConfigError`].
     pub async fn listen(&self, addr: impl tokio::net::ToSocketAddrs) -> std::io::Result<Listener> {
+        self.configured_metrics().await?;
         listener::listen(self.inner.shared.clone(), addr).await
     }
 
@@ -314,7 +332,47 @@ impl Server {
     /// caller (a socket with options of its own, or one handed over by a
     /// service manager); as [`Server::listen`] otherwise.
     pub async fn serve(&self, tcp: tokio::net::TcpListener) -> std::io::Result<Listener> {
+        self.configured_metrics().await?;
         listener::serve(self.inner.shared.clone(), tcp).await
+    }
+
+    /// Serves the metrics ([`crate::metrics`]) at `http://ADDR/metrics` until
+    /// the server shuts down (or [`MetricsEndpoint::close`](crate::metrics::MetricsEndpoint::close)).
+    /// Must be called inside a tokio runtime.
+    pub async fn serve_metrics(
+        &self,
+        addr: impl tokio::net::ToSocketAddrs,
+    ) -> std::io::Result<crate::metrics::MetricsEndpoint> {
+        let weak = Arc::downgrade(&self.inner.shared);
+        let render = Arc::new(move || match weak.upgrade() {
+            Some(shared) => render_metrics(&shared),
+            None => String::new(),
+        });
+        crate::metrics::serve(addr, render, self.inner.shared.shutdown.subscribe()).await
+    }
+
+    /// The endpoint of [`ServerConfig::metrics_addr`], started once.
+    async fn configured_metrics(&self) -> std::io::Result<()> {
+        let Some(addr) = self.config().metrics_addr.clone() else {
+            return Ok(());
+        };
+        self.inner
+            .metrics
+            .get_or_try_init(|| self.serve_metrics(addr))
+            .await
+            .map(|_| ())
+    }
+
+    /// `http://ADDR/metrics` of [`ServerConfig::metrics_addr`], once the
+    /// first listener started it.
+    pub fn metrics_url(&self) -> Option<String> {
+        self.inner.metrics.get().map(|m| m.url())
+    }
+
+    /// The metrics in the Prometheus text format, as the endpoint serves
+    /// them.
+    pub fn metrics_text(&self) -> String {
+        render_metrics(&self.inner.shared)
     }
 
     /// Connects an in-memory client. Must be called inside a tokio runtime.
@@ -406,7 +464,44 @@ impl Server {
             // The thread has ended: joining does not block.
             let _ = handle.join();
         }
+        // Every domain has closed its envs' recordings: commit and stop.
+        if let Some(recorder) = &shared.core.recorder {
+            let recorder = recorder.clone();
+            let _ = tokio::task::spawn_blocking(move || recorder.stop()).await;
+        }
     }
+
+    /// Waits until every transition recorded so far is written to disk
+    /// (committed episodes and the open ones' elements); returns at once
+    /// when the server does not record. For tests and checkpoints.
+    pub fn flush_recording(&self) {
+        if let Some(recorder) = &self.inner.shared.core.recorder {
+            recorder.flush();
+        }
+    }
+
+    /// The recording's counters, when the server records.
+    pub fn record_stats(&self) -> Option<Arc<crate::record::RecordStats>> {
+        self.inner
+            .shared
+            .core
+            .recorder
+            .as_ref()
+            .map(|r| r.stats.clone())
+    }
+}
+
+fn render_metrics(shared: &ServerShared) -> String {
+    let sessions: Vec<_> = shared.sessions.lock().values().cloned().collect();
+    let observers = sessions
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .map(|s| s.subscriptions.lock().len() as u64)
+        .sum();
+    shared.core.metrics.render(crate::metrics::Live {
+        sessions: sessions.len() as u64,
+        observers,
+    })
 }
 
 /// A domain's OS thread, and the signal of its end.

@@ -133,15 +133,19 @@ impl<T> SnapshotSlots<T> {
     }
 
     /// Fills a subscription's slot, replacing what it held (keeping its
-    /// place in the delivery order).
-    fn put(&mut self, id: Arc<str>, snapshot: T) {
+    /// place in the delivery order); whether a pending snapshot was replaced.
+    fn put(&mut self, id: Arc<str>, snapshot: T) -> bool {
         match self.slots.get_mut(&id) {
-            Some((_, slot)) => *slot = snapshot,
+            Some((_, slot)) => {
+                *slot = snapshot;
+                true
+            }
             None => {
                 let stamp = self.next_stamp;
                 self.next_stamp += 1;
                 self.order.push_back((id.clone(), stamp));
                 self.slots.insert(id, (stamp, snapshot));
+                false
             }
         }
     }
@@ -197,6 +201,8 @@ pub(crate) struct SessionShared {
     pub(super) routed: AtomicBool,
     /// What this connection holds in memory.
     pub(crate) account: Arc<Account>,
+    /// The server's counters (requests, bytes, dropped snapshots).
+    pub(crate) metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl SessionShared {
@@ -204,6 +210,7 @@ impl SessionShared {
         id: Arc<str>,
         max_message_size: usize,
         account: Arc<Account>,
+        metrics: Arc<crate::metrics::Metrics>,
     ) -> Arc<SessionShared> {
         let (close_tx, _) = watch::channel(None);
         Arc::new(SessionShared {
@@ -218,6 +225,7 @@ impl SessionShared {
             touched: Mutex::new(HashSet::new()),
             routed: AtomicBool::new(false),
             account,
+            metrics,
         })
     }
 
@@ -252,6 +260,9 @@ impl SessionShared {
         if self.is_closed() {
             return;
         }
+        self.metrics
+            .bytes_out
+            .fetch_add(message.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let overflow = {
             let mut out = self.outbound.lock();
             // Fast path: nothing is ahead of this message, so the producing
@@ -299,7 +310,11 @@ impl SessionShared {
         }
         {
             let mut out = self.outbound.lock();
-            out.snapshots.put(subscription_id, snapshot);
+            if out.snapshots.put(subscription_id, snapshot) {
+                self.metrics
+                    .dropped_snapshots
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
         }
         self.notify.notify_one();
     }
@@ -327,6 +342,10 @@ impl SessionShared {
                 outcome,
             )
         };
+        self.metrics.request(
+            crate::metrics::op_index(request.get("op").and_then(Value::as_str)),
+            outcome.as_ref().err().map(|e| &e.code),
+        );
         let codec = self.codec();
         let encoded = codec.encode(&envelope(outcome)).or_else(|e| {
             let error = ProtocolError::new(ErrorCode::SerializationError, e.to_string());

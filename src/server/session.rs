@@ -38,7 +38,17 @@ async fn run_session(
 ) -> CloseReason {
     let config = &server.core.config;
     let account = Account::new(server.guards.pool.clone(), config.max_connection_bytes);
-    let session = SessionShared::new(id, config.max_message_size, account.clone());
+    let session = SessionShared::new(
+        id,
+        config.max_message_size,
+        account.clone(),
+        server.core.metrics.clone(),
+    );
+    server
+        .core
+        .metrics
+        .sessions_opened
+        .fetch_add(1, Ordering::Relaxed);
     reader.set_limits(account, config.message_timeout);
     session.outbound.lock().direct = Some(writer.direct());
     server
@@ -126,6 +136,13 @@ async fn run_session(
         // its frame header.
         reader.set_max_message(session.max_message_size.load(Ordering::Relaxed));
     };
+    if matches!(reason, CloseReason::OverBudget(_)) {
+        server
+            .core
+            .metrics
+            .budget_refusals
+            .fetch_add(1, Ordering::Relaxed);
+    }
     session.close(reason.clone());
     drop(reader);
     let _ = writer_task.await;
@@ -166,6 +183,11 @@ async fn process_frame(
     frame: Bytes,
     mut charge: Charge,
 ) -> Result<(), CloseReason> {
+    server
+        .core
+        .metrics
+        .bytes_in
+        .fetch_add(frame.len() as u64, Ordering::Relaxed);
     if charge.bytes() < frame.len() {
         // In memory, nothing was charged when the message arrived.
         let more = session
@@ -418,7 +440,13 @@ async fn write_loop(server: Arc<ServerShared>, session: Arc<SessionShared>, mut 
                     // it is written.
                     Ok(Encoded::Snapshot(head, tail)) => {
                         match session.account.charge(head.len() + tail.len()) {
-                            Ok(charge) => (head, tail, charge),
+                            Ok(charge) => {
+                                session
+                                    .metrics
+                                    .bytes_out
+                                    .fetch_add((head.len() + tail.len()) as u64, Ordering::Relaxed);
+                                (head, tail, charge)
+                            }
                             Err(e) => {
                                 session.close(CloseReason::OverBudget(e));
                                 break;

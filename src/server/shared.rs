@@ -22,6 +22,10 @@ pub(crate) struct Core {
     /// Resource ID → domain index. Grows when factories first instantiate;
     /// entries stay across eviction so requests still route.
     pub registry: RwLock<HashMap<String, usize>>,
+    /// The recording writer, when [`ServerConfig::record_dir`] is set.
+    pub recorder: Option<Arc<crate::record::Recorder>>,
+    /// Counters for the metrics endpoint ([`crate::metrics`]).
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// State shared by sessions and listeners.

@@ -11,3 +11,4 @@ mod support;
 mod browser;
 mod cli;
 mod latest;
+mod timeline;

@@ -13,6 +13,10 @@ const MAX_POINTS = 600;
 // more CPU than everything else together.
 const PLOT_INTERVAL = 100;
 const STATS_INTERVAL = 250;
+// The timeline: each panel keeps its last HISTORY boundaries (their values
+// share the received message's buffer), `?history=N` sets it (10 to 2000).
+const PAGE_PARAMS = new URLSearchParams(location.search);
+const HISTORY = Math.min(2000, Math.max(10, Number(PAGE_PARAMS.get("history")) || 200));
 const PALETTE = ["#2463d6", "#d6336c", "#2e7d32", "#b26a00", "#6f42c1", "#00838f",
   "#c62828", "#5d4037", "#455a64", "#9e9d24", "#ad1457", "#1565c0", "#ef6c00", "#4527a0",
   "#00695c", "#37474f"];
@@ -223,11 +227,24 @@ class PlotWidget {
     this.plot.setData(this.data);
     this.el.dataset.points = String(this.data[0].length);
   }
-  // terminated (red) and truncated (orange) boundaries as vertical lines.
+  // terminated (red) and truncated (orange) boundaries as vertical lines;
+  // the timeline's cursor (when it is not on the latest) as a dashed one.
   drawMarks(u) {
     const ctx = u.ctx;
     const lo = this.data[0][0];
     ctx.save();
+    const cursor = this.panel.cursor;
+    if (cursor !== null && cursor >= lo) {
+      const x = u.valToPos(cursor, "x", true);
+      ctx.strokeStyle = "#1d232b";
+      ctx.lineWidth = 1 * devicePixelRatio;
+      ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
+      ctx.beginPath();
+      ctx.moveTo(x, u.bbox.top);
+      ctx.lineTo(x, u.bbox.top + u.bbox.height);
+      ctx.stroke();
+      ctx.setLineDash([]);
+    }
     ctx.lineWidth = 1.5 * devicePixelRatio;
     for (const [seq, kind] of this.panel.marks) {
       if (seq < lo) continue;
@@ -290,7 +307,15 @@ class Panel {
     this.sequence = null;
     this.revision = null;
     this.ended = false;
+    // The timeline: recent boundaries, and the one shown (null: the latest).
+    this.history = [];
+    this.cursor = null;
+    this.delays = [];
     this.pauseBtn = el("button", { text: "pause", onclick: () => this.togglePause() });
+    this.scrub = el("input", { type: "range", min: "0", max: "0", value: "0", step: "1", class: "scrub",
+      title: "Recent boundaries: drag to look back", oninput: () => this.seek(Number(this.scrub.value)) });
+    this.cursorLabel = el("span", { class: "cursor-label", text: "" });
+    this.followBtn = el("button", { text: "latest", title: "Follow the latest boundary", onclick: () => this.follow() });
     this.el = el("div", { class: "panel", "data-resource": resource, "data-panel": String(this.id) },
       el("div", { class: "panel-head" },
         el("span", { class: "title", text: resource }),
@@ -298,6 +323,11 @@ class Panel {
         el("button", { text: "render", title: "Render at the next boundary", onclick: () => this.render() }),
         el("button", { text: "×", title: "Unsubscribe", onclick: () => this.close() })),
       this.stats = el("div", { class: "panel-stats", text: "subscribing…" }),
+      el("div", { class: "timeline" },
+        el("button", { text: "◀", title: "One boundary back", onclick: () => this.stepBy(-1) }),
+        this.scrub,
+        el("button", { text: "▶", title: "One boundary forward", onclick: () => this.stepBy(1) }),
+        this.followBtn, this.cursorLabel),
       this.messages = el("div"),
       this.body = el("div"),
       this.renderBox = el("div", { class: "field", hidden: "" }));
@@ -359,6 +389,13 @@ class Panel {
     this.sequence = h.sequence;
     this.arrivals.push(now);
     this.boundaries.push([h.timestamp_ns / 1e9, h.sequence]);
+    // Delivery latency: from the boundary (the server's clock) to this page.
+    if (h.timestamp_ns) {
+      this.delays.push(Date.now() - h.timestamp_ns / 1e6);
+      if (this.delays.length > 20) this.delays.shift();
+    }
+    this.history.push({ seq: h.sequence, data });
+    if (this.history.length > HISTORY) this.history.splice(0, this.history.length - HISTORY);
     while (this.arrivals.length > 1 && now - this.arrivals[0] > 1000) this.arrivals.shift();
     while (this.boundaries.length > 1 && h.timestamp_ns / 1e9 - this.boundaries[0][0] > 1) this.boundaries.shift();
     if (descriptor) updateResource(descriptor, h.sequence);
@@ -367,10 +404,93 @@ class Panel {
     this.apply(data, h.sequence);
     this.el.dataset.sequence = String(h.sequence);
     this.el.dataset.revision = String(h.revision);
+    if (this.cursor !== null) this.showCursor();
+    else this.el.dataset.shown = String(h.sequence);
+    this.updateTimeline();
     this.showStats();
   }
+  // ---- the timeline ----
+  cursorIndex() {
+    if (this.cursor === null) return this.history.length - 1;
+    const i = this.history.findIndex((b) => b.seq >= this.cursor);
+    return i < 0 ? this.history.length - 1 : i;
+  }
+  seek(index) {
+    if (!this.history.length) return;
+    const i = Math.max(0, Math.min(this.history.length - 1, index));
+    if (i === this.history.length - 1 && !this.paused) return this.follow();
+    this.cursor = this.history[i].seq;
+    this.showCursor();
+    this.updateTimeline();
+  }
+  stepBy(delta) {
+    this.seek(this.cursorIndex() + delta);
+  }
+  follow() {
+    this.cursor = null;
+    const last = this.history[this.history.length - 1];
+    if (last) this.showFields(last.data, last.seq, false);
+    this.el.dataset.shown = last ? String(last.seq) : "";
+    this.redrawPlots();
+    this.updateTimeline();
+  }
+  // Frames, text and tables show the cursor's boundary; plots keep their
+  // series and mark the cursor.
+  showCursor() {
+    const b = this.history[this.cursorIndex()];
+    if (!b) return;
+    this.cursor = b.seq;
+    this.showFields(b.data, b.seq, false);
+    this.el.dataset.shown = String(b.seq);
+    this.redrawPlots();
+  }
+  redrawPlots() {
+    for (const w of this.widgets.values()) if (w.plot) w.plot.redraw(false, false);
+  }
+  updateTimeline() {
+    const n = this.history.length;
+    const i = this.cursorIndex();
+    this.scrub.max = String(Math.max(0, n - 1));
+    this.scrub.value = String(Math.max(0, i));
+    const live = this.cursor === null;
+    this.followBtn.disabled = live;
+    this.el.classList.toggle("scrubbing", !live);
+    this.el.dataset.cursor = live ? "latest" : String(this.cursor);
+    this.el.dataset.history = String(n);
+    const b = this.history[i];
+    this.cursorLabel.textContent = b ? `#${b.seq}${live ? " (latest)" : ` (${n - 1 - i} back)`}` : "";
+  }
   apply(data, seq) {
+    this.showFields(data, seq, true);
+  }
+  // Updates the widgets with a boundary's fields: plots gain its point when
+  // `push` (a new boundary), other widgets show it.
+  showFields(data, seq, push) {
     const fields = Object.entries(data);
+    if (!push) {
+      for (const [name, v] of fields) {
+        if (name === "terminated" || name === "truncated") continue;
+        if (name === "info") {
+          const w = this.widgets.get(name);
+          if (w && w.kind === "table") w.update(v);
+          continue;
+        }
+        const walk = (path, x) => {
+          if (isPlainObject(x) && !x.object && !x.graph) {
+            for (const [k, y] of Object.entries(x)) walk(`${path}.${k}`, y);
+            return;
+          }
+          const w = this.widgets.get(path);
+          if (!w || w.push) return;
+          if (w.kind.startsWith("image:")) {
+            const geo = imageGeometry(x);
+            if (geo && w.kind === `image:${geo.h}x${geo.w}x${geo.c}x${geo.n}`) w.update(x, seq);
+          } else w.update(x);
+        };
+        walk(name, v);
+      }
+      return;
+    }
     const signals = {};
     for (const [name, v] of fields) if (name === "terminated" || name === "truncated") signals[name] = anyTrue(v);
     for (const [name, on] of Object.entries(signals)) if (on) this.marks.push([seq, name]);
@@ -454,7 +574,9 @@ class Panel {
       `seq <b>${this.sequence ?? "—"}</b>`,
       `rev <b>${this.revision ?? "—"}</b>`,
       `${this.lastKind ?? ""}`,
-      `boundaries <b>${brate.toFixed(1)}</b>/s`,
+      `steps <b>${brate.toFixed(1)}</b>/s`,
+      brate > 0 ? `every <b>${(1000 / brate).toFixed(1)}</b> ms` : "",
+      this.delays.length ? `latency <b>${median(this.delays).toFixed(1)}</b> ms` : "",
       `drawn <b>${rate.toFixed(1)}</b>/s`,
       `skipped ${this.skipped}`,
       this.gated ? '<span title="Boundaries come faster than the page draws: the viewer subscribes once per drawn frame">paced</span>' : "",
@@ -463,6 +585,11 @@ class Panel {
     if ("truncated" in sig) parts.push(sig.truncated ? '<b style="color:#ef8f00">truncated</b>' : "not truncated");
     this.stats.innerHTML = parts.filter((x) => x).join(" · ");
   }
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
 }
 
 function noteRevision(panel, revision, why) {
@@ -673,6 +800,11 @@ function connect() {
   };
 }
 
-window.viewerState = { panels, resources, upstreamLost: false, watch: (id) => new Panel(id) };
+window.viewerState = { panels, resources, upstreamLost: false, watch: (id) => new Panel(id), history: HISTORY };
 $("#refresh").addEventListener("click", () => send({ op: "refresh" }));
+// Deep links: `/?watch=ID[,ID…]` opens those panels (they subscribe when the
+// connection to the viewer opens).
+for (const id of new Set((PAGE_PARAMS.get("watch") || "").split(",").map((s) => s.trim()).filter((s) => s))) {
+  new Panel(id);
+}
 connect();

@@ -1,0 +1,303 @@
+//! One `unienv_data` `ReplayBuffer` on disk, written as its own `dumps`
+//! would leave it, with a `DictStorage` of one `NPZStorage` per leaf of the
+//! transition space:
+//!
+//! ```text
+//! <dir>/metadata.json                       ReplayBuffer: count, segments, space
+//! <dir>/storage/dict_storage_metadata.json  DictStorage: key -> NPZStorage, path
+//! <dir>/storage/<key>/npz_metadata.json     NPZStorage (one per leaf, e.g. obs, next_obs.pos)
+//! <dir>/storage/<key>/<index>.npz           one element: an archive holding `data`
+//! ```
+//!
+//! Elements are written as they arrive; an episode is committed when its
+//! segment ends, by replacing `metadata.json` (written to a temporary file,
+//! then renamed: the one commit point). Until then the buffer on disk, as
+//! `ReplayBuffer.load_from` reads it, ends with the last committed episode,
+//! so a crash loses at most the episodes still open. The sub-storages
+//! declare a reserved length ([`RESERVED_LENGTH`]) that never changes, so
+//! that no other file has to change with a commit; `ReplayBuffer` reads
+//! only its first `count` elements.
+
+use super::json;
+use super::npz;
+use crate::codec::NdArray;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The `length` every `NPZStorage` of a recording declares: elements at or
+/// beyond the buffer's `count` are never read (a file that is missing reads
+/// as zeros), so it only has to exceed any count a recording reaches.
+pub const RESERVED_LENGTH: u64 = 1 << 40;
+
+const DICT_STORAGE: &str = "unienv_data.storages.dict_storage.DictStorage";
+const FLATTENED_STORAGE: &str = "unienv_data.storages.flattened.FlattenedStorage";
+const NPZ_STORAGE: &str = "unienv_data.storages.npz_storage.NPZStorage";
+
+/// A replay buffer directory being recorded.
+pub(crate) struct BufferDir {
+    path: PathBuf,
+    /// Per leaf, in transition order: its storage directory (one, the
+    /// inner storage, when flattened).
+    leaf_dirs: Vec<PathBuf>,
+    /// Whether elements are stored flattened (one float64 vector each).
+    flat: bool,
+    /// `single_instance_space` as JSON text.
+    space_json: String,
+    /// Committed elements (the buffer's `count`).
+    count: u64,
+    /// The next element's index.
+    next: u64,
+    /// Committed segments, inclusive.
+    segments: Vec<(u64, u64)>,
+    /// The open segment's first index.
+    open: Option<u64>,
+}
+
+impl BufferDir {
+    /// Creates the buffer at `path` (`keys`: the `DictStorage` keys of the
+    /// leaves, `/`-separated), or resumes the one already there if it
+    /// records the same space.
+    pub(crate) fn open(
+        path: &Path,
+        keys: &[String],
+        space_json: String,
+        flat: bool,
+    ) -> io::Result<BufferDir> {
+        let storage = path.join("storage");
+        let leaf_dirs: Vec<PathBuf> = if flat {
+            vec![storage.join("inner_storage")]
+        } else {
+            keys.iter()
+                .map(|k| storage.join(k.replace('/', ".")))
+                .collect()
+        };
+        let mut buffer = BufferDir {
+            path: path.to_path_buf(),
+            leaf_dirs,
+            flat,
+            space_json,
+            count: 0,
+            next: 0,
+            segments: Vec::new(),
+            open: None,
+        };
+        let metadata = path.join("metadata.json");
+        if metadata.exists() {
+            buffer.resume(&std::fs::read_to_string(&metadata)?)?;
+            return Ok(buffer);
+        }
+        for dir in &buffer.leaf_dirs {
+            std::fs::create_dir_all(dir)?;
+            let meta = format!(
+                "{{\"storage_type\": \"NPZStorage\", \"compressed\": false, \"capacity\": null, \"length\": {RESERVED_LENGTH}}}"
+            );
+            write_atomic(&dir.join("npz_metadata.json"), meta.as_bytes())?;
+        }
+        if flat {
+            let meta = format!(
+                "{{\"storage_type\": \"FlattenedStorage\", \"inner_storage_type\": \"{NPZ_STORAGE}\", \"inner_storage_path\": \"inner_storage\"}}"
+            );
+            write_atomic(&storage.join("flattened_metadata.json"), meta.as_bytes())?;
+            buffer.commit()?;
+            return Ok(buffer);
+        }
+        let mut map = String::from("{");
+        for (i, key) in keys.iter().enumerate() {
+            if i > 0 {
+                map.push_str(", ");
+            }
+            json::string(key, &mut map);
+            map.push_str(": {\"type\": ");
+            json::string(NPZ_STORAGE, &mut map);
+            map.push_str(", \"path\": ");
+            json::string(&key.replace('/', "."), &mut map);
+            map.push('}');
+        }
+        map.push('}');
+        let dict_meta = format!(
+            "{{\"storage_type\": \"DictStorage\", \"storage_map\": {map}, \"nested_separator\": \"/\"}}"
+        );
+        write_atomic(
+            &storage.join("dict_storage_metadata.json"),
+            dict_meta.as_bytes(),
+        )?;
+        buffer.commit()?;
+        Ok(buffer)
+    }
+
+    /// Continues a recording left by an earlier run: the same space, its
+    /// committed count and segments (anything written after them, an
+    /// episode that was open, is overwritten).
+    fn resume(&mut self, text: &str) -> io::Result<()> {
+        let space = format!("\"single_instance_space\": {}", self.space_json);
+        if !text.contains(&space) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!(
+                    "{} holds a recording of another transition space",
+                    self.path.display()
+                ),
+            ));
+        }
+        let number = |key: &str| -> Option<u64> {
+            let at = text.find(&format!("\"{key}\": "))? + key.len() + 4;
+            let digits: String = text[at..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse().ok()
+        };
+        let bad = || io::Error::new(io::ErrorKind::InvalidData, "unreadable metadata.json");
+        self.count = number("count").ok_or_else(bad)?;
+        self.next = self.count;
+        let at = text.find("\"physical_segments\": [").ok_or_else(bad)? + 22;
+        let end = text[at..].find("]]").map_or(at, |e| at + e + 1);
+        for pair in text[at..end].split("], [") {
+            let pair = pair.trim_matches(|c| c == '[' || c == ']');
+            if let Some((s, e)) = pair.split_once(", ") {
+                let (Ok(s), Ok(e)) = (s.trim().parse(), e.trim().parse()) else {
+                    return Err(bad());
+                };
+                self.segments.push((s, e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes one element (the leaves' arrays, in [`BufferDir::open`]'s key
+    /// order), opening a segment if none is open.
+    pub(crate) fn append(&mut self, leaves: &[NdArray]) -> io::Result<()> {
+        if self.open.is_none() {
+            self.open = Some(self.next);
+        }
+        if let Some(big) = leaves.iter().find(|a| !npz::fits(a.as_bytes().len())) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "an element of {} bytes is beyond a plain ZIP archive",
+                    big.as_bytes().len()
+                ),
+            ));
+        }
+        let name = format!("{}.npz", self.next);
+        if self.flat {
+            let flat = flatten(leaves)?;
+            std::fs::write(self.leaf_dirs[0].join(&name), npz::npz_bytes(&flat))?;
+        } else {
+            for (dir, array) in self.leaf_dirs.iter().zip(leaves) {
+                std::fs::write(dir.join(&name), npz::npz_bytes(array))?;
+            }
+        }
+        self.next += 1;
+        Ok(())
+    }
+
+    /// Whether a segment is open.
+    pub(crate) fn is_open(&self) -> bool {
+        self.open.is_some()
+    }
+
+    /// Ends the open segment (an episode) and commits it.
+    pub(crate) fn end_segment(&mut self) -> io::Result<()> {
+        let Some(start) = self.open.take() else {
+            return Ok(());
+        };
+        self.segments.push((start, self.next - 1));
+        self.count = self.next;
+        self.commit()
+    }
+
+    /// Forgets the open segment (elements already written are overwritten
+    /// later).
+    pub(crate) fn abort_segment(&mut self) {
+        self.open = None;
+        self.next = self.count;
+    }
+
+    /// Committed elements.
+    #[cfg(test)]
+    pub(crate) fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Committed segments (inclusive index ranges).
+    #[cfg(test)]
+    pub(crate) fn segments(&self) -> &[(u64, u64)] {
+        &self.segments
+    }
+
+    fn commit(&self) -> io::Result<()> {
+        let mut segments = String::from("[");
+        for (i, (s, e)) in self.segments.iter().enumerate() {
+            if i > 0 {
+                segments.push_str(", ");
+            }
+            segments.push_str(&format!("[{s}, {e}]"));
+        }
+        segments.push(']');
+        let text = format!(
+            "{{\"type\": \"ReplayBuffer\", \"count\": {}, \"offset\": 0, \"capacity\": null, \
+             \"storage_cls\": \"{}\", \"storage_path_relative\": \"storage\", \
+             \"single_instance_space\": {}, \"physical_segments\": {segments}}}",
+            self.count,
+            if self.flat {
+                FLATTENED_STORAGE
+            } else {
+                DICT_STORAGE
+            },
+            self.space_json
+        );
+        write_atomic(&self.path.join("metadata.json"), text.as_bytes())
+    }
+}
+
+/// The leaves as `sfu.flatten_data` flattens the transition dict: each
+/// leaf in C order, in key order, as one float64 vector (the caller checked
+/// that every leaf converts to float64 exactly).
+fn flatten(leaves: &[NdArray]) -> io::Result<NdArray> {
+    let bad = |e: String| io::Error::new(io::ErrorKind::InvalidData, e);
+    let mut out = Vec::with_capacity(leaves.iter().map(NdArray::len).sum());
+    for leaf in leaves {
+        let f = super::transition::cast(leaf, crate::codec::DType::F64).map_err(bad)?;
+        out.extend(f.to_vec::<f64>().map_err(|e| bad(e.to_string()))?);
+    }
+    Ok(NdArray::from_vec(out))
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over
+/// `path`: readers see the old file or the new one, never a part.
+fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commits_episodes_and_resumes_after_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = vec!["obs".to_string(), "next_obs/x".to_string()];
+        let space = "{\"type\": \"DictSpace\"}".to_string();
+        let mut b = BufferDir::open(dir.path(), &keys, space.clone(), false).unwrap();
+        let a = NdArray::from_vec(vec![1.0f32]);
+        b.append(&[a.clone(), a.clone()]).unwrap();
+        b.append(&[a.clone(), a.clone()]).unwrap();
+        b.end_segment().unwrap();
+        b.append(&[a.clone(), a.clone()]).unwrap();
+        assert_eq!(b.count(), 2);
+        assert!(dir.path().join("storage/next_obs.x/2.npz").exists());
+        drop(b);
+        let mut r = BufferDir::open(dir.path(), &keys, space.clone(), false).unwrap();
+        assert_eq!((r.count(), r.segments()), (2, &[(0, 1)][..]));
+        r.append(&[a.clone(), a.clone()]).unwrap();
+        r.end_segment().unwrap();
+        let r = BufferDir::open(dir.path(), &keys, space, false).unwrap();
+        assert_eq!((r.count(), r.segments()), (3, &[(0, 1), (2, 2)][..]));
+        let other = BufferDir::open(dir.path(), &keys, "{}".into(), false);
+        assert!(other.is_err());
+    }
+}

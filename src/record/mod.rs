@@ -1,0 +1,480 @@
+//! Lossless recording of env transitions into `unienv_data` replay buffers.
+//!
+//! With [`ServerConfig::record_dir`](crate::server::ServerConfig::record_dir)
+//! set, every env-mode transition (`reset`/`reload`, then `step`) of every
+//! env resource is recorded into `DIR/<resource_id>/` (the ID
+//! percent-quoted as the reference quotes names in URLs: `arm/grip` becomes
+//! `arm%2Fgrip`): a `unienv_data` `ReplayBuffer` that
+//! `ReplayBuffer.load_from(path, backend=NumpyComputeBackend)` opens with
+//! `unienv` alone, one segment per episode, each element the transition
+//! dict of `ReplayBufferCollectionWrapper`'s default builder (`obs`,
+//! `action`, `reward`, `terminated`, `truncated`, `next_obs`, and `context`
+//! when the env has a context space). A batched env records one buffer per
+//! sub-env, `DIR/<resource_id>/<i>/`. See [`buffer`](self) for the files.
+//!
+//! # Where the work happens
+//! The domain thread only clones the call's action and result (arrays are
+//! shared, not copied) and queues them; one writer thread per server splits
+//! batches, converts and writes the files. The queue holds
+//! [`QUEUE_EVENTS`] events. **When it is full, the domain thread waits**
+//! for room: the recording stays lossless and the simulator slows to the
+//! disk's pace (each wait is counted, the first logged at `warn`).
+//!
+//! # Episodes and durability
+//! An episode ends when a (sub-)env reports `terminated` or `truncated`, or
+//! when it is reset before that; its segment is then committed by one
+//! atomic rename of `metadata.json`. A process that dies loses only the
+//! episodes still open. Stopping the server ([`Server::shutdown`](crate::server::Server::shutdown),
+//! or disposal of a domain) commits the open episodes as they stand. A
+//! recording left in `DIR/<resource_id>/` by an earlier run of the same env
+//! (same transition space) is continued; one of another space is left
+//! alone and that env is not recorded (logged at `error`). Files are not
+//! `fsync`ed: a crash of the process loses nothing committed, a crash of
+//! the machine may.
+//!
+//! Envs whose spaces hold other leaves than `BoxSpace` and `BinarySpace`
+//! (text, graphs, tuples: what `NPZStorage` cannot hold) are not recorded
+//! (logged at `warn`).
+
+mod buffer;
+mod json;
+mod npz;
+mod transition;
+
+pub use buffer::RESERVED_LENGTH;
+
+use crate::codec::Value;
+use crate::host::Space;
+use buffer::BufferDir;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use transition::{Layout, Transition};
+
+/// Events the queue holds before a domain thread waits.
+pub const QUEUE_EVENTS: usize = 4096;
+
+/// An env's spaces as its descriptor declares them.
+#[derive(Debug, Clone)]
+pub(crate) struct EnvSpaces {
+    pub observation: Space,
+    pub action: Space,
+    pub context: Option<Space>,
+    pub batch_size: Option<usize>,
+}
+
+/// What a domain thread tells the writer.
+pub(crate) enum Event {
+    /// An env resource starts being recorded (once per instantiation).
+    Open {
+        id: Arc<str>,
+        spaces: Box<EnvSpaces>,
+    },
+    /// `reset` / `reload` returned `(context, obs, info)`.
+    Reset {
+        id: Arc<str>,
+        result: Value,
+        mask: Option<Value>,
+    },
+    /// `step(action)` returned `(obs, reward, terminated, truncated, info)`.
+    Step {
+        id: Arc<str>,
+        action: Value,
+        result: Value,
+    },
+    /// The env's domain was disposed: commit its open episodes.
+    Close { id: Arc<str> },
+    /// Answered once everything queued before it is written.
+    Flush(mpsc::Sender<()>),
+}
+
+/// Counters of a recorder.
+#[derive(Debug, Default)]
+pub struct RecordStats {
+    /// Transitions written (one per sub-env step).
+    pub transitions: AtomicU64,
+    /// Episodes committed.
+    pub episodes: AtomicU64,
+    /// Times a domain thread waited for room in the queue.
+    pub queue_waits: AtomicU64,
+    /// Events that could not be recorded (logged).
+    pub errors: AtomicU64,
+}
+
+/// The writer thread and the queue to it.
+pub(crate) struct Recorder {
+    tx: Mutex<Option<mpsc::SyncSender<Event>>>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    pub stats: Arc<RecordStats>,
+}
+
+impl Recorder {
+    /// Creates `dir` and starts the writer thread.
+    pub(crate) fn start(dir: &Path) -> std::io::Result<Recorder> {
+        std::fs::create_dir_all(dir)?;
+        let (tx, rx) = mpsc::sync_channel(QUEUE_EVENTS);
+        let stats = Arc::new(RecordStats::default());
+        let mut writer = Writer {
+            dir: dir.to_path_buf(),
+            envs: HashMap::new(),
+            stats: stats.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("unienv-recorder".into())
+            .spawn(move || writer.run(rx))?;
+        Ok(Recorder {
+            tx: Mutex::new(Some(tx)),
+            thread: Mutex::new(Some(thread)),
+            stats,
+        })
+    }
+
+    /// Queues an event; waits while the queue is full.
+    pub(crate) fn send(&self, event: Event) {
+        let Some(tx) = self.tx.lock().clone() else {
+            return;
+        };
+        match tx.try_send(event) {
+            Ok(()) => {}
+            Err(mpsc::TrySendError::Full(event)) => {
+                if self.stats.queue_waits.fetch_add(1, Ordering::Relaxed) == 0 {
+                    tracing::warn!(
+                        capacity = QUEUE_EVENTS,
+                        "the recording queue is full: the simulator waits for the disk"
+                    );
+                }
+                let _ = tx.send(event);
+            }
+            Err(mpsc::TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    /// Waits until every event queued before is written.
+    pub(crate) fn flush(&self) {
+        let (done, wait) = mpsc::channel();
+        self.send(Event::Flush(done));
+        let _ = wait.recv();
+    }
+
+    /// Commits every open episode and stops the writer (idempotent).
+    pub(crate) fn stop(&self) {
+        drop(self.tx.lock().take());
+        if let Some(thread) = self.thread.lock().take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The writer thread's state.
+struct Writer {
+    dir: PathBuf,
+    envs: HashMap<Arc<str>, EnvRecording>,
+    stats: Arc<RecordStats>,
+}
+
+/// One env resource being recorded.
+struct EnvRecording {
+    /// The batched spaces, when the env is batched.
+    batched: Option<EnvSpaces>,
+    layout: Vec<Layout>,
+    slots: Vec<Slot>,
+    /// Whether a failure was already logged.
+    failed: bool,
+}
+
+/// One sub-env (or the env): its buffer and the observation and context
+/// the next transition starts from.
+struct Slot {
+    buffer: BufferDir,
+    obs: Option<Value>,
+    context: Option<Value>,
+}
+
+impl Writer {
+    fn run(&mut self, rx: mpsc::Receiver<Event>) {
+        for event in rx {
+            self.handle(event);
+        }
+        for (id, env) in &mut self.envs {
+            close(id, env, &self.stats);
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Flush(done) => {
+                let _ = done.send(());
+            }
+            Event::Open { id, spaces } => {
+                if let Some(env) = self.envs.get_mut(&id) {
+                    // Revived after eviction: continue in the same buffers.
+                    for slot in &mut env.slots {
+                        slot.obs = None;
+                        slot.context = None;
+                    }
+                    return;
+                }
+                match open(&self.dir, &id, &spaces) {
+                    Ok(env) => {
+                        self.envs.insert(id, env);
+                    }
+                    Err(e) => {
+                        self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(resource = %id, error = %e, "this env is not recorded");
+                    }
+                }
+            }
+            Event::Reset { id, result, mask } => {
+                if let Some(env) = self.envs.get_mut(&id) {
+                    let outcome = env.reset(&result, mask.as_ref(), &self.stats);
+                    env.report(&id, outcome, &self.stats);
+                }
+            }
+            Event::Step { id, action, result } => {
+                if let Some(env) = self.envs.get_mut(&id) {
+                    let outcome = env.step(&action, &result, &self.stats);
+                    env.report(&id, outcome, &self.stats);
+                }
+            }
+            Event::Close { id } => {
+                if let Some(env) = self.envs.get_mut(&id) {
+                    close(&id, env, &self.stats);
+                }
+            }
+        }
+    }
+}
+
+fn close(id: &str, env: &mut EnvRecording, stats: &RecordStats) {
+    for slot in &mut env.slots {
+        slot.obs = None;
+        slot.context = None;
+        if slot.buffer.is_open() {
+            match slot.buffer.end_segment() {
+                Ok(()) => {
+                    stats.episodes.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => tracing::error!(resource = %id, error = %e, "recording: commit failed"),
+            }
+        }
+    }
+}
+
+/// A resource ID as a directory name: percent-encoded as Python's
+/// `urllib.parse.quote(id, safe="")` (everything but ASCII letters, digits
+/// and `-._~`), as the reference quotes names.
+fn dir_name(id: &str) -> String {
+    if id.bytes().all(|b| b == b'.') {
+        // `.` and `..` name no directory of their own.
+        return "%2E".repeat(id.len());
+    }
+    let mut out = String::with_capacity(id.len());
+    for b in id.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn open(dir: &Path, id: &str, spaces: &EnvSpaces) -> Result<EnvRecording, String> {
+    let root = dir.join(dir_name(id));
+    let mut layout = Vec::new();
+    let mut slots = Vec::new();
+    let subs: Vec<(Option<usize>, PathBuf)> = match spaces.batch_size {
+        None => vec![(None, root)],
+        Some(b) => (0..b)
+            .map(|i| (Some(i), root.join(i.to_string())))
+            .collect(),
+    };
+    for (i, path) in subs {
+        let l = match i {
+            None => Layout::new(
+                spaces.observation.clone(),
+                spaces.action.clone(),
+                spaces.context.clone(),
+            )?,
+            Some(i) => Layout::new(
+                transition::unbatch_space(&spaces.observation, i)?,
+                transition::unbatch_space(&spaces.action, i)?,
+                spaces
+                    .context
+                    .as_ref()
+                    .map(|c| transition::unbatch_space(c, i))
+                    .transpose()?,
+            )?,
+        };
+        let space_json = json::to_string(&l.space.to_value());
+        let buffer = BufferDir::open(&path, &l.keys, space_json, l.flat)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        layout.push(l);
+        slots.push(Slot {
+            buffer,
+            obs: None,
+            context: None,
+        });
+    }
+    Ok(EnvRecording {
+        batched: spaces.batch_size.map(|_| spaces.clone()),
+        layout,
+        slots,
+        failed: false,
+    })
+}
+
+impl EnvRecording {
+    fn report(&mut self, id: &str, outcome: Result<(), String>, stats: &RecordStats) {
+        if let Err(e) = outcome {
+            stats.errors.fetch_add(1, Ordering::Relaxed);
+            if !self.failed {
+                self.failed = true;
+                tracing::warn!(resource = %id, error = %e, "recording: a call could not be recorded");
+            }
+        }
+    }
+
+    fn reset(
+        &mut self,
+        result: &Value,
+        mask: Option<&Value>,
+        stats: &RecordStats,
+    ) -> Result<(), String> {
+        let items = result
+            .as_seq()
+            .filter(|s| s.len() >= 2)
+            .ok_or("reset returned no (context, obs, info)")?;
+        let (context, obs) = (&items[0], &items[1]);
+        let Some(batched) = &self.batched else {
+            end_episode(&mut self.slots[0], stats)?;
+            self.slots[0].obs = Some(obs.clone());
+            self.slots[0].context = self.layout[0].context.as_ref().map(|_| context.clone());
+            return Ok(());
+        };
+        let n = self.slots.len();
+        let selected: Vec<usize> = match mask.and_then(|m| mask_bits(m, n)) {
+            Some(bits) => (0..n).filter(|&i| bits[i]).collect(),
+            None => (0..n).collect(),
+        };
+        // A compact result holds only the masked rows, in order.
+        let rows = leading_rows(&batched.observation, obs).unwrap_or(n);
+        for (k, &i) in selected.iter().enumerate() {
+            let r = if rows == n { i } else { k };
+            let slot = &mut self.slots[i];
+            end_episode(slot, stats)?;
+            slot.obs = Some(transition::row(&batched.observation, obs, r, "obs")?);
+            slot.context = match &batched.context {
+                Some(c) => Some(transition::row(c, context, r, "context")?),
+                None => None,
+            };
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, action: &Value, result: &Value, stats: &RecordStats) -> Result<(), String> {
+        let items = result
+            .as_seq()
+            .filter(|s| s.len() >= 4)
+            .ok_or("step returned no (obs, reward, terminated, truncated, info)")?;
+        let (obs, reward, terminated, truncated) = (&items[0], &items[1], &items[2], &items[3]);
+        let n = self.slots.len();
+        for i in 0..n {
+            let t = match &self.batched {
+                None => Transition {
+                    obs: Value::Null,
+                    action: action.clone(),
+                    reward: reward.clone(),
+                    terminated: terminated.clone(),
+                    truncated: truncated.clone(),
+                    next_obs: obs.clone(),
+                    context: None,
+                },
+                Some(b) => Transition {
+                    obs: Value::Null,
+                    action: transition::row(&b.action, action, i, "action")?,
+                    reward: Value::Array(transition::array_row(reward, i, "reward")?),
+                    terminated: Value::Array(transition::array_row(terminated, i, "terminated")?),
+                    truncated: Value::Array(transition::array_row(truncated, i, "truncated")?),
+                    next_obs: transition::row(&b.observation, obs, i, "obs")?,
+                    context: None,
+                },
+            };
+            let slot = &mut self.slots[i];
+            let Some(prev) = slot.obs.take() else {
+                return Err("a step without a reset before it".into());
+            };
+            let t = Transition {
+                obs: prev,
+                context: slot.context.clone(),
+                ..t
+            };
+            let done = truthy(&t.terminated) || truthy(&t.truncated);
+            let leaves = self.layout[i].leaves(&t);
+            let leaves = match leaves {
+                Ok(l) => l,
+                Err(e) => {
+                    slot.obs = Some(t.next_obs);
+                    return Err(e);
+                }
+            };
+            if let Err(e) = slot.buffer.append(&leaves) {
+                slot.buffer.abort_segment();
+                slot.obs = Some(t.next_obs);
+                return Err(e.to_string());
+            }
+            stats.transitions.fetch_add(1, Ordering::Relaxed);
+            slot.obs = Some(t.next_obs);
+            if done {
+                end_episode(slot, stats)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn end_episode(slot: &mut Slot, stats: &RecordStats) -> Result<(), String> {
+    if slot.buffer.is_open() {
+        slot.buffer.end_segment().map_err(|e| e.to_string())?;
+        stats.episodes.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Array(a) => a.to_f64_vec().first().is_some_and(|x| *x != 0.0),
+        other => other.truthy().unwrap_or(false),
+    }
+}
+
+/// A mask as `n` booleans.
+fn mask_bits(mask: &Value, n: usize) -> Option<Vec<bool>> {
+    let bits: Vec<bool> = match mask {
+        Value::Array(a) => a.to_f64_vec().into_iter().map(|x| x != 0.0).collect(),
+        Value::List(items) | Value::Tuple(items) => items.iter().map(truthy).collect(),
+        _ => return None,
+    };
+    (bits.len() == n).then_some(bits)
+}
+
+/// The rows of a batched value: the first leaf array's leading dimension.
+fn leading_rows(space: &Space, value: &Value) -> Option<usize> {
+    match (space, value) {
+        (Space::Dict(d), Value::Dict(v)) => {
+            let (k, s) = d.entries().first()?;
+            leading_rows(s, v.get(k)?)
+        }
+        (_, Value::Array(a)) => a.shape().first().copied(),
+        _ => None,
+    }
+}

@@ -1,0 +1,401 @@
+//! Transitions in the layout of `ReplayBufferCollectionWrapper`'s default
+//! builder: a dict of `action`, `context` (when the env has one),
+//! `next_obs`, `obs`, `reward`, `terminated` and `truncated`, each leaf an
+//! array of its space's dtype; batched values split into one value per
+//! sub-env.
+
+use crate::codec::{DType, NdArray, ScalarKind, Value};
+use crate::host::Space;
+use half::f16;
+
+/// The transition space of one (sub-)env and its leaves.
+#[derive(Debug, Clone)]
+pub(crate) struct Layout {
+    /// The single-instance space: a `DictSpace` document.
+    pub space: Space,
+    /// The `DictStorage` keys of the leaves (`obs`, `obs/pos`, ...), in the
+    /// order [`Layout::leaves`] produces their arrays.
+    pub keys: Vec<String>,
+    pub observation: Space,
+    pub action: Space,
+    pub context: Option<Space>,
+    /// Whether every leaf converts to float64 exactly (float, bool and up to
+    /// 32-bit integer dtypes): the element is then stored flattened.
+    pub flat: bool,
+}
+
+impl Layout {
+    /// The layout for one env's spaces (unbatched ones).
+    pub(crate) fn new(
+        observation: Space,
+        action: Space,
+        context: Option<Space>,
+    ) -> Result<Layout, String> {
+        let mut entries = vec![
+            ("action".to_string(), action.clone()),
+            ("next_obs".to_string(), observation.clone()),
+            ("obs".to_string(), observation.clone()),
+            (
+                "reward".to_string(),
+                Space::boxed(DType::F64, Vec::new(), f64::NEG_INFINITY, f64::INFINITY),
+            ),
+            ("terminated".to_string(), Space::binary(Vec::new())),
+            ("truncated".to_string(), Space::binary(Vec::new())),
+        ];
+        if let Some(c) = &context {
+            entries.push(("context".to_string(), c.clone()));
+        }
+        let space = Space::dict(entries);
+        let mut keys = Vec::new();
+        collect_keys(&space, "", &mut keys)?;
+        let mut dtypes = Vec::new();
+        leaf_dtypes(&space, &mut dtypes);
+        let flat = dtypes.iter().all(|d| match d.kind() {
+            ScalarKind::Bool | ScalarKind::Float => true,
+            ScalarKind::Int | ScalarKind::UInt => d.itemsize() <= 4,
+            ScalarKind::Complex => false,
+        });
+        Ok(Layout {
+            space,
+            keys,
+            flat,
+            observation,
+            action,
+            context,
+        })
+    }
+
+    /// The leaves of one transition, in key order.
+    pub(crate) fn leaves(&self, t: &Transition) -> Result<Vec<NdArray>, String> {
+        let mut out = Vec::with_capacity(self.keys.len());
+        // Dict entries are sorted: action, context, next_obs, obs, reward,
+        // terminated, truncated.
+        leaves(&self.action, &t.action, "action", &mut out)?;
+        if let (Some(space), Some(value)) = (&self.context, &t.context) {
+            leaves(space, value, "context", &mut out)?;
+        }
+        leaves(&self.observation, &t.next_obs, "next_obs", &mut out)?;
+        leaves(&self.observation, &t.obs, "obs", &mut out)?;
+        out.push(cast(&scalar(&t.reward, "reward")?, DType::F64)?);
+        out.push(cast(&scalar(&t.terminated, "terminated")?, DType::BOOL)?);
+        out.push(cast(&scalar(&t.truncated, "truncated")?, DType::BOOL)?);
+        if out.len() != self.keys.len() {
+            return Err("the transition does not match its space".into());
+        }
+        Ok(out)
+    }
+}
+
+/// One transition of one (sub-)env.
+#[derive(Debug, Clone)]
+pub(crate) struct Transition {
+    pub obs: Value,
+    pub action: Value,
+    pub reward: Value,
+    pub terminated: Value,
+    pub truncated: Value,
+    pub next_obs: Value,
+    pub context: Option<Value>,
+}
+
+fn leaf_dtypes(space: &Space, out: &mut Vec<DType>) {
+    match space {
+        Space::Dict(d) => d.entries().iter().for_each(|(_, s)| leaf_dtypes(s, out)),
+        Space::Box(b) => out.push(b.dtype),
+        Space::Binary(b) => out.push(b.dtype),
+        _ => {}
+    }
+}
+
+fn collect_keys(space: &Space, prefix: &str, out: &mut Vec<String>) -> Result<(), String> {
+    match space {
+        Space::Dict(d) => {
+            for (k, s) in d.entries() {
+                if k.contains('/') || k.is_empty() {
+                    return Err(format!("the dict key {k:?} cannot name a storage"));
+                }
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}/{k}")
+                };
+                collect_keys(s, &key, out)?;
+            }
+            Ok(())
+        }
+        Space::Box(_) | Space::Binary(_) => {
+            out.push(prefix.to_string());
+            Ok(())
+        }
+        other => Err(format!(
+            "{prefix} is a {}: unienv_data's NPZStorage holds BoxSpace and BinarySpace leaves only",
+            other.type_name()
+        )),
+    }
+}
+
+fn leaves(space: &Space, value: &Value, at: &str, out: &mut Vec<NdArray>) -> Result<(), String> {
+    let (dtype, shape) = match space {
+        Space::Dict(d) => {
+            let Some(v) = value.as_dict() else {
+                return Err(format!("{at} is a {}, not a dict", value.type_name()));
+            };
+            for (k, s) in d.entries() {
+                let item = v.get(k).ok_or_else(|| format!("{at} has no key {k:?}"))?;
+                leaves(s, item, &format!("{at}/{k}"), out)?;
+            }
+            return Ok(());
+        }
+        Space::Box(b) => (b.dtype, &b.shape),
+        Space::Binary(b) => (b.dtype, &b.shape),
+        _ => return Err(format!("{at}: unsupported space")),
+    };
+    let a = cast(&scalar(value, at)?, dtype)?;
+    if a.shape() != shape.as_slice() {
+        return Err(format!(
+            "{at} has shape {:?}, its space {:?}",
+            a.shape(),
+            shape
+        ));
+    }
+    out.push(a);
+    Ok(())
+}
+
+/// A numeric value as an array: arrays as they are, Python scalars as
+/// zero-dimensional arrays.
+fn scalar(value: &Value, at: &str) -> Result<NdArray, String> {
+    Ok(match value {
+        Value::Array(a) => a.clone(),
+        Value::Bool(b) => NdArray::scalar(*b),
+        Value::Int(i) => NdArray::scalar(*i),
+        Value::UInt(u) => NdArray::scalar(*u),
+        Value::Float(f) => NdArray::scalar(*f),
+        other => return Err(format!("{at} is a {}, not a number", other.type_name())),
+    })
+}
+
+/// A number read exactly enough to convert it to any real dtype.
+#[derive(Clone, Copy)]
+enum Num {
+    Int(i128),
+    Float(f64),
+}
+
+/// `a` in native byte order and of `dtype` (a copy only when it differs).
+/// Integers convert exactly where the target holds them (as NumPy's
+/// `astype` wraps otherwise); complex values are refused.
+pub(crate) fn cast(a: &NdArray, dtype: DType) -> Result<NdArray, String> {
+    if a.dtype() == dtype && dtype.is_native() {
+        return Ok(a.clone());
+    }
+    let native = a.to_native();
+    if native.dtype() == dtype {
+        return Ok(native);
+    }
+    let shape = a.shape().to_vec();
+    let bad = |e: crate::codec::ArrayError| e.to_string();
+    let nums: Vec<Num> = match (native.dtype().kind(), native.dtype().itemsize()) {
+        (ScalarKind::Bool, _) => native
+            .to_vec::<bool>()
+            .map_err(bad)?
+            .into_iter()
+            .map(|b| Num::Int(b as i128))
+            .collect(),
+        (ScalarKind::Int, 1) => ints(native.to_vec::<i8>().map_err(bad)?),
+        (ScalarKind::Int, 2) => ints(native.to_vec::<i16>().map_err(bad)?),
+        (ScalarKind::Int, 4) => ints(native.to_vec::<i32>().map_err(bad)?),
+        (ScalarKind::Int, _) => ints(native.to_vec::<i64>().map_err(bad)?),
+        (ScalarKind::UInt, 1) => ints(native.to_vec::<u8>().map_err(bad)?),
+        (ScalarKind::UInt, 2) => ints(native.to_vec::<u16>().map_err(bad)?),
+        (ScalarKind::UInt, 4) => ints(native.to_vec::<u32>().map_err(bad)?),
+        (ScalarKind::UInt, _) => ints(native.to_vec::<u64>().map_err(bad)?),
+        (ScalarKind::Float, _) => native.to_f64_vec().into_iter().map(Num::Float).collect(),
+        (ScalarKind::Complex, _) => return Err("complex values cannot be recorded".into()),
+    };
+    let f = |n: Num| match n {
+        Num::Int(i) => i as f64,
+        Num::Float(x) => x,
+    };
+    let i = |n: Num| match n {
+        Num::Int(i) => i,
+        Num::Float(x) => x as i128,
+    };
+    let built = match (dtype.kind(), dtype.itemsize()) {
+        (ScalarKind::Bool, _) => build(shape, nums.iter().map(|&n| f(n) != 0.0).collect()),
+        (ScalarKind::Int, 1) => build(shape, nums.iter().map(|&n| i(n) as i8).collect()),
+        (ScalarKind::Int, 2) => build(shape, nums.iter().map(|&n| i(n) as i16).collect()),
+        (ScalarKind::Int, 4) => build(shape, nums.iter().map(|&n| i(n) as i32).collect()),
+        (ScalarKind::Int, _) => build(shape, nums.iter().map(|&n| i(n) as i64).collect()),
+        (ScalarKind::UInt, 1) => build(shape, nums.iter().map(|&n| i(n) as u8).collect()),
+        (ScalarKind::UInt, 2) => build(shape, nums.iter().map(|&n| i(n) as u16).collect()),
+        (ScalarKind::UInt, 4) => build(shape, nums.iter().map(|&n| i(n) as u32).collect()),
+        (ScalarKind::UInt, _) => build(shape, nums.iter().map(|&n| i(n) as u64).collect()),
+        (ScalarKind::Float, 2) => build(shape, nums.iter().map(|&n| f16::from_f64(f(n))).collect()),
+        (ScalarKind::Float, 4) => build(shape, nums.iter().map(|&n| f(n) as f32).collect()),
+        (ScalarKind::Float, _) => build(shape, nums.iter().map(|&n| f(n)).collect()),
+        (ScalarKind::Complex, _) => return Err("complex spaces cannot be recorded".into()),
+    };
+    built.map_err(bad)
+}
+
+fn ints<T: Into<i128>>(v: Vec<T>) -> Vec<Num> {
+    v.into_iter().map(|x| Num::Int(x.into())).collect()
+}
+
+fn build<T: crate::codec::Element>(
+    shape: Vec<usize>,
+    values: Vec<T>,
+) -> Result<NdArray, crate::codec::ArrayError> {
+    NdArray::from_shape_vec(shape, values)
+}
+
+/// Row `i` of a batched value (each leaf array's `i`-th row along its
+/// first axis), shaped by `space` (the batched space).
+pub(crate) fn row(space: &Space, value: &Value, i: usize, at: &str) -> Result<Value, String> {
+    match space {
+        Space::Dict(d) => {
+            let Some(v) = value.as_dict() else {
+                return Err(format!("{at} is a {}, not a dict", value.type_name()));
+            };
+            let mut out = crate::codec::Dict::with_capacity(d.len());
+            for (k, s) in d.entries() {
+                let item = v.get(k).ok_or_else(|| format!("{at} has no key {k:?}"))?;
+                out.insert(k.clone(), row(s, item, i, &format!("{at}/{k}"))?);
+            }
+            Ok(Value::Dict(out))
+        }
+        _ => array_row(value, i, at).map(Value::Array),
+    }
+}
+
+/// Row `i` of a batched leaf: an array of one dimension less, sharing the
+/// bytes; list items of a sequence (a reward list).
+pub(crate) fn array_row(value: &Value, i: usize, at: &str) -> Result<NdArray, String> {
+    match value {
+        Value::Array(a) => {
+            let Some((&n, rest)) = a.shape().split_first() else {
+                return Err(format!("{at} is not batched"));
+            };
+            if i >= n {
+                return Err(format!("{at} has {n} rows, not {}", i + 1));
+            }
+            let size = rest.iter().product::<usize>() * a.dtype().itemsize();
+            NdArray::from_bytes(
+                a.dtype(),
+                rest.to_vec(),
+                a.bytes().slice(i * size..(i + 1) * size),
+            )
+            .map_err(|e| e.to_string())
+        }
+        Value::List(items) | Value::Tuple(items) => match items.get(i) {
+            Some(v) => scalar(v, at),
+            None => Err(format!("{at} has {} items, not {}", items.len(), i + 1)),
+        },
+        other => Err(format!("{at} is a {}, not a batch", other.type_name())),
+    }
+}
+
+/// The space of sub-env `i` of a batched space (leading dimension removed;
+/// the bounds of row `i`, or of the broadcast row).
+pub(crate) fn unbatch_space(space: &Space, i: usize) -> Result<Space, String> {
+    match space {
+        Space::Dict(d) => Ok(Space::dict(
+            d.entries()
+                .iter()
+                .map(|(k, s)| unbatch_space(s, i).map(|s| (k.clone(), s)))
+                .collect::<Result<Vec<_>, String>>()?,
+        )),
+        Space::Box(b) => {
+            if b.shape.is_empty() {
+                return Err("a batched BoxSpace has no batch dimension".into());
+            }
+            let bound = |a: &NdArray| -> Result<NdArray, String> {
+                let r = if a.shape().first() == Some(&1) { 0 } else { i };
+                array_row(&Value::Array(a.clone()), r, "bound")
+            };
+            let mut out = b.clone();
+            out.shape = b.shape[1..].to_vec();
+            out.low = bound(&b.low)?;
+            out.high = bound(&b.high)?;
+            Ok(Space::Box(out))
+        }
+        Space::Binary(b) => {
+            if b.shape.is_empty() {
+                return Err("a batched BinarySpace has no batch dimension".into());
+            }
+            let mut out = b.clone();
+            out.shape = b.shape[1..].to_vec();
+            Ok(Space::Binary(out))
+        }
+        other => Err(format!(
+            "a batched {} cannot be split per sub-env",
+            other.type_name()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::Dict;
+
+    #[test]
+    fn layout_keys_are_sorted_leaves() {
+        let obs = Space::dict([
+            ("pos", Space::unbounded_f32(vec![2])),
+            ("hit", Space::binary(vec![])),
+        ]);
+        let l = Layout::new(obs, Space::unbounded_f32(vec![1]), None).unwrap();
+        assert_eq!(
+            l.keys,
+            [
+                "action",
+                "next_obs/hit",
+                "next_obs/pos",
+                "obs/hit",
+                "obs/pos",
+                "reward",
+                "terminated",
+                "truncated"
+            ]
+        );
+        let o = Value::Dict(
+            Dict::new()
+                .with("pos", NdArray::from_vec(vec![1.0f32, 2.0]))
+                .with("hit", true),
+        );
+        let t = Transition {
+            obs: o.clone(),
+            action: Value::Array(NdArray::from_vec(vec![0.5f64])),
+            reward: Value::Int(1),
+            terminated: Value::Bool(false),
+            truncated: Value::Array(NdArray::scalar(true)),
+            next_obs: o,
+            context: None,
+        };
+        let leaves = l.leaves(&t).unwrap();
+        assert_eq!(leaves[0].dtype(), DType::F32);
+        assert_eq!(leaves[0].to_vec::<f32>().unwrap(), [0.5]);
+        assert_eq!(leaves[5].to_vec::<f64>().unwrap(), [1.0]);
+        assert_eq!(leaves[7].to_vec::<bool>().unwrap(), [true]);
+    }
+
+    #[test]
+    fn rows_split_batches_and_refuse_text() {
+        let b = NdArray::from_shape_vec(vec![2, 2], vec![1i32, 2, 3, 4]).unwrap();
+        let r = array_row(&Value::Array(b), 1, "x").unwrap();
+        assert_eq!(
+            (r.shape(), r.to_vec::<i32>().unwrap()),
+            (&[2usize][..], vec![3, 4])
+        );
+        let s = unbatch_space(&Space::boxed(DType::F32, vec![4, 3], -1.0, 1.0), 2).unwrap();
+        assert_eq!(s.shape(), Some(vec![3]));
+        let text = Space::Text(crate::host::space::TextSpace {
+            min_length: 0,
+            max_length: 4,
+            charset: None,
+        });
+        assert!(Layout::new(text, Space::binary(vec![]), None).is_err());
+    }
+}
