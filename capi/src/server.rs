@@ -11,7 +11,9 @@ use crate::pump::Pump;
 use std::ffi::{c_char, CString};
 use std::sync::Arc;
 use std::time::Duration;
-use unienv_remote::server::{ConfigError, Hosted, Listener, Server, ServerBuilder, ServerConfig};
+use unienv_remote::server::{
+    Hosted, Listener, Server, ServerBuilder, ServerConfig, ServerConfigError,
+};
 
 /// Callbacks run on the env's own worker thread (one thread per env, its
 /// calls one at a time, in arrival order; different envs concurrently).
@@ -381,7 +383,7 @@ pub unsafe extern "C" fn unienv_server_start(
             Err(e) => {
                 let config_error = e
                     .get_ref()
-                    .is_some_and(|r| r.downcast_ref::<ConfigError>().is_some());
+                    .is_some_and(|r| r.downcast_ref::<ServerConfigError>().is_some());
                 let code = if config_error {
                     UNIENV_ERR_CONFIG
                 } else {

@@ -165,7 +165,7 @@ pub(crate) async fn describe_suggesting(
 ) -> Result<std::sync::Arc<Descriptor>, ClientError> {
     match client.describe(id).await {
         Err(ClientError::Remote(mut e))
-            if e.code == crate::protocol::ErrorCode::NOT_FOUND
+            if e.code == crate::protocol::ErrorCode::NotFound
                 && !e.message.contains("did you mean") =>
         {
             if let Ok(all) = client.discover().await {
