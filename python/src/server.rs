@@ -652,14 +652,16 @@ impl PyServer {
         timeout: Option<f64>,
         max_message_size: usize,
     ) -> PyResult<crate::client::PyClient> {
-        let guard = self.runtime.lock();
-        let runtime = guard
-            .as_ref()
-            .ok_or_else(|| PyRuntimeError::new_err("Server is closed"))?;
         let transport = {
+            let guard = self.runtime.lock();
+            let runtime = guard
+                .as_ref()
+                .ok_or_else(|| PyRuntimeError::new_err("Server is closed"))?;
             let _enter = runtime.enter();
             self.server.connect_memory()
         };
+        // Not holding the runtime's lock while the client says hello and
+        // discovers: a hosted call may connect (or close) meanwhile.
         crate::client::PyClient::over_memory(py, transport, timeout, max_message_size)
     }
 
@@ -676,6 +678,15 @@ impl PyServer {
         let Some(runtime) = self.runtime.lock().take() else {
             return;
         };
+        if let Some(index) = self.server.hosted_domain() {
+            let root = self.server.roots().get(index).cloned().unwrap_or_default();
+            log_warning(
+                py,
+                &format!(
+                    "RemoteServer.close() called from inside a hosted call of '{root}': closing without waiting for that domain, which is disposed of when the call returns"
+                ),
+            );
+        }
         let listeners: Vec<Listener> = std::mem::take(&mut *self.listeners.lock());
         let server = self.server.clone();
         py.detach(move || {
@@ -687,6 +698,17 @@ impl PyServer {
             });
             runtime.shutdown_timeout(Duration::from_secs(1));
         });
+    }
+}
+
+/// Logs a warning through Python's `logging` (logger `unienv_remote.server`).
+fn log_warning(py: Python<'_>, message: &str) {
+    let logged = py
+        .import(intern!(py, "logging"))
+        .and_then(|m| m.call_method1(intern!(py, "getLogger"), ("unienv_remote.server",)))
+        .and_then(|l| l.call_method1(intern!(py, "warning"), (message,)));
+    if logged.is_err() {
+        eprintln!("unienv_remote: {message}");
     }
 }
 
