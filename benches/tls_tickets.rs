@@ -114,11 +114,17 @@ fn main() {
     }
     println!("TLS connect + upgrade + hello, mean per connection over {rounds} rounds of {n}:");
     for (name, total) in names.iter().zip(totals) {
-        println!("  {name:>9} tickets: {:8.1} us", total.as_secs_f64() * 1e6 / rounds as f64);
+        println!(
+            "  {name:>9} tickets: {:8.1} us",
+            total.as_secs_f64() * 1e6 / rounds as f64
+        );
     }
     let ratio = |a: usize, b: usize| totals[a].as_secs_f64() / totals[b].as_secs_f64();
     println!("  0/2 tickets, fresh (no resumption): {:.3}", ratio(0, 1));
-    println!("  0/2 tickets, shared (2 tickets resume): {:.3}", ratio(2, 3));
+    println!(
+        "  0/2 tickets, shared (2 tickets resume): {:.3}",
+        ratio(2, 3)
+    );
     if let Ok(python) = std::env::var("UNIENV_REF_PYTHON") {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/py/wss_many.py");
         let count = env_usize("TLS_REF_CONNECTS", 300).to_string();

@@ -71,6 +71,7 @@ pub fn client_error(py: Python<'_>, error: ClientError) -> PyErr {
         }
         ClientError::Codec(e) => convert::CodecError::new_err(e.to_string()),
         ClientError::InvalidUse(reason) => PyRuntimeError::new_err(reason.to_string()),
+        ClientError::Interrupted => crate::wait::interrupted(py),
         ClientError::Config(e) => PyRuntimeError::new_err(e.to_string()),
         other => PyRuntimeError::new_err(other.to_string()),
     }
@@ -138,14 +139,22 @@ impl PyClient {
             max_message_size,
             ..ClientConfig::default()
         };
-        let client = py
-            .detach(|| blocking::Client::over_memory(transport, config))
+        let client = crate::wait::detach(py, || blocking::Client::over_memory(transport, config))
             .map_err(|e| client_error(py, e))?;
         Ok(PyClient {
             client,
             nodes: Mutex::new(HashMap::new()),
             spaces: Mutex::new(SpaceSerials::default()),
         })
+    }
+
+    /// The exception of a failed request; an interrupted one that closed
+    /// the connection (a mutation: its outcome is unknown) says so.
+    fn fail(&self, py: Python<'_>, e: ClientError, what: &str) -> PyErr {
+        if matches!(e, ClientError::Interrupted) && self.client.is_closed() {
+            return crate::wait::interrupted_mutation(py, what);
+        }
+        client_error(py, e)
     }
 
     fn descriptor(&self, resource_id: &str) -> Option<Arc<Descriptor>> {
@@ -156,8 +165,7 @@ impl PyClient {
         if let Some(node) = self.nodes.lock().get(resource_id) {
             return Ok(node.clone());
         }
-        let node = py
-            .detach(|| self.client.node(resource_id))
+        let node = crate::wait::detach(py, || self.client.node(resource_id))
             .map_err(|e| client_error(py, e))?;
         self.nodes
             .lock()
@@ -253,8 +261,7 @@ impl PyClient {
         if max_message_size < unienv_remote::codec::MIN_MAX_MESSAGE_SIZE {
             return Err(PyValueError::new_err("max_message_size must be at least 8"));
         }
-        let client = py
-            .detach(|| blocking::Client::connect(uri, config))
+        let client = crate::wait::detach(py, || blocking::Client::connect(uri, config))
             .map_err(|e| client_error(py, e))?;
         Ok(PyClient {
             client,
@@ -296,21 +303,19 @@ impl PyClient {
 
     /// Closes the connection (pending requests fail, subscriptions end).
     fn close(&self, py: Python<'_>) {
-        py.detach(|| self.client.close());
+        crate::wait::detach(py, || self.client.close());
     }
 
     /// `discover`: every descriptor, as dicts.
     fn discover<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = py
-            .detach(|| self.client.discover())
-            .map_err(|e| client_error(py, e))?;
+        let list =
+            crate::wait::detach(py, || self.client.discover()).map_err(|e| client_error(py, e))?;
         descriptors_to_py(py, &list)
     }
 
     /// `describe`: refreshes the resource's domain and returns its descriptor.
     fn describe<'py>(&self, py: Python<'py>, resource_id: &str) -> PyResult<Bound<'py, PyDict>> {
-        let d = py
-            .detach(|| self.client.describe(resource_id))
+        let d = crate::wait::detach(py, || self.client.describe(resource_id))
             .map_err(|e| client_error(py, e))?;
         descriptor_to_py(py, &d)
     }
@@ -403,9 +408,8 @@ impl PyClient {
     ) -> PyResult<Bound<'py, PyAny>> {
         let args = args_from_py(args)?;
         let kwargs = kwargs_from_py(kwargs)?;
-        let value = py
-            .detach(|| self.client.call(resource_id, method, args, kwargs))
-            .map_err(|e| client_error(py, e))?;
+        let value = crate::wait::detach(py, || self.client.call(resource_id, method, args, kwargs))
+            .map_err(|e| self.fail(py, e, &format!("{method}() on '{resource_id}'")))?;
         convert::to_py(py, &value)
     }
 
@@ -419,19 +423,18 @@ impl PyClient {
         field: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let node = self.node_proxy(py, resource_id)?;
-        let value = py
-            .detach(|| match field {
-                "context" => node.get_context(),
-                "observation" => node.get_observation(),
-                "reward" => node.get_reward(),
-                "terminated" => node.get_termination(),
-                "truncated" => node.get_truncation(),
-                "info" => node.get_info(),
-                other => Err(ClientError::invalid_use(format!(
-                    "{other} is not a node getter field"
-                ))),
-            })
-            .map_err(|e| client_error(py, e))?;
+        let value = crate::wait::detach(py, || match field {
+            "context" => node.get_context(),
+            "observation" => node.get_observation(),
+            "reward" => node.get_reward(),
+            "terminated" => node.get_termination(),
+            "truncated" => node.get_truncation(),
+            "info" => node.get_info(),
+            other => Err(ClientError::invalid_use(format!(
+                "{other} is not a node getter field"
+            ))),
+        })
+        .map_err(|e| client_error(py, e))?;
         convert::to_py(py, &value)
     }
 
@@ -445,7 +448,7 @@ impl PyClient {
                 remote_error(py, "invalid_request", &format!("Unknown mode {m:?}"), false)
             })?),
         };
-        py.detach(|| self.client.acquire(resource_id, mode))
+        crate::wait::detach(py, || self.client.acquire(resource_id, mode))
             .map_err(|e| client_error(py, e))
     }
 
@@ -458,7 +461,7 @@ impl PyClient {
         resource_id: &str,
         close_subscriptions: bool,
     ) -> PyResult<()> {
-        py.detach(|| self.client.release(resource_id, close_subscriptions))
+        crate::wait::detach(py, || self.client.release(resource_id, close_subscriptions))
             .map_err(|e| client_error(py, e))
     }
 
@@ -472,8 +475,7 @@ impl PyClient {
                 false,
             )
         })?;
-        let op = py
-            .detach(|| self.client.operation(resource_id, kind))
+        let op = crate::wait::detach(py, || self.client.operation(resource_id, kind))
             .map_err(|e| client_error(py, e))?;
         Ok(PyOperation {
             id: op.id().to_string(),
@@ -513,14 +515,13 @@ impl PyClient {
         resource_id: &str,
         fields: Option<Vec<String>>,
     ) -> PyResult<PySubscription> {
-        let sub = py
-            .detach(|| {
-                let names: Option<Vec<&str>> = fields
-                    .as_ref()
-                    .map(|f| f.iter().map(String::as_str).collect());
-                self.client.subscribe(resource_id, names.as_deref())
-            })
-            .map_err(|e| client_error(py, e))?;
+        let sub = crate::wait::detach(py, || {
+            let names: Option<Vec<&str>> = fields
+                .as_ref()
+                .map(|f| f.iter().map(String::as_str).collect());
+            self.client.subscribe(resource_id, names.as_deref())
+        })
+        .map_err(|e| client_error(py, e))?;
         Ok(PySubscription {
             id: sub.id().to_string(),
             resource_id: sub.resource_id().to_string(),
@@ -558,9 +559,10 @@ impl PyOperation {
         let Some(op) = self.op.lock().take() else {
             return Ok(PyList::empty(py));
         };
-        let list = py
-            .detach(|| op.complete())
-            .map_err(|e| client_error(py, e))?;
+        let list = crate::wait::detach(py, || op.complete()).map_err(|e| match e {
+            ClientError::Interrupted => crate::wait::interrupted_mutation(py, "complete()"),
+            e => client_error(py, e),
+        })?;
         descriptors_to_py(py, &list)
     }
 
@@ -569,7 +571,7 @@ impl PyOperation {
         let Some(op) = self.op.lock().take() else {
             return Ok(());
         };
-        py.detach(|| op.abort()).map_err(|e| client_error(py, e))
+        crate::wait::detach(py, || op.abort()).map_err(|e| client_error(py, e))
     }
 }
 
@@ -624,7 +626,7 @@ impl PySubscription {
         timeout: Option<f64>,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let limit = seconds(timeout)?;
-        let outcome = py.detach(|| {
+        let outcome = crate::wait::detach(py, || {
             let deadline = limit.map(|l| Instant::now() + l);
             loop {
                 // Waits in slices, so that a close() from another thread
@@ -640,6 +642,11 @@ impl PySubscription {
                     return Ok(None);
                 };
                 match sub.next(Some(slice)) {
+                    Err(ClientError::Timeout(_))
+                        if unienv_remote::client::interrupt::interrupted() =>
+                    {
+                        return Err(ClientError::Interrupted)
+                    }
                     Err(ClientError::Timeout(_)) => match (deadline, limit) {
                         (Some(d), Some(l)) if Instant::now() >= d => {
                             return Err(ClientError::Timeout(l))
@@ -664,7 +671,7 @@ impl PySubscription {
     /// A thread waiting in `next` returns `None` (its iteration ends).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.closing.store(true, Ordering::Release);
-        py.detach(|| match self.sub.lock().take() {
+        crate::wait::detach(py, || match self.sub.lock().take() {
             Some(sub) => sub.unsubscribe(),
             None => Ok(()),
         })

@@ -16,6 +16,7 @@ pub mod client;
 pub mod convert;
 pub mod server;
 pub mod vector;
+pub mod wait;
 
 /// The `_native` module.
 #[pymodule]

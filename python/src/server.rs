@@ -674,11 +674,12 @@ impl PyServer {
     /// Closes every session, disposes of every domain (each on its own
     /// thread, attached to the interpreter only while closing objects) and
     /// stops the runtime. Idempotent.
-    fn close(&self, py: Python<'_>) {
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
         let Some(runtime) = self.runtime.lock().take() else {
-            return;
+            return Ok(());
         };
-        if let Some(index) = self.server.hosted_domain() {
+        let inside = self.server.hosted_domain();
+        if let Some(index) = inside {
             let root = self.server.roots().get(index).cloned().unwrap_or_default();
             log_warning(
                 py,
@@ -689,7 +690,7 @@ impl PyServer {
         }
         let listeners: Vec<Listener> = std::mem::take(&mut *self.listeners.lock());
         let server = self.server.clone();
-        py.detach(move || {
+        let close = move || {
             runtime.block_on(async move {
                 for l in listeners {
                     l.stop().await;
@@ -697,7 +698,32 @@ impl PyServer {
                 server.shutdown().await;
             });
             runtime.shutdown_timeout(Duration::from_secs(1));
-        });
+        };
+        if inside.is_some() {
+            // On this domain's thread, which the shutdown must know it is on.
+            py.detach(close);
+            return Ok(());
+        }
+        // On a thread of its own, waited for interruptibly: Ctrl-C returns
+        // at once and the shutdown goes on in the background.
+        let (done_tx, done) = std::sync::mpsc::channel::<()>();
+        std::thread::Builder::new()
+            .name("unienv-server-close".into())
+            .spawn(move || {
+                close();
+                let _ = done_tx.send(());
+            })
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot start closing: {e}")))?;
+        match crate::wait::recv(py, done) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                log_warning(
+                    py,
+                    "RemoteServer.close() interrupted: the shutdown goes on in the background",
+                );
+                Err(e)
+            }
+        }
     }
 }
 

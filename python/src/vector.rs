@@ -56,6 +56,7 @@ fn top_error(py: Python<'_>, e: VectorError) -> PyErr {
             wrapped
         }
         VectorError::InvalidUse(msg) => PyValueError::new_err(msg),
+        VectorError::Interrupted => crate::wait::interrupted_mutation(py, "the vector env's call"),
         other => PyRuntimeError::new_err(other.to_string()),
     }
 }
@@ -101,7 +102,7 @@ impl PyVectorEnv {
     where
         T: Send,
     {
-        let result = py.detach(|| {
+        let result = crate::wait::detach(py, || {
             let mut guard = self.env.lock();
             match guard.as_mut() {
                 Some(env) => Ok(f(env)),

@@ -20,7 +20,11 @@ pub(super) struct Core {
 }
 
 impl Core {
-    pub(super) fn block_on<F: Future>(&self, future: F) -> F::Output {
+    pub(super) fn block_on<F>(&self, future: F) -> F::Output
+    where
+        F: Future,
+        F::Output: crate::client::interrupt::Interruptible,
+    {
         self.driver.block_on(future)
     }
 }
@@ -86,7 +90,11 @@ impl Client {
         })
     }
 
-    pub(super) fn block_on<F: Future>(&self, future: F) -> F::Output {
+    pub(super) fn block_on<F>(&self, future: F) -> F::Output
+    where
+        F: Future,
+        F::Output: crate::client::interrupt::Interruptible,
+    {
         self.core.block_on(future)
     }
 
