@@ -149,7 +149,9 @@ struct PyResource {
 /// The Python objects of one domain.
 struct PyHost {
     resources: Vec<PyResource>,
-    /// The Python `RemoteServer`, for disposal and argument mapping.
+    /// The Python `RemoteServer` class, for its static helpers (disposal
+    /// and argument mapping): not the instance, which this (held by a Rust
+    /// thread, invisible to the garbage collector) would keep alive forever.
     server: Py<PyAny>,
 }
 
@@ -563,13 +565,22 @@ impl PyServer {
             tls,
             ..ServerConfig::default()
         };
+        // Domain threads hold the class (static helpers) and, for factories,
+        // a weak reference to the instance: a RemoteServer dropped without
+        // close() is collected, and its PyServer's drop shuts it down.
+        let class = server.bind(py).get_type().into_any().unbind();
+        let weak = py
+            .import(intern!(py, "weakref"))?
+            .call_method1(intern!(py, "ref"), (server.bind(py),))?
+            .unbind();
+        drop(server);
         let mut specs: Vec<(String, DomainSpec)> = Vec::new();
         for item in domains.iter() {
             let (root, payload): (String, Bound<'_, PyAny>) = item.extract()?;
             let spec = if payload.is_callable() {
                 DomainSpec::Factory(payload.unbind())
             } else {
-                let host = host_from_layout(server.clone_ref(py), &payload)?;
+                let host = host_from_layout(class.clone_ref(py), &payload)?;
                 if host.resources[0].info.id != root {
                     return Err(SetupError::Layout(format!(
                         "the first resource of {root:?} is {:?}",
@@ -592,7 +603,6 @@ impl PyServer {
             .map_err(SetupError::from)?;
         // Domains are built on their own threads, which attach to the
         // interpreter: registration runs detached.
-        let server_obj = server;
         let started = py.detach(move || -> Result<Server, SetupError> {
             let mut builder: ServerBuilder = Server::builder(config);
             for (root, spec) in specs {
@@ -601,17 +611,24 @@ impl PyServer {
                         builder.register_with(&root, move || Ok(Hosted::foreign(host)))?;
                     }
                     DomainSpec::Factory(factory) => {
-                        let server = Python::attach(|py| server_obj.clone_ref(py));
+                        let (weak, class) =
+                            Python::attach(|py| (weak.clone_ref(py), class.clone_ref(py)));
                         let id = root.clone();
                         builder.register_factory(&root, move || {
                             with_python(|py| {
                                 let build = || -> PyResult<PyHost> {
+                                    let server = weak.bind(py).call0()?;
+                                    if server.is_none() {
+                                        return Err(PyRuntimeError::new_err(
+                                            "the RemoteServer has been collected",
+                                        ));
+                                    }
                                     let product = factory.bind(py).call0()?;
-                                    let layout = server.bind(py).call_method1(
+                                    let layout = server.call_method1(
                                         intern!(py, "_layout_factory"),
                                         (&id, product),
                                     )?;
-                                    host_from_layout(server.clone_ref(py), &layout)
+                                    host_from_layout(class.clone_ref(py), &layout)
                                 };
                                 build().map(Hosted::foreign).map_err(|e| host_error(py, e))
                             })
@@ -723,6 +740,34 @@ impl PyServer {
                 );
                 Err(e)
             }
+        }
+    }
+}
+
+impl Drop for PyServer {
+    /// A server dropped without `close()` (its `RemoteServer` collected):
+    /// shut down on a thread of its own, not waiting here (this runs with
+    /// the interpreter attached, which the domain threads need to dispose
+    /// of their objects).
+    fn drop(&mut self) {
+        let Some(runtime) = self.runtime.get_mut().take() else {
+            return;
+        };
+        let listeners: Vec<Listener> = std::mem::take(self.listeners.get_mut());
+        let server = self.server.clone();
+        let closing = std::thread::Builder::new()
+            .name("unienv-server-drop".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    for l in listeners {
+                        l.stop().await;
+                    }
+                    server.shutdown().await;
+                });
+                runtime.shutdown_timeout(Duration::from_secs(1));
+            });
+        if let Err(e) = closing {
+            eprintln!("unienv_remote: cannot close a dropped server: {e}");
         }
     }
 }
