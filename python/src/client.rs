@@ -95,12 +95,7 @@ fn refusal_hint(failure: &ConnectFailure) -> String {
 }
 
 fn seconds(timeout: Option<f64>) -> PyResult<Option<Duration>> {
-    timeout
-        .map(|t| {
-            Duration::try_from_secs_f64(t.max(0.0))
-                .map_err(|_| PyValueError::new_err("timeout must be a finite number of seconds"))
-        })
-        .transpose()
+    crate::wait::timeout_arg(timeout, "timeout")
 }
 
 /// Identifies one descriptor version: its address and `(revision, sequence)`.
@@ -280,6 +275,18 @@ impl PyClient {
     #[getter]
     fn closed(&self) -> bool {
         self.client.is_closed()
+    }
+
+    /// The request timeout in seconds (`None`: none).
+    #[getter]
+    fn timeout(&self) -> Option<f64> {
+        self.client.timeout().map(|d| d.as_secs_f64())
+    }
+
+    /// Sets the timeout of every request sent from now on.
+    fn set_timeout(&self, timeout: Option<f64>) -> PyResult<()> {
+        self.client.set_timeout(seconds(timeout)?);
+        Ok(())
     }
 
     /// The negotiated message size limit.

@@ -12,7 +12,6 @@ use parking_lot::Mutex;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use std::time::Duration;
 use unienv_remote::client::vector::{
     AutoresetMode, BlockingVectorEnv, EnvAddress, VectorError, VectorReset, VectorStep,
 };
@@ -135,13 +134,7 @@ impl PyVectorEnv {
         let mode = AutoresetMode::parse(autoreset_mode).ok_or_else(|| {
             PyValueError::new_err(format!("unknown autoreset mode {autoreset_mode:?}"))
         })?;
-        let timeout = timeout
-            .map(|t| {
-                Duration::try_from_secs_f64(t.max(0.0)).map_err(|_| {
-                    PyValueError::new_err("timeout must be a finite number of seconds")
-                })
-            })
-            .transpose()?;
+        let timeout = crate::wait::timeout_arg(timeout, "timeout")?;
         let mut config = ClientConfig::default().with_timeout(timeout);
         config.token = token;
         config.ca_file = ca_file;

@@ -12,7 +12,7 @@
 //! dropped: a read is simply abandoned (its late answer ignored), a mutation
 //! closes the connection as a timeout does, since its outcome is unknown.
 
-use pyo3::exceptions::PyKeyboardInterrupt;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use std::cell::RefCell;
@@ -103,5 +103,22 @@ pub fn recv<T: Send>(py: Python<'_>, rx: std::sync::mpsc::Receiver<T>) -> PyResu
             Err(RecvTimeoutError::Disconnected) => return Ok(None),
             Err(RecvTimeoutError::Timeout) => py.check_signals()?,
         }
+    }
+}
+
+/// A timeout argument, validated the same way everywhere: `None` (or
+/// infinity) waits as long as it takes, a non-negative number of seconds is
+/// the limit (0: do not wait), NaN or a negative number is a `ValueError`
+/// naming the argument.
+pub fn timeout_arg(value: Option<f64>, name: &str) -> PyResult<Option<std::time::Duration>> {
+    match value {
+        None => Ok(None),
+        Some(t) if t.is_nan() || t < 0.0 => Err(PyValueError::new_err(format!(
+            "{name} must be a non-negative number of seconds or None, not {t}"
+        ))),
+        Some(t) if t.is_infinite() => Ok(None),
+        Some(t) => std::time::Duration::try_from_secs_f64(t)
+            .map(Some)
+            .map_err(|_| PyValueError::new_err(format!("{name} is too large: {t}"))),
     }
 }

@@ -123,6 +123,16 @@ impl Client {
         self.core.client.is_closed()
     }
 
+    /// See [`crate::client::Client::timeout`].
+    pub fn timeout(&self) -> Option<Duration> {
+        self.core.client.timeout()
+    }
+
+    /// See [`crate::client::Client::set_timeout`].
+    pub fn set_timeout(&self, timeout: Option<Duration>) {
+        self.core.client.set_timeout(timeout);
+    }
+
     /// See [`crate::client::Client::requests_sent`].
     pub fn requests_sent(&self) -> u64 {
         self.core.client.requests_sent()
