@@ -707,15 +707,7 @@ impl PyServer {
         }
         let listeners: Vec<Listener> = std::mem::take(&mut *self.listeners.lock());
         let server = self.server.clone();
-        let close = move || {
-            runtime.block_on(async move {
-                for l in listeners {
-                    l.stop().await;
-                }
-                server.shutdown().await;
-            });
-            runtime.shutdown_timeout(Duration::from_secs(1));
-        };
+        let close = move || shut_down(runtime, listeners, server);
         if inside.is_some() {
             // On this domain's thread, which the shutdown must know it is on.
             py.detach(close);
@@ -744,6 +736,17 @@ impl PyServer {
     }
 }
 
+/// Stops the listeners, shuts the server down and stops its runtime.
+fn shut_down(runtime: tokio::runtime::Runtime, listeners: Vec<Listener>, server: Server) {
+    runtime.block_on(async move {
+        for l in listeners {
+            l.stop().await;
+        }
+        server.shutdown().await;
+    });
+    runtime.shutdown_timeout(Duration::from_secs(1));
+}
+
 impl Drop for PyServer {
     /// A server dropped without `close()` (its `RemoteServer` collected):
     /// shut down on a thread of its own, not waiting here (this runs with
@@ -757,15 +760,7 @@ impl Drop for PyServer {
         let server = self.server.clone();
         let closing = std::thread::Builder::new()
             .name("unienv-server-drop".into())
-            .spawn(move || {
-                runtime.block_on(async move {
-                    for l in listeners {
-                        l.stop().await;
-                    }
-                    server.shutdown().await;
-                });
-                runtime.shutdown_timeout(Duration::from_secs(1));
-            });
+            .spawn(move || shut_down(runtime, listeners, server));
         if let Err(e) = closing {
             eprintln!("unienv_remote: cannot close a dropped server: {e}");
         }

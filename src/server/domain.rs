@@ -87,7 +87,7 @@ impl Domain {
         // Every event of this thread carries the domain's root ID.
         let span = tracing::info_span!("domain", root = %self.root_id);
         let _domain = span.enter();
-        super::jobs::enter_domain_thread(&self.server, self.index);
+        super::jobs::enter_domain_thread(Arc::as_ptr(&self.server) as usize, self.index);
         let idle = self.server.config.idle_timeout.filter(|_| self.evictable);
         let tick = idle.map_or(Duration::from_secs(3600), |d| {
             (d / 2).clamp(Duration::from_millis(10), Duration::from_secs(5))

@@ -91,15 +91,17 @@ thread_local! {
     static CURRENT: std::cell::Cell<Option<(usize, usize)>> = const { std::cell::Cell::new(None) };
 }
 
-/// Marks this thread as domain `index` of `core`.
-pub(crate) fn enter_domain_thread(core: &Arc<super::shared::Core>, index: usize) {
-    CURRENT.with(|c| c.set(Some((Arc::as_ptr(core) as usize, index))));
+/// Marks this thread as domain `index` of the server whose core is at
+/// address `core` (`Arc::as_ptr`).
+pub(crate) fn enter_domain_thread(core: usize, index: usize) {
+    CURRENT.with(|c| c.set(Some((core, index))));
 }
 
-/// The index of the domain of `core` whose thread this is, if any.
-pub(crate) fn current_domain(core: &Arc<super::shared::Core>) -> Option<usize> {
+/// The index of the domain of the server whose core is at address `core`
+/// whose thread this is, if any.
+pub(crate) fn current_domain(core: usize) -> Option<usize> {
     CURRENT
         .with(std::cell::Cell::get)
-        .filter(|(c, _)| *c == Arc::as_ptr(core) as usize)
+        .filter(|(c, _)| *c == core)
         .map(|(_, index)| index)
 }

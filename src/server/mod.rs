@@ -354,7 +354,7 @@ impl Server {
     /// called from inside a hosted call (a simulator calling back into its
     /// own server); `None` elsewhere.
     pub fn hosted_domain(&self) -> Option<usize> {
-        jobs::current_domain(&self.inner.shared.core)
+        jobs::current_domain(Arc::as_ptr(&self.inner.shared.core) as usize)
     }
 
     /// Stops listeners, closes every session, disposes every instantiated
