@@ -14,6 +14,7 @@
 //! `str(exc)`, or `serialization_error` for a value the codec cannot carry
 //! (the reference's `CodecError`); a mutation that raised faults its domain.
 
+use crate::actions::ActionGuard;
 use crate::convert::{dict_to_py, from_py, to_py, ArrayMode};
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyAttributeError, PyOSError, PyRuntimeError, PyValueError};
@@ -28,6 +29,10 @@ use unienv_remote::server::{
     ServerConfig,
 };
 use unienv_remote::{Dict, Value};
+
+#[path = "server_shutdown.rs"]
+mod shutdown;
+use shutdown::{log_warning, shut_down};
 
 pyo3::import_exception!(unienv_interface.remote.codec, CodecError);
 
@@ -144,6 +149,8 @@ struct PyResource {
     /// (NumPy backend, no device); otherwise the reference's `map_arrays`.
     numpy: bool,
     spaces: [Option<SpaceDoc>; 3],
+    /// Action conversion and checking (`validate_actions`).
+    guard: ActionGuard,
 }
 
 /// The Python objects of one domain.
@@ -167,11 +174,13 @@ type LayoutEntry = (
 );
 
 /// Reads a layout entry: `(id, kind, obj, world_id, node_id, children,
-/// numpy)` with children a list of `(name, id)`.
-fn resource_from_layout(entry: &Bound<'_, PyAny>) -> PyResult<PyResource> {
+/// numpy)` with children a list of `(name, id)`; `validate` turns the
+/// action check on.
+fn resource_from_layout(entry: &Bound<'_, PyAny>, validate: bool) -> PyResult<PyResource> {
     let (id, kind, obj, world_id, node_id, children, numpy): LayoutEntry = entry.extract()?;
     let kind = ResourceKind::parse(&kind)
         .ok_or_else(|| PyValueError::new_err(format!("unknown resource kind {kind:?}")))?;
+    let guard = ActionGuard::new(validate, kind, world_id.is_some() || node_id.is_some());
     Ok(PyResource {
         obj,
         info: ForeignResource {
@@ -183,13 +192,18 @@ fn resource_from_layout(entry: &Bound<'_, PyAny>) -> PyResult<PyResource> {
         },
         numpy,
         spaces: [None, None, None],
+        guard,
     })
 }
 
-fn host_from_layout(server: Py<PyAny>, layout: &Bound<'_, PyAny>) -> PyResult<PyHost> {
+fn host_from_layout(
+    server: Py<PyAny>,
+    layout: &Bound<'_, PyAny>,
+    validate: bool,
+) -> PyResult<PyHost> {
     let mut resources = Vec::new();
     for entry in layout.try_iter()? {
-        resources.push(resource_from_layout(&entry?)?);
+        resources.push(resource_from_layout(&entry?, validate)?);
     }
     if resources.is_empty() {
         return Err(PyValueError::new_err(
@@ -244,10 +258,8 @@ impl PyHost {
         let obj = r.obj.bind(py).clone();
         let id = r.info.id.clone();
         let skip = |name: &str, e: PyErr| {
-            eprintln!(
-                "unienv_remote: descriptor member {name} of {id} left out: {}",
-                host_error(py, e)
-            );
+            let error = host_error(py, e);
+            tracing::warn!(resource = %id, member = name, %error, "descriptor member left out");
         };
         let mut d = Dict::with_capacity(24);
         for name in ATTRS {
@@ -262,7 +274,7 @@ impl PyHost {
         }
         if r.info.kind != ResourceKind::World {
             for (slot, name) in SPACES.iter().enumerate() {
-                match Self::space_doc(py, &obj, &mut r.spaces[slot], name) {
+                match Self::space_doc(py, &obj, &mut r.spaces[slot], name, r.guard.enabled()) {
                     Ok(doc) => {
                         d.insert(*name, doc);
                     }
@@ -304,6 +316,7 @@ impl PyHost {
         obj: &Bound<'_, PyAny>,
         cache: &mut Option<SpaceDoc>,
         name: &str,
+        checked: bool,
     ) -> PyResult<Value> {
         let space = match attr(obj, name)? {
             Some(s) if !s.is_none() => s,
@@ -316,6 +329,7 @@ impl PyHost {
             return Ok(c.doc.clone());
         }
         let doc = from_py(&space_to_json(py)?.call1((&space,))?, ArrayMode::Copy)?;
+        let doc = crate::actions::published(obj, name, doc, checked);
         *cache = Some(SpaceDoc {
             space: space.unbind(),
             doc: doc.clone(),
@@ -379,8 +393,8 @@ impl ForeignHost for PyHost {
         &mut self,
         index: usize,
         method: &str,
-        args: Vec<Value>,
-        kwargs: Dict,
+        mut args: Vec<Value>,
+        mut kwargs: Dict,
     ) -> HostResult<Value> {
         let server = &self.server;
         let r = self
@@ -388,6 +402,9 @@ impl ForeignHost for PyHost {
             .get_mut(index)
             .ok_or_else(|| HostError::new("no resource"))?;
         with_python(|py| {
+            let (kind, id) = (r.info.kind, r.info.id.as_str());
+            r.guard
+                .admit(r.obj.bind(py), kind, id, method, &mut args, &mut kwargs)?;
             let run = || -> PyResult<Value> {
                 let mut items = Vec::with_capacity(args.len());
                 for a in &args {
@@ -411,7 +428,13 @@ impl ForeignHost for PyHost {
                     .call(pargs, Some(&pkwargs))?;
                 from_py(&result, ArrayMode::Copy)
             };
-            run().map_err(|e| host_error(py, e))
+            let outcome = run();
+            r.guard.finished(method, outcome.is_ok());
+            outcome.map_err(|e| {
+                let mutation = kind.is_mutation(method).unwrap_or(true);
+                crate::log::exception(py, &format!("{method}() on '{id}'"), mutation, &e);
+                host_error(py, e)
+            })
         })
     }
 
@@ -456,7 +479,11 @@ impl ForeignHost for PyHost {
                 let v = obj.call_method0(getter)?;
                 Ok(Some(from_py(&v, ArrayMode::Copy)?))
             };
-            run().map_err(|e| host_error(py, e))
+            run().map_err(|e| {
+                let what = format!("reading {} of '{}'", field.name(), r.info.id);
+                crate::log::exception(py, &what, false, &e);
+                host_error(py, e)
+            })
         })
     }
 
@@ -472,7 +499,8 @@ impl ForeignHost for PyHost {
                 .bind(py)
                 .call_method1(intern!(py, "_dispose"), (items,))
             {
-                eprintln!("unienv_remote: disposal failed: {}", host_error(py, e));
+                let error = host_error(py, e);
+                tracing::error!(%error, "disposal failed");
             }
         });
     }
@@ -513,7 +541,8 @@ impl PyServer {
     #[pyo3(signature = (server, domains, *, max_message_size, idle_timeout, token = None,
         allowed_origins = Vec::new(), allowed_hosts = Vec::new(), max_connections = 1024,
         max_in_flight = 64, max_subscriptions_per_session = 1024, env_boundary_snapshots = false,
-        shutdown_timeout = 10.0, handshake_timeout = 10.0, tls_cert = None, tls_key = None))]
+        shutdown_timeout = 10.0, handshake_timeout = 10.0, tls_cert = None, tls_key = None,
+        validate_actions = true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -532,6 +561,7 @@ impl PyServer {
         handshake_timeout: f64,
         tls_cert: Option<std::path::PathBuf>,
         tls_key: Option<std::path::PathBuf>,
+        validate_actions: bool,
     ) -> PyResult<PyServer> {
         if max_message_size < unienv_remote::codec::MIN_MAX_MESSAGE_SIZE {
             return Err(PyValueError::new_err("max_message_size must be at least 8"));
@@ -580,7 +610,7 @@ impl PyServer {
             let spec = if payload.is_callable() {
                 DomainSpec::Factory(payload.unbind())
             } else {
-                let host = host_from_layout(class.clone_ref(py), &payload)?;
+                let host = host_from_layout(class.clone_ref(py), &payload, validate_actions)?;
                 if host.resources[0].info.id != root {
                     return Err(SetupError::Layout(format!(
                         "the first resource of {root:?} is {:?}",
@@ -628,7 +658,7 @@ impl PyServer {
                                         intern!(py, "_layout_factory"),
                                         (&id, product),
                                     )?;
-                                    host_from_layout(class.clone_ref(py), &layout)
+                                    host_from_layout(class.clone_ref(py), &layout, validate_actions)
                                 };
                                 build().map(Hosted::foreign).map_err(|e| host_error(py, e))
                             })
@@ -733,48 +763,6 @@ impl PyServer {
                 Err(e)
             }
         }
-    }
-}
-
-/// Stops the listeners, shuts the server down and stops its runtime.
-fn shut_down(runtime: tokio::runtime::Runtime, listeners: Vec<Listener>, server: Server) {
-    runtime.block_on(async move {
-        for l in listeners {
-            l.stop().await;
-        }
-        server.shutdown().await;
-    });
-    runtime.shutdown_timeout(Duration::from_secs(1));
-}
-
-impl Drop for PyServer {
-    /// A server dropped without `close()` (its `RemoteServer` collected):
-    /// shut down on a thread of its own, not waiting here (this runs with
-    /// the interpreter attached, which the domain threads need to dispose
-    /// of their objects).
-    fn drop(&mut self) {
-        let Some(runtime) = self.runtime.get_mut().take() else {
-            return;
-        };
-        let listeners: Vec<Listener> = std::mem::take(self.listeners.get_mut());
-        let server = self.server.clone();
-        let closing = std::thread::Builder::new()
-            .name("unienv-server-drop".into())
-            .spawn(move || shut_down(runtime, listeners, server));
-        if let Err(e) = closing {
-            eprintln!("unienv_remote: cannot close a dropped server: {e}");
-        }
-    }
-}
-
-/// Logs a warning through Python's `logging` (logger `unienv_remote.server`).
-fn log_warning(py: Python<'_>, message: &str) {
-    let logged = py
-        .import(intern!(py, "logging"))
-        .and_then(|m| m.call_method1(intern!(py, "getLogger"), ("unienv_remote.server",)))
-        .and_then(|l| l.call_method1(intern!(py, "warning"), (message,)));
-    if logged.is_err() {
-        eprintln!("unienv_remote: {message}");
     }
 }
 
