@@ -86,6 +86,7 @@ pub fn client_error(py: Python<'_>, error: ClientError) -> PyErr {
         }
         ClientError::Codec(e) => convert::CodecError::new_err(e.to_string()),
         ClientError::InvalidUse(reason) => PyRuntimeError::new_err(reason.to_string()),
+        ClientError::Interrupted => crate::wait::interrupted(py),
         ClientError::Config(e) => PyRuntimeError::new_err(e.to_string()),
         other => PyRuntimeError::new_err(other.to_string()),
     }
@@ -109,12 +110,7 @@ fn refusal_hint(failure: &ConnectFailure) -> String {
 }
 
 fn seconds(timeout: Option<f64>) -> PyResult<Option<Duration>> {
-    timeout
-        .map(|t| {
-            Duration::try_from_secs_f64(t.max(0.0))
-                .map_err(|_| PyValueError::new_err("timeout must be a finite number of seconds"))
-        })
-        .transpose()
+    crate::wait::timeout_arg(timeout, "timeout")
 }
 
 /// Identifies one descriptor version: its address and `(revision, sequence)`.
@@ -153,14 +149,22 @@ impl PyClient {
             max_message_size,
             ..ClientConfig::default()
         };
-        let client = py
-            .detach(|| blocking::Client::over_memory(transport, config))
+        let client = crate::wait::detach(py, || blocking::Client::over_memory(transport, config))
             .map_err(|e| client_error(py, e))?;
         Ok(PyClient {
             client,
             nodes: Mutex::new(HashMap::new()),
             spaces: Mutex::new(SpaceSerials::default()),
         })
+    }
+
+    /// The exception of a failed request; an interrupted one that closed
+    /// the connection (a mutation: its outcome is unknown) says so.
+    fn fail(&self, py: Python<'_>, e: ClientError, what: &str) -> PyErr {
+        if matches!(e, ClientError::Interrupted) && self.client.is_closed() {
+            return crate::wait::interrupted_mutation(py, what);
+        }
+        client_error(py, e)
     }
 
     fn descriptor(&self, resource_id: &str) -> Option<Arc<Descriptor>> {
@@ -171,8 +175,7 @@ impl PyClient {
         if let Some(node) = self.nodes.lock().get(resource_id) {
             return Ok(node.clone());
         }
-        let node = py
-            .detach(|| self.client.node(resource_id))
+        let node = crate::wait::detach(py, || self.client.node(resource_id))
             .map_err(|e| client_error(py, e))?;
         self.nodes
             .lock()
@@ -268,8 +271,7 @@ impl PyClient {
         if max_message_size < unienv_remote::codec::MIN_MAX_MESSAGE_SIZE {
             return Err(PyValueError::new_err("max_message_size must be at least 8"));
         }
-        let client = py
-            .detach(|| blocking::Client::connect(uri, config))
+        let client = crate::wait::detach(py, || blocking::Client::connect(uri, config))
             .map_err(|e| client_error(py, e))?;
         Ok(PyClient {
             client,
@@ -288,6 +290,18 @@ impl PyClient {
     #[getter]
     fn closed(&self) -> bool {
         self.client.is_closed()
+    }
+
+    /// The request timeout in seconds (`None`: none).
+    #[getter]
+    fn timeout(&self) -> Option<f64> {
+        self.client.timeout().map(|d| d.as_secs_f64())
+    }
+
+    /// Sets the timeout of every request sent from now on.
+    fn set_timeout(&self, timeout: Option<f64>) -> PyResult<()> {
+        self.client.set_timeout(seconds(timeout)?);
+        Ok(())
     }
 
     /// The negotiated message size limit.
@@ -311,21 +325,19 @@ impl PyClient {
 
     /// Closes the connection (pending requests fail, subscriptions end).
     fn close(&self, py: Python<'_>) {
-        py.detach(|| self.client.close());
+        crate::wait::detach(py, || self.client.close());
     }
 
     /// `discover`: every descriptor, as dicts.
     fn discover<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = py
-            .detach(|| self.client.discover())
-            .map_err(|e| client_error(py, e))?;
+        let list =
+            crate::wait::detach(py, || self.client.discover()).map_err(|e| client_error(py, e))?;
         descriptors_to_py(py, &list)
     }
 
     /// `describe`: refreshes the resource's domain and returns its descriptor.
     fn describe<'py>(&self, py: Python<'py>, resource_id: &str) -> PyResult<Bound<'py, PyDict>> {
-        let d = py
-            .detach(|| self.client.describe(resource_id))
+        let d = crate::wait::detach(py, || self.client.describe(resource_id))
             .map_err(|e| client_error(py, e))?;
         descriptor_to_py(py, &d)
     }
@@ -418,9 +430,8 @@ impl PyClient {
     ) -> PyResult<Bound<'py, PyAny>> {
         let args = args_from_py(args)?;
         let kwargs = kwargs_from_py(kwargs)?;
-        let value = py
-            .detach(|| self.client.call(resource_id, method, args, kwargs))
-            .map_err(|e| client_error(py, e))?;
+        let value = crate::wait::detach(py, || self.client.call(resource_id, method, args, kwargs))
+            .map_err(|e| self.fail(py, e, &format!("{method}() on '{resource_id}'")))?;
         convert::to_py(py, &value)
     }
 
@@ -434,19 +445,18 @@ impl PyClient {
         field: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let node = self.node_proxy(py, resource_id)?;
-        let value = py
-            .detach(|| match field {
-                "context" => node.get_context(),
-                "observation" => node.get_observation(),
-                "reward" => node.get_reward(),
-                "terminated" => node.get_termination(),
-                "truncated" => node.get_truncation(),
-                "info" => node.get_info(),
-                other => Err(ClientError::invalid_use(format!(
-                    "{other} is not a node getter field"
-                ))),
-            })
-            .map_err(|e| client_error(py, e))?;
+        let value = crate::wait::detach(py, || match field {
+            "context" => node.get_context(),
+            "observation" => node.get_observation(),
+            "reward" => node.get_reward(),
+            "terminated" => node.get_termination(),
+            "truncated" => node.get_truncation(),
+            "info" => node.get_info(),
+            other => Err(ClientError::invalid_use(format!(
+                "{other} is not a node getter field"
+            ))),
+        })
+        .map_err(|e| client_error(py, e))?;
         convert::to_py(py, &value)
     }
 
@@ -460,7 +470,7 @@ impl PyClient {
                 remote_error(py, "invalid_request", &format!("Unknown mode {m:?}"), false)
             })?),
         };
-        py.detach(|| self.client.acquire(resource_id, mode))
+        crate::wait::detach(py, || self.client.acquire(resource_id, mode))
             .map_err(|e| client_error(py, e))
     }
 
@@ -473,7 +483,7 @@ impl PyClient {
         resource_id: &str,
         close_subscriptions: bool,
     ) -> PyResult<()> {
-        py.detach(|| self.client.release(resource_id, close_subscriptions))
+        crate::wait::detach(py, || self.client.release(resource_id, close_subscriptions))
             .map_err(|e| client_error(py, e))
     }
 
@@ -487,8 +497,7 @@ impl PyClient {
                 false,
             )
         })?;
-        let op = py
-            .detach(|| self.client.operation(resource_id, kind))
+        let op = crate::wait::detach(py, || self.client.operation(resource_id, kind))
             .map_err(|e| client_error(py, e))?;
         Ok(PyOperation {
             id: op.id().to_string(),
@@ -528,14 +537,13 @@ impl PyClient {
         resource_id: &str,
         fields: Option<Vec<String>>,
     ) -> PyResult<PySubscription> {
-        let sub = py
-            .detach(|| {
-                let names: Option<Vec<&str>> = fields
-                    .as_ref()
-                    .map(|f| f.iter().map(String::as_str).collect());
-                self.client.subscribe(resource_id, names.as_deref())
-            })
-            .map_err(|e| client_error(py, e))?;
+        let sub = crate::wait::detach(py, || {
+            let names: Option<Vec<&str>> = fields
+                .as_ref()
+                .map(|f| f.iter().map(String::as_str).collect());
+            self.client.subscribe(resource_id, names.as_deref())
+        })
+        .map_err(|e| client_error(py, e))?;
         Ok(PySubscription {
             id: sub.id().to_string(),
             resource_id: sub.resource_id().to_string(),
@@ -573,9 +581,10 @@ impl PyOperation {
         let Some(op) = self.op.lock().take() else {
             return Ok(PyList::empty(py));
         };
-        let list = py
-            .detach(|| op.complete())
-            .map_err(|e| client_error(py, e))?;
+        let list = crate::wait::detach(py, || op.complete()).map_err(|e| match e {
+            ClientError::Interrupted => crate::wait::interrupted_mutation(py, "complete()"),
+            e => client_error(py, e),
+        })?;
         descriptors_to_py(py, &list)
     }
 
@@ -584,7 +593,7 @@ impl PyOperation {
         let Some(op) = self.op.lock().take() else {
             return Ok(());
         };
-        py.detach(|| op.abort()).map_err(|e| client_error(py, e))
+        crate::wait::detach(py, || op.abort()).map_err(|e| client_error(py, e))
     }
 }
 
@@ -639,7 +648,7 @@ impl PySubscription {
         timeout: Option<f64>,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let limit = seconds(timeout)?;
-        let outcome = py.detach(|| {
+        let outcome = crate::wait::detach(py, || {
             let deadline = limit.map(|l| Instant::now() + l);
             loop {
                 // Waits in slices, so that a close() from another thread
@@ -655,6 +664,11 @@ impl PySubscription {
                     return Ok(None);
                 };
                 match sub.next(Some(slice)) {
+                    Err(ClientError::Timeout(_))
+                        if unienv_remote::client::interrupt::interrupted() =>
+                    {
+                        return Err(ClientError::Interrupted)
+                    }
                     Err(ClientError::Timeout(_)) => match (deadline, limit) {
                         (Some(d), Some(l)) if Instant::now() >= d => {
                             return Err(ClientError::Timeout(l))
@@ -679,7 +693,7 @@ impl PySubscription {
     /// A thread waiting in `next` returns `None` (its iteration ends).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.closing.store(true, Ordering::Release);
-        py.detach(|| match self.sub.lock().take() {
+        crate::wait::detach(py, || match self.sub.lock().take() {
             Some(sub) => sub.unsubscribe(),
             None => Ok(()),
         })

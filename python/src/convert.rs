@@ -21,7 +21,7 @@
 //!
 //! Arrays received become NumPy arrays that own their memory (one copy out
 //! of the frame, as writability requires). Arrays sent are read in place
-//! when they are C-contiguous ([`ArrayMode::Borrow`]), or copied once
+//! when they are C-contiguous and read-only ([`ArrayMode::Borrow`]), or copied once
 //! ([`ArrayMode::Copy`], for values kept beyond the call that produced them).
 
 use bytes::Bytes;
@@ -91,10 +91,11 @@ impl From<ConvertError> for PyErr {
 /// How arrays are read from Python objects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArrayMode {
-    /// C-contiguous arrays are read in place: the [`Value`] keeps the NumPy
-    /// array alive and shares its memory. For values encoded before control
-    /// returns to Python code that could change the array (request
-    /// arguments).
+    /// C-contiguous arrays that Python code cannot write (read-only) are
+    /// read in place: the [`Value`] keeps the NumPy array alive and shares
+    /// its memory. Writeable arrays are copied (with the GIL held): the value
+    /// is encoded with the GIL released, while another Python thread could
+    /// write the array. For request arguments.
     Borrow,
     /// Every array is copied once into memory of its own. For values kept
     /// after the call returns (a hosted simulator's results, for example).
@@ -504,20 +505,20 @@ pub fn array_from_py(array: &Bound<'_, PyUntypedArray>, mode: ArrayMode) -> PyRe
         // SAFETY: a C-contiguous array's data pointer addresses
         // product(shape) × itemsize readable bytes.
         let ptr = unsafe { (*array.as_array_ptr()).fields.data as *const u8 };
-        match mode {
-            ArrayMode::Copy => {
-                if nbytes == 0 {
-                    Bytes::new()
-                } else {
-                    // SAFETY: see above.
-                    Bytes::copy_from_slice(unsafe { std::slice::from_raw_parts(ptr, nbytes) })
-                }
-            }
-            ArrayMode::Borrow => Bytes::from_owner(PyOwner {
+        // SAFETY: the array object is alive (borrowed) while its flags are read.
+        let flags = unsafe { (*array.as_array_ptr()).fields.flags };
+        let read_only = flags & numpy::npyffi::flags::NPY_ARRAY_WRITEABLE == 0;
+        if mode == ArrayMode::Borrow && read_only {
+            Bytes::from_owner(PyOwner {
                 _obj: array.clone().into_any().unbind(),
                 ptr,
                 len: nbytes,
-            }),
+            })
+        } else if nbytes == 0 {
+            Bytes::new()
+        } else {
+            // SAFETY: see above.
+            Bytes::copy_from_slice(unsafe { std::slice::from_raw_parts(ptr, nbytes) })
         }
     } else {
         let copy = array.call_method1("tobytes", ("C",))?;

@@ -18,6 +18,7 @@ pub mod convert;
 pub mod log;
 pub mod server;
 pub mod vector;
+pub mod wait;
 
 /// The `_native` module.
 #[pymodule]

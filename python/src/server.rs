@@ -30,6 +30,10 @@ use unienv_remote::server::{
 };
 use unienv_remote::{Dict, Value};
 
+#[path = "server_shutdown.rs"]
+mod shutdown;
+use shutdown::{log_warning, shut_down};
+
 pyo3::import_exception!(unienv_interface.remote.codec, CodecError);
 
 thread_local! {
@@ -152,7 +156,9 @@ struct PyResource {
 /// The Python objects of one domain.
 struct PyHost {
     resources: Vec<PyResource>,
-    /// The Python `RemoteServer`, for disposal and argument mapping.
+    /// The Python `RemoteServer` class, for its static helpers (disposal
+    /// and argument mapping): not the instance, which this (held by a Rust
+    /// thread, invisible to the garbage collector) would keep alive forever.
     server: Py<PyAny>,
 }
 
@@ -595,13 +601,22 @@ impl PyServer {
             record_dir,
             ..ServerConfig::default()
         };
+        // Domain threads hold the class (static helpers) and, for factories,
+        // a weak reference to the instance: a RemoteServer dropped without
+        // close() is collected, and its PyServer's drop shuts it down.
+        let class = server.bind(py).get_type().into_any().unbind();
+        let weak = py
+            .import(intern!(py, "weakref"))?
+            .call_method1(intern!(py, "ref"), (server.bind(py),))?
+            .unbind();
+        drop(server);
         let mut specs: Vec<(String, DomainSpec)> = Vec::new();
         for item in domains.iter() {
             let (root, payload): (String, Bound<'_, PyAny>) = item.extract()?;
             let spec = if payload.is_callable() {
                 DomainSpec::Factory(payload.unbind())
             } else {
-                let host = host_from_layout(server.clone_ref(py), &payload, validate_actions)?;
+                let host = host_from_layout(class.clone_ref(py), &payload, validate_actions)?;
                 if host.resources[0].info.id != root {
                     return Err(SetupError::Layout(format!(
                         "the first resource of {root:?} is {:?}",
@@ -624,7 +639,6 @@ impl PyServer {
             .map_err(SetupError::from)?;
         // Domains are built on their own threads, which attach to the
         // interpreter: registration runs detached.
-        let server_obj = server;
         let started = py.detach(move || -> Result<Server, SetupError> {
             let mut builder: ServerBuilder = Server::builder(config);
             for (root, spec) in specs {
@@ -633,21 +647,24 @@ impl PyServer {
                         builder.register_with(&root, move || Ok(Hosted::foreign(host)))?;
                     }
                     DomainSpec::Factory(factory) => {
-                        let server = Python::attach(|py| server_obj.clone_ref(py));
+                        let (weak, class) =
+                            Python::attach(|py| (weak.clone_ref(py), class.clone_ref(py)));
                         let id = root.clone();
                         builder.register_factory(&root, move || {
                             with_python(|py| {
                                 let build = || -> PyResult<PyHost> {
+                                    let server = weak.bind(py).call0()?;
+                                    if server.is_none() {
+                                        return Err(PyRuntimeError::new_err(
+                                            "the RemoteServer has been collected",
+                                        ));
+                                    }
                                     let product = factory.bind(py).call0()?;
-                                    let layout = server.bind(py).call_method1(
+                                    let layout = server.call_method1(
                                         intern!(py, "_layout_factory"),
                                         (&id, product),
                                     )?;
-                                    host_from_layout(
-                                        server.clone_ref(py),
-                                        &layout,
-                                        validate_actions,
-                                    )
+                                    host_from_layout(class.clone_ref(py), &layout, validate_actions)
                                 };
                                 build().map(Hosted::foreign).map_err(|e| host_error(py, e))
                             })
@@ -708,14 +725,16 @@ impl PyServer {
         timeout: Option<f64>,
         max_message_size: usize,
     ) -> PyResult<crate::client::PyClient> {
-        let guard = self.runtime.lock();
-        let runtime = guard
-            .as_ref()
-            .ok_or_else(|| PyRuntimeError::new_err("Server is closed"))?;
         let transport = {
+            let guard = self.runtime.lock();
+            let runtime = guard
+                .as_ref()
+                .ok_or_else(|| PyRuntimeError::new_err("Server is closed"))?;
             let _enter = runtime.enter();
             self.server.connect_memory()
         };
+        // Not holding the runtime's lock while the client says hello and
+        // discovers: a hosted call may connect (or close) meanwhile.
         crate::client::PyClient::over_memory(py, transport, timeout, max_message_size)
     }
 
@@ -728,21 +747,48 @@ impl PyServer {
     /// Closes every session, disposes of every domain (each on its own
     /// thread, attached to the interpreter only while closing objects) and
     /// stops the runtime. Idempotent.
-    fn close(&self, py: Python<'_>) {
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
         let Some(runtime) = self.runtime.lock().take() else {
-            return;
+            return Ok(());
         };
+        let inside = self.server.hosted_domain();
+        if let Some(index) = inside {
+            let root = self.server.roots().get(index).cloned().unwrap_or_default();
+            log_warning(
+                py,
+                &format!(
+                    "RemoteServer.close() called from inside a hosted call of '{root}': closing without waiting for that domain, which is disposed of when the call returns"
+                ),
+            );
+        }
         let listeners: Vec<Listener> = std::mem::take(&mut *self.listeners.lock());
         let server = self.server.clone();
-        py.detach(move || {
-            runtime.block_on(async move {
-                for l in listeners {
-                    l.stop().await;
-                }
-                server.shutdown().await;
-            });
-            runtime.shutdown_timeout(Duration::from_secs(1));
-        });
+        let close = move || shut_down(runtime, listeners, server);
+        if inside.is_some() {
+            // On this domain's thread, which the shutdown must know it is on.
+            py.detach(close);
+            return Ok(());
+        }
+        // On a thread of its own, waited for interruptibly: Ctrl-C returns
+        // at once and the shutdown goes on in the background.
+        let (done_tx, done) = std::sync::mpsc::channel::<()>();
+        std::thread::Builder::new()
+            .name("unienv-server-close".into())
+            .spawn(move || {
+                close();
+                let _ = done_tx.send(());
+            })
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot start closing: {e}")))?;
+        match crate::wait::recv(py, done) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                log_warning(
+                    py,
+                    "RemoteServer.close() interrupted: the shutdown goes on in the background",
+                );
+                Err(e)
+            }
+        }
     }
 }
 

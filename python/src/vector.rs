@@ -12,7 +12,6 @@ use parking_lot::Mutex;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use std::time::Duration;
 use unienv_remote::client::vector::{
     AutoresetMode, BlockingVectorEnv, EnvAddress, VectorError, VectorReset, VectorStep,
 };
@@ -56,6 +55,7 @@ fn top_error(py: Python<'_>, e: VectorError) -> PyErr {
             wrapped
         }
         VectorError::InvalidUse(msg) => PyValueError::new_err(msg),
+        VectorError::Interrupted => crate::wait::interrupted_mutation(py, "the vector env's call"),
         other => PyRuntimeError::new_err(other.to_string()),
     }
 }
@@ -132,7 +132,7 @@ impl PyVectorEnv {
     where
         T: Send,
     {
-        let result = py.detach(|| {
+        let result = crate::wait::detach(py, || {
             let mut guard = self.env.lock();
             match guard.as_mut() {
                 Some(env) => Ok(f(env)),
@@ -165,13 +165,7 @@ impl PyVectorEnv {
         let mode = AutoresetMode::parse(autoreset_mode).ok_or_else(|| {
             PyValueError::new_err(format!("unknown autoreset mode {autoreset_mode:?}"))
         })?;
-        let timeout = timeout
-            .map(|t| {
-                Duration::try_from_secs_f64(t.max(0.0)).map_err(|_| {
-                    PyValueError::new_err("timeout must be a finite number of seconds")
-                })
-            })
-            .transpose()?;
+        let timeout = crate::wait::timeout_arg(timeout, "timeout")?;
         let mut config = ClientConfig::default().with_timeout(timeout);
         config.token = token;
         config.ca_file = ca_file;

@@ -141,6 +141,50 @@ def test_wss_our_client_and_the_reference_client_against_our_python_server(certs
         server.close()
 
 
+def test_hundreds_of_wss_connections_all_complete(certs):
+    """Every TLS handshake and upgrade completes, whatever the client's timing:
+    the reference's transport (its reader thread starts before it writes the
+    upgrade request) over TLS 1.3 and 1.2, and our client."""
+    import ssl
+
+    from unienv_interface.remote import WebSocketTransport
+
+    server, url = serve(tls_cert=certs.cert, tls_key=certs.key)
+    try:
+        failures = []
+        for version, count in ((ssl.TLSVersion.TLSv1_3, 300), (ssl.TLSVersion.TLSv1_2, 50)):
+            context = ssl.create_default_context(cafile=str(certs.ca))
+            context.minimum_version = context.maximum_version = version
+            for i in range(count):
+                try:
+                    WebSocketTransport.connect(url, ssl=context, open_timeout=5).close()
+                except Exception as e:  # noqa: BLE001 - every failure is reported
+                    failures.append(f"{version.name} #{i}: {e!r}")
+        for i in range(150):
+            unienv_remote.RemoteClient(url, ca_file=certs.ca, timeout=5.0).close()
+        assert failures == []
+    finally:
+        server.close()
+
+
+def test_a_ws_client_on_the_tls_port_is_told_to_use_wss(certs):
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    server, url = serve(tls_cert=certs.cert, tls_key=certs.key)
+    try:
+        plain = url.replace("wss://", "ws://", 1)
+        with pytest.raises(InvalidStatus) as refused:
+            connect(plain, open_timeout=5)
+        assert refused.value.response.status_code == 400
+        assert b"wss://" in refused.value.response.body
+        with pytest.raises(ConnectionError) as ours:
+            unienv_remote.RemoteClient(plain, timeout=5.0)
+        assert "wss://" in str(ours.value)
+    finally:
+        server.close()
+
+
 def test_wss_refusals_say_what_to_pass(certs):
     import ssl
 

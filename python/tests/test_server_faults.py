@@ -111,9 +111,8 @@ def test_a_hung_simulator_blocks_only_its_domain():
         worker = threading.Thread(target=lambda: result.update(step=stuck.env("hung").step(STEP)))
         worker.start()
         assert hung.entered.wait(30)
-        # While "hung" is stuck in its step, the other domain serves requests.
-        # (Clients that discover every domain at connect — both clients do —
-        # wait for the hung one, with either server: this one says hello only.)
+        # While "hung" is stuck in its step, the other domain serves requests
+        # (a raw session here; clients connecting meanwhile: test_busy.py).
         assert raw_steps(url, "free", 20) == [21.0, 21.0]
         assert "step" not in result
         hung.gate.set()

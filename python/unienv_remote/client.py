@@ -146,8 +146,7 @@ class RemoteClient:
                 ssl = context
         if max_message_size < 8:
             raise ValueError("max_message_size must be at least 8")
-        self.backend, self.device = backend, device
-        self.timeout = timeout
+        self._backend, self._device = backend, device
         self._numpy = getattr(backend, "simplified_name", None) == "numpy" and device is None
         self._proxies: weakref.WeakValueDictionary[str, _Proxy] = weakref.WeakValueDictionary()
         self._subscriptions: Dict[str, Subscription] = {}
@@ -165,6 +164,38 @@ class RemoteClient:
         return cls(uri, **options)
 
     # -- state -------------------------------------------------------------
+
+    # Attributes the reference reads at use time take effect when assigned.
+
+    @property
+    def timeout(self) -> Optional[float]:
+        """Seconds each request may take (``None``: no limit); assigning it
+        applies to every request sent from then on, as in the reference."""
+        return self._native.timeout
+
+    @timeout.setter
+    def timeout(self, value: Optional[float]) -> None:
+        self._native.set_timeout(value)
+
+    @property
+    def backend(self) -> ComputeBackend:
+        """The backend results are converted to (read at each call)."""
+        return self._backend
+
+    @backend.setter
+    def backend(self, value: ComputeBackend) -> None:
+        self._backend = value
+        self._numpy = getattr(value, "simplified_name", None) == "numpy" and self._device is None
+
+    @property
+    def device(self) -> Optional[object]:
+        """The device results are converted to (read at each call)."""
+        return self._device
+
+    @device.setter
+    def device(self, value: Optional[object]) -> None:
+        self._device = value
+        self._numpy = getattr(self._backend, "simplified_name", None) == "numpy" and value is None
 
     @property
     def session_id(self) -> str:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set,
 from urllib.parse import quote
 
 from unienv_interface.env_base.env import Env
-from unienv_interface.remote.codec import DEFAULT_MAX_MESSAGE_SIZE, map_arrays
+from unienv_interface.remote.codec import DEFAULT_MAX_MESSAGE_SIZE, Codec, map_arrays
 from unienv_interface.world.env_composer import WorldEnv
 from unienv_interface.world.node import WorldNode
 from unienv_interface.world.world import World
@@ -115,7 +115,11 @@ class RemoteServer:
             raise ValueError("idle_timeout must be positive and finite, or None")
         if type(max_message_size) is not int or max_message_size < 8:
             raise ValueError("max_message_size must be an integer of at least 8")
-        self.max_message_size = max_message_size
+        if not isinstance(shutdown_timeout, (int, float)) or not math.isfinite(shutdown_timeout) or shutdown_timeout <= 0:
+            raise ValueError("shutdown_timeout must be positive and finite")
+        # As in the reference: the codec's limit and idle_timeout are public
+        # attributes, read when the server starts (first listen/connect).
+        self.codec = Codec(max_message_size)
         self.idle_timeout = idle_timeout
         self._options: Dict[str, Any] = dict(
             token=token, allowed_origins=list(allowed_origins), allowed_hosts=list(allowed_hosts),
@@ -139,6 +143,15 @@ class RemoteServer:
         self._listening = False
         self._metrics_addr = metrics
         self.metrics_url: Optional[str] = None
+
+    @property
+    def max_message_size(self) -> int:
+        """``codec.max_message_size``."""
+        return self.codec.max_message_size
+
+    @max_message_size.setter
+    def max_message_size(self, value: int) -> None:
+        self.codec.max_message_size = value
 
     # -- registration (the reference's rules) ----------------------------------
 
@@ -335,8 +348,11 @@ class RemoteServer:
                         domains.append((domain.root_id, domain.factory))
                     else:
                         domains.append((domain.resources[0].id, self._entries(domain.resources)))
-                native = _native.Server(self, domains, max_message_size=self.max_message_size,
-                                        idle_timeout=self.idle_timeout, **self._options)
+                idle = self.idle_timeout
+                if idle is not None and (not math.isfinite(idle) or idle <= 0):
+                    raise ValueError("idle_timeout must be positive and finite, or None")
+                native = _native.Server(self, domains, max_message_size=self.codec.max_message_size,
+                                        idle_timeout=idle, **self._options)
                 if self._metrics_addr is not None:
                     try:
                         self.metrics_url = native.serve_metrics(self._metrics_addr)

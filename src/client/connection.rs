@@ -141,6 +141,17 @@ impl Client {
         self.shared.is_closed()
     }
 
+    /// The request timeout in force ([`ClientConfig::timeout`] until set).
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        self.shared.timeout()
+    }
+
+    /// Sets the timeout of every request sent from now on (`None`: wait as
+    /// long as it takes), as assigning the reference client's `timeout`.
+    pub fn set_timeout(&self, timeout: Option<std::time::Duration>) {
+        self.shared.set_timeout(timeout);
+    }
+
     /// Requests sent on this connection so far (hello included; requests
     /// sent without waiting, such as an unsubscribe from a destructor, too).
     pub fn requests_sent(&self) -> u64 {

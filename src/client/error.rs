@@ -77,6 +77,11 @@ pub enum ClientError {
     /// sent.
     #[error("invalid configuration: {0}")]
     Config(#[from] ClientConfigError),
+    /// The wait was interrupted (see [`interrupt`](super::interrupt)): a
+    /// mutation in flight then closed the connection, its outcome unknown.
+    /// `code()` is `interrupted`.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// The code of a [`ClientError`] ([`ClientError::code`]): the server's
@@ -103,6 +108,8 @@ pub enum ClientErrorCode {
     /// `invalid_use`: the call is not valid in the client's state, or the
     /// configuration cannot work.
     InvalidUse,
+    /// `interrupted`: the wait was interrupted (Ctrl-C).
+    Interrupted,
 }
 
 impl ClientErrorCode {
@@ -117,6 +124,7 @@ impl ClientErrorCode {
             ClientErrorCode::ProtocolError => "protocol_error",
             ClientErrorCode::SerializationError => "serialization_error",
             ClientErrorCode::InvalidUse => "invalid_use",
+            ClientErrorCode::Interrupted => "interrupted",
         }
     }
 }
@@ -518,6 +526,7 @@ impl ClientError {
             ClientError::Protocol(_) => ClientErrorCode::ProtocolError,
             ClientError::Codec(_) => ClientErrorCode::SerializationError,
             ClientError::InvalidUse(_) | ClientError::Config(_) => ClientErrorCode::InvalidUse,
+            ClientError::Interrupted => ClientErrorCode::Interrupted,
         }
     }
 

@@ -82,6 +82,7 @@ mod config;
 mod connection;
 mod descriptor;
 mod error;
+pub mod interrupt;
 mod operation;
 mod proxy;
 mod shared;

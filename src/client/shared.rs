@@ -131,6 +131,9 @@ impl State {
 /// State shared by the client handles and the two tasks.
 pub(crate) struct Shared {
     pub config: ClientConfig,
+    /// The request timeout in force (from `config.timeout`; settable after
+    /// connecting, read by every request).
+    timeout: Mutex<Option<Duration>>,
     limit: AtomicUsize,
     session: OnceLock<Value>,
     outgoing: mpsc::UnboundedSender<Outgoing>,
@@ -150,6 +153,7 @@ impl Shared {
         let (shutdown, shutdown_rx) = watch::channel(false);
         let shared = Arc::new(Shared {
             limit: AtomicUsize::new(config.max_message_size),
+            timeout: Mutex::new(config.timeout),
             config,
             session: OnceLock::new(),
             outgoing: tx,
@@ -206,6 +210,16 @@ impl Shared {
 
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
+    }
+
+    /// The request timeout in force.
+    pub fn timeout(&self) -> Option<Duration> {
+        *self.timeout.lock()
+    }
+
+    /// Sets the request timeout of requests sent from now on.
+    pub fn set_timeout(&self, timeout: Option<Duration>) {
+        *self.timeout.lock() = timeout;
     }
 
     pub fn requests_sent(&self) -> u64 {
@@ -319,7 +333,8 @@ impl Shared {
             mutation,
             armed: true,
         };
-        let received = match self.config.timeout {
+        let timeout = *self.timeout.lock();
+        let received = match timeout {
             Some(limit) => match tokio::time::timeout(limit, rx).await {
                 Ok(r) => r,
                 Err(_) => Ok(Err(ClientError::Timeout(limit))),

@@ -11,6 +11,9 @@ use crate::codec::{Dict, Value};
 pub(crate) struct DescriptorCache {
     attrs: Vec<Option<Attrs>>,
     values: Vec<Value>,
+    /// Advances whenever a descriptor is rebuilt or the cache cleared (the
+    /// domain republishes its committed descriptors only then).
+    generation: u64,
 }
 
 /// Where the descriptors being built stand: the domain's ID, revision and
@@ -27,6 +30,18 @@ impl DescriptorCache {
     pub(crate) fn clear(&mut self) {
         self.attrs.clear();
         self.values.clear();
+        self.generation += 1;
+    }
+
+    /// Advances whenever a descriptor is rebuilt or the cache cleared.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Copies of all `count` descriptors, if every one is in the cache.
+    pub(crate) fn copy_all(&self, count: usize) -> Option<Vec<Value>> {
+        (self.values.len() == count && !self.values.iter().any(Value::is_null))
+            .then(|| self.values.clone())
     }
 
     /// Brings the descriptor of resource `index` (of `count`) up to date
@@ -67,6 +82,7 @@ impl DescriptorCache {
             self.attrs.resize(count, None);
             self.values[index] = Value::Dict(d);
             self.attrs[index] = Some(attrs);
+            self.generation += 1;
         }
         if let Some(d) = self.values[index].as_dict_mut() {
             if let Some(v) = d.get_mut("revision") {

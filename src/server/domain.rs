@@ -7,6 +7,7 @@
 
 use super::boundary::{Publish, Subscriptions};
 use super::call;
+use super::committed::{self, CommittedTx};
 use super::control::{CallPolicy, Claim, Control, Refusal};
 use super::hosted::{topology, Hosted, TopologyError};
 use super::instance::{panic_message, Captures, Instance};
@@ -57,6 +58,9 @@ pub(crate) struct Domain {
     recording: super::recording::Recording,
     /// Step latency histograms of env resources, by index.
     steps: std::collections::HashMap<usize, Arc<crate::metrics::StepHistogram>>,
+    /// The descriptors as of the last committed boundary, for readers that
+    /// must not wait on this thread.
+    committed: CommittedTx,
 }
 
 impl Domain {
@@ -66,8 +70,10 @@ impl Domain {
         server: Arc<Core>,
         factory: Factory,
         evictable: bool,
+        committed: CommittedTx,
     ) -> Domain {
         Domain {
+            committed,
             index,
             control: Control::new(&root_id),
             root_id,
@@ -87,6 +93,7 @@ impl Domain {
         // Every event of this thread carries the domain's root ID.
         let span = tracing::info_span!("domain", root = %self.root_id);
         let _domain = span.enter();
+        super::jobs::enter_domain_thread(Arc::as_ptr(&self.server) as usize, self.index);
         let idle = self.server.config.idle_timeout.filter(|_| self.evictable);
         let tick = idle.map_or(Duration::from_secs(3600), |d| {
             (d / 2).clamp(Duration::from_millis(10), Duration::from_secs(5))
@@ -111,6 +118,24 @@ impl Domain {
         self.dispose();
     }
 
+    /// Publishes the descriptors of the last committed boundary (after an
+    /// instantiation, a completed operation, an env mutation, a disposal).
+    fn commit(&mut self) {
+        self.commit_at(self.control.sequence());
+    }
+
+    /// Publishes the descriptors as of the boundary `sequence`.
+    fn commit_at(&mut self, sequence: u64) {
+        let revision = self.control.revision();
+        committed::publish(&self.committed, &mut self.instance, revision, sequence);
+    }
+
+    /// Publishes the session controlling the domain.
+    fn commit_owner(&self) {
+        let owner = self.control.owner().map(|(s, _)| &s.id);
+        committed::publish_owner(&self.committed, owner);
+    }
+
     fn handle(&mut self, job: Job) {
         match job {
             Job::Request {
@@ -119,6 +144,7 @@ impl Domain {
                 permit,
             } => {
                 self.last_activity = Instant::now();
+                let sequence = self.control.sequence();
                 // The request's ID, op, method and resource on each event
                 // it causes (a disabled span costs a level check).
                 let str_of = |k: &str| request.get(k).and_then(Value::as_str).unwrap_or("");
@@ -146,6 +172,12 @@ impl Domain {
                             (Err(e), None)
                         }
                     };
+                // A boundary is committed before its response is sent: a
+                // describe or discover by anyone who saw the response sees it.
+                let boundary = publish.is_some();
+                if boundary {
+                    self.commit_at(self.control.next_sequence());
+                }
                 match reply {
                     Ok(Reply::Encoded(bytes)) => {
                         let op = request.get("op").and_then(Value::as_str);
@@ -160,6 +192,10 @@ impl Domain {
                 if let Some(p) = publish {
                     self.publish(p);
                 }
+                if !boundary && self.control.sequence() != sequence {
+                    self.commit();
+                }
+                self.commit_owner();
                 self.last_activity = Instant::now();
             }
             Job::Discover { reply } => {
@@ -178,6 +214,7 @@ impl Domain {
                 if self.subscriptions.detach(&session) {
                     self.last_activity = Instant::now();
                 }
+                self.commit_owner();
             }
             Job::DropSubscription {
                 session_id,
@@ -258,6 +295,9 @@ impl Domain {
         self.instance.install(product, topo);
         self.control
             .instantiated(self.instance.scope(&self.root_id), revived);
+        // Readers waiting for a pending domain take its descriptors now,
+        // even if the request that built it goes on to hang.
+        self.commit();
         if revived {
             self.server.metrics.revivals.fetch_add(1, Relaxed);
             tracing::info!(
@@ -298,6 +338,7 @@ impl Domain {
             }
             drop(hosted);
         }
+        self.commit();
     }
 
     /// Releases control if `session` holds it; whether it did.

@@ -148,6 +148,16 @@ impl Instance {
         copy
     }
 
+    /// The descriptor cache's generation (advances when one is rebuilt).
+    pub(crate) fn descriptor_generation(&self) -> u64 {
+        self.descriptors.generation()
+    }
+
+    /// Copies of every cached descriptor, if all are cached.
+    pub(crate) fn cached_descriptors(&self) -> Option<Vec<Value>> {
+        self.descriptors.copy_all(self.resources.len())
+    }
+
     /// A copy of one descriptor.
     pub(crate) fn descriptor(&mut self, index: usize, revision: u64, sequence: u64) -> Value {
         self.refresh_descriptor(index, revision, sequence);

@@ -1,5 +1,6 @@
 //! Work for a domain thread, and the handle sessions send it with.
 
+use super::committed::CommittedTx;
 use super::hosted::Hosted;
 use super::outbound::{InFlight, SessionShared};
 use crate::codec::{Dict, Value};
@@ -40,15 +41,19 @@ pub(crate) enum Job {
     Shutdown,
 }
 
-/// A cloneable handle for sending jobs to a domain thread.
+/// A cloneable handle for sending jobs to a domain thread, with what the
+/// domain published at its last committed boundary.
 #[derive(Clone)]
-pub(crate) struct DomainSender(pub mpsc::Sender<Job>);
+pub(crate) struct DomainSender {
+    pub jobs: mpsc::Sender<Job>,
+    pub committed: CommittedTx,
+}
 
 impl DomainSender {
     pub(crate) fn send(&self, job: Job) {
         // A stopped domain (server shutting down) drops the job, which drops
         // any reply sender and so answers the waiter.
-        let _ = self.0.send(job);
+        let _ = self.jobs.send(job);
     }
 }
 
@@ -77,4 +82,26 @@ impl InstantiateError {
     pub(crate) fn into_protocol(self) -> ProtocolError {
         err(ErrorCode::ExecutionError, self.to_string())
     }
+}
+
+thread_local! {
+    /// The server core and domain index this thread runs, on a domain
+    /// thread (so that a shutdown started by a hosted call does not wait on
+    /// its own domain).
+    static CURRENT: std::cell::Cell<Option<(usize, usize)>> = const { std::cell::Cell::new(None) };
+}
+
+/// Marks this thread as domain `index` of the server whose core is at
+/// address `core` (`Arc::as_ptr`).
+pub(crate) fn enter_domain_thread(core: usize, index: usize) {
+    CURRENT.with(|c| c.set(Some((core, index))));
+}
+
+/// The index of the domain of the server whose core is at address `core`
+/// whose thread this is, if any.
+pub(crate) fn current_domain(core: usize) -> Option<usize> {
+    CURRENT
+        .with(std::cell::Cell::get)
+        .filter(|(c, _)| *c == core)
+        .map(|(_, index)| index)
 }

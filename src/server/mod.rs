@@ -24,6 +24,7 @@
 
 mod boundary;
 mod call;
+mod committed;
 mod config;
 mod control;
 mod descriptors;
@@ -197,7 +198,11 @@ impl ServerBuilder {
         }
         let index = self.domains.len();
         let (tx, rx) = mpsc::channel();
-        let sender = DomainSender(tx);
+        let committed = committed::channel();
+        let sender = DomainSender {
+            jobs: tx,
+            committed: committed.clone(),
+        };
         let (core, root) = (self.core.clone(), id.to_string());
         // The domain is built on its own thread: what it hosts need not be Send.
         let (done_tx, done) = tokio::sync::oneshot::channel::<()>();
@@ -207,7 +212,7 @@ impl ServerBuilder {
                 // Dropped when the thread ends, however it ends: shutdown
                 // waits on it instead of polling the thread.
                 let _done = done_tx;
-                Domain::new(index, root, core, factory, lazy).run(rx)
+                Domain::new(index, root, core, factory, lazy, committed).run(rx)
             })
             .map_err(|e| RegisterError::Failed(e.to_string()))?;
         let thread = DomainThread { handle, done };
@@ -410,6 +415,13 @@ impl Server {
         self.inner.shared.guards.pool.used()
     }
 
+    /// The index of this server's domain whose thread is calling, when
+    /// called from inside a hosted call (a simulator calling back into its
+    /// own server); `None` elsewhere.
+    pub fn hosted_domain(&self) -> Option<usize> {
+        jobs::current_domain(Arc::as_ptr(&self.inner.shared.core) as usize)
+    }
+
     /// Stops listeners, closes every session, disposes every instantiated
     /// domain on its own thread (each close hook once) and joins the threads.
     /// Sessions get `shutdown_timeout` to close; connection tasks still
@@ -417,6 +429,8 @@ impl Server {
     /// aborted, closing their sockets; then each domain thread gets
     /// `shutdown_timeout` (from when all were told to stop) to finish; a
     /// simulator hung past it is left behind rather than blocking forever.
+    /// Called from inside a hosted call, it does not wait for that call's
+    /// own domain (logged), whose thread stops once the call returns.
     pub async fn shutdown(&self) {
         let shared = &self.inner.shared;
         let timeout = shared.core.config.shutdown_timeout;
@@ -451,7 +465,18 @@ impl Server {
             s.send(Job::Shutdown);
         }
         let deadline = tokio::time::Instant::now() + timeout;
-        for DomainThread { handle, done } in threads {
+        // A shutdown started by a hosted call (a simulator closing its own
+        // server) cannot wait for its own domain: that thread stops when
+        // the call returns.
+        let own = self.hosted_domain();
+        for (index, DomainThread { handle, done }) in threads.into_iter().enumerate() {
+            if own == Some(index) {
+                tracing::warn!(
+                    thread = ?handle.thread().name(),
+                    "shutdown called from inside a hosted call: not waiting for that call's domain, which stops when the call returns"
+                );
+                continue;
+            }
             // `done` resolves (as closed) when the thread ends.
             if tokio::time::timeout_at(deadline, done).await.is_err() {
                 tracing::warn!(

@@ -60,6 +60,14 @@ async fn run_session(
     let writer_task = tokio::spawn(
         write_loop(server.clone(), session.clone(), writer).instrument(tracing::Span::current()),
     );
+    // From here on, however this task ends (returning, or aborted at
+    // shutdown), the session is closed, its writer stopped, its domains
+    // told and its entry removed.
+    let mut cleanup = Cleanup {
+        server: server.clone(),
+        session: session.clone(),
+        writer: Some(writer_task),
+    };
     let in_flight = Arc::new(Semaphore::new(config.max_in_flight));
     // One timer, armed at the hello deadline, then (lazily, when it fires)
     // at the idle limit: no timer is touched per message.
@@ -123,6 +131,7 @@ async fn run_session(
             biased;
             r = &mut work => r,
             _ = close_rx.changed() => Ok(()),
+            _ = shutdown_rx.wait_for(|stop| *stop) => Err(CloseReason::Shutdown),
             e = reader.pump_control() => Err(CloseReason::from_transport(e)),
             quiet = &mut vanished => Err(CloseReason::PeerVanished(quiet)),
         };
@@ -145,24 +154,45 @@ async fn run_session(
     }
     session.close(reason.clone());
     drop(reader);
-    let _ = writer_task.await;
-    let touched: Vec<usize> = session.touched.lock().drain().collect();
-    for index in touched {
-        if let Some(domain) = server.domains.get(index) {
-            domain.send(Job::Detach {
-                session: session.clone(),
-            });
-        }
+    if let Some(writer) = cleanup.writer.as_mut() {
+        let _ = writer.await;
     }
-    {
+    cleanup.writer = None;
+    drop(cleanup);
+    tracing_log(&reason);
+    reason
+}
+
+/// A session's cleanup, run when its task ends however it ends (a drop
+/// guard: an aborted task runs it too).
+struct Cleanup {
+    server: Arc<ServerShared>,
+    session: Arc<SessionShared>,
+    /// The writer task, while it may still run (aborted if so).
+    writer: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let (server, session) = (&self.server, &self.session);
+        session.close(CloseReason::Shutdown);
+        if let Some(writer) = self.writer.take() {
+            writer.abort();
+        }
+        let touched: Vec<usize> = session.touched.lock().drain().collect();
+        for index in touched {
+            if let Some(domain) = server.domains.get(index) {
+                domain.send(Job::Detach {
+                    session: session.clone(),
+                });
+            }
+        }
         let mut sessions = server.sessions.lock();
         sessions.remove(&session.id);
         if sessions.is_empty() {
             server.sessions_gone.notify_waiters();
         }
     }
-    tracing_log(&reason);
-    reason
 }
 
 /// Whether a session holds nothing a peer could be waiting on: no request
@@ -255,36 +285,21 @@ async fn handle_message(
     if let Err(e) = check_request(session, &request) {
         return session.respond(&request, Err(&e));
     }
-    match Command::from_request(&request) {
+    let command = Command::from_request(&request);
+    let is_describe = matches!(command, Some(Command::Describe));
+    match command {
         Some(Command::Hello { max_message_size }) => {
             let outcome = hello(server, session, max_message_size);
             session.respond(&request, outcome.as_ref().cloned());
         }
         Some(Command::Discover) => {
-            let mut receivers = Vec::with_capacity(server.domains.len());
-            for (i, domain) in server.domains.iter().enumerate() {
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                session.touched.lock().insert(i);
-                domain.send(Job::Discover { reply: tx });
-                receivers.push(rx);
-            }
-            let mut all = Vec::new();
-            let mut failure = None;
-            for rx in receivers {
-                match rx.await {
-                    Ok(Ok(mut descriptors)) => all.append(&mut descriptors),
-                    Ok(Err(e)) => {
-                        failure.get_or_insert(e);
-                    }
-                    Err(_) => {
-                        failure
-                            .get_or_insert(err(ErrorCode::ExecutionError, "domain worker stopped"));
-                    }
-                }
-            }
-            match failure {
-                Some(e) => session.respond(&request, Err(&e)),
-                None => session.respond(&request, Ok(Value::List(all))),
+            // Nothing is answered when the session closes or the server
+            // shuts down meanwhile: the connection is going away.
+            let ordered = in_flight.available_permits() < server.core.config.max_in_flight;
+            match discover(server, session, ordered).await {
+                Some(Ok(all)) => session.respond(&request, Ok(Value::List(all))),
+                Some(Err(e)) => session.respond(&request, Err(&e)),
+                None => {}
             }
         }
         _ => {
@@ -296,6 +311,21 @@ async fn handle_message(
                 let e = err(ErrorCode::NotFound, server.unknown_resource(resource_id));
                 return session.respond(&request, Err(&e));
             };
+            // A session that does not control the domain, and has no
+            // request in flight that this one must follow, is answered from
+            // the domain's last committed boundary, without waiting on its
+            // thread.
+            let idle = in_flight.available_permits() == server.core.config.max_in_flight;
+            if is_describe && idle {
+                let committed = server.domains[index].committed.borrow();
+                if committed.has(resource_id) && !committed.owned_by(&session.id) {
+                    let list = committed.stamped();
+                    drop(committed);
+                    if let Some(list) = list {
+                        return session.respond(&request, Ok(Value::List(list)));
+                    }
+                }
+            }
             // Bounded work per session: at most `max_in_flight` requests
             // queued at domains; the reader waits for a slot, unless the
             // session closes or the server shuts down meanwhile (a hung
@@ -324,6 +354,82 @@ async fn handle_message(
             });
         }
     }
+}
+
+/// `discover`: every domain's descriptors as of its last committed
+/// boundary, without waiting on a busy domain. Pending domains (never
+/// built, or evicted) are asked to instantiate, and their descriptors are
+/// taken as soon as they are built (even if the domain then goes on to run
+/// a call that hangs); only a factory that hangs is waited on. A domain
+/// the session controls, or every domain when `ordered` (the session has
+/// requests in flight), is asked on its thread instead, so that the answer
+/// follows the session's own earlier requests. `None` when the session
+/// closes or the server shuts down meanwhile.
+async fn discover(
+    server: &Arc<ServerShared>,
+    session: &Arc<SessionShared>,
+    ordered: bool,
+) -> Option<Result<Vec<Value>, ProtocolError>> {
+    let mut parts: Vec<Option<Vec<Value>>> = Vec::with_capacity(server.domains.len());
+    let mut waits = Vec::new();
+    for (i, domain) in server.domains.iter().enumerate() {
+        let stamped = {
+            let committed = domain.committed.borrow();
+            let own = ordered || committed.owned_by(&session.id);
+            if own {
+                None
+            } else {
+                committed.stamped()
+            }
+        };
+        if stamped.is_none() {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            session.touched.lock().insert(i);
+            domain.send(Job::Discover { reply: tx });
+            // Only a pending domain may be answered from what it commits
+            // once built; one of this session's own is answered in order.
+            let pending = domain.committed.borrow().descriptors.is_none();
+            waits.push((i, rx, pending));
+        }
+        parts.push(stamped);
+    }
+    let mut shutdown = server.shutdown.subscribe();
+    let mut closed = session.close_tx.subscribe();
+    let mut failure = None;
+    for (i, mut rx, pending) in waits {
+        let mut committed = server.domains[i].committed.subscribe();
+        let built = async {
+            if !pending {
+                return std::future::pending().await;
+            }
+            loop {
+                if let Some(list) = committed.borrow_and_update().stamped() {
+                    return Some(list);
+                }
+                if committed.changed().await.is_err() {
+                    return None;
+                }
+            }
+        };
+        let outcome = tokio::select! {
+            reply = &mut rx => reply.unwrap_or_else(|_| {
+                Err(err(ErrorCode::EXECUTION_ERROR, "domain worker stopped"))
+            }),
+            Some(list) = built => Ok(list),
+            _ = shutdown.wait_for(|stop| *stop) => return None,
+            _ = closed.wait_for(Option::is_some) => return None,
+        };
+        match outcome {
+            Ok(list) => parts[i] = Some(list),
+            Err(e) => {
+                failure.get_or_insert(e);
+            }
+        }
+    }
+    Some(match failure {
+        Some(e) => Err(e),
+        None => Ok(parts.into_iter().flatten().flatten().collect()),
+    })
 }
 
 /// Correlation, version and session checks shared by every request.

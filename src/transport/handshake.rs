@@ -229,6 +229,9 @@ pub(crate) async fn accept_over(
     let stream = match tls {
         None => Stream::Tcp(tcp),
         Some(acceptor) => {
+            if !super::tls::starts_with_tls(&tcp).await? {
+                return refuse_plain_on_tls(Stream::Tcp(tcp), max_head).await;
+            }
             let s = acceptor
                 .accept(tcp)
                 .await
@@ -237,6 +240,29 @@ pub(crate) async fn accept_over(
         }
     };
     accept(stream, max_head, max_message, policy).await
+}
+
+/// A plain HTTP request (a `ws://` client) on a TLS endpoint: its head is
+/// read (so that closing does not reset the answer away), then answered in
+/// plain HTTP with 400 and a body saying to use `wss://`.
+async fn refuse_plain_on_tls(
+    mut stream: Stream,
+    max_head: usize,
+) -> Result<(WsReader, WsWriter), TransportError> {
+    let mut buf = BytesMut::with_capacity(1024);
+    let _ = read_head(&mut stream, &mut buf, max_head).await;
+    write_refusal(
+        &mut stream,
+        &Refusal::new(
+            400,
+            "Bad Request",
+            "this endpoint speaks TLS: connect with a wss:// URL",
+        ),
+    )
+    .await;
+    Err(TransportError::Handshake(
+        "plain HTTP where a TLS handshake was expected",
+    ))
 }
 
 /// The server side of the opening handshake: reads the request (at most

@@ -82,6 +82,33 @@ fn certificates(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'s
     Ok(certs)
 }
 
+/// TLS 1.3 session tickets a server built by [`ServerTls::from_pem_files`]
+/// sends after each handshake: none. A ticket reaches the client just as it
+/// writes its upgrade request; clients that read and write one OpenSSL
+/// connection from two threads at once (the `websockets` sync client that
+/// the reference uses starts its reader thread before it writes the
+/// request) then lose the request now and then, and the connection hangs
+/// until the client's open timeout. Without tickets there is nothing to
+/// read at that moment. The cost: no TLS session resumption, so a client
+/// that reconnects does a full handshake (SPEC "TLS", BENCHMARKS "TLS
+/// session tickets"). [`ServerTls::from_rustls`] keeps whatever its
+/// configuration says.
+pub const TLS13_TICKETS: usize = 0;
+
+/// Whether a new connection's first byte is a TLS handshake record (waits
+/// for it without consuming it); a plain HTTP request is not.
+pub(crate) async fn starts_with_tls(tcp: &TcpStream) -> Result<bool, super::TransportError> {
+    let mut first = [0u8; 1];
+    match tcp.peek(&mut first).await {
+        Ok(0) => Err(super::TransportError::Closed),
+        Ok(_) => Ok(first[0] == TLS_HANDSHAKE_RECORD),
+        Err(e) => Err(super::TransportError::io(e)),
+    }
+}
+
+/// The first byte of a TLS handshake record (a client hello).
+const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+
 /// A server's TLS settings: its certificate chain and private key. Cheap to
 /// clone.
 #[derive(Clone, Debug)]
@@ -104,10 +131,11 @@ impl ServerTls {
             expected: "expected a PEM private key ('-----BEGIN PRIVATE KEY-----' or an RSA/EC key)",
             source,
         })?;
-        let config = rustls::ServerConfig::builder_with_provider(provider())
+        let mut config = rustls::ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()?
             .with_no_client_auth()
             .with_single_cert(chain, key)?;
+        config.send_tls13_tickets = TLS13_TICKETS;
         Ok(ServerTls::from_rustls(Arc::new(config)))
     }
 

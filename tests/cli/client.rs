@@ -539,3 +539,55 @@ fn the_fixture_registry_on_both_servers() {
     }
     assert_eq!(ours_transcript.len(), reference_transcript.len());
 }
+
+/// Ctrl-C ends a client command waiting on a hung simulator at once, with
+/// the shell's interrupted status (130, or death by SIGINT), whatever its
+/// timeout.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_ends_a_call_waiting_on_a_hung_simulator() {
+    use common::faults::{Gate, GatedEnv};
+    use std::os::unix::process::ExitStatusExt;
+    let gate = Gate::new();
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let (server, listener) = runtime.block_on(async {
+        let server = common::fixture_server_with(ServerConfig::default(), |b| {
+            b.register_env("hung", GatedEnv::new(gate.clone()))
+                .map(|_| ())
+        });
+        common::listen(server).await
+    });
+    let url = listener.url();
+    let child = support::spawn(&[
+        "call",
+        &url,
+        "hung",
+        "step",
+        "--args",
+        "[5]",
+        "--timeout",
+        "600",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while gate.reached() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the call never reached the simulator"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+    let done = support::finish(child, Duration::from_secs(5));
+    assert!(
+        done.status.code() == Some(130) || done.status.signal() == Some(2),
+        "{:?} {}",
+        done.status,
+        done.stderr
+    );
+    gate.open();
+    runtime.block_on(server.shutdown());
+}

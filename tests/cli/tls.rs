@@ -163,6 +163,68 @@ fn the_reference_client_steps_over_wss() {
     rt.block_on(server.shutdown());
 }
 
+/// Several hundred connections, each a full TLS handshake and upgrade, by
+/// the reference's transport (TLS 1.3, then TLS 1.2) and by our client:
+/// every upgrade is answered (the server sends no TLS 1.3 session ticket
+/// that could race the reference client's request; SPEC "TLS").
+#[test]
+fn hundreds_of_wss_connections_all_complete() {
+    let pki = make_pki("many");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (server, listener) = rt.block_on(tls_server(&pki));
+    rt.block_on(async {
+        for i in 0..300 {
+            let client = tokio::time::timeout(
+                Duration::from_secs(5),
+                Client::connect(&listener.url(), trusting(&pki.ca)),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("connection {i} hung"))
+            .unwrap();
+            client.close().await;
+        }
+    });
+    if let Some(python) = common::ref_python() {
+        let ca = pki.ca.to_string_lossy().into_owned();
+        let out = common::run_python(
+            &python,
+            "wss_many.py",
+            &[&listener.url(), &ca, "300", "50"],
+            None,
+        );
+        let out = String::from_utf8_lossy(&out);
+        assert_eq!(out.lines().next(), Some("0"), "failed connections:\n{out}");
+    }
+    rt.block_on(server.shutdown());
+}
+
+/// A plain HTTP request (a ws:// client) on the TLS port is answered in
+/// plain HTTP: 400, and a body saying to use wss://.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_request_on_the_tls_port_gets_a_400_naming_wss() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let pki = make_pki("plain400");
+    let (server, listener) = tls_server(&pki).await;
+    let mut tcp = tokio::net::TcpStream::connect(listener.local_addr())
+        .await
+        .unwrap();
+    tcp.write_all(
+        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+          Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut answer))
+        .await
+        .expect("answered at once")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+    assert!(answer.contains("wss://"), "{answer}");
+    server.shutdown().await;
+}
+
 /// The command line end to end: `serve --tls-cert --tls-key` announces a
 /// wss:// URL; `discover --ca-file` reaches it; without the CA the error
 /// names `--ca-file`.

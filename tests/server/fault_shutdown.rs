@@ -153,7 +153,10 @@ async fn shutdown_with_requests_in_flight_answers_or_closes_each() {
     )
     .await
     .unwrap();
-    let waiting = tokio::spawn(async move { client.describe("hung").await });
+    // A call queues behind the hung step (a describe would be answered at
+    // once, from the domain's last committed boundary).
+    let waiting =
+        tokio::spawn(async move { client.call("hung", "render", vec![], Dict::new()).await });
     gate.wait_reached(1).await;
     tokio::time::sleep(Duration::from_millis(20)).await;
 

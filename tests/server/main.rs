@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod busy_domain;
 mod fault_disconnect;
 mod fault_eviction;
 mod fault_factory;

@@ -20,7 +20,11 @@ pub(super) struct Core {
 }
 
 impl Core {
-    pub(super) fn block_on<F: Future>(&self, future: F) -> F::Output {
+    pub(super) fn block_on<F>(&self, future: F) -> F::Output
+    where
+        F: Future,
+        F::Output: crate::client::interrupt::Interruptible,
+    {
         self.driver.block_on(future)
     }
 }
@@ -86,7 +90,11 @@ impl Client {
         })
     }
 
-    pub(super) fn block_on<F: Future>(&self, future: F) -> F::Output {
+    pub(super) fn block_on<F>(&self, future: F) -> F::Output
+    where
+        F: Future,
+        F::Output: crate::client::interrupt::Interruptible,
+    {
         self.core.block_on(future)
     }
 
@@ -113,6 +121,16 @@ impl Client {
     /// See [`crate::client::Client::is_closed`].
     pub fn is_closed(&self) -> bool {
         self.core.client.is_closed()
+    }
+
+    /// See [`crate::client::Client::timeout`].
+    pub fn timeout(&self) -> Option<Duration> {
+        self.core.client.timeout()
+    }
+
+    /// See [`crate::client::Client::set_timeout`].
+    pub fn set_timeout(&self, timeout: Option<Duration>) {
+        self.core.client.set_timeout(timeout);
     }
 
     /// See [`crate::client::Client::requests_sent`].

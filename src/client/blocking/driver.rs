@@ -61,7 +61,11 @@ impl Driver {
         }
     }
 
-    pub(super) fn block_on<F: Future>(&self, future: F) -> F::Output {
+    pub(super) fn block_on<F>(&self, future: F) -> F::Output
+    where
+        F: Future,
+        F::Output: crate::client::interrupt::Interruptible,
+    {
         struct Call<'a>(&'a Driver);
         impl Drop for Call<'_> {
             fn drop(&mut self) {
@@ -78,7 +82,7 @@ impl Driver {
             }
         }
         let _call = Call(self);
-        self.runtime().block_on(future)
+        crate::client::interrupt::block_on(self.runtime(), future)
     }
 
     /// The idle driver thread's loop.

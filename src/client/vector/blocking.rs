@@ -61,7 +61,7 @@ impl BlockingVectorEnv {
 
     /// See [`VectorEnv::reset`].
     pub fn reset(&mut self, args: Vec<ResetArgs>) -> Result<VectorReset, VectorError> {
-        self.runtime.block_on(self.env.reset(args))
+        crate::client::interrupt::block_on(&self.runtime, self.env.reset(args))
     }
 
     /// See [`VectorEnv::reset_masked`].
@@ -70,7 +70,7 @@ impl BlockingVectorEnv {
         args: Vec<ResetArgs>,
         mask: Option<&[bool]>,
     ) -> Result<(VectorReset, Vec<bool>), VectorError> {
-        self.runtime.block_on(self.env.reset_masked(args, mask))
+        crate::client::interrupt::block_on(&self.runtime, self.env.reset_masked(args, mask))
     }
 
     /// See [`VectorEnv::step_async`]; returns without waiting.
@@ -100,7 +100,7 @@ impl BlockingVectorEnv {
 
     /// See [`VectorEnv::step_wait`].
     pub fn step_wait(&mut self) -> Result<VectorStep, VectorError> {
-        self.runtime.block_on(self.env.step_wait())
+        crate::client::interrupt::block_on(&self.runtime, self.env.step_wait())
     }
 
     /// See [`VectorEnv::step`].
@@ -130,6 +130,6 @@ impl BlockingVectorEnv {
         changes: &[(usize, EnvAddress)],
         config: ClientConfig,
     ) -> Result<(), VectorError> {
-        self.runtime.block_on(self.env.reconnect(changes, config))
+        crate::client::interrupt::block_on(&self.runtime, self.env.reconnect(changes, config))
     }
 }

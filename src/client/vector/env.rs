@@ -73,6 +73,11 @@ pub enum VectorError {
     /// of actions, a step already pending, mismatched spaces, ...).
     #[error("invalid use of the vector env: {0}")]
     InvalidUse(String),
+    /// The wait was interrupted (see [`interrupt`](crate::client::interrupt)):
+    /// the sub-environments' requests in flight were dropped, and those of
+    /// mutations closed their connections (outcome unknown).
+    #[error("interrupted")]
+    Interrupted,
 }
 
 impl VectorError {
@@ -100,7 +105,7 @@ impl VectorError {
             VectorError::Env { error, .. }
             | VectorError::NeedsReset { error, .. }
             | VectorError::Connect { error, .. } => Some(error),
-            VectorError::InvalidUse(_) => None,
+            VectorError::InvalidUse(_) | VectorError::Interrupted => None,
         }
     }
 }
