@@ -413,7 +413,7 @@ async fn discover(
         };
         let outcome = tokio::select! {
             reply = &mut rx => reply.unwrap_or_else(|_| {
-                Err(err(ErrorCode::EXECUTION_ERROR, "domain worker stopped"))
+                Err(err(ErrorCode::ExecutionError, "domain worker stopped"))
             }),
             Some(list) = built => Ok(list),
             _ = shutdown.wait_for(|stop| *stop) => return None,
