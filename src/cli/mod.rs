@@ -274,6 +274,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
                 match crate::viewer::Viewer::start(addr, config).await {
                     Ok(v) => {
                         say!("Viewer: open {} in a browser", v.url());
+                        view::warn_beyond_loopback(&v);
                         Some(v)
                     }
                     Err(e) => return fail(e),
