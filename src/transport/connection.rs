@@ -28,6 +28,12 @@ const COALESCE: usize = 64 * 1024;
 /// Control frames held back while a data frame is torn, at most.
 const HELD_LIMIT: usize = 4096;
 
+/// Most control frames (pings and pongs together) a peer may send in one
+/// second; one more closes the connection (1008). Heartbeats need one
+/// every few seconds at most; the limit only stops floods, which would
+/// otherwise cost a pong write (a system call) each.
+pub(crate) const MAX_CONTROL_PER_SECOND: u32 = 100;
+
 /// After a message larger than this, the read buffer is replaced by a small
 /// one, so an idle connection does not keep its largest message's memory.
 const SHRINK_AFTER: usize = 64 * 1024;
@@ -141,6 +147,9 @@ pub(crate) struct WsReader {
     last_control: Option<Instant>,
     /// When the peer last sent anything (heartbeats).
     heard: Arc<Heard>,
+    /// The current one-second window of control frames: its start and the
+    /// frames counted in it.
+    control_window: (Instant, u32),
 }
 
 /// The sending half.
@@ -214,6 +223,19 @@ impl WsReader {
             self.started = Some(Instant::now());
         }
         Ok(())
+    }
+
+    /// Counts a control frame; `false` once the peer has sent more than
+    /// [`MAX_CONTROL_PER_SECOND`] in the current second.
+    fn count_control(&mut self) -> bool {
+        let now = Instant::now();
+        let (start, count) = &mut self.control_window;
+        if now.duration_since(*start) >= Duration::from_secs(1) {
+            *start = now;
+            *count = 0;
+        }
+        *count += 1;
+        *count <= MAX_CONTROL_PER_SECOND
     }
 
     /// Closes with the error's close code (and its text as the reason).
@@ -318,6 +340,11 @@ impl WsReader {
                         return Ok(message.freeze());
                     }
                     self.partial = Some(message);
+                }
+                OP_PING | OP_PONG if !self.count_control() => {
+                    return Err(self
+                        .fail(TransportError::ControlFlood(MAX_CONTROL_PER_SECOND))
+                        .await);
                 }
                 OP_PING => {
                     self.last_control = Some(Instant::now());
@@ -563,6 +590,7 @@ pub(crate) fn pair(
             started: None,
             last_control: None,
             heard: Arc::new(Heard::new()),
+            control_window: (Instant::now(), 0),
         },
         WsWriter {
             shared,
