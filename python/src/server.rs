@@ -511,7 +511,8 @@ impl PyServer {
     #[pyo3(signature = (server, domains, *, max_message_size, idle_timeout, token = None,
         allowed_origins = Vec::new(), allowed_hosts = Vec::new(), max_connections = 1024,
         max_in_flight = 64, max_subscriptions_per_session = 1024, env_boundary_snapshots = false,
-        shutdown_timeout = 10.0, handshake_timeout = 10.0, tls_cert = None, tls_key = None))]
+        shutdown_timeout = 10.0, handshake_timeout = 10.0, tls_cert = None, tls_key = None,
+        max_connection_bytes = None, max_server_bytes = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -530,6 +531,8 @@ impl PyServer {
         handshake_timeout: f64,
         tls_cert: Option<std::path::PathBuf>,
         tls_key: Option<std::path::PathBuf>,
+        max_connection_bytes: Option<usize>,
+        max_server_bytes: Option<usize>,
     ) -> PyResult<PyServer> {
         if max_message_size < unienv_remote::codec::MIN_MAX_MESSAGE_SIZE {
             return Err(PyValueError::new_err("max_message_size must be at least 8"));
@@ -561,6 +564,10 @@ impl PyServer {
             handshake_timeout: seconds(Some(handshake_timeout), "handshake_timeout")?
                 .unwrap_or_default(),
             tls,
+            // The byte budgets (None: the crate's defaults).
+            max_connection_bytes: max_connection_bytes
+                .unwrap_or(ServerConfig::default().max_connection_bytes),
+            max_server_bytes: max_server_bytes.unwrap_or(ServerConfig::default().max_server_bytes),
             ..ServerConfig::default()
         };
         let mut specs: Vec<(String, DomainSpec)> = Vec::new();

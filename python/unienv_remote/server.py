@@ -78,6 +78,10 @@ class RemoteServer:
       --tls-cert FILE --tls-key FILE``; both or neither. They are read when the
       server starts (first ``listen``/``connect``): a bad file raises
       ``ValueError`` there.
+    * ``max_connection_bytes`` / ``max_server_bytes``: the byte budgets, most
+      bytes one connection may hold at once (default 256 MiB; beyond it the
+      connection is closed, 1008) and most all connections together may hold
+      beyond their first MiB each (default 8 GiB; 1013). ``None``: the default.
     """
 
     def __init__(self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
@@ -86,7 +90,9 @@ class RemoteServer:
                  max_connections: int = 1024, max_in_flight: int = 64,
                  max_subscriptions_per_session: int = 1024, env_boundary_snapshots: bool = False,
                  shutdown_timeout: float = 10.0, tls_cert: Optional[Union[str, os.PathLike]] = None,
-                 tls_key: Optional[Union[str, os.PathLike]] = None) -> None:
+                 tls_key: Optional[Union[str, os.PathLike]] = None,
+                 max_connection_bytes: Optional[int] = None,
+                 max_server_bytes: Optional[int] = None) -> None:
         if idle_timeout is not None and (not math.isfinite(idle_timeout) or idle_timeout <= 0):
             raise ValueError("idle_timeout must be positive and finite, or None")
         if type(max_message_size) is not int or max_message_size < 8:
@@ -100,6 +106,11 @@ class RemoteServer:
             env_boundary_snapshots=env_boundary_snapshots, shutdown_timeout=shutdown_timeout,
             tls_cert=None if tls_cert is None else os.fspath(tls_cert),
             tls_key=None if tls_key is None else os.fspath(tls_key))
+        for name, budget in (("max_connection_bytes", max_connection_bytes),
+                             ("max_server_bytes", max_server_bytes)):
+            if budget is not None and (type(budget) is not int or budget <= 0):
+                raise ValueError(f"{name} must be a positive integer, or None")
+            self._options[name] = budget
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key go together: give both (PEM files) or neither")
         self.tls = tls_cert is not None

@@ -95,11 +95,19 @@ pub enum ViewerError {
 }
 
 /// A running viewer; dropping it (or [`Viewer::stop`]) stops accepting.
-#[derive(Debug)]
 pub struct Viewer {
     addr: SocketAddr,
     accept: JoinHandle<()>,
     key: Option<String>,
+}
+
+impl std::fmt::Debug for Viewer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Viewer")
+            .field("addr", &self.addr)
+            .field("key", &self.key.as_ref().map(|_| "<set>"))
+            .finish()
+    }
 }
 
 impl Viewer {
