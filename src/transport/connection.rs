@@ -28,10 +28,12 @@ const COALESCE: usize = 64 * 1024;
 /// Control frames held back while a data frame is torn, at most.
 const HELD_LIMIT: usize = 4096;
 
-/// Most control frames (pings and pongs together) a peer may send in one
-/// second; one more closes the connection (1008). Heartbeats need one
-/// every few seconds at most; the limit only stops floods, which would
-/// otherwise cost a pong write (a system call) each.
+/// Most control frames (pings and pongs together) read from a peer in one
+/// second: once as many arrived, nothing more is read from the connection
+/// until the second is over, so a flood is throttled by TCP backpressure
+/// (the peer's sends block) instead of costing a pong write (a system
+/// call) each. Heartbeats need one every few seconds at most; the limit
+/// only stops floods, and closing would only invite a reconnection flood.
 pub(crate) const MAX_CONTROL_PER_SECOND: u32 = 100;
 
 /// After a message larger than this, the read buffer is replaced by a small
@@ -225,8 +227,9 @@ impl WsReader {
         Ok(())
     }
 
-    /// Counts a control frame; `false` once the peer has sent more than
-    /// [`MAX_CONTROL_PER_SECOND`] in the current second.
+    /// Counts a control frame; `false` (it is then dropped unanswered) if
+    /// the peer has sent more than [`MAX_CONTROL_PER_SECOND`] in the current
+    /// second (never while the throttle in `next` holds).
     fn count_control(&mut self) -> bool {
         let now = Instant::now();
         let (start, count) = &mut self.control_window;
@@ -266,6 +269,19 @@ impl WsReader {
     async fn next(&mut self, control_only: bool) -> Result<Bytes, TransportError> {
         self.heard.set_parked(false);
         loop {
+            // The peer sent its second's worth of control frames: nothing
+            // more is read until the second is over (cancel-safe: nothing
+            // was taken from the buffer).
+            let (start, count) = self.control_window;
+            if count >= MAX_CONTROL_PER_SECOND {
+                let over = start + Duration::from_secs(1);
+                if Instant::now() < over {
+                    self.heard.set_parked(true);
+                    tokio::time::sleep_until(over.into()).await;
+                    self.heard.set_parked(false);
+                }
+                self.control_window = (Instant::now(), 0);
+            }
             let header = match frame::parse_header(&self.buf, self.shared.role) {
                 Ok(Parsed::Header(h)) => h,
                 Ok(Parsed::Incomplete(need)) => {
@@ -341,11 +357,7 @@ impl WsReader {
                     }
                     self.partial = Some(message);
                 }
-                OP_PING | OP_PONG if !self.count_control() => {
-                    return Err(self
-                        .fail(TransportError::ControlFlood(MAX_CONTROL_PER_SECOND))
-                        .await);
-                }
+                OP_PING | OP_PONG if !self.count_control() => {}
                 OP_PING => {
                     self.last_control = Some(Instant::now());
                     let _ = self.shared.write_control(OP_PONG, &frame).await;

@@ -44,10 +44,6 @@ pub enum TransportError {
         /// The pool's size.
         limit: usize,
     },
-    /// The peer sent more than this many control frames (pings and pongs
-    /// together) within one second: a flood, closed with 1008.
-    #[error("more than {0} control frames (pings, pongs) in one second")]
-    ControlFlood(u32),
     /// The opening handshake's request is not HTTP (or is TLS on a plain
     /// endpoint).
     #[error("invalid handshake: {0}")]
@@ -74,16 +70,16 @@ impl TransportError {
     }
 
     /// The WebSocket close code this error closes the connection with:
-    /// 1002 framing, 1003 text, 1008 policy (budget, slow message, control-frame flood), 1009 too
+    /// 1002 framing, 1003 text, 1008 policy (budget, slow message), 1009 too
     /// large, 1013 server budget; `None` where no close frame is due.
     pub fn close_code(&self) -> Option<u16> {
         match self {
             TransportError::TextMessage => Some(1003),
             TransportError::TooLarge => Some(1009),
             TransportError::Protocol(e) => Some(e.close_code()),
-            TransportError::MessageTimeout(_)
-            | TransportError::ConnectionBudget { .. }
-            | TransportError::ControlFlood(_) => Some(1008),
+            TransportError::MessageTimeout(_) | TransportError::ConnectionBudget { .. } => {
+                Some(1008)
+            }
             TransportError::ServerBudget { .. } => Some(1013),
             TransportError::Closed
             | TransportError::Handshake(_)
