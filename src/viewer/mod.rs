@@ -19,8 +19,11 @@
 //! server's connection slots however many tabs are open. Connections that
 //! have not sent their request head are capped (the oldest is dropped) and
 //! must send it within 10 s; the head is read as it arrives (no polling).
-//! Each tab may hold at most [`MAX_PANELS`] panels and [`MAX_RENDERS`]
-//! pending renders, and its panels share a frame rate (see `panel_task`).
+//! Each tab may hold at most [`MAX_PANELS`] panels, its panels share a
+//! frame rate (see `panel_task`), and all tabs share [`MAX_RENDERS`]
+//! places for one-shot renders, each held at least [`RENDER_SPACING`] (a
+//! render makes the simulator render at its next boundary: a page asking
+//! for renders in a loop would make every controller step render).
 //!
 //! Every panel of the page is one
 //! subscription, and the page grants one *credit* per panel each time it has
@@ -61,8 +64,13 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8766";
 /// Most panels (subscriptions) one tab may hold; more are refused.
 pub const MAX_PANELS: usize = 32;
 
-/// Most one-shot renders one tab may have pending; more are refused.
+/// Most one-shot renders pending at once, all tabs together; more are
+/// refused (`too_many_renders`).
 pub const MAX_RENDERS: usize = 2;
+
+/// A render holds its place at least this long, so that the viewer asks
+/// for at most `MAX_RENDERS` renders per this time.
+pub const RENDER_SPACING: Duration = Duration::from_secs(1);
 
 /// Connections that have not sent their whole request head, at most; a
 /// new one beyond it drops the oldest.
@@ -79,6 +87,8 @@ struct ViewerState {
     open_tabs: AtomicUsize,
     /// Connections still sending their request head.
     pending: crate::server::budget::Handshakes,
+    /// One permit per pending render (all tabs).
+    renders: Arc<tokio::sync::Semaphore>,
 }
 
 /// Why the viewer could not start.
@@ -142,6 +152,7 @@ impl Viewer {
             tabs: Arc::new(tokio::sync::Semaphore::new(config.max_tabs.max(1))),
             open_tabs: AtomicUsize::new(0),
             pending: crate::server::budget::Handshakes::new(MAX_PENDING_HEADS),
+            renders: Arc::new(tokio::sync::Semaphore::new(MAX_RENDERS)),
             config,
         });
         let key = state.access.key().map(str::to_string);

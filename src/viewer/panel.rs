@@ -65,6 +65,11 @@ const GATE_ABOVE: f64 = 150.0;
 /// checks whether it missed the last ones (the domain went quiet).
 const QUIET: Duration = Duration::from_millis(250);
 
+/// A panel allowed fewer frames than one per this time is gated from its
+/// first frame, and keeps its subscription only for domains no faster than
+/// its frames.
+const SLOW_PACE: Duration = Duration::from_millis(100);
+
 /// Below this many boundaries per second the subscription is kept between
 /// frames again.
 const UNGATE_BELOW: f64 = 100.0;
@@ -88,7 +93,10 @@ const UNGATE_BELOW: f64 = 100.0;
 pub(super) async fn panel_task(mut task: PanelTask) {
     let mut subscription = Some(task.first);
     let mut last: Option<(u64, i64)> = None;
-    let mut gated = false;
+    // A panel paced below SLOW_PACE (many panels or tabs) is gated from its
+    // first frame: its subscription would otherwise be read at the
+    // domain's full rate while it waits its turn.
+    let mut gated = task.pace.interval() > SLOW_PACE;
     let stop = &mut task.stop;
     let mut not_before = tokio::time::Instant::now();
     loop {
@@ -163,11 +171,16 @@ pub(super) async fn panel_task(mut task: PanelTask) {
                     let seconds = (event.timestamp_ns - timestamp) as f64 / 1e9;
                     if seconds > 0.0 {
                         let rate = event.sequence.saturating_sub(sequence) as f64 / seconds;
-                        gated = if gated {
-                            rate >= UNGATE_BELOW
+                        // When slowly paced, the subscription is kept only
+                        // for a domain no faster than the panel's frames.
+                        let interval = task.pace.interval();
+                        let (above, below) = if interval > SLOW_PACE {
+                            let allowed = 1.0 / interval.as_secs_f64();
+                            (1.5 * allowed, allowed)
                         } else {
-                            rate > GATE_ABOVE
+                            (GATE_ABOVE, UNGATE_BELOW)
                         };
+                        gated = if gated { rate >= below } else { rate > above };
                     }
                 }
                 last = Some((event.sequence, event.timestamp_ns));

@@ -1,12 +1,12 @@
 //! One open tab: the shared upstream session (made again when lost), its
-//! commands, and its panels (at most [`MAX_PANELS`], and [`MAX_RENDERS`]
-//! renders pending).
+//! commands, and its panels (at most [`MAX_PANELS`]; renders share the
+//! viewer's [`MAX_RENDERS`] places).
 
 use super::frame::Frame;
 use super::page::{descriptor_json, error_json, parse_command, Command, PageWriter};
 use super::panel::{panel_task, render_once, Pace, PanelTask};
 use super::upstream::RECONNECT_DELAY;
-use super::{ViewerState, MAX_PANELS, MAX_RENDERS};
+use super::{ViewerState, MAX_PANELS, MAX_RENDERS, RENDER_SPACING};
 use crate::client::{Client, ClientError};
 use crate::transport::ws;
 use crate::transport::TransportError;
@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{oneshot, Mutex, Notify, Semaphore};
+use tokio::sync::{oneshot, Mutex, Notify};
 
 /// A subscribed panel.
 pub(super) struct Panel {
@@ -42,8 +42,6 @@ pub(super) struct Tab {
     pub(super) client: Option<Client>,
     /// The tab's panels' frame pacing (their number, shared with them).
     pub(super) pace: Pace,
-    /// One permit per pending render.
-    pub(super) renders: Arc<Semaphore>,
 }
 
 impl Tab {
@@ -89,7 +87,6 @@ impl Tab {
             page,
             panels: HashMap::new(),
             client: None,
-            renders: Arc::new(Semaphore::new(MAX_RENDERS)),
         };
         let mut was_connected = false;
         'session: loop {
@@ -295,18 +292,20 @@ impl Tab {
                 let Some(client) = self.client.clone() else {
                     return Ok(());
                 };
-                let Ok(permit) = self.renders.clone().try_acquire_owned() else {
+                let Ok(permit) = self.state.renders.clone().try_acquire_owned() else {
                     return self
                         .page
                         .json(json!({ "type": "render_error", "panel": panel,
                             "code": "too_many_renders",
-                            "message": format!("at most {MAX_RENDERS} renders may be pending per tab") }))
+                            "message": format!("at most {MAX_RENDERS} renders may be pending (all tabs), one per place per {} s; try again", RENDER_SPACING.as_secs()) }))
                         .await;
                 };
                 let page = self.page.clone();
                 let state = self.state.clone();
                 tokio::spawn(async move {
+                    let spaced = tokio::time::sleep(RENDER_SPACING);
                     render_once(client, &state, page, panel, resource).await;
+                    spaced.await;
                     drop(permit);
                 });
                 Ok(())
