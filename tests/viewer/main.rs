@@ -10,4 +10,6 @@ mod support;
 
 mod browser;
 mod cli;
+mod closed;
+mod floods;
 mod latest;
