@@ -30,6 +30,25 @@ if [ -z "${UNIENV_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
+# ---- C ABI (issue 26): python/tests/test_capi.py builds the C and C++ examples
+# (make, cc, c++) and runs them under valgrind; as root (CI) Debian's packages
+# are installed here, quietly, once.
+capi_tools=""
+for tool in make cc c++ valgrind; do
+  command -v "$tool" >/dev/null 2>&1 || capi_tools="$capi_tools $tool"
+done
+if [ -n "$capi_tools" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "==> installing make, gcc, g++, valgrind (Debian packages) for the C ABI tests (missing:$capi_tools)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq make gcc g++ valgrind >/dev/null
+  else
+    echo "warning: missing$capi_tools and this is not root: python/tests/test_capi.py will fail;" >&2
+    echo "  install them (sudo apt-get install -y make gcc g++ valgrind)" >&2
+  fi
+fi
+# ---- end C ABI tools
+
 echo "==> cargo fmt --check"
 cargo fmt --all -- --check
 echo "==> cargo clippy"
@@ -50,4 +69,14 @@ VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop --quiet -m python/Cargo.tom
   | { grep -v '^Requirement already satisfied' || true; }
 echo "==> pytest python/tests"
 "$VENV/bin/python" -m pytest -q python/tests
+# ---- C ABI (issue 26): capi/ is a workspace member outside the default
+# members, so the commands above do not build it. Its unit tests include
+# `header_is_current` (include/unienv_remote.h equals what cbindgen generates);
+# the examples were driven against Gymnasium by pytest (python/tests/test_capi.py).
+echo "==> C ABI: cargo clippy -p unienv-remote-capi"
+cargo clippy -p unienv-remote-capi --all-targets --quiet -- -D warnings
+echo "==> C ABI: cargo test -p unienv-remote-capi (header current, values, spaces, both threading modes)"
+cargo test -p unienv-remote-capi --quiet
+# ---- end C ABI
+
 echo "==> all tests passed"

@@ -45,14 +45,29 @@ pub fn client_error(py: Python<'_>, error: ClientError) -> PyErr {
     match error {
         ClientError::Remote(e) => remote_error(py, e.code.as_str(), &e.message, e.uncertain),
         ClientError::Uncertain(cause) => {
-            let err = match py.get_type::<UncertainOutcomeError>().call0() {
+            // Which of the two happened, where the reference says "Connection
+            // lost or timed out".
+            let what = match cause.as_ref() {
+                ClientError::Timeout(after) => format!(
+                    "No reply within {} s (timeout; the connection was closed so that a late reply \
+                     is never taken for another)",
+                    after.as_secs_f64()
+                ),
+                ClientError::Closed(reason) => format!("Connection lost ({reason})"),
+                other => other.to_string(),
+            };
+            let message = format!("{what}; the remote mutation may have executed");
+            let err = match py.get_type::<UncertainOutcomeError>().call1((message,)) {
                 Ok(instance) => PyErr::from_value(instance),
                 Err(e) => return e,
             };
             err.set_cause(py, Some(client_error(py, *cause)));
             err
         }
-        ClientError::Timeout(_) => PyTimeoutError::new_err("Remote request timed out"),
+        ClientError::Timeout(after) => PyTimeoutError::new_err(format!(
+            "Remote request timed out: no reply within {} s (the connection was closed)",
+            after.as_secs_f64()
+        )),
         ClientError::Closed(reason) => {
             PyConnectionError::new_err(format!("Client is closed ({reason})"))
         }

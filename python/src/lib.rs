@@ -12,8 +12,10 @@ use pyo3::prelude::*;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+pub mod actions;
 pub mod client;
 pub mod convert;
+pub mod log;
 pub mod server;
 pub mod vector;
 
@@ -29,6 +31,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         },
     )?;
     convert::register(m)?;
+    actions::register(m)?;
+    log::register(m)?;
     client::register(m)?;
     server::register(m)?;
     vector::register(m)?;

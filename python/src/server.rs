@@ -14,6 +14,7 @@
 //! `str(exc)`, or `serialization_error` for a value the codec cannot carry
 //! (the reference's `CodecError`); a mutation that raised faults its domain.
 
+use crate::actions::ActionGuard;
 use crate::convert::{dict_to_py, from_py, to_py, ArrayMode};
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyAttributeError, PyOSError, PyRuntimeError, PyValueError};
@@ -144,6 +145,8 @@ struct PyResource {
     /// (NumPy backend, no device); otherwise the reference's `map_arrays`.
     numpy: bool,
     spaces: [Option<SpaceDoc>; 3],
+    /// Action conversion and checking (`validate_actions`).
+    guard: ActionGuard,
 }
 
 /// The Python objects of one domain.
@@ -165,11 +168,13 @@ type LayoutEntry = (
 );
 
 /// Reads a layout entry: `(id, kind, obj, world_id, node_id, children,
-/// numpy)` with children a list of `(name, id)`.
-fn resource_from_layout(entry: &Bound<'_, PyAny>) -> PyResult<PyResource> {
+/// numpy)` with children a list of `(name, id)`; `validate` turns the
+/// action check on.
+fn resource_from_layout(entry: &Bound<'_, PyAny>, validate: bool) -> PyResult<PyResource> {
     let (id, kind, obj, world_id, node_id, children, numpy): LayoutEntry = entry.extract()?;
     let kind = ResourceKind::parse(&kind)
         .ok_or_else(|| PyValueError::new_err(format!("unknown resource kind {kind:?}")))?;
+    let guard = ActionGuard::new(validate, kind, world_id.is_some() || node_id.is_some());
     Ok(PyResource {
         obj,
         info: ForeignResource {
@@ -181,13 +186,18 @@ fn resource_from_layout(entry: &Bound<'_, PyAny>) -> PyResult<PyResource> {
         },
         numpy,
         spaces: [None, None, None],
+        guard,
     })
 }
 
-fn host_from_layout(server: Py<PyAny>, layout: &Bound<'_, PyAny>) -> PyResult<PyHost> {
+fn host_from_layout(
+    server: Py<PyAny>,
+    layout: &Bound<'_, PyAny>,
+    validate: bool,
+) -> PyResult<PyHost> {
     let mut resources = Vec::new();
     for entry in layout.try_iter()? {
-        resources.push(resource_from_layout(&entry?)?);
+        resources.push(resource_from_layout(&entry?, validate)?);
     }
     if resources.is_empty() {
         return Err(PyValueError::new_err(
@@ -242,10 +252,8 @@ impl PyHost {
         let obj = r.obj.bind(py).clone();
         let id = r.info.id.clone();
         let skip = |name: &str, e: PyErr| {
-            eprintln!(
-                "unienv_remote: descriptor member {name} of {id} left out: {}",
-                host_error(py, e)
-            );
+            let error = host_error(py, e);
+            tracing::warn!(resource = %id, member = name, %error, "descriptor member left out");
         };
         let mut d = Dict::with_capacity(24);
         for name in ATTRS {
@@ -260,7 +268,7 @@ impl PyHost {
         }
         if r.info.kind != ResourceKind::World {
             for (slot, name) in SPACES.iter().enumerate() {
-                match Self::space_doc(py, &obj, &mut r.spaces[slot], name) {
+                match Self::space_doc(py, &obj, &mut r.spaces[slot], name, r.guard.enabled()) {
                     Ok(doc) => {
                         d.insert(*name, doc);
                     }
@@ -302,6 +310,7 @@ impl PyHost {
         obj: &Bound<'_, PyAny>,
         cache: &mut Option<SpaceDoc>,
         name: &str,
+        checked: bool,
     ) -> PyResult<Value> {
         let space = match attr(obj, name)? {
             Some(s) if !s.is_none() => s,
@@ -314,6 +323,7 @@ impl PyHost {
             return Ok(c.doc.clone());
         }
         let doc = from_py(&space_to_json(py)?.call1((&space,))?, ArrayMode::Copy)?;
+        let doc = crate::actions::published(obj, name, doc, checked);
         *cache = Some(SpaceDoc {
             space: space.unbind(),
             doc: doc.clone(),
@@ -377,8 +387,8 @@ impl ForeignHost for PyHost {
         &mut self,
         index: usize,
         method: &str,
-        args: Vec<Value>,
-        kwargs: Dict,
+        mut args: Vec<Value>,
+        mut kwargs: Dict,
     ) -> HostResult<Value> {
         let server = &self.server;
         let r = self
@@ -386,6 +396,9 @@ impl ForeignHost for PyHost {
             .get_mut(index)
             .ok_or_else(|| HostError::new("no resource"))?;
         with_python(|py| {
+            let (kind, id) = (r.info.kind, r.info.id.as_str());
+            r.guard
+                .admit(r.obj.bind(py), kind, id, method, &mut args, &mut kwargs)?;
             let run = || -> PyResult<Value> {
                 let mut items = Vec::with_capacity(args.len());
                 for a in &args {
@@ -409,7 +422,13 @@ impl ForeignHost for PyHost {
                     .call(pargs, Some(&pkwargs))?;
                 from_py(&result, ArrayMode::Copy)
             };
-            run().map_err(|e| host_error(py, e))
+            let outcome = run();
+            r.guard.finished(method, outcome.is_ok());
+            outcome.map_err(|e| {
+                let mutation = kind.is_mutation(method).unwrap_or(true);
+                crate::log::exception(py, &format!("{method}() on '{id}'"), mutation, &e);
+                host_error(py, e)
+            })
         })
     }
 
@@ -454,7 +473,11 @@ impl ForeignHost for PyHost {
                 let v = obj.call_method0(getter)?;
                 Ok(Some(from_py(&v, ArrayMode::Copy)?))
             };
-            run().map_err(|e| host_error(py, e))
+            run().map_err(|e| {
+                let what = format!("reading {} of '{}'", field.name(), r.info.id);
+                crate::log::exception(py, &what, false, &e);
+                host_error(py, e)
+            })
         })
     }
 
@@ -470,7 +493,8 @@ impl ForeignHost for PyHost {
                 .bind(py)
                 .call_method1(intern!(py, "_dispose"), (items,))
             {
-                eprintln!("unienv_remote: disposal failed: {}", host_error(py, e));
+                let error = host_error(py, e);
+                tracing::error!(%error, "disposal failed");
             }
         });
     }
@@ -512,7 +536,7 @@ impl PyServer {
         allowed_origins = Vec::new(), allowed_hosts = Vec::new(), max_connections = 1024,
         max_in_flight = 64, max_subscriptions_per_session = 1024, env_boundary_snapshots = false,
         shutdown_timeout = 10.0, handshake_timeout = 10.0, tls_cert = None, tls_key = None,
-        max_connection_bytes = None, max_server_bytes = None))]
+        validate_actions = true, max_connection_bytes = None, max_server_bytes = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -531,6 +555,7 @@ impl PyServer {
         handshake_timeout: f64,
         tls_cert: Option<std::path::PathBuf>,
         tls_key: Option<std::path::PathBuf>,
+        validate_actions: bool,
         max_connection_bytes: Option<usize>,
         max_server_bytes: Option<usize>,
     ) -> PyResult<PyServer> {
@@ -576,7 +601,7 @@ impl PyServer {
             let spec = if payload.is_callable() {
                 DomainSpec::Factory(payload.unbind())
             } else {
-                let host = host_from_layout(server.clone_ref(py), &payload)?;
+                let host = host_from_layout(server.clone_ref(py), &payload, validate_actions)?;
                 if host.resources[0].info.id != root {
                     return Err(SetupError::Layout(format!(
                         "the first resource of {root:?} is {:?}",
@@ -618,7 +643,11 @@ impl PyServer {
                                         intern!(py, "_layout_factory"),
                                         (&id, product),
                                     )?;
-                                    host_from_layout(server.clone_ref(py), &layout)
+                                    host_from_layout(
+                                        server.clone_ref(py),
+                                        &layout,
+                                        validate_actions,
+                                    )
                                 };
                                 build().map(Hosted::foreign).map_err(|e| host_error(py, e))
                             })

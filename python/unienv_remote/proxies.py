@@ -21,6 +21,8 @@ from unienv_interface.world.node import WorldNode
 from unienv_interface.world.env_composer import WorldEnv
 from unienv_interface.space.space_utils.serialization_utils import json_to_space
 
+from . import _actions
+
 if TYPE_CHECKING:
     from .client import RemoteClient
 
@@ -174,6 +176,8 @@ class RemoteEnv(_Proxy, Env):
         return self._call("reload", mask=mask, seed=seed, **kwargs)
 
     def step(self, action: Any) -> Any:
+        if type(action) in _actions.PLAIN:
+            action = _actions.coerce(action, self._schema().get("action_space"))
         return self._call("step", action)
 
     def render(self) -> Any:
@@ -226,6 +230,8 @@ class RemoteWorldNode(_Proxy, WorldNode):
         return self._call("post_environment_step", dt, priority=priority)
 
     def set_next_action(self, action: Any) -> None:
+        if type(action) in _actions.PLAIN:
+            action = _actions.coerce(action, self._schema().get("action_space"))
         return self._call("set_next_action", action)
 
     def get_context(self) -> Any:

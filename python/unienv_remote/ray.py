@@ -43,9 +43,15 @@ from dataclasses import dataclass, field
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-import ray
+try:
+    import ray
 
-from .vector import RemoteVectorEnv
+    from .vector import RemoteVectorEnv
+except ModuleNotFoundError as missing:
+    if str(missing.name).split(".")[0] not in ("ray", "gymnasium"):
+        raise
+    raise ModuleNotFoundError(f"unienv_remote.ray needs ray and gymnasium ({missing.name} is not installed): "
+                              "pip install \"unienv-remote[ray]\"", name=missing.name) from missing
 
 __all__ = ["ServerHandle", "start_servers", "restart_server", "vector_env", "addresses"]
 

@@ -26,7 +26,7 @@ from unienv_interface.world.env_composer import WorldEnv
 from unienv_interface.world.node import WorldNode
 from unienv_interface.world.world import World
 
-from . import _native
+from . import _logging, _native
 
 HostedResource = Union[Env, World, WorldNode]
 ResourceFactory = Callable[[], HostedResource]
@@ -78,6 +78,16 @@ class RemoteServer:
       --tls-cert FILE --tls-key FILE``; both or neither. They are read when the
       server starts (first ``listen``/``connect``): a bad file raises
       ``ValueError`` there.
+    * ``validate_actions`` (on by default; the reference has no such check):
+      before an env's ``step`` or a node's ``set_next_action`` reaches the
+      object, a plain action (``1``, ``0.5``, ``[0.5]``, nested lists) becomes
+      an array of the action space's dtype and shape, and the action is
+      checked against the space (dtype, shape, bounds, finiteness, dict and
+      tuple structure; Gymnasium's ``Discrete`` range through
+      ``FromGymnasiumEnv``); a refused action, or ``step`` before the first
+      ``reset``, is a certain ``invalid_request`` naming the problem, and the
+      env stays usable. ``validate_actions=False`` passes actions through
+      untouched, as the reference does.
     * ``max_connection_bytes`` / ``max_server_bytes``: the byte budgets, most
       bytes one connection may hold at once (default 256 MiB; beyond it the
       connection is closed, 1008) and most all connections together may hold
@@ -91,6 +101,7 @@ class RemoteServer:
                  max_subscriptions_per_session: int = 1024, env_boundary_snapshots: bool = False,
                  shutdown_timeout: float = 10.0, tls_cert: Optional[Union[str, os.PathLike]] = None,
                  tls_key: Optional[Union[str, os.PathLike]] = None,
+                 validate_actions: bool = True,
                  max_connection_bytes: Optional[int] = None,
                  max_server_bytes: Optional[int] = None) -> None:
         if idle_timeout is not None and (not math.isfinite(idle_timeout) or idle_timeout <= 0):
@@ -105,7 +116,8 @@ class RemoteServer:
             max_subscriptions_per_session=max_subscriptions_per_session,
             env_boundary_snapshots=env_boundary_snapshots, shutdown_timeout=shutdown_timeout,
             tls_cert=None if tls_cert is None else os.fspath(tls_cert),
-            tls_key=None if tls_key is None else os.fspath(tls_key))
+            tls_key=None if tls_key is None else os.fspath(tls_key),
+            validate_actions=bool(validate_actions))
         for name, budget in (("max_connection_bytes", max_connection_bytes),
                              ("max_server_bytes", max_server_bytes)):
             if budget is not None and (type(budget) is not int or budget <= 0):
@@ -311,6 +323,7 @@ class RemoteServer:
             if self._closed:
                 raise RuntimeError("Server is closed")
             if self._native is None:
+                _logging.start()
                 domains: List[tuple] = []
                 for domain in self._domains.values():
                     if domain.factory is not None:
@@ -329,7 +342,9 @@ class RemoteServer:
         bound = native.listen(host, port)
         self._listening = True
         scheme = "wss" if self.tls else "ws"
-        return f"{scheme}://{'[' + host + ']' if ':' in host else host}:{bound}"
+        url = f"{scheme}://{'[' + host + ']' if ':' in host else host}:{bound}"
+        logging.getLogger(__name__).info("listening on %s (%d resources)", url, len(self._resources))
+        return url
 
     def connect(self, **client_options: Any):
         """Create an in-memory ``unienv_remote.RemoteClient`` using the full wire protocol."""
@@ -354,6 +369,8 @@ class RemoteServer:
             native = self._native
         if native is not None:
             native.close()
+            _logging.flush()
+            logging.getLogger(__name__).info("server closed")
         self._resources.clear()
         self._objects.clear()
         self._domains.clear()

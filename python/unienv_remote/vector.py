@@ -55,7 +55,7 @@ from unienv_interface.backends import NumpyComputeBackend
 from unienv_interface.space.space_utils.serialization_utils import json_to_space
 from unienv_interface.wrapper.gym_compat import gym_utils
 
-from . import _native
+from . import _actions, _native
 
 __all__ = ["RemoteVectorEnv", "VectorEnvError"]
 
@@ -103,6 +103,37 @@ class RemoteVectorEnv(VectorEnv):
     ``to_gym_space``, which has no ``Discrete``: a ``Discrete(n)`` hosted
     env's space comes back as an integer ``Box``. ``single_observation_space``
     / ``single_action_space`` give the Gymnasium spaces to use instead.
+
+    ``autoreset_mode`` (Gymnasium 1.x's ``AutoresetMode`` or its name):
+
+    * ``NEXT_STEP`` (default, as ``SyncVectorEnv``): an env that ends an
+      episode returns its last observation; the next ``step`` resets it
+      (its action is ignored) and returns the first observation of the new
+      episode, with reward 0 and both signals false.
+    * ``SAME_STEP``: the env is reset within the step that ended the
+      episode; the step returns the new episode's first observation, and the
+      last one is in ``infos["final_obs"]`` / ``infos["final_info"]`` (masks
+      ``infos["_final_obs"]`` / ``infos["_final_info"]``).
+    * ``DISABLED``: nothing is reset; call ``reset(options={"reset_mask":
+      mask})`` for the envs that ended.
+
+    ``on_error`` says what a failure of some sub-envs does (the others'
+    results are never lost):
+
+    * ``"raise"`` (default): ``reset`` / ``step`` / ``step_wait`` raise
+      :class:`VectorEnvError`, whose ``.errors`` maps each failed env's index
+      to the exception the single-env client raises (``RemoteError`` with
+      its ``code`` and ``uncertain`` flag, ``UncertainOutcomeError`` when a
+      mutation's reply was lost and it may have executed), ``.needs_reset``
+      lists the envs that failed earlier and were not stepped, and
+      ``.result`` holds the whole return value, zeros in the failed slots.
+    * ``"info"``: the result is returned; ``infos["error"]`` (an object
+      array, mask ``infos["_error"]``) holds the exceptions.
+
+    A failed env is not stepped again until it is reset
+    (``reset(options={"reset_mask": envs.needs_reset()})``). Actions may be
+    an array stacked along the first axis or a nested list (``[[0.0]] * n``),
+    converted to the action space's dtype.
     """
 
     def __init__(
@@ -187,7 +218,11 @@ class RemoteVectorEnv(VectorEnv):
         return self._report(errors, infos, lambda inf: (obs, inf))
 
     def step_async(self, actions: Any) -> None:
-        """Sends every env's action (stacked along the first axis) at once."""
+        """Sends every env's action (stacked along the first axis) at once; a
+        nested list or scalars become the stacked array, as a server converts
+        a single env's plain action."""
+        if type(actions) in _actions.PLAIN:
+            actions = _actions.coerce_batched(actions, self._native.space_document("action_space"), self.num_envs)
         self._native.step_async(actions)
 
     def step_wait(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:

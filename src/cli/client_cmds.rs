@@ -154,13 +154,40 @@ fn resource_table(descriptors: &[std::sync::Arc<Descriptor>]) -> String {
     out
 }
 
+/// `describe`, and when the server answers `not_found` without naming the
+/// closest resource ID (the reference's bare "Unknown resource ID"), the
+/// closest of the IDs `discover` lists, as our server (and so our Python
+/// client) names it: `Unknown resource ID 'cartpol'; did you mean
+/// 'cartpole'? Valid: ...`.
+pub(crate) async fn describe_suggesting(
+    client: &crate::client::Client,
+    id: &str,
+) -> Result<std::sync::Arc<Descriptor>, ClientError> {
+    match client.describe(id).await {
+        Err(ClientError::Remote(mut e))
+            if e.code == crate::protocol::ErrorCode::NOT_FOUND
+                && !e.message.contains("did you mean") =>
+        {
+            if let Ok(all) = client.discover().await {
+                let ids: Vec<&str> = all.iter().map(|d| d.id()).collect();
+                let hint = crate::server::suggest::valid_list(id, &ids);
+                if !hint.is_empty() {
+                    e.message = format!("{} '{id}'{hint}", e.message.trim_end_matches('.'));
+                }
+            }
+            Err(ClientError::Remote(e))
+        }
+        other => other,
+    }
+}
+
 /// `describe`: one resource's descriptor, readably (spaces summarized,
 /// containers indented) or, with `--json`, as the tagged JSON the protocol
 /// carries.
 pub fn describe(args: DescribeArgs) -> ExitCode {
     run_client(async move {
         let client = args.client.connect(false).await?;
-        let outcome = client.describe(&args.id).await;
+        let outcome = describe_suggesting(&client, &args.id).await;
         client.close().await;
         let descriptor = outcome?;
         if args.json {
@@ -268,7 +295,7 @@ pub fn call(args: CallArgs) -> ExitCode {
         let client = crate::client::Client::connect(&args.client.url, config).await?;
         let before = std::sync::atomic::AtomicUsize::new(0);
         let outcome = async {
-            let descriptor = client.describe(&args.id).await?;
+            let descriptor = describe_suggesting(&client, &args.id).await?;
             let action_space = descriptor.action_space();
             let call = convert_arguments(&args.method, &parsed, action_space.as_deref())
                 .map_err(ClientError::invalid_use)?;

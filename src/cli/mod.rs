@@ -60,6 +60,11 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The span of the command line's own start-up session (the banner's
+/// descriptors): its sessions' events below `WARN` are not logged, so that
+/// `serve` logs no session before a client comes.
+const STARTUP_SPAN: &str = "startup_describe";
+
 /// Installs the `tracing` subscriber (to stderr): `RUST_LOG` when set, else
 /// `unienv_remote` at `default` (info for a server, warn for a client)
 /// raised by each `-v`. Does nothing if a subscriber is already installed.
@@ -77,12 +82,23 @@ pub fn init_logging(verbose: u8, default: tracing::Level) {
             level.as_str().to_ascii_lowercase()
         )),
     };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+    let quiet_startup = tracing_subscriber::filter::dynamic_filter_fn(|meta, cx| {
+        if !meta.is_event() || *meta.level() <= tracing::Level::WARN {
+            return true;
+        }
+        cx.lookup_current()
+            .is_none_or(|span| !span.scope().any(|s| s.name() == STARTUP_SPAN))
+    });
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
-        .try_init();
+        .with_filter(filter)
+        .with_filter(quiet_startup);
+    let _ = tracing_subscriber::registry().with(layer).try_init();
 }
 
 /// The subcommands.
@@ -398,7 +414,9 @@ async fn print_banner(
         tracing::warn!(%addr, "listening on all interfaces without a token");
     }
     tracing::info!(%url, "serving");
-    let descriptors = describe_eager(server).await;
+    let descriptors =
+        tracing::Instrument::instrument(describe_eager(server), tracing::info_span!(STARTUP_SPAN))
+            .await;
     for root in server.roots().iter().filter(|r| server.is_lazy(r)) {
         say!("  lazy  {root}  (built on first use, disposed when idle)");
     }

@@ -328,7 +328,7 @@ impl Domain {
             Ok(Claim::Held) => Ok(()),
             Err(refusal) => {
                 if let Refusal::OtherOwner { .. } = refusal {
-                    tracing::debug!(session = %session.id, "control refused: another session controls the domain");
+                    tracing::info!(session = %session.id, "control refused: another session controls the domain");
                 }
                 Err(self.refused(refusal))
             }

@@ -38,7 +38,7 @@ mod outbound;
 mod session;
 mod shared;
 mod snapshot;
-mod suggest;
+pub(crate) mod suggest;
 mod tasks;
 
 pub use config::{ConfigError, ServerConfig};
@@ -321,9 +321,15 @@ impl Server {
         let (client, server) = MemoryTransport::pair();
         let shared = self.inner.shared.clone();
         let (reader, writer) = server.split();
-        self.inner.shared.tasks.spawn(async move {
+        // The session's span is a child of the caller's current span (the
+        // command line keeps its own start-up session out of the log).
+        let session = async move {
             session::run(shared, reader, writer).await;
-        });
+        };
+        self.inner
+            .shared
+            .tasks
+            .spawn(tracing::Instrument::in_current_span(session));
         client
     }
 

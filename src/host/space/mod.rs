@@ -8,6 +8,7 @@
 //! lists where tuples are written (as the reference does).
 
 mod check;
+mod coerce;
 mod wire;
 
 use crate::codec::{DType, NdArray, ScalarKind, Value};
