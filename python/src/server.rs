@@ -542,7 +542,8 @@ impl PyServer {
         allowed_origins = Vec::new(), allowed_hosts = Vec::new(), max_connections = 1024,
         max_in_flight = 64, max_subscriptions_per_session = 1024, env_boundary_snapshots = false,
         shutdown_timeout = 10.0, handshake_timeout = 10.0, tls_cert = None, tls_key = None,
-        validate_actions = true, record_dir = None))]
+        validate_actions = true, record_dir = None, max_connection_bytes = None,
+        max_server_bytes = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -563,6 +564,8 @@ impl PyServer {
         tls_key: Option<std::path::PathBuf>,
         validate_actions: bool,
         record_dir: Option<std::path::PathBuf>,
+        max_connection_bytes: Option<usize>,
+        max_server_bytes: Option<usize>,
     ) -> PyResult<PyServer> {
         if let Some(dir) = &record_dir {
             std::fs::create_dir_all(dir)
@@ -599,6 +602,10 @@ impl PyServer {
                 .unwrap_or_default(),
             tls,
             record_dir,
+            // The byte budgets (None: the crate's defaults).
+            max_connection_bytes: max_connection_bytes
+                .unwrap_or(ServerConfig::default().max_connection_bytes),
+            max_server_bytes: max_server_bytes.unwrap_or(ServerConfig::default().max_server_bytes),
             ..ServerConfig::default()
         };
         // Domain threads hold the class (static helpers) and, for factories,

@@ -99,6 +99,10 @@ class RemoteServer:
       first ``listen``/``connect`` on; ``metrics_url`` is then
       ``http://ADDR/metrics``. No authentication: keep it on loopback or a
       monitoring network.
+    * ``max_connection_bytes`` / ``max_server_bytes``: the byte budgets, most
+      bytes one connection may hold at once (default 256 MiB; beyond it the
+      connection is closed, 1008) and most all connections together may hold
+      beyond their first MiB each (default 8 GiB; 1013). ``None``: the default.
     """
 
     def __init__(self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
@@ -110,7 +114,9 @@ class RemoteServer:
                  tls_key: Optional[Union[str, os.PathLike]] = None,
                  validate_actions: bool = True,
                  record_dir: Optional[Union[str, os.PathLike]] = None,
-                 metrics: Optional[str] = None) -> None:
+                 metrics: Optional[str] = None,
+                 max_connection_bytes: Optional[int] = None,
+                 max_server_bytes: Optional[int] = None) -> None:
         if idle_timeout is not None and (not math.isfinite(idle_timeout) or idle_timeout <= 0):
             raise ValueError("idle_timeout must be positive and finite, or None")
         if type(max_message_size) is not int or max_message_size < 8:
@@ -130,6 +136,11 @@ class RemoteServer:
             tls_key=None if tls_key is None else os.fspath(tls_key),
             validate_actions=bool(validate_actions),
             record_dir=None if record_dir is None else os.fspath(record_dir))
+        for name, budget in (("max_connection_bytes", max_connection_bytes),
+                             ("max_server_bytes", max_server_bytes)):
+            if budget is not None and (type(budget) is not int or budget <= 0):
+                raise ValueError(f"{name} must be a positive integer, or None")
+            self._options[name] = budget
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key go together: give both (PEM files) or neither")
         self.tls = tls_cert is not None

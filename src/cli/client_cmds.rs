@@ -74,17 +74,17 @@ pub fn discover(args: DiscoverArgs) -> ExitCode {
                 .iter()
                 .map(|d| super::pretty::to_plain_json(&Value::Dict(d.raw().clone())))
                 .collect();
-            println!("{}", serde_json::Value::Array(list));
+            super::shared::write_out(format_args!("{}\n", serde_json::Value::Array(list)));
             return Ok(ExitCode::SUCCESS);
         }
-        println!(
-            "{} {} at {}: {} resources",
+        super::shared::write_out(format_args!(
+            "{} {} at {}: {} resources\n",
             info.server,
             info.server_version,
             args.client.url,
             descriptors.len()
-        );
-        print!("{}", resource_table(&descriptors));
+        ));
+        super::shared::write_out(format_args!("{}", resource_table(&descriptors)));
         Ok(ExitCode::SUCCESS)
     })
 }
@@ -193,9 +193,9 @@ pub fn describe(args: DescribeArgs) -> ExitCode {
         if args.json {
             let value = Value::Dict(descriptor.raw().clone());
             let text = header_json(&value).map_err(ClientError::Codec)?;
-            println!("{}", super::pretty::indent_json(&text));
+            super::shared::write_out(format_args!("{}\n", super::pretty::indent_json(&text)));
         } else {
-            print!("{}", readable_descriptor(&descriptor));
+            super::shared::write_out(format_args!("{}", readable_descriptor(&descriptor)));
         }
         Ok(ExitCode::SUCCESS)
     })
@@ -377,9 +377,9 @@ pub fn call(args: CallArgs) -> ExitCode {
             }
         };
         if args.json {
-            println!("{}", super::pretty::to_plain_json(&value));
+            super::shared::write_out(format_args!("{}\n", super::pretty::to_plain_json(&value)));
         } else {
-            println!("{}", pretty(&value));
+            super::shared::write_out(format_args!("{}\n", pretty(&value)));
         }
         Ok(ExitCode::SUCCESS)
     })

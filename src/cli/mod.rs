@@ -330,6 +330,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
                         if !ids.is_empty() {
                             say!("  panels directly: {}?watch={}", v.url(), ids.join(","));
                         }
+                        view::warn_beyond_loopback(&v);
                         Some(v)
                     }
                     Err(e) => return fail(e),

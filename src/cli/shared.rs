@@ -142,3 +142,18 @@ pub fn space_summary(descriptor: &Descriptor, key: &str) -> Option<String> {
         ),
     })
 }
+
+/// Writes `text` to standard output. A closed pipe (`call … | head`) is not
+/// an error of this command: the process ends quietly, with success, where
+/// `print!` would panic with a backtrace.
+pub(crate) fn write_out(text: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(text).and_then(|_| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to standard output: {e}");
+        std::process::exit(1);
+    }
+}

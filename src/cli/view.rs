@@ -67,8 +67,25 @@ pub fn view(args: ViewArgs) -> ExitCode {
             "Open panels directly: {}?watch=ID[,ID…] (e.g. ?watch=cartpole,pointmass)",
             viewer.url()
         );
+        if viewer.key().is_some() {
+            println!(
+                "The page needs the key in this URL (then kept in a cookie); keep it private."
+            );
+        }
+        warn_beyond_loopback(&viewer);
         stop.await;
         viewer.stop();
         ExitCode::SUCCESS
     })
+}
+
+/// Says loudly that a viewer listening beyond loopback serves plain HTTP to
+/// the network (its key is then the only guard, and travels in clear).
+pub(crate) fn warn_beyond_loopback(viewer: &Viewer) {
+    if !viewer.local_addr().ip().is_loopback() {
+        eprintln!(
+            "WARNING: the viewer listens on {}, beyond this machine, over plain HTTP: anyone who sees its URL (with its key) on the network can watch the simulators. Prefer the default 127.0.0.1 and an SSH tunnel (ssh -L 8766:127.0.0.1:8766 HOST).",
+            viewer.local_addr()
+        );
+    }
 }

@@ -17,6 +17,44 @@ use super::value::Value;
 trait Sink {
     fn put(&mut self, bytes: &[u8]);
     fn byte(&mut self, b: u8);
+    /// Whether the sink refuses more (the message is over its limit): the
+    /// writer then stops at the next value.
+    fn full(&self) -> bool {
+        false
+    }
+}
+
+/// The output buffer of a message's header, which stops growing at `cap`
+/// bytes: a header that would pass the message limit (a list of millions of
+/// floats, whose text the planning walk does not count) costs at most the
+/// limit in memory, and the writer stops as soon as it is reached.
+struct Bounded {
+    out: Vec<u8>,
+    cap: usize,
+    over: bool,
+}
+
+impl Sink for Bounded {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        if self.out.len() + bytes.len() <= self.cap {
+            self.out.extend_from_slice(bytes);
+        } else {
+            self.over = true;
+        }
+    }
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        if self.out.len() < self.cap {
+            self.out.push(b);
+        } else {
+            self.over = true;
+        }
+    }
+    #[inline]
+    fn full(&self) -> bool {
+        self.over
+    }
 }
 
 struct Counter(usize);
@@ -56,6 +94,12 @@ impl<'v, S: Sink> Writer<'v, S> {
     fn value(&mut self, v: &'v Value, depth: usize) -> Result<(), CodecError> {
         if depth > MAX_DEPTH {
             return Err(CodecError::TooDeep { max: MAX_DEPTH });
+        }
+        if self.sink.full() {
+            return Err(CodecError::MessageTooLarge {
+                size: self.max_message_size.saturating_add(1),
+                max: self.max_message_size,
+            });
         }
         match v {
             Value::Null => self.sink.put(b"null"),
@@ -345,7 +389,7 @@ pub(crate) fn encode_entries(
 fn encode_planned<'v>(
     plan: Plan,
     max_message_size: usize,
-    write_header: impl FnOnce(&mut Writer<'v, Vec<u8>>) -> Result<(), CodecError>,
+    write_header: impl FnOnce(&mut Writer<'v, Bounded>) -> Result<(), CodecError>,
     measure: impl FnOnce() -> Result<usize, CodecError>,
 ) -> Result<Vec<u8>, CodecError> {
     let lower_bound = 4usize
@@ -363,14 +407,29 @@ fn encode_planned<'v>(
     let mut out = Vec::with_capacity(4 + header_estimate + plan.attachments);
     out.extend_from_slice(&[0; 4]);
     let mut write = Writer {
-        sink: out,
+        // The header may take what the attachments leave of the limit.
+        sink: Bounded {
+            out,
+            cap: max_message_size - plan.attachments,
+            over: false,
+        },
         offset: 0,
         attachments: (plan.count > 0).then(|| Vec::with_capacity(plan.count)),
         max_message_size,
     };
-    write_header(&mut write)?;
+    let written = write_header(&mut write);
+    if write.sink.over {
+        // Stopped at the limit: the exact size is counted, not written.
+        drop(write);
+        let size = measure()?;
+        return Err(CodecError::MessageTooLarge {
+            size,
+            max: max_message_size,
+        });
+    }
+    written?;
     let attachments = write.attachments.take().unwrap_or_default();
-    let mut out = write.sink;
+    let mut out = write.sink.out;
     debug_assert_eq!(write.offset, plan.attachments);
     let header_len = out.len() - 4;
     let total = out.len().saturating_add(plan.attachments);
@@ -777,5 +836,35 @@ mod tests {
             String::from_utf8(out).unwrap(),
             r#""a\"b\\c\n\r\t\b\f\u0001\u007f\u00e9\ud83d\ude00/""#
         );
+    }
+
+    /// A header whose text passes the limit (floats, which the planning
+    /// walk does not count) is stopped at the limit: refused with its exact
+    /// size, its buffer never past the limit.
+    #[test]
+    fn a_header_over_the_limit_stops_at_the_limit() {
+        let floats = Value::List((0..200_000).map(|i| Value::Float(i as f64 + 0.5)).collect());
+        let max = 64 * 1024;
+        let size = measure(&floats, usize::MAX).unwrap();
+        assert!(size > 10 * max);
+        match encode(&floats, max) {
+            Err(CodecError::MessageTooLarge { size: s, max: m }) => {
+                assert_eq!((s, m), (size, max));
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut w = Writer {
+            sink: Bounded {
+                out: Vec::new(),
+                cap: max,
+                over: false,
+            },
+            offset: 0,
+            attachments: None,
+            max_message_size: max,
+        };
+        assert!(w.value(&floats, 0).is_err());
+        assert!(w.sink.over && w.sink.out.len() <= max);
+        assert!(encode(&floats, size).is_ok());
     }
 }

@@ -130,6 +130,10 @@ fn check_config(shared: &ServerShared) -> io::Result<()> {
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
 }
 
+/// The first and the longest wait after a failed accept.
+const ACCEPT_BACKOFF_MIN: std::time::Duration = std::time::Duration::from_millis(10);
+const ACCEPT_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Accepts connections on a bound listener until stopped or shut down.
 pub(crate) async fn serve(shared: Arc<ServerShared>, tcp: TcpListener) -> io::Result<Listener> {
     check_config(&shared)?;
@@ -144,16 +148,31 @@ pub(crate) async fn serve(shared: Arc<ServerShared>, tcp: TcpListener) -> io::Re
     let (stop, mut stop_rx) = watch::channel(false);
     let mut shutdown_rx = shared.shutdown.subscribe();
     let task = tokio::spawn(async move {
+        let mut backoff = ACCEPT_BACKOFF_MIN;
         loop {
             let accepted = tokio::select! {
                 _ = stop_rx.changed() => break,
                 _ = shutdown_rx.changed() => break,
                 a = tcp.accept() => a,
             };
-            let Ok((stream, peer)) = accepted else {
-                // Out of file descriptors or similar: back off briefly.
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                continue;
+            let (stream, peer) = match accepted {
+                Ok(a) => {
+                    backoff = ACCEPT_BACKOFF_MIN;
+                    a
+                }
+                Err(e) => {
+                    // Out of file handles or similar: say so, and back off
+                    // (doubling up to 1 s) rather than spin.
+                    tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64,
+                        "cannot accept a connection");
+                    tokio::select! {
+                        _ = stop_rx.changed() => break,
+                        _ = shutdown_rx.changed() => break,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+                    continue;
+                }
             };
             let policy = policy.clone();
             let task_shared = shared.clone();

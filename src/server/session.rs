@@ -139,7 +139,16 @@ async fn run_session(
             break reason;
         }
         if session.is_closed() {
-            break close_rx.borrow().clone().unwrap_or(CloseReason::Shutdown);
+            // `close` marks the session closed before it publishes the
+            // reason: wait for the reason rather than guess (a guess of
+            // "shutting down" mislabelled in-memory sessions closed for
+            // not reading their responses while the server ran on).
+            let reason = close_rx
+                .wait_for(Option::is_some)
+                .await
+                .ok()
+                .and_then(|r| r.clone());
+            break reason.unwrap_or(CloseReason::Shutdown);
         }
         // After hello, a message over the negotiated limit is refused from
         // its frame header.

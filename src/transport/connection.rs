@@ -28,6 +28,14 @@ const COALESCE: usize = 64 * 1024;
 /// Control frames held back while a data frame is torn, at most.
 const HELD_LIMIT: usize = 4096;
 
+/// Most control frames (pings and pongs together) read from a peer in one
+/// second: once as many arrived, nothing more is read from the connection
+/// until the second is over, so a flood is throttled by TCP backpressure
+/// (the peer's sends block) instead of costing a pong write (a system
+/// call) each. Heartbeats need one every few seconds at most; the limit
+/// only stops floods, and closing would only invite a reconnection flood.
+pub(crate) const MAX_CONTROL_PER_SECOND: u32 = 100;
+
 /// After a message larger than this, the read buffer is replaced by a small
 /// one, so an idle connection does not keep its largest message's memory.
 const SHRINK_AFTER: usize = 64 * 1024;
@@ -141,6 +149,9 @@ pub(crate) struct WsReader {
     last_control: Option<Instant>,
     /// When the peer last sent anything (heartbeats).
     heard: Arc<Heard>,
+    /// The current one-second window of control frames: its start and the
+    /// frames counted in it.
+    control_window: (Instant, u32),
 }
 
 /// The sending half.
@@ -216,6 +227,20 @@ impl WsReader {
         Ok(())
     }
 
+    /// Counts a control frame; `false` (it is then dropped unanswered) if
+    /// the peer has sent more than [`MAX_CONTROL_PER_SECOND`] in the current
+    /// second (never while the throttle in `next` holds).
+    fn count_control(&mut self) -> bool {
+        let now = Instant::now();
+        let (start, count) = &mut self.control_window;
+        if now.duration_since(*start) >= Duration::from_secs(1) {
+            *start = now;
+            *count = 0;
+        }
+        *count += 1;
+        *count <= MAX_CONTROL_PER_SECOND
+    }
+
     /// Closes with the error's close code (and its text as the reason).
     async fn fail(&mut self, error: TransportError) -> TransportError {
         let code = error.close_code().unwrap_or(1011);
@@ -244,6 +269,19 @@ impl WsReader {
     async fn next(&mut self, control_only: bool) -> Result<Bytes, TransportError> {
         self.heard.set_parked(false);
         loop {
+            // The peer sent its second's worth of control frames: nothing
+            // more is read until the second is over (cancel-safe: nothing
+            // was taken from the buffer).
+            let (start, count) = self.control_window;
+            if count >= MAX_CONTROL_PER_SECOND {
+                let over = start + Duration::from_secs(1);
+                if Instant::now() < over {
+                    self.heard.set_parked(true);
+                    tokio::time::sleep_until(over.into()).await;
+                    self.heard.set_parked(false);
+                }
+                self.control_window = (Instant::now(), 0);
+            }
             let header = match frame::parse_header(&self.buf, self.shared.role) {
                 Ok(Parsed::Header(h)) => h,
                 Ok(Parsed::Incomplete(need)) => {
@@ -319,6 +357,7 @@ impl WsReader {
                     }
                     self.partial = Some(message);
                 }
+                OP_PING | OP_PONG if !self.count_control() => {}
                 OP_PING => {
                     self.last_control = Some(Instant::now());
                     let _ = self.shared.write_control(OP_PONG, &frame).await;
@@ -563,6 +602,7 @@ pub(crate) fn pair(
             started: None,
             last_control: None,
             heard: Arc::new(Heard::new()),
+            control_window: (Instant::now(), 0),
         },
         WsWriter {
             shared,

@@ -93,3 +93,75 @@ async fn the_read_buffer_shrinks_after_a_large_message() {
         reader.buf.capacity()
     );
 }
+
+/// Masked client frames: `n` pings, then (optionally) one binary message.
+fn pings(n: usize, then_message: bool) -> Vec<u8> {
+    let mask = [1u8, 2, 3, 4];
+    let mut bytes = Vec::new();
+    for _ in 0..n {
+        bytes.extend_from_slice(&[0x80 | OP_PING, 0x80 | 2]);
+        bytes.extend_from_slice(&mask);
+        bytes.extend_from_slice(&[b'h' ^ 1, b'i' ^ 2]);
+    }
+    if then_message {
+        bytes.extend_from_slice(&[0x80 | OP_BINARY, 0x80 | 2]);
+        bytes.extend_from_slice(&mask);
+        bytes.extend_from_slice(&[b'o' ^ 1, b'k' ^ 2]);
+    }
+    bytes
+}
+
+async fn server_pair() -> (TcpStream, WsReader, WsWriter) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let peer = TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    let (server_side, _) = listener.accept().await.unwrap();
+    let (reader, writer) = pair(server_side.into(), BytesMut::new(), Role::Server, 1 << 20);
+    (peer, reader, writer)
+}
+
+/// Up to the limit, pings are answered and the connection carries on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pings_up_to_the_limit_are_answered() {
+    let (mut peer, mut reader, _writer) = server_pair().await;
+    let n = MAX_CONTROL_PER_SECOND as usize;
+    let sending = tokio::spawn(async move {
+        peer.write_all(&pings(n, true)).await.unwrap();
+        let mut pongs = vec![0u8; 4 * n];
+        tokio::io::AsyncReadExt::read_exact(&mut peer, &mut pongs)
+            .await
+            .unwrap();
+        assert!(pongs
+            .chunks(4)
+            .all(|p| p == [0x80 | OP_PONG, 2, b'h', b'i']));
+    });
+    let message = reader.recv().await.expect("the message after the pings");
+    assert_eq!(&message[..], b"ok");
+    sending.await.unwrap();
+}
+
+/// A ping flood is throttled: past the limit, nothing more is read until
+/// the second is over (the flood waits in the socket), and the connection
+/// carries on: a message behind 2 × limit + 1 pings arrives no sooner than
+/// two seconds after the connection began, every ping answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ping_flood_is_throttled_not_answered_at_its_rate() {
+    let began = std::time::Instant::now();
+    let (mut peer, mut reader, _writer) = server_pair().await;
+    let n = 2 * MAX_CONTROL_PER_SECOND as usize + 1;
+    peer.write_all(&pings(n, true)).await.unwrap();
+    let message = tokio::time::timeout(std::time::Duration::from_secs(60), reader.recv())
+        .await
+        .expect("the reader went on")
+        .expect("the message after the pings");
+    assert_eq!(&message[..], b"ok");
+    assert!(began.elapsed() >= std::time::Duration::from_secs(2));
+    let mut pongs = vec![0u8; 4 * n];
+    tokio::io::AsyncReadExt::read_exact(&mut peer, &mut pongs)
+        .await
+        .unwrap();
+    assert!(pongs
+        .chunks(4)
+        .all(|p| p == [0x80 | OP_PONG, 2, b'h', b'i']));
+}

@@ -275,8 +275,27 @@ pub(crate) async fn accept(
     max_message: usize,
     policy: impl FnOnce(&RequestHead) -> Result<(), Refusal>,
 ) -> Result<(WsReader, WsWriter), TransportError> {
+    accept_buffered(
+        stream,
+        BytesMut::with_capacity(2048),
+        max_head,
+        max_message,
+        policy,
+    )
+    .await
+}
+
+/// [`accept`] for a stream whose first bytes were already read into `buf`
+/// (the viewer reads a request head before knowing whether it is an
+/// upgrade): the handshake goes on from them.
+pub(crate) async fn accept_buffered(
+    stream: impl Into<Stream>,
+    mut buf: BytesMut,
+    max_head: usize,
+    max_message: usize,
+    policy: impl FnOnce(&RequestHead) -> Result<(), Refusal>,
+) -> Result<(WsReader, WsWriter), TransportError> {
     let mut stream = stream.into();
-    let mut buf = BytesMut::with_capacity(2048);
     let head_len = match read_head(&mut stream, &mut buf, max_head).await {
         Ok(n) => n,
         Err(TransportError::TooLarge) => {

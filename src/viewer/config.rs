@@ -2,6 +2,7 @@
 
 use crate::client::{Client, ClientConfig, ClientResult};
 use crate::server::Server;
+use std::time::Duration;
 
 /// How a viewer connects and whom it serves.
 #[derive(Clone)]
@@ -22,6 +23,23 @@ pub struct ViewerConfig {
     /// only shown): each tab's session is an in-memory connection, so no
     /// token, certificate or connection slot is involved (`serve --viewer`).
     pub in_process: Option<Server>,
+    /// The viewer's own credential: the page (and `/ws`) is served only to
+    /// a browser that presents it, in the URL the viewer prints
+    /// (`?key=KEY`, then kept in a cookie) or in that cookie. `None`: a
+    /// random per-start key is made when one is needed, i.e. when the
+    /// upstream server has a token or the viewer listens on a non-loopback
+    /// address; otherwise the page is open to this machine.
+    pub key: Option<String>,
+    /// Most tabs (page WebSockets) open at once (default 16); more are
+    /// refused (503). All tabs share one upstream session, so tabs never
+    /// take the upstream server's connection slots.
+    pub max_tabs: usize,
+    /// A page socket silent for this long is pinged (default 20 s; `None`
+    /// disables the heartbeat).
+    pub heartbeat_interval: Option<Duration>,
+    /// A page socket from which nothing (not even a pong) arrived for this
+    /// long is closed, and its panels unsubscribed (default 60 s).
+    pub heartbeat_timeout: Duration,
 }
 
 impl ViewerConfig {
@@ -34,7 +52,21 @@ impl ViewerConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             in_process: None,
+            key: None,
+            max_tabs: 16,
+            heartbeat_interval: Some(Duration::from_secs(20)),
+            heartbeat_timeout: Duration::from_secs(60),
         }
+    }
+
+    /// Whether the upstream server has a token (given to the viewer, or the
+    /// in-process server's own).
+    pub(super) fn upstream_has_token(&self) -> bool {
+        self.client.token.is_some()
+            || self
+                .in_process
+                .as_ref()
+                .is_some_and(|s| s.config().token.is_some())
     }
 
     /// A new session with the upstream server (in process or at its URL).
@@ -58,6 +90,10 @@ impl std::fmt::Debug for ViewerConfig {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("in_process", &self.in_process.is_some())
+            .field("key", &self.key.as_ref().map(|_| "<set>"))
+            .field("max_tabs", &self.max_tabs)
+            .field("heartbeat_interval", &self.heartbeat_interval)
+            .field("heartbeat_timeout", &self.heartbeat_timeout)
             .finish()
     }
 }

@@ -3,10 +3,13 @@
 
 use super::config::ViewerConfig;
 use super::tab::Tab;
+use super::ViewerState;
 use crate::transport::ws::{self, RequestHead};
+use bytes::BytesMut;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Largest HTTP request head the viewer reads.
@@ -92,26 +95,25 @@ pub(super) fn split_host(s: &str) -> &str {
 /// What a request head asks for.
 pub(super) struct Head {
     pub(super) method: String,
-    pub(super) path: String,
+    /// The request target, query included.
+    pub(super) target: String,
     pub(super) host: Option<String>,
+    pub(super) cookie: Option<String>,
     pub(super) upgrade: bool,
 }
 
-/// Looks at the request head without consuming it, so that a WebSocket
-/// upgrade can be handed whole to the WebSocket layer. Browsers send the
-/// head in one segment; a head that trickles in is waited for (briefly).
-pub(super) async fn peek_head(stream: &TcpStream) -> Option<(Head, usize)> {
-    let mut buf = vec![0u8; MAX_HEAD];
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+/// Time a connection has to send its whole request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Time the viewer gives a plain HTTP response to be written.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Reads a request head into `buf` (waiting for readability, never
+/// polling), at most [`MAX_HEAD`] bytes; the bytes stay in `buf`, so that a
+/// WebSocket upgrade is handed whole to the WebSocket layer.
+pub(super) async fn read_head(stream: &mut TcpStream, buf: &mut BytesMut) -> Option<Head> {
     loop {
-        let n = tokio::time::timeout_at(deadline, stream.peek(&mut buf))
-            .await
-            .ok()?
-            .ok()?;
-        if n == 0 {
-            return None;
-        }
-        if let Some(end) = buf[..n].windows(4).position(|w| w == b"\r\n\r\n") {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let mut headers = [httparse::EMPTY_HEADER; 64];
             let mut req = httparse::Request::new(&mut headers);
             let Ok(httparse::Status::Complete(_)) = req.parse(&buf[..end + 4]) else {
@@ -124,65 +126,138 @@ pub(super) async fn peek_head(stream: &TcpStream) -> Option<(Head, usize)> {
                     .map(|h| String::from_utf8_lossy(h.value).into_owned())
             };
             let upgrade = header("upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
-            let head = Head {
+            return Some(Head {
                 method: req.method.unwrap_or_default().to_string(),
-                path: req.path.unwrap_or("/").to_string(),
+                target: req.path.unwrap_or("/").to_string(),
                 host: header("host"),
+                cookie: header("cookie"),
                 upgrade,
-            };
-            return Some((head, end + 4));
+            });
         }
-        if n >= MAX_HEAD || tokio::time::Instant::now() >= deadline {
+        if buf.len() >= MAX_HEAD {
             return None;
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        buf.reserve(2048);
+        let room = (MAX_HEAD - buf.len()) as u64;
+        let n = (&mut *stream).take(room).read_buf(buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
     }
 }
 
-pub(super) async fn handle_connection(mut stream: TcpStream, config: Arc<ViewerConfig>) {
-    let Some((head, head_len)) = peek_head(&stream).await else {
+pub(super) async fn handle_connection(mut stream: TcpStream, state: Arc<ViewerState>) {
+    // A connection that has not sent its head holds a place among the
+    // pending heads; when all are taken the oldest is dropped, so silent
+    // sockets cannot keep a page out. Its head must come within
+    // HEAD_TIMEOUT.
+    let mut buf = BytesMut::with_capacity(2048);
+    let head = {
+        let slot = state.pending.admit();
+        tokio::select! {
+            r = tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream, &mut buf)) => r,
+            _ = slot.evicted.notified() => {
+                tracing::debug!("viewer: connection dropped: too many pending request heads");
+                return;
+            }
+        }
+    };
+    let Ok(Some(head)) = head else {
         return;
     };
-    let path = head.path.split('?').next().unwrap_or("/").to_string();
+    let config = &state.config;
+    let path = head.target.split('?').next().unwrap_or("/").to_string();
     if head.upgrade && path == "/ws" {
+        let mut tab_slot = None;
         let policy = |req: &RequestHead| -> Result<(), ws::Refusal> {
             let host = req.header("host").unwrap_or("");
-            if !host_allowed(&config, host) {
+            if !host_allowed(config, host) {
                 return Err(ws::Refusal::new(403, "Forbidden", "Host not allowed"));
             }
-            if let Some(origin) = req.header("origin") {
-                if !origin_allowed(&config, origin, host) {
+            let authorised = state.access.allows(&head.target, req.header("cookie"));
+            match req.header("origin") {
+                Some(origin) if !origin_allowed(config, origin, host) => {
                     return Err(ws::Refusal::new(403, "Forbidden", "Origin not allowed"));
                 }
+                Some(_) => {}
+                // Not a browser: only with the viewer's key.
+                None if state.access.key().is_none() => {
+                    return Err(ws::Refusal::new(
+                        403,
+                        "Forbidden",
+                        "Origin required: the viewer's WebSocket serves its page in a browser",
+                    ));
+                }
+                None => {}
             }
-            Ok(())
+            if !authorised {
+                return Err(ws::Refusal::new(
+                    401,
+                    "Unauthorized",
+                    "this viewer needs its key: open the URL it printed at start",
+                ));
+            }
+            match state.tabs.clone().try_acquire_owned() {
+                Ok(permit) => {
+                    tab_slot = Some(permit);
+                    Ok(())
+                }
+                Err(_) => Err(ws::Refusal::new(
+                    503,
+                    "Service Unavailable",
+                    "too many open tabs",
+                )),
+            }
         };
-        if let Ok((reader, writer)) = ws::accept(stream, MAX_HEAD, MAX_PAGE_MESSAGE, policy).await {
-            Tab::run(config, reader, writer).await;
+        let accepted = tokio::time::timeout(
+            HEAD_TIMEOUT,
+            ws::accept_buffered(stream, buf, MAX_HEAD, MAX_PAGE_MESSAGE, policy),
+        )
+        .await;
+        match accepted {
+            Ok(Ok((reader, writer))) => {
+                let _tab = tab_slot;
+                Tab::run(state.clone(), reader, writer).await;
+            }
+            Ok(Err(e)) => tracing::debug!(reason = %e, "viewer: tab refused"),
+            Err(_) => {}
         }
         return;
     }
-    // A plain HTTP request: consume its head and answer it.
-    let mut discard = vec![0u8; head_len];
-    if tokio::io::AsyncReadExt::read_exact(&mut stream, &mut discard)
-        .await
-        .is_err()
-    {
-        return;
-    }
+    // A plain HTTP request: answer it.
     let response = if !head
         .host
         .as_deref()
-        .is_some_and(|h| host_allowed(&config, h))
+        .is_some_and(|h| host_allowed(config, h))
     {
         plain(403, "Forbidden", "Host not allowed")
     } else if head.method != "GET" && head.method != "HEAD" {
-        plain(405, "Method Not Allowed", "only GET")
+        with_header(
+            plain(405, "Method Not Allowed", "only GET and HEAD"),
+            "Allow: GET, HEAD",
+        )
+    } else if !state.access.allows(&head.target, head.cookie.as_deref()) {
+        plain(
+            401,
+            "Unauthorized",
+            "this viewer needs its key: open the URL it printed at start (http://HOST:PORT/?key=...)",
+        )
+    } else if state.access.key_in_query(&head.target) {
+        // Keep the key in a cookie, and take it out of the address bar.
+        let mut r = format!(
+            "HTTP/1.1 303 See Other\r\nLocation: {}\r\nContent-Length: 0\r\nCache-Control: no-store\r\nReferrer-Policy: no-referrer\r\nConnection: close\r\n",
+            super::access::without_key(&head.target)
+        );
+        if let Some(cookie) = state.access.set_cookie() {
+            r.push_str(&format!("Set-Cookie: {cookie}\r\n"));
+        }
+        r.push_str("\r\n");
+        r.into_bytes()
     } else {
         match ASSETS.iter().find(|(p, _, _)| *p == path) {
             Some((_, content_type, body)) => {
                 let mut r = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nContent-Security-Policy: default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:\r\nConnection: close\r\n\r\n",
+                    "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\nContent-Security-Policy: default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:\r\nConnection: close\r\n\r\n",
                     body.len()
                 )
                 .into_bytes();
@@ -194,8 +269,20 @@ pub(super) async fn handle_connection(mut stream: TcpStream, config: Arc<ViewerC
             None => plain(404, "Not Found", "not found"),
         }
     };
-    let _ = tokio::io::AsyncWriteExt::write_all(&mut stream, &response).await;
-    let _ = tokio::io::AsyncWriteExt::shutdown(&mut stream).await;
+    let _ = tokio::time::timeout(WRITE_TIMEOUT, async {
+        let _ = stream.write_all(&response).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
+}
+
+/// `response` with one more header line (after the status line).
+fn with_header(response: Vec<u8>, line: &str) -> Vec<u8> {
+    let text = String::from_utf8_lossy(&response);
+    match text.split_once("\r\n") {
+        Some((status, rest)) => format!("{status}\r\n{line}\r\n{rest}").into_bytes(),
+        None => response,
+    }
 }
 
 pub(super) fn plain(status: u16, reason: &str, text: &str) -> Vec<u8> {

@@ -10,7 +10,22 @@
 //! the WebSocket, only the page's own origin (or origins allowed
 //! explicitly).
 //!
-//! Each tab gets its own upstream session. Every panel of the page is one
+//! The viewer is as closed as the server it shows (see [`access`] for the
+//! details): when the upstream server has a token, or the viewer listens
+//! beyond loopback, every request needs the viewer's own key, which the
+//! URL printed at start carries once and a cookie keeps. Tabs are capped
+//! ([`ViewerConfig::max_tabs`]), a tab's page socket has a heartbeat, and
+//! all tabs share one upstream session, so the viewer holds one of the
+//! server's connection slots however many tabs are open. Connections that
+//! have not sent their request head are capped (the oldest is dropped) and
+//! must send it within 10 s; the head is read as it arrives (no polling).
+//! Each tab may hold at most [`MAX_PANELS`] panels, its panels share a
+//! frame rate (see `panel_task`), and all tabs share [`MAX_RENDERS`]
+//! places for one-shot renders, each held at least [`RENDER_SPACING`] (a
+//! render makes the simulator render at its next boundary: a page asking
+//! for renders in a loop would make every controller step render).
+//!
+//! Every panel of the page is one
 //! subscription, and the page grants one *credit* per panel each time it has
 //! drawn a snapshot: the viewer takes the subscription's latest snapshot only
 //! against a credit. The client keeps one undelivered snapshot per
@@ -23,6 +38,7 @@
 //!
 //! The wire format between the viewer and its page is in [`frame`].
 
+mod access;
 mod config;
 pub mod frame;
 mod http;
@@ -31,10 +47,12 @@ mod panel;
 mod tab;
 #[cfg(test)]
 mod tests;
+mod upstream;
 
 pub use config::ViewerConfig;
 
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -42,6 +60,36 @@ use tokio::task::JoinHandle;
 
 /// The default address of the viewer's web app.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8766";
+
+/// Most panels (subscriptions) one tab may hold; more are refused.
+pub const MAX_PANELS: usize = 32;
+
+/// Most one-shot renders pending at once, all tabs together; more are
+/// refused (`too_many_renders`).
+pub const MAX_RENDERS: usize = 2;
+
+/// A render holds its place at least this long, so that the viewer asks
+/// for at most `MAX_RENDERS` renders per this time.
+pub const RENDER_SPACING: Duration = Duration::from_secs(1);
+
+/// Connections that have not sent their whole request head, at most; a
+/// new one beyond it drops the oldest.
+const MAX_PENDING_HEADS: usize = 64;
+
+/// What the viewer's connections share.
+struct ViewerState {
+    config: ViewerConfig,
+    access: access::Access,
+    upstream: upstream::Upstream,
+    /// One permit per open tab.
+    tabs: Arc<tokio::sync::Semaphore>,
+    /// Open tabs (for the viewer-wide share of frames).
+    open_tabs: AtomicUsize,
+    /// Connections still sending their request head.
+    pending: crate::server::budget::Handshakes,
+    /// One permit per pending render (all tabs).
+    renders: Arc<tokio::sync::Semaphore>,
+}
 
 /// Why the viewer could not start.
 #[derive(Debug, thiserror::Error)]
@@ -58,17 +106,26 @@ pub enum ViewerError {
 }
 
 /// A running viewer; dropping it (or [`Viewer::stop`]) stops accepting.
-#[derive(Debug)]
 pub struct Viewer {
     addr: SocketAddr,
     accept: JoinHandle<()>,
+    key: Option<String>,
+}
+
+impl std::fmt::Debug for Viewer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Viewer")
+            .field("addr", &self.addr)
+            .field("key", &self.key.as_ref().map(|_| "<set>"))
+            .finish()
+    }
 }
 
 impl Viewer {
     /// Binds `listen` and serves the viewer of `config.upstream` there
     /// (inside a tokio runtime). Connections to the upstream server are
     /// made per open tab, so a server that is not up yet is not an error.
-    pub async fn start(listen: &str, config: ViewerConfig) -> Result<Viewer, ViewerError> {
+    pub async fn start(listen: &str, mut config: ViewerConfig) -> Result<Viewer, ViewerError> {
         let listener = TcpListener::bind(listen)
             .await
             .map_err(|e| ViewerError::Bind {
@@ -79,18 +136,53 @@ impl Viewer {
             addr: listen.to_string(),
             message: e.to_string(),
         })?;
-        let config = Arc::new(config);
+        let loopback = addr.ip().is_loopback();
+        let token = config.upstream_has_token();
+        if config.key.is_none() && (token || !loopback) {
+            config.key = Some(access::new_key());
+        }
+        if !loopback {
+            tracing::warn!(
+                %addr,
+                "the viewer listens beyond loopback over plain HTTP: anyone on the network who sees its URL (and key) in transit can use it; prefer 127.0.0.1 and an SSH tunnel"
+            );
+        }
+        let state = Arc::new(ViewerState {
+            access: access::Access::new(config.key.clone(), addr.port()),
+            upstream: upstream::Upstream::new(),
+            tabs: Arc::new(tokio::sync::Semaphore::new(config.max_tabs.max(1))),
+            open_tabs: AtomicUsize::new(0),
+            pending: crate::server::budget::Handshakes::new(MAX_PENDING_HEADS),
+            renders: Arc::new(tokio::sync::Semaphore::new(MAX_RENDERS)),
+            config,
+        });
+        let key = state.access.key().map(str::to_string);
         let accept = tokio::spawn(async move {
+            let mut backoff = Duration::from_millis(10);
             loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                };
-                let _ = stream.set_nodelay(true);
-                tokio::spawn(http::handle_connection(stream, config.clone()));
+                match listener.accept().await {
+                    Ok((stream, _)) => {
+                        backoff = Duration::from_millis(10);
+                        let _ = stream.set_nodelay(true);
+                        tokio::spawn(http::handle_connection(stream, state.clone()));
+                    }
+                    Err(e) => {
+                        // Out of file handles or similar: back off (up to
+                        // 1 s) and say so.
+                        tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64,
+                            "viewer: cannot accept a connection");
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(1));
+                    }
+                }
             }
         });
-        Ok(Viewer { addr, accept })
+        Ok(Viewer { addr, accept, key })
+    }
+
+    /// The viewer's key, when it requires one (see [`ViewerConfig::key`]).
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
     }
 
     /// The bound address.
@@ -98,9 +190,13 @@ impl Viewer {
         self.addr
     }
 
-    /// The page's URL, `http://HOST:PORT/`.
+    /// The page's URL, `http://HOST:PORT/`, with `?key=KEY` when the
+    /// viewer requires its key: the URL to open (and to print).
     pub fn url(&self) -> String {
-        format!("http://{}/", self.addr)
+        match &self.key {
+            Some(key) => format!("http://{}/?key={key}", self.addr),
+            None => format!("http://{}/", self.addr),
+        }
     }
 
     /// Stops accepting connections (open tabs keep their sessions until

@@ -9,16 +9,27 @@ use serde_json::{json, Value as Json};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
+/// Time a page has to take one message.
+const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The page's side of a tab: messages are written whole under the lock.
 #[derive(Clone)]
 pub(super) struct PageWriter(pub(super) Arc<Mutex<ws::WsWriter>>);
 
 impl PageWriter {
+    /// Sends one message; a page that does not take it within
+    /// [`WRITE_TIMEOUT`] is treated as gone (its tab ends), so that no
+    /// task waits forever on a browser that stopped reading.
     pub(super) async fn send(&self, header: &Json, frame: Frame) -> Result<(), TransportError> {
         let (head, blob) = frame.finish(header);
-        let mut w = self.0.lock().await;
-        w.feed_parts(&head, &blob).await?;
-        w.flush().await
+        let write = async {
+            let mut w = self.0.lock().await;
+            w.feed_parts(&head, &blob).await?;
+            w.flush().await
+        };
+        tokio::time::timeout(WRITE_TIMEOUT, write)
+            .await
+            .unwrap_or(Err(TransportError::Closed))
     }
 
     pub(super) async fn json(&self, header: Json) -> Result<(), TransportError> {

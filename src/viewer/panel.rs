@@ -4,11 +4,55 @@
 
 use super::frame::Frame;
 use super::page::{error_json, snapshot_header, PageWriter};
+use super::ViewerState;
 use crate::client::{Client, ClientError, Subscription};
 use serde_json::json;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{oneshot, Notify};
+
+/// Most frames per second one panel is sent.
+const PANEL_FPS: f64 = 30.0;
+
+/// Most frames per second one tab's panels are sent together.
+const TAB_FPS: f64 = 120.0;
+
+/// Most frames per second all tabs' panels are sent together: each open tab
+/// has an equal share.
+const VIEWER_FPS: f64 = 240.0;
+
+/// A tab's frame pacing: its panels share the tab's frame rate, and the
+/// tabs share the viewer's, so that however many panels and tabs are open
+/// (and however fast their pages grant credit) the viewer asks the
+/// upstream server for at most [`VIEWER_FPS`] snapshots per second.
+#[derive(Clone)]
+pub(super) struct Pace {
+    pub(super) state: Arc<ViewerState>,
+    panels: Arc<AtomicUsize>,
+}
+
+impl Pace {
+    pub(super) fn new(state: Arc<ViewerState>) -> Pace {
+        Pace {
+            state,
+            panels: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// The tab now has `n` panels.
+    pub(super) fn set_panels(&self, n: usize) {
+        self.panels.store(n, Ordering::Relaxed);
+    }
+
+    /// The least time between two frames of one panel of this tab.
+    pub(super) fn interval(&self) -> Duration {
+        let tabs = self.state.open_tabs.load(Ordering::Relaxed).max(1) as f64;
+        let panels = self.panels.load(Ordering::Relaxed).max(1) as f64;
+        let tab_fps = TAB_FPS.min(VIEWER_FPS / tabs);
+        Duration::from_secs_f64((1.0 / PANEL_FPS).max(panels / tab_fps))
+    }
+}
 
 /// How long a one-shot render waits for the next boundary.
 const RENDER_WAIT: Duration = Duration::from_secs(30);
@@ -20,6 +64,11 @@ const GATE_ABOVE: f64 = 150.0;
 /// How long a panel that subscribed again waits for a boundary before it
 /// checks whether it missed the last ones (the domain went quiet).
 const QUIET: Duration = Duration::from_millis(250);
+
+/// A panel allowed fewer frames than one per this time is gated from its
+/// first frame, and keeps its subscription only for domains no faster than
+/// its frames.
+const SLOW_PACE: Duration = Duration::from_millis(100);
 
 /// Below this many boundaries per second the subscription is kept between
 /// frames again.
@@ -44,9 +93,18 @@ const UNGATE_BELOW: f64 = 100.0;
 pub(super) async fn panel_task(mut task: PanelTask) {
     let mut subscription = Some(task.first);
     let mut last: Option<(u64, i64)> = None;
-    let mut gated = false;
+    // A panel paced below SLOW_PACE (many panels or tabs) is gated from its
+    // first frame: its subscription would otherwise be read at the
+    // domain's full rate while it waits its turn.
+    let mut gated = task.pace.interval() > SLOW_PACE;
     let stop = &mut task.stop;
+    let mut not_before = tokio::time::Instant::now();
     loop {
+        // The panel's share of the frame rate first, then the page's credit.
+        tokio::select! {
+            _ = &mut *stop => break,
+            _ = tokio::time::sleep_until(not_before) => {}
+        }
         tokio::select! {
             _ = &mut *stop => break,
             _ = task.credit.notified() => {}
@@ -59,7 +117,10 @@ pub(super) async fn panel_task(mut task: PanelTask) {
                 .map(|f| f.iter().map(String::as_str).collect());
             let subscribed = tokio::select! {
                 _ = &mut *stop => break,
-                s = task.client.subscribe(&task.resource, names.as_deref()) => s,
+                s = async {
+                    let _permit = task.pace.state.upstream.request().await;
+                    task.client.subscribe(&task.resource, names.as_deref()).await
+                } => s,
             };
             match subscribed {
                 Ok(s) => subscription = Some(s),
@@ -86,7 +147,11 @@ pub(super) async fn panel_task(mut task: PanelTask) {
             // between frames: keep the subscription from now on, and tell
             // the page when boundaries passed that it did not get.
             gated = false;
-            if let (Ok(d), Some((shown, _))) = (task.client.describe(&task.resource).await, last) {
+            let described = {
+                let _permit = task.pace.state.upstream.request().await;
+                task.client.describe(&task.resource).await
+            };
+            if let (Ok(d), Some((shown, _))) = (described, last) {
                 if d.sequence() > shown {
                     let _ = task
                         .page
@@ -106,21 +171,29 @@ pub(super) async fn panel_task(mut task: PanelTask) {
                     let seconds = (event.timestamp_ns - timestamp) as f64 / 1e9;
                     if seconds > 0.0 {
                         let rate = event.sequence.saturating_sub(sequence) as f64 / seconds;
-                        gated = if gated {
-                            rate >= UNGATE_BELOW
+                        // When slowly paced, the subscription is kept only
+                        // for a domain no faster than the panel's frames.
+                        let interval = task.pace.interval();
+                        let (above, below) = if interval > SLOW_PACE {
+                            let allowed = 1.0 / interval.as_secs_f64();
+                            (1.5 * allowed, allowed)
                         } else {
-                            rate > GATE_ABOVE
+                            (GATE_ABOVE, UNGATE_BELOW)
                         };
+                        gated = if gated { rate >= below } else { rate > above };
                     }
                 }
                 last = Some((event.sequence, event.timestamp_ns));
-                if gated {
-                    // Dropping unsubscribes without waiting for the reply.
-                    subscription = None;
+                if let Some(s) = subscription.take_if(|_| gated) {
+                    // Its reply is waited for, so that the viewer's
+                    // outstanding requests stay bounded.
+                    let _permit = task.pace.state.upstream.request().await;
+                    let _ = s.unsubscribe().await;
                 }
                 let mut frame = Frame::new();
                 let mut header = snapshot_header("snapshot", task.panel, &event, &mut frame);
                 header["gated"] = json!(gated);
+                not_before = tokio::time::Instant::now() + task.pace.interval();
                 task.page.send(&header, frame).await
             }
             Ok(None) => {
@@ -147,6 +220,7 @@ pub(super) async fn panel_task(mut task: PanelTask) {
     }
     if let Some(s) = subscription {
         if !s.is_closed() {
+            let _permit = task.pace.state.upstream.request().await;
             let _ = s.unsubscribe().await;
         }
     }
@@ -162,14 +236,24 @@ pub(super) struct PanelTask {
     pub(super) stop: oneshot::Receiver<()>,
     pub(super) page: PageWriter,
     pub(super) panel: u64,
+    pub(super) pace: Pace,
 }
 
 /// Render on demand: a short-lived subscription to the `render` field,
 /// for the next boundary only.
-pub(super) async fn render_once(client: Client, page: PageWriter, panel: u64, resource: String) {
+pub(super) async fn render_once(
+    client: Client,
+    state: &ViewerState,
+    page: PageWriter,
+    panel: u64,
+    resource: String,
+) {
     let outcome = async {
+        let permit = state.upstream.request().await;
         let mut subscription = client.subscribe(&resource, Some(&["render"])).await?;
+        drop(permit);
         let next = subscription.next(Some(RENDER_WAIT)).await;
+        let _permit = state.upstream.request().await;
         let _ = subscription.unsubscribe().await;
         next
     }

@@ -1,21 +1,21 @@
-//! One open tab: its upstream session (reconnected when lost), its
-//! commands, and its panels.
+//! One open tab: the shared upstream session (made again when lost), its
+//! commands, and its panels (at most [`MAX_PANELS`]; renders share the
+//! viewer's [`MAX_RENDERS`] places).
 
-use super::config::ViewerConfig;
 use super::frame::Frame;
 use super::page::{descriptor_json, error_json, parse_command, Command, PageWriter};
-use super::panel::{panel_task, render_once, PanelTask};
-use crate::client::Client;
+use super::panel::{panel_task, render_once, Pace, PanelTask};
+use super::upstream::RECONNECT_DELAY;
+use super::{ViewerState, MAX_PANELS, MAX_RENDERS, RENDER_SPACING};
+use crate::client::{Client, ClientError};
 use crate::transport::ws;
 use crate::transport::TransportError;
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{oneshot, Mutex, Notify};
-
-/// Between attempts to reach a lost upstream server.
-const RECONNECT_DELAY: Duration = Duration::from_secs(1);
 
 /// A subscribed panel.
 pub(super) struct Panel {
@@ -36,30 +36,54 @@ impl Panel {
 }
 
 pub(super) struct Tab {
-    pub(super) config: Arc<ViewerConfig>,
+    pub(super) state: Arc<ViewerState>,
     pub(super) page: PageWriter,
     pub(super) panels: HashMap<u64, Panel>,
     pub(super) client: Option<Client>,
+    /// The tab's panels' frame pacing (their number, shared with them).
+    pub(super) pace: Pace,
 }
 
 impl Tab {
     pub(super) async fn run(
-        config: Arc<ViewerConfig>,
+        state: Arc<ViewerState>,
         mut reader: ws::WsReader,
         writer: ws::WsWriter,
     ) {
         let page = PageWriter(Arc::new(Mutex::new(writer)));
         // Commands are tiny; a bounded channel makes a flooding page wait.
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Command, String>>(64);
+        // The page socket's heartbeat: a silent page is pinged, and one
+        // from which nothing arrives for the timeout has vanished (the
+        // tab ends, its panels unsubscribe).
+        let keepalive = reader.keepalive();
+        let (interval, timeout) = (
+            state.config.heartbeat_interval,
+            state.config.heartbeat_timeout,
+        );
         let reading = tokio::spawn(async move {
-            while let Ok(message) = reader.recv().await {
-                if tx.send(parse_command(&message)).await.is_err() {
-                    break;
+            let vanished = keepalive.watch(interval, timeout);
+            tokio::pin!(vanished);
+            loop {
+                tokio::select! {
+                    message = reader.recv() => {
+                        let Ok(message) = message else { break };
+                        if tx.send(parse_command(&message)).await.is_err() {
+                            break;
+                        }
+                    }
+                    quiet = &mut vanished => {
+                        tracing::debug!(silent_s = quiet.as_secs_f64(), "viewer: a page vanished (heartbeat)");
+                        break;
+                    }
                 }
             }
         });
+        state.upstream.tab_opened().await;
+        state.open_tabs.fetch_add(1, Ordering::Relaxed);
         let mut tab = Tab {
-            config,
+            pace: Pace::new(state.clone()),
+            state: state.clone(),
             page,
             panels: HashMap::new(),
             client: None,
@@ -68,9 +92,7 @@ impl Tab {
         'session: loop {
             // (Re)connect to the upstream server.
             if tab.client.as_ref().is_none_or(Client::is_closed) {
-                if let Some(old) = tab.client.take() {
-                    old.close().await;
-                }
+                tab.client = None;
                 if was_connected {
                     let _ = tab
                         .page
@@ -78,7 +100,7 @@ impl Tab {
                             "message": "the connection to the UniEnv server was lost; reconnecting" }))
                         .await;
                 }
-                match tab.config.connect().await {
+                match tab.state.upstream.client(&tab.state.config).await {
                     Ok(client) => {
                         was_connected = true;
                         tab.client = Some(client);
@@ -86,8 +108,7 @@ impl Tab {
                             break 'session;
                         }
                     }
-                    Err(e) => {
-                        let (code, message) = error_json(&e);
+                    Err((code, message)) => {
                         let _ = tab
                             .page
                             .json(json!({ "type": "upstream", "state": "unreachable",
@@ -128,9 +149,13 @@ impl Tab {
         for panel in tab.panels.values_mut() {
             panel.stop();
         }
-        if let Some(client) = tab.client.take() {
-            client.close().await;
-        }
+        tab.client = None;
+        state.open_tabs.fetch_sub(1, Ordering::Relaxed);
+        state.upstream.tab_closed().await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            tab.page.0.lock().await.close(None).await;
+        })
+        .await;
     }
 
     /// A fresh upstream session: tell the page, list the resources, and
@@ -142,7 +167,7 @@ impl Tab {
         let info = client.server_info();
         self.page
             .json(json!({ "type": "upstream", "state": "connected",
-                "url": self.config.upstream, "server": info.server,
+                "url": self.state.config.upstream, "server": info.server,
                 "server_version": info.server_version, "session_id": info.session_id }))
             .await?;
         self.send_resources().await?;
@@ -164,7 +189,10 @@ impl Tab {
         let Some(client) = &self.client else {
             return Ok(());
         };
-        match client.discover().await {
+        let permit = self.state.upstream.request().await;
+        let listed = client.discover().await;
+        drop(permit);
+        match listed {
             Ok(list) => {
                 let mut frame = Frame::new();
                 let descriptors: Vec<Json> = list
@@ -197,6 +225,9 @@ impl Tab {
                 resource,
                 fields,
             } => {
+                if !self.panels.contains_key(&panel) && self.panels.len() >= MAX_PANELS {
+                    return;
+                }
                 self.panels.insert(
                     panel,
                     Panel {
@@ -206,11 +237,13 @@ impl Tab {
                         stop: None,
                     },
                 );
+                self.pace.set_panels(self.panels.len());
             }
             Command::Unsubscribe { panel } => {
                 if let Some(mut p) = self.panels.remove(&panel) {
                     p.stop();
                 }
+                self.pace.set_panels(self.panels.len());
             }
             Command::Ready { panel } => {
                 if let Some(p) = self.panels.get(&panel) {
@@ -231,12 +264,22 @@ impl Tab {
                 if let Some(mut old) = self.panels.remove(&panel) {
                     old.stop();
                 }
+                if self.panels.len() >= MAX_PANELS {
+                    self.pace.set_panels(self.panels.len());
+                    return self
+                        .page
+                        .json(json!({ "type": "subscription_error", "panel": panel,
+                            "resource": resource, "code": "too_many_panels",
+                            "message": format!("at most {MAX_PANELS} panels per tab") }))
+                        .await;
+                }
                 self.subscribe(panel, resource, fields).await
             }
             Command::Unsubscribe { panel } => {
                 if let Some(mut p) = self.panels.remove(&panel) {
                     p.stop();
                 }
+                self.pace.set_panels(self.panels.len());
                 Ok(())
             }
             Command::Ready { panel } => {
@@ -246,9 +289,25 @@ impl Tab {
                 Ok(())
             }
             Command::Render { panel, resource } => {
-                if let Some(client) = self.client.clone() {
-                    tokio::spawn(render_once(client, self.page.clone(), panel, resource));
-                }
+                let Some(client) = self.client.clone() else {
+                    return Ok(());
+                };
+                let Ok(permit) = self.state.renders.clone().try_acquire_owned() else {
+                    return self
+                        .page
+                        .json(json!({ "type": "render_error", "panel": panel,
+                            "code": "too_many_renders",
+                            "message": format!("at most {MAX_RENDERS} renders may be pending (all tabs), one per place per {} s; try again", RENDER_SPACING.as_secs()) }))
+                        .await;
+                };
+                let page = self.page.clone();
+                let state = self.state.clone();
+                tokio::spawn(async move {
+                    let spaced = tokio::time::sleep(RENDER_SPACING);
+                    render_once(client, &state, page, panel, resource).await;
+                    spaced.await;
+                    drop(permit);
+                });
                 Ok(())
             }
             Command::Refresh => self.send_resources().await,
@@ -257,7 +316,9 @@ impl Tab {
 
     /// Subscribes a panel and starts its task (the page's first credit
     /// arrives as a `ready` command). A refused subscription is reported
-    /// to the page and the panel kept, so that a reconnection retries it.
+    /// to the page and the panel dropped (a page that wants it again
+    /// subscribes again); while the upstream server is unreachable the
+    /// panel is kept, so that the reconnection subscribes it.
     pub(super) async fn subscribe(
         &mut self,
         panel: u64,
@@ -282,7 +343,10 @@ impl Tab {
             let names: Option<Vec<&str>> = fields
                 .as_ref()
                 .map(|f| f.iter().map(String::as_str).collect());
-            match client.subscribe(&resource, names.as_deref()).await {
+            let permit = self.state.upstream.request().await;
+            let subscribed = client.subscribe(&resource, names.as_deref()).await;
+            drop(permit);
+            match subscribed {
                 Ok(subscription) => {
                     let (stop_tx, stop_rx) = oneshot::channel();
                     entry.stop = Some(stop_tx);
@@ -308,18 +372,29 @@ impl Tab {
                         stop: stop_rx,
                         page: self.page.clone(),
                         panel,
+                        pace: self.pace.clone(),
                     }));
                 }
                 Err(e) => {
                     let (code, message) = error_json(&e);
-                    self.page
+                    // Refused by the server: dropped. Lost with the
+                    // connection: kept for the reconnection.
+                    if matches!(e, ClientError::Remote(_)) {
+                        self.panels.remove(&panel);
+                    } else {
+                        self.panels.insert(panel, entry);
+                    }
+                    self.pace.set_panels(self.panels.len());
+                    return self
+                        .page
                         .json(json!({ "type": "subscription_error", "panel": panel,
                             "resource": resource, "code": code, "message": message }))
-                        .await?;
+                        .await;
                 }
             }
         }
         self.panels.insert(panel, entry);
+        self.pace.set_panels(self.panels.len());
         Ok(())
     }
 }

@@ -591,3 +591,34 @@ fn ctrl_c_ends_a_call_waiting_on_a_hung_simulator() {
     gate.open();
     runtime.block_on(server.shutdown());
 }
+
+/// `call … | head` (and `discover`, `describe`): a closed pipe on standard
+/// output ends the command quietly, with success, never with a panic.
+#[test]
+fn a_closed_pipe_on_stdout_is_not_a_panic() {
+    let ours = Ours::start(fixtures::register, ServerConfig::default());
+    let commands: [&[&str]; 3] = [
+        &["call", &ours.url, "bench_image", "reset"],
+        &["discover", &ours.url],
+        &["describe", &ours.url, "bench_image"],
+    ];
+    for args in commands {
+        // The pipe's reading end is closed before the command writes.
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_unienv-remote"))
+            .args(args)
+            .args(["--timeout", "10"])
+            .stdin(std::process::Stdio::null())
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("run unienv-remote");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{args:?}: {stderr}"
+        );
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+    }
+}

@@ -415,6 +415,37 @@ async fn live_frames_plots_revival_and_loss_in_chromium() {
         .await;
 }
 
+/// With a token upstream, the viewer's printed URL (with its key) opens the
+/// page in a real browser: the key moves into an HttpOnly cookie (out of the
+/// address bar and out of the page's reach), and the page's socket, which
+/// carries the cookie, gets the resources.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_in_the_printed_url_opens_the_page_in_chromium() {
+    let Some(chrome) = chromium() else { return };
+    let mut builder = Server::builder(ServerConfig {
+        token: Some("t0ken".into()),
+        ..ServerConfig::default()
+    });
+    unienv_remote::fixtures::register(&mut builder).expect("fixtures");
+    let server = builder.start().expect("a valid server configuration");
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let mut config = ViewerConfig::new(listener.url());
+    config.client = ClientConfig::default().with_token("t0ken");
+    let viewer = Viewer::start("127.0.0.1:0", config).await.expect("viewer");
+    assert!(viewer.url().contains("?key="));
+    let mut browser = Browser::open(&chrome, &viewer.url()).await;
+    browser
+        .wait_for(
+            "the resource tree",
+            "Number(document.querySelector('#tree').dataset.count || 0) > 5 && document.querySelector('#status').textContent === 'connected'",
+        )
+        .await;
+    assert_eq!(browser.eval("location.search").await, "");
+    assert_eq!(browser.eval("document.cookie").await, "");
+    drop(browser);
+    server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_frames_and_plots_from_the_reference_server_in_chromium() {
     let Some(chrome) = chromium() else { return };
@@ -517,8 +548,7 @@ impl FakePage {
     async fn open(viewer: &Viewer, resource: &str) -> FakePage {
         use futures_util::{SinkExt, StreamExt};
         use tokio_tungstenite::tungstenite::Message;
-        let url = format!("ws://{}/ws", viewer.local_addr());
-        let (ws, _) = tokio_tungstenite::connect_async(url.as_str())
+        let ws = crate::support::open_page(&viewer.url())
             .await
             .expect("connect to the viewer");
         let (mut out, mut input) = ws.split();

@@ -26,8 +26,7 @@ fn viewer_url(process: &Streaming) -> String {
 
 /// The viewer's first upstream and resources messages.
 async fn first_messages(http_url: &str) -> (serde_json::Value, Option<serde_json::Value>) {
-    let ws = format!("{}/ws", http_url.replacen("http://", "ws://", 1));
-    let (mut page, _) = tokio_tungstenite::connect_async(ws.as_str())
+    let mut page = support::open_page(http_url)
         .await
         .expect("connect to the viewer");
     let mut upstream = None;
@@ -89,7 +88,13 @@ async fn view_holds_the_token() {
         "--token",
         "s3cret",
     ]);
-    let (state, resources) = first_messages(&viewer_url(&good)).await;
+    let page_url = viewer_url(&good);
+    // The viewer of a server with a token has a key of its own: its URL
+    // carries it, and the page's socket is refused without it.
+    assert!(page_url.contains("/?key="), "{page_url}");
+    let keyless = page_url.split('?').next().unwrap_or_default();
+    assert!(support::open_page(keyless).await.is_err());
+    let (state, resources) = first_messages(&page_url).await;
     assert_eq!(state["state"], "connected");
     assert!(resources.is_some());
     let bad = Streaming::spawn(&[

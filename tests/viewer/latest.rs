@@ -64,8 +64,7 @@ async fn next_of(page: &mut Page, kind: &str) -> PageMessage {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_without_credit_gets_nothing_then_only_the_latest() {
     let (server, _listener, url, viewer) = setup().await;
-    let ws_url = format!("ws://{}/ws", viewer.local_addr());
-    let (mut page, _) = tokio_tungstenite::connect_async(ws_url.as_str())
+    let mut page = support::open_page(&viewer.url())
         .await
         .expect("connect to the viewer");
     let hello = next_of(&mut page, "upstream").await;
@@ -287,6 +286,15 @@ async fn page_files_and_host_origin_checks() {
         .headers_mut()
         .insert("Origin", "http://evil.example".parse().expect("header"));
     assert!(tokio_tungstenite::connect_async(request).await.is_err());
+    // A request without Origin is not a browser's: refused (without a key).
+    let request = ws_url.as_str().into_client_request().expect("request");
+    assert!(tokio_tungstenite::connect_async(request).await.is_err());
+    // A method other than GET and HEAD: 405, with Allow.
+    let post = http(addr, &format!("POST / HTTP/1.1\r\nHost: {addr}\r\n\r\n")).await;
+    assert!(
+        post.starts_with("HTTP/1.1 405") && post.contains("\r\nAllow: GET, HEAD\r\n"),
+        "{post}"
+    );
     // The page's own origin may.
     let mut request = ws_url.as_str().into_client_request().expect("request");
     request

@@ -10,5 +10,7 @@ mod support;
 
 mod browser;
 mod cli;
+mod closed;
+mod floods;
 mod latest;
 mod timeline;

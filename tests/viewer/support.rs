@@ -294,3 +294,33 @@ impl Drop for Browser {
         let _ = std::fs::remove_dir_all(&self.profile);
     }
 }
+
+/// A page's socket to the viewer.
+pub type PageSocket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Opens the viewer's page socket as its page does: `/ws` with the page's
+/// own Origin, and the key in `page_url` (the URL the viewer prints,
+/// `http://HOST:PORT/` or `http://HOST:PORT/?key=KEY`) when it has one.
+pub async fn open_page(
+    page_url: &str,
+) -> Result<PageSocket, tokio_tungstenite::tungstenite::Error> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let rest = page_url.trim_start_matches("http://");
+    let host = rest.split(['/', '?']).next().unwrap_or(rest);
+    let key = rest
+        .split_once("key=")
+        .map(|(_, k)| k.split('&').next().unwrap_or(k));
+    let url = match key {
+        Some(k) => format!("ws://{host}/ws?key={k}"),
+        None => format!("ws://{host}/ws"),
+    };
+    let mut request = url.into_client_request()?;
+    request.headers_mut().insert(
+        "Origin",
+        format!("http://{host}").parse().expect("an origin header"),
+    );
+    tokio_tungstenite::connect_async(request)
+        .await
+        .map(|(ws, _)| ws)
+}
