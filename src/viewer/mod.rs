@@ -86,7 +86,7 @@ struct ViewerState {
     /// Open tabs (for the viewer-wide share of frames).
     open_tabs: AtomicUsize,
     /// Connections still sending their request head.
-    pending: crate::server::budget::Handshakes,
+    pending: crate::budget::Handshakes,
     /// One permit per pending render (all tabs).
     renders: Arc<tokio::sync::Semaphore>,
 }
@@ -152,7 +152,7 @@ impl Viewer {
             upstream: upstream::Upstream::new(),
             tabs: Arc::new(tokio::sync::Semaphore::new(config.max_tabs.max(1))),
             open_tabs: AtomicUsize::new(0),
-            pending: crate::server::budget::Handshakes::new(MAX_PENDING_HEADS),
+            pending: crate::budget::Handshakes::new(MAX_PENDING_HEADS),
             renders: Arc::new(tokio::sync::Semaphore::new(MAX_RENDERS)),
             config,
         });
