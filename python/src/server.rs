@@ -644,6 +644,22 @@ impl PyServer {
         Ok(port)
     }
 
+    /// Starts a WebSocket listener on the Unix domain socket `path`;
+    /// returns its `ws+unix://` URL.
+    fn listen_unix(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
+        let guard = self.runtime.lock();
+        let runtime = guard
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("Server is closed"))?;
+        let server = self.server.clone();
+        let listener = py
+            .detach(|| runtime.block_on(async move { server.listen_unix(path).await }))
+            .map_err(|e| listen_error(&e, "", 0))?;
+        let url = listener.url();
+        self.listeners.lock().push(listener);
+        Ok(url)
+    }
+
     /// Connects an in-memory client (the crate's blocking client).
     #[pyo3(signature = (*, timeout = Some(30.0), max_message_size = unienv_remote::codec::DEFAULT_MAX_MESSAGE_SIZE))]
     fn connect_memory(
@@ -705,7 +721,10 @@ fn listen_error(e: &std::io::Error, host: &str, port: u16) -> PyErr {
     {
         return PyValueError::new_err(format!("invalid server configuration: {e}"));
     }
-    if matches!(ListenError::of(e), Some(ListenError::Bind { .. })) {
+    if matches!(
+        ListenError::of(e),
+        Some(ListenError::Bind { .. } | ListenError::BindUnix { .. })
+    ) {
         return PyOSError::new_err(e.to_string());
     }
     PyOSError::new_err(format!("cannot listen on {host}:{port}: {e}"))

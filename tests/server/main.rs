@@ -18,3 +18,4 @@ mod protocol;
 mod registry;
 mod regressions;
 mod security;
+mod unix;
