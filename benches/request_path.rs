@@ -295,14 +295,18 @@ fn main() {
     );
     let (req, resp) = message_sizes(&rt, &tcp.url(), &env);
     println!("  (a step: request {req} B, response {resp} B)");
-    let over_tcp = Stepper::new(&tcp.url(), &env);
-    let over_unix = Stepper::new(&unix.url(), &env);
-    over_tcp.step();
-    over_unix.step();
+    // One session at a time: a session controls the env while it steps it.
+    let measure = |url: &str| {
+        let stepper = Stepper::new(url, &env);
+        stepper.step();
+        let m = stepper.median_us();
+        stepper.close();
+        m
+    };
     let (mut ratios, mut floor_ratios) = (Vec::new(), Vec::new());
     for round in 1..=rounds() {
-        let t = over_tcp.median_us();
-        let u = over_unix.median_us();
+        let t = measure(&tcp.url());
+        let u = measure(&unix.url());
         let ft = tcp_floor(req, resp);
         let fu = unix_floor(&dir, req, resp);
         println!(
@@ -322,8 +326,6 @@ fn main() {
         ratios[ratios.len() / 2],
         floor_ratios[floor_ratios.len() / 2]
     );
-    over_tcp.close();
-    over_unix.close();
 
     println!(
         "\nserver CPU per step (separate `unienv-remote serve --fixtures` process, user + system)"

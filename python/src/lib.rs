@@ -14,6 +14,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod client;
 pub mod convert;
+mod descriptor;
 pub mod server;
 pub mod vector;
 

@@ -15,8 +15,9 @@
 //! (the reference's `CodecError`); a mutation that raised faults its domain.
 
 use crate::convert::{dict_to_py, from_py, to_py, ArrayMode};
+use crate::descriptor::{self, attr_str, Probe};
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyAttributeError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -60,36 +61,6 @@ fn with_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
     Python::attach(f)
 }
 
-/// Descriptor attributes read with `hasattr`, in the reference's order.
-const ATTRS: [&str; 13] = [
-    "name",
-    "batch_size",
-    "world_timestep",
-    "world_subtimestep",
-    "control_timestep",
-    "update_timestep",
-    "render_mode",
-    "render_fps",
-    "supported_render_modes",
-    "has_reward",
-    "has_termination_signal",
-    "has_truncation_signal",
-    "metadata",
-];
-
-/// The spaces of envs and nodes, in the reference's order.
-const SPACES: [&str; 3] = ["action_space", "observation_space", "context_space"];
-
-/// The six priority sets of nodes.
-const PRIORITIES: [&str; 6] = [
-    "reset_priorities",
-    "reload_priorities",
-    "after_reset_priorities",
-    "after_reload_priorities",
-    "pre_environment_step_priorities",
-    "post_environment_step_priorities",
-];
-
 /// Why the server could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
@@ -120,20 +91,13 @@ impl From<SetupError> for PyErr {
 
 /// A Python exception as a host error: `str(exc)`, and the reference's
 /// `CodecError` as a serialization error.
-fn host_error(py: Python<'_>, e: PyErr) -> HostError {
+pub(crate) fn host_error(py: Python<'_>, e: PyErr) -> HostError {
     let message = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
     if e.is_instance_of::<CodecError>(py) {
         HostError::serialization(message)
     } else {
         HostError::new(message)
     }
-}
-
-/// A space's document, kept with the space object it was made from: the
-/// document is rebuilt only when the attribute holds another object.
-struct SpaceDoc {
-    space: Py<PyAny>,
-    doc: Value,
 }
 
 /// One hosted Python object.
@@ -143,7 +107,8 @@ struct PyResource {
     /// Whether arguments reach the object as NumPy arrays as they are
     /// (NumPy backend, no device); otherwise the reference's `map_arrays`.
     numpy: bool,
-    spaces: [Option<SpaceDoc>; 3],
+    /// What its descriptor was last read from.
+    probe: Probe,
 }
 
 /// The Python objects of one domain.
@@ -151,6 +116,12 @@ struct PyHost {
     resources: Vec<PyResource>,
     /// The Python `RemoteServer`, for disposal and argument mapping.
     server: Py<PyAny>,
+    /// Per resource, whether its descriptor changed, checked at the end of
+    /// a successful call while still attached to the interpreter: the
+    /// domain reads every descriptor right after a call (they go in its
+    /// response), and this saves attaching again for it. Taken by
+    /// `descriptor_if_changed`; cleared by every other use of the host.
+    after_call: Vec<Option<bool>>,
 }
 
 /// `(id, kind, obj, world_id, node_id, children, numpy)`.
@@ -180,7 +151,7 @@ fn resource_from_layout(entry: &Bound<'_, PyAny>) -> PyResult<PyResource> {
             children,
         },
         numpy,
-        spaces: [None, None, None],
+        probe: Probe::default(),
     })
 }
 
@@ -194,16 +165,11 @@ fn host_from_layout(server: Py<PyAny>, layout: &Bound<'_, PyAny>) -> PyResult<Py
             "a domain needs at least one resource",
         ));
     }
-    Ok(PyHost { resources, server })
-}
-
-/// `getattr(obj, name)`, `None` when the attribute is missing (as `hasattr`).
-fn attr<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-    match obj.getattr(name) {
-        Ok(v) => Ok(Some(v)),
-        Err(e) if e.is_instance_of::<PyAttributeError>(obj.py()) => Ok(None),
-        Err(e) => Err(e),
-    }
+    Ok(PyHost {
+        resources,
+        server,
+        after_call: Vec::new(),
+    })
 }
 
 impl PyHost {
@@ -212,122 +178,6 @@ impl PyHost {
             .get_mut(index)
             .ok_or_else(|| HostError::new(format!("no resource {index}")))
     }
-
-    /// The reference's `_methods`: every method of the kind, optional ones
-    /// (env `reload`) only when callable.
-    fn methods(py: Python<'_>, r: &PyResource) -> Vec<&'static str> {
-        let obj = r.obj.bind(py);
-        let mut out: Vec<&'static str> = r
-            .info
-            .kind
-            .methods()
-            .iter()
-            .map(|(m, _)| *m)
-            .filter(|m| {
-                r.info.kind != ResourceKind::Env
-                    || *m != "reload"
-                    || obj
-                        .getattr(intern!(py, "reload"))
-                        .is_ok_and(|f| f.is_callable())
-            })
-            .collect();
-        out.sort_unstable();
-        out
-    }
-
-    /// The descriptor members after `domain_id`. A member whose getter
-    /// raises (other than `AttributeError`, which means absent) or whose
-    /// value cannot be encoded is left out and logged.
-    fn descriptor_members(py: Python<'_>, r: &mut PyResource) -> Dict {
-        let obj = r.obj.bind(py).clone();
-        let id = r.info.id.clone();
-        let skip = |name: &str, e: PyErr| {
-            eprintln!(
-                "unienv_remote: descriptor member {name} of {id} left out: {}",
-                host_error(py, e)
-            );
-        };
-        let mut d = Dict::with_capacity(24);
-        for name in ATTRS {
-            match attr(&obj, name).and_then(|v| v.map(|v| from_py(&v, ArrayMode::Copy)).transpose())
-            {
-                Ok(Some(v)) => {
-                    d.insert(name, v);
-                }
-                Ok(None) => {}
-                Err(e) => skip(name, e),
-            }
-        }
-        if r.info.kind != ResourceKind::World {
-            for (slot, name) in SPACES.iter().enumerate() {
-                match Self::space_doc(py, &obj, &mut r.spaces[slot], name) {
-                    Ok(doc) => {
-                        d.insert(*name, doc);
-                    }
-                    Err(e) => skip(name, e),
-                }
-            }
-        }
-        if r.info.kind == ResourceKind::Node {
-            for name in PRIORITIES {
-                let sorted = || -> PyResult<Value> {
-                    let kwargs = PyDict::new(py);
-                    kwargs.set_item(intern!(py, "reverse"), true)?;
-                    let list = py
-                        .import(intern!(py, "builtins"))?
-                        .getattr(intern!(py, "sorted"))?
-                        .call((obj.getattr(name)?,), Some(&kwargs))?;
-                    from_py(&list, ArrayMode::Copy)
-                };
-                match sorted() {
-                    Ok(v) => {
-                        d.insert(name, v);
-                    }
-                    Err(e) => skip(name, e),
-                }
-            }
-        }
-        let ops = Self::methods(py, r);
-        d.insert(
-            "operations",
-            Value::List(ops.into_iter().map(Value::from).collect()),
-        );
-        d
-    }
-
-    /// A space's `space_to_json` document (null without a space), rebuilt
-    /// only when the attribute holds another object than last time.
-    fn space_doc(
-        py: Python<'_>,
-        obj: &Bound<'_, PyAny>,
-        cache: &mut Option<SpaceDoc>,
-        name: &str,
-    ) -> PyResult<Value> {
-        let space = match attr(obj, name)? {
-            Some(s) if !s.is_none() => s,
-            _ => {
-                *cache = None;
-                return Ok(Value::Null);
-            }
-        };
-        if let Some(c) = cache.as_ref().filter(|c| c.space.bind(py).is(&space)) {
-            return Ok(c.doc.clone());
-        }
-        let doc = from_py(&space_to_json(py)?.call1((&space,))?, ArrayMode::Copy)?;
-        *cache = Some(SpaceDoc {
-            space: space.unbind(),
-            doc: doc.clone(),
-        });
-        Ok(doc)
-    }
-}
-
-fn space_to_json(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    py.import(intern!(
-        py,
-        "unienv_interface.space.space_utils.serialization_utils"
-    ))?
-    .getattr(intern!(py, "space_to_json"))
 }
 
 impl ForeignHost for PyHost {
@@ -336,13 +186,39 @@ impl ForeignHost for PyHost {
     }
 
     fn descriptor(&mut self, index: usize) -> Dict {
+        if let Some(checked) = self.after_call.get_mut(index) {
+            *checked = None;
+        }
         let Some(r) = self.resources.get_mut(index) else {
             return Dict::new();
         };
-        with_python(|py| PyHost::descriptor_members(py, r))
+        with_python(|py| {
+            let obj = r.obj.bind(py).clone();
+            let (id, kind) = (r.info.id.as_str(), r.info.kind);
+            r.probe.read(&obj, id, kind).unwrap_or_else(|e| {
+                eprintln!(
+                    "unienv_remote: descriptor of {id} not read: {}",
+                    host_error(py, e)
+                );
+                Dict::new()
+            })
+        })
+    }
+
+    fn descriptor_if_changed(&mut self, index: usize) -> Option<Dict> {
+        let checked = self.after_call.get_mut(index).and_then(Option::take);
+        let changed = match checked {
+            Some(changed) => changed,
+            None => {
+                let r = self.resources.get(index)?;
+                with_python(|py| r.probe.changed(r.obj.bind(py), r.info.kind))
+            }
+        };
+        changed.then(|| self.descriptor(index))
     }
 
     fn exports(&mut self, index: usize, method: &str) -> bool {
+        self.after_call.clear();
         let Some(r) = self.resources.get(index) else {
             return false;
         };
@@ -350,14 +226,15 @@ impl ForeignHost for PyHost {
         if r.info.kind != ResourceKind::Env || method != "reload" {
             return r.info.kind.methods().iter().any(|(m, _)| *m == method);
         }
-        with_python(|py| PyHost::methods(py, r).contains(&method))
+        with_python(|py| descriptor::methods(r.obj.bind(py), r.info.kind).contains(&method))
     }
 
     fn snapshot_fields(&mut self, index: usize) -> Option<Vec<Field>> {
+        self.after_call.clear();
         let r = self.resources.get(index)?;
         with_python(|py| {
             let obj = r.obj.bind(py);
-            let fields = attr(obj, "remote_snapshot_fields").ok()??;
+            let fields = attr_str(obj, "remote_snapshot_fields").ok()??;
             let mut out = Vec::new();
             for f in fields.try_iter().ok()? {
                 if let Some(field) = f
@@ -380,10 +257,12 @@ impl ForeignHost for PyHost {
         args: Vec<Value>,
         kwargs: Dict,
     ) -> HostResult<Value> {
+        self.after_call.clear();
         let server = &self.server;
-        let r = self
-            .resources
-            .get_mut(index)
+        let resources = &self.resources;
+        let after_call = &mut self.after_call;
+        let r = resources
+            .get(index)
             .ok_or_else(|| HostError::new("no resource"))?;
         with_python(|py| {
             let run = || -> PyResult<Value> {
@@ -393,6 +272,8 @@ impl ForeignHost for PyHost {
                 }
                 let mut pargs = PyTuple::new(py, items)?;
                 let mut pkwargs = dict_to_py(py, &kwargs)?;
+                // Interned: the method names are few, and looked up per call.
+                let method = pyo3::types::PyString::intern(py, method);
                 if !r.numpy {
                     let mapped = server.bind(py).call_method1(
                         intern!(py, "_map_arguments"),
@@ -406,14 +287,21 @@ impl ForeignHost for PyHost {
                     .obj
                     .bind(py)
                     .getattr(method)?
-                    .call(pargs, Some(&pkwargs))?;
+                    .call(pargs, (!pkwargs.is_empty()).then_some(&pkwargs))?;
                 from_py(&result, ArrayMode::Copy)
             };
-            run().map_err(|e| host_error(py, e))
+            let value = run().map_err(|e| host_error(py, e))?;
+            after_call.extend(
+                resources
+                    .iter()
+                    .map(|r| Some(r.probe.changed(r.obj.bind(py), r.info.kind))),
+            );
+            Ok(value)
         })
     }
 
     fn read(&mut self, index: usize, field: Field) -> HostResult<Option<Value>> {
+        self.after_call.clear();
         let r = self.resource(index)?;
         let kind = r.info.kind;
         with_python(|py| {
@@ -442,8 +330,10 @@ impl ForeignHost for PyHost {
                 };
                 let enabled = match flag {
                     None => true,
-                    Some(f) if f.ends_with("_space") => attr(obj, f)?.is_some_and(|s| !s.is_none()),
-                    Some(f) => match attr(obj, f)? {
+                    Some(f) if f.ends_with("_space") => {
+                        attr_str(obj, f)?.is_some_and(|s| !s.is_none())
+                    }
+                    Some(f) => match attr_str(obj, f)? {
                         Some(v) => v.is_truthy()?,
                         None => false,
                     },
@@ -459,6 +349,7 @@ impl ForeignHost for PyHost {
     }
 
     fn close(&mut self) {
+        self.after_call.clear();
         let server = &self.server;
         let resources = &self.resources;
         with_python(|py| {
