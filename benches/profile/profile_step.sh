@@ -14,8 +14,8 @@
 # UNIENV_REF_PYTHON) with unienv_remote installed (maturin develop --release),
 # and for `rust` a release build of the CLI. The client (step_n.py) runs
 # outside valgrind. N1/N2 (default 200/1200) and ANNOTATE=1 (top functions
-# of the second interval) and PROFILE_OUT=FILE (keep that profile) are read
-# from the environment.
+# of the second interval), PROFILE_OUT=FILE (keep that profile) and SIM_IR
+# (the simulator's figure from an earlier run) are read from the environment.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 what=${1:-rust}
@@ -24,7 +24,7 @@ N1=${N1:-200}
 N2=${N2:-1200}
 dir=$(mktemp -d /tmp/ue-prof-XXXXXX)
 sock=$dir/s.sock
-trap 'kill -INT $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+trap 'kill -INT $pid 2>/dev/null || true; sleep 5; kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
 
 case $what in
   rust)
@@ -45,7 +45,7 @@ for _ in $(seq 1200); do [ -S "$sock" ] && break; sleep 0.5; done
 url="ws+unix://$sock"
 "$PY" benches/profile/step_n.py "$url" "$env_id" 50   # warm-up
 
-totals() { grep -E '^(summary|totals):' "$1" | head -1 | awk '{print $2}'; }
+totals() { grep -E '^summary:' "$1" | head -1 | awk '{print $2}'; }
 interval() {
   callgrind_control -z "$pid" >/dev/null
   "$PY" benches/profile/step_n.py "$url" "$env_id" "$1"
@@ -69,8 +69,12 @@ if [ "$what" = python ]; then
     valgrind --tool=callgrind --callgrind-out-file="$dir/local.$1" "$PY" benches/profile/pendulum_local.py "$1" 2>/dev/null
     totals "$dir/local.$1"
   }
-  la=$(local_ir "$N1"); lb=$(local_ir "$N2")
-  sim=$(( (lb - la) / (N2 - N1) ))
+  if [ -n "${SIM_IR:-}" ]; then
+    sim=$SIM_IR   # measured before: skip the two local runs
+  else
+    la=$(local_ir "$N1"); lb=$(local_ir "$N2")
+    sim=$(( (lb - la) / (N2 - N1) ))
+  fi
   echo "the simulator in process (FromGymnasiumEnv(Pendulum-v1).step): $sim instructions per step"
   echo "the server beyond the simulator: $(( per - sim )) instructions per step"
 fi
