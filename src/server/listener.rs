@@ -129,7 +129,7 @@ impl ListenError {
         e.get_ref()?.downcast_ref()
     }
 
-    pub(super) fn into_io(self) -> io::Error {
+    fn into_io(self) -> io::Error {
         let kind = match &self {
             ListenError::Resolve { source }
             | ListenError::Bind { source, .. }
@@ -167,9 +167,14 @@ fn check_config(shared: &ServerShared) -> io::Result<()> {
 /// for stale sockets and permissions).
 pub(crate) async fn listen_unix(shared: Arc<ServerShared>, path: &Path) -> io::Result<Listener> {
     check_config(&shared)?;
-    let (unix, file) = super::unix::bind(path)
-        .await
-        .map_err(ListenError::into_io)?;
+    let (unix, file) = super::unix::bind(path).await.map_err(|(source, hint)| {
+        ListenError::BindUnix {
+            path: path.to_path_buf(),
+            source,
+            hint,
+        }
+        .into_io()
+    })?;
     start(
         shared,
         Accepting::Unix {

@@ -14,7 +14,6 @@
 //!   bound (same device and inode): a newer server's socket at the same
 //!   path is left alone.
 
-use super::listener::ListenError;
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -44,16 +43,15 @@ impl Drop for SocketFile {
     }
 }
 
-fn bind_error(path: &Path, source: io::Error, hint: &'static str) -> ListenError {
-    ListenError::BindUnix {
-        path: path.to_path_buf(),
-        source,
-        hint,
-    }
+/// Why binding failed: the I/O error and a hint (which may be empty).
+pub(super) type BindError = (io::Error, &'static str);
+
+fn bind_error(_path: &Path, source: io::Error, hint: &'static str) -> BindError {
+    (source, hint)
 }
 
 /// Binds `path`, replacing a stale socket file, and makes it owner-only.
-pub(super) async fn bind(path: &Path) -> Result<(UnixListener, SocketFile), ListenError> {
+pub(super) async fn bind(path: &Path) -> Result<(UnixListener, SocketFile), BindError> {
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !meta.file_type().is_socket() {
             return Err(bind_error(
