@@ -187,6 +187,7 @@ fn tcp_floor(request: usize, response: usize) -> f64 {
 
 fn unix_floor(dir: &Path, request: usize, response: usize) -> f64 {
     let path = dir.join("floor.sock");
+    let _ = std::fs::remove_file(&path);
     let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
     let client = std::os::unix::net::UnixStream::connect(&path).unwrap();
     let (server, _) = listener.accept().unwrap();
