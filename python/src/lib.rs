@@ -15,6 +15,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub mod actions;
 pub mod client;
 pub mod convert;
+mod descriptor;
 pub mod log;
 pub mod server;
 pub mod vector;

@@ -16,8 +16,9 @@
 
 use crate::actions::ActionGuard;
 use crate::convert::{dict_to_py, from_py, to_py, ArrayMode};
+use crate::descriptor::{self, attr_str, Probe};
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyAttributeError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -65,36 +66,6 @@ fn with_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
     Python::attach(f)
 }
 
-/// Descriptor attributes read with `hasattr`, in the reference's order.
-const ATTRS: [&str; 13] = [
-    "name",
-    "batch_size",
-    "world_timestep",
-    "world_subtimestep",
-    "control_timestep",
-    "update_timestep",
-    "render_mode",
-    "render_fps",
-    "supported_render_modes",
-    "has_reward",
-    "has_termination_signal",
-    "has_truncation_signal",
-    "metadata",
-];
-
-/// The spaces of envs and nodes, in the reference's order.
-const SPACES: [&str; 3] = ["action_space", "observation_space", "context_space"];
-
-/// The six priority sets of nodes.
-const PRIORITIES: [&str; 6] = [
-    "reset_priorities",
-    "reload_priorities",
-    "after_reset_priorities",
-    "after_reload_priorities",
-    "pre_environment_step_priorities",
-    "post_environment_step_priorities",
-];
-
 /// Why the server could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
@@ -125,20 +96,13 @@ impl From<SetupError> for PyErr {
 
 /// A Python exception as a host error: `str(exc)`, and the reference's
 /// `CodecError` as a serialization error.
-fn host_error(py: Python<'_>, e: PyErr) -> HostError {
+pub(crate) fn host_error(py: Python<'_>, e: PyErr) -> HostError {
     let message = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
     if e.is_instance_of::<CodecError>(py) {
         HostError::serialization(message)
     } else {
         HostError::new(message)
     }
-}
-
-/// A space's document, kept with the space object it was made from: the
-/// document is rebuilt only when the attribute holds another object.
-struct SpaceDoc {
-    space: Py<PyAny>,
-    doc: Value,
 }
 
 /// One hosted Python object.
@@ -148,9 +112,10 @@ struct PyResource {
     /// Whether arguments reach the object as NumPy arrays as they are
     /// (NumPy backend, no device); otherwise the reference's `map_arrays`.
     numpy: bool,
-    spaces: [Option<SpaceDoc>; 3],
     /// Action conversion and checking (`validate_actions`).
     guard: ActionGuard,
+    /// What its descriptor was last read from.
+    probe: Probe,
 }
 
 /// The Python objects of one domain.
@@ -160,6 +125,12 @@ struct PyHost {
     /// and argument mapping): not the instance, which this (held by a Rust
     /// thread, invisible to the garbage collector) would keep alive forever.
     server: Py<PyAny>,
+    /// Per resource, whether its descriptor changed, checked at the end of
+    /// a successful call while still attached to the interpreter: the
+    /// domain reads every descriptor right after a call (they go in its
+    /// response), and this saves attaching again for it. Taken by
+    /// `descriptor_if_changed`; cleared by every other use of the host.
+    after_call: Vec<Option<bool>>,
 }
 
 /// `(id, kind, obj, world_id, node_id, children, numpy)`.
@@ -191,8 +162,8 @@ fn resource_from_layout(entry: &Bound<'_, PyAny>, validate: bool) -> PyResult<Py
             children,
         },
         numpy,
-        spaces: [None, None, None],
         guard,
+        probe: Probe::default(),
     })
 }
 
@@ -210,16 +181,11 @@ fn host_from_layout(
             "a domain needs at least one resource",
         ));
     }
-    Ok(PyHost { resources, server })
-}
-
-/// `getattr(obj, name)`, `None` when the attribute is missing (as `hasattr`).
-fn attr<'py>(obj: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-    match obj.getattr(name) {
-        Ok(v) => Ok(Some(v)),
-        Err(e) if e.is_instance_of::<PyAttributeError>(obj.py()) => Ok(None),
-        Err(e) => Err(e),
-    }
+    Ok(PyHost {
+        resources,
+        server,
+        after_call: Vec::new(),
+    })
 }
 
 impl PyHost {
@@ -228,122 +194,6 @@ impl PyHost {
             .get_mut(index)
             .ok_or_else(|| HostError::new(format!("no resource {index}")))
     }
-
-    /// The reference's `_methods`: every method of the kind, optional ones
-    /// (env `reload`) only when callable.
-    fn methods(py: Python<'_>, r: &PyResource) -> Vec<&'static str> {
-        let obj = r.obj.bind(py);
-        let mut out: Vec<&'static str> = r
-            .info
-            .kind
-            .methods()
-            .iter()
-            .map(|(m, _)| *m)
-            .filter(|m| {
-                r.info.kind != ResourceKind::Env
-                    || *m != "reload"
-                    || obj
-                        .getattr(intern!(py, "reload"))
-                        .is_ok_and(|f| f.is_callable())
-            })
-            .collect();
-        out.sort_unstable();
-        out
-    }
-
-    /// The descriptor members after `domain_id`. A member whose getter
-    /// raises (other than `AttributeError`, which means absent) or whose
-    /// value cannot be encoded is left out and logged.
-    fn descriptor_members(py: Python<'_>, r: &mut PyResource) -> Dict {
-        let obj = r.obj.bind(py).clone();
-        let id = r.info.id.clone();
-        let skip = |name: &str, e: PyErr| {
-            let error = host_error(py, e);
-            tracing::warn!(resource = %id, member = name, %error, "descriptor member left out");
-        };
-        let mut d = Dict::with_capacity(24);
-        for name in ATTRS {
-            match attr(&obj, name).and_then(|v| v.map(|v| from_py(&v, ArrayMode::Copy)).transpose())
-            {
-                Ok(Some(v)) => {
-                    d.insert(name, v);
-                }
-                Ok(None) => {}
-                Err(e) => skip(name, e),
-            }
-        }
-        if r.info.kind != ResourceKind::World {
-            for (slot, name) in SPACES.iter().enumerate() {
-                match Self::space_doc(py, &obj, &mut r.spaces[slot], name, r.guard.enabled()) {
-                    Ok(doc) => {
-                        d.insert(*name, doc);
-                    }
-                    Err(e) => skip(name, e),
-                }
-            }
-        }
-        if r.info.kind == ResourceKind::Node {
-            for name in PRIORITIES {
-                let sorted = || -> PyResult<Value> {
-                    let kwargs = PyDict::new(py);
-                    kwargs.set_item(intern!(py, "reverse"), true)?;
-                    let list = py
-                        .import(intern!(py, "builtins"))?
-                        .getattr(intern!(py, "sorted"))?
-                        .call((obj.getattr(name)?,), Some(&kwargs))?;
-                    from_py(&list, ArrayMode::Copy)
-                };
-                match sorted() {
-                    Ok(v) => {
-                        d.insert(name, v);
-                    }
-                    Err(e) => skip(name, e),
-                }
-            }
-        }
-        let ops = Self::methods(py, r);
-        d.insert(
-            "operations",
-            Value::List(ops.into_iter().map(Value::from).collect()),
-        );
-        d
-    }
-
-    /// A space's `space_to_json` document (null without a space), rebuilt
-    /// only when the attribute holds another object than last time.
-    fn space_doc(
-        py: Python<'_>,
-        obj: &Bound<'_, PyAny>,
-        cache: &mut Option<SpaceDoc>,
-        name: &str,
-        checked: bool,
-    ) -> PyResult<Value> {
-        let space = match attr(obj, name)? {
-            Some(s) if !s.is_none() => s,
-            _ => {
-                *cache = None;
-                return Ok(Value::Null);
-            }
-        };
-        if let Some(c) = cache.as_ref().filter(|c| c.space.bind(py).is(&space)) {
-            return Ok(c.doc.clone());
-        }
-        let doc = from_py(&space_to_json(py)?.call1((&space,))?, ArrayMode::Copy)?;
-        let doc = crate::actions::published(obj, name, doc, checked);
-        *cache = Some(SpaceDoc {
-            space: space.unbind(),
-            doc: doc.clone(),
-        });
-        Ok(doc)
-    }
-}
-
-fn space_to_json(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    py.import(intern!(
-        py,
-        "unienv_interface.space.space_utils.serialization_utils"
-    ))?
-    .getattr(intern!(py, "space_to_json"))
 }
 
 impl ForeignHost for PyHost {
@@ -352,13 +202,38 @@ impl ForeignHost for PyHost {
     }
 
     fn descriptor(&mut self, index: usize) -> Dict {
+        if let Some(checked) = self.after_call.get_mut(index) {
+            *checked = None;
+        }
         let Some(r) = self.resources.get_mut(index) else {
             return Dict::new();
         };
-        with_python(|py| PyHost::descriptor_members(py, r))
+        with_python(|py| {
+            let obj = r.obj.bind(py).clone();
+            let (id, kind) = (r.info.id.as_str(), r.info.kind);
+            let checked = r.guard.enabled();
+            r.probe.read(&obj, id, kind, checked).unwrap_or_else(|e| {
+                let error = host_error(py, e);
+                tracing::warn!(resource = %id, %error, "descriptor not read");
+                Dict::new()
+            })
+        })
+    }
+
+    fn descriptor_if_changed(&mut self, index: usize) -> Option<Dict> {
+        let checked = self.after_call.get_mut(index).and_then(Option::take);
+        let changed = match checked {
+            Some(changed) => changed,
+            None => {
+                let r = self.resources.get(index)?;
+                with_python(|py| r.probe.changed(r.obj.bind(py), r.info.kind))
+            }
+        };
+        changed.then(|| self.descriptor(index))
     }
 
     fn exports(&mut self, index: usize, method: &str) -> bool {
+        self.after_call.clear();
         let Some(r) = self.resources.get(index) else {
             return false;
         };
@@ -366,14 +241,15 @@ impl ForeignHost for PyHost {
         if r.info.kind != ResourceKind::Env || method != "reload" {
             return r.info.kind.methods().iter().any(|(m, _)| *m == method);
         }
-        with_python(|py| PyHost::methods(py, r).contains(&method))
+        with_python(|py| descriptor::methods(r.obj.bind(py), r.info.kind).contains(&method))
     }
 
     fn snapshot_fields(&mut self, index: usize) -> Option<Vec<Field>> {
+        self.after_call.clear();
         let r = self.resources.get(index)?;
         with_python(|py| {
             let obj = r.obj.bind(py);
-            let fields = attr(obj, "remote_snapshot_fields").ok()??;
+            let fields = attr_str(obj, "remote_snapshot_fields").ok()??;
             let mut out = Vec::new();
             for f in fields.try_iter().ok()? {
                 if let Some(field) = f
@@ -396,12 +272,15 @@ impl ForeignHost for PyHost {
         mut args: Vec<Value>,
         mut kwargs: Dict,
     ) -> HostResult<Value> {
+        self.after_call.clear();
         let server = &self.server;
-        let r = self
-            .resources
-            .get_mut(index)
-            .ok_or_else(|| HostError::new("no resource"))?;
+        let resources = &mut self.resources;
+        let after_call = &mut self.after_call;
+        if index >= resources.len() {
+            return Err(HostError::new("no resource"));
+        }
         with_python(|py| {
+            let r = &mut resources[index];
             let (kind, id) = (r.info.kind, r.info.id.as_str());
             r.guard
                 .admit(r.obj.bind(py), kind, id, method, &mut args, &mut kwargs)?;
@@ -412,6 +291,8 @@ impl ForeignHost for PyHost {
                 }
                 let mut pargs = PyTuple::new(py, items)?;
                 let mut pkwargs = dict_to_py(py, &kwargs)?;
+                // Interned: the method names are few, and looked up per call.
+                let method = pyo3::types::PyString::intern(py, method);
                 if !r.numpy {
                     let mapped = server.bind(py).call_method1(
                         intern!(py, "_map_arguments"),
@@ -425,20 +306,27 @@ impl ForeignHost for PyHost {
                     .obj
                     .bind(py)
                     .getattr(method)?
-                    .call(pargs, Some(&pkwargs))?;
+                    .call(pargs, (!pkwargs.is_empty()).then_some(&pkwargs))?;
                 from_py(&result, ArrayMode::Copy)
             };
             let outcome = run();
             r.guard.finished(method, outcome.is_ok());
-            outcome.map_err(|e| {
+            let value = outcome.map_err(|e| {
                 let mutation = kind.is_mutation(method).unwrap_or(true);
                 crate::log::exception(py, &format!("{method}() on '{id}'"), mutation, &e);
                 host_error(py, e)
-            })
+            })?;
+            after_call.extend(
+                resources
+                    .iter()
+                    .map(|r| Some(r.probe.changed(r.obj.bind(py), r.info.kind))),
+            );
+            Ok(value)
         })
     }
 
     fn read(&mut self, index: usize, field: Field) -> HostResult<Option<Value>> {
+        self.after_call.clear();
         let r = self.resource(index)?;
         let kind = r.info.kind;
         with_python(|py| {
@@ -467,8 +355,10 @@ impl ForeignHost for PyHost {
                 };
                 let enabled = match flag {
                     None => true,
-                    Some(f) if f.ends_with("_space") => attr(obj, f)?.is_some_and(|s| !s.is_none()),
-                    Some(f) => match attr(obj, f)? {
+                    Some(f) if f.ends_with("_space") => {
+                        attr_str(obj, f)?.is_some_and(|s| !s.is_none())
+                    }
+                    Some(f) => match attr_str(obj, f)? {
                         Some(v) => v.is_truthy()?,
                         None => false,
                     },
@@ -488,6 +378,7 @@ impl ForeignHost for PyHost {
     }
 
     fn close(&mut self) {
+        self.after_call.clear();
         let server = &self.server;
         let resources = &self.resources;
         with_python(|py| {
@@ -724,6 +615,22 @@ impl PyServer {
         Ok(port)
     }
 
+    /// Starts a WebSocket listener on the Unix domain socket `path`;
+    /// returns its `ws+unix://` URL.
+    fn listen_unix(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
+        let guard = self.runtime.lock();
+        let runtime = guard
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("Server is closed"))?;
+        let server = self.server.clone();
+        let listener = py
+            .detach(|| runtime.block_on(async move { server.listen_unix(path).await }))
+            .map_err(|e| listen_error(&e, "", 0))?;
+        let url = listener.url();
+        self.listeners.lock().push(listener);
+        Ok(url)
+    }
+
     /// Connects an in-memory client (the crate's blocking client).
     #[pyo3(signature = (*, timeout = Some(30.0), max_message_size = unienv_remote::codec::DEFAULT_MAX_MESSAGE_SIZE))]
     fn connect_memory(
@@ -814,7 +721,10 @@ fn listen_error(e: &std::io::Error, host: &str, port: u16) -> PyErr {
     {
         return PyValueError::new_err(format!("invalid server configuration: {e}"));
     }
-    if matches!(ListenError::of(e), Some(ListenError::Bind { .. })) {
+    if matches!(
+        ListenError::of(e),
+        Some(ListenError::Bind { .. } | ListenError::BindUnix { .. })
+    ) {
         return PyOSError::new_err(e.to_string());
     }
     PyOSError::new_err(format!("cannot listen on {host}:{port}: {e}"))

@@ -9,6 +9,7 @@ operation guards. The GIL is released while a request waits on the network.
 from __future__ import annotations
 
 import os
+import socket as _socket
 import ssl as _ssl
 import tempfile
 import weakref
@@ -44,6 +45,11 @@ def _from_websocket_transport(transport: Any) -> Tuple[str, List[Tuple[str, str]
                if name.lower() not in _HANDSHAKE_HEADERS]
     sock = getattr(connection, "socket", None)
     context = sock.context if isinstance(sock, _ssl.SSLSocket) else None
+    if getattr(sock, "family", None) == _socket.AF_UNIX:
+        # websockets' unix_connect: the same socket file, as ws+unix://PATH.
+        path = sock.getpeername()
+        transport.close()
+        return f"ws+unix://{os.fsdecode(path)}", headers, None
     transport.close()
     return f"{'wss' if context is not None else 'ws'}://{host}{request.path}", headers, context
 

@@ -389,6 +389,18 @@ class RemoteServer:
         logging.getLogger(__name__).info("listening on %s (%d resources)", url, len(self._resources))
         return url
 
+    def listen_unix(self, path: Union[str, "os.PathLike[str]"]) -> str:
+        """Start the WebSocket listener on the Unix domain socket ``path`` (for
+        clients on this machine) instead of a TCP port; return its
+        ``ws+unix://PATH`` URL. A stale socket file is replaced; the socket is
+        made owner-only (mode 0600) and removed when the server closes."""
+        if self._closed or self._listening:
+            raise RuntimeError("Server is closed or already listening")
+        native = self._start()
+        url = native.listen_unix(os.fspath(path))
+        self._listening = True
+        return url
+
     def connect(self, **client_options: Any):
         """Create an in-memory ``unienv_remote.RemoteClient`` using the full wire protocol."""
         from .client import RemoteClient

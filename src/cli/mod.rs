@@ -183,6 +183,11 @@ pub struct ServeArgs {
     /// (no authentication: keep ADDR on loopback or a monitoring network).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
+    /// Listen on the Unix domain socket PATH instead of --addr (clients on
+    /// this machine connect to ws+unix://PATH); the socket file is made
+    /// owner-only and removed at exit, a stale one replaced.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["addr", "tls_cert"])]
+    pub unix: Option<PathBuf>,
 }
 
 /// Options of `inspect`.
@@ -287,8 +292,15 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         Err(e) => return fail(e),
     };
     runtime.block_on(async move {
-        let listener = match server.listen(args.addr.as_str()).await {
+        let listening = match &args.unix {
+            Some(path) => server.listen_unix(path).await,
+            None => server.listen(args.addr.as_str()).await,
+        };
+        let listener = match listening {
             Ok(l) => l,
+            Err(e) if matches!(ListenError::of(&e), Some(ListenError::BindUnix { .. })) => {
+                return fail(e)
+            }
             // A bind error names the resolved addresses; an unresolvable
             // address is named here.
             Err(e) if matches!(ListenError::of(&e), Some(ListenError::Bind { .. })) => {
@@ -456,15 +468,25 @@ async fn print_banner(
     } else {
         "the built-in simulators"
     };
-    let urls = client_urls(if tls { "wss" } else { "ws" }, addr);
+    let urls = match listener.unix_path() {
+        Some(_) => vec![(listener.url(), "this machine")],
+        None => client_urls(if tls { "wss" } else { "ws" }, addr),
+    };
     let url = urls[0].0.clone();
-    for line in banner_head(what, addr, &urls, token) {
+    if listener.unix_path().is_some() {
+        let version = env!("CARGO_PKG_VERSION");
+        say!("unienv-remote {version} serving {what} on {url}");
+    } else {
+        for line in banner_head(what, addr, &urls, token) {
+            say!("{line}");
+        }
+    }
+    let host_names = listener.host_names();
+    if let Some(line) = host_names_line(addr, host_names).filter(|_| listener.unix_path().is_none())
+    {
         say!("{line}");
     }
-    if let Some(line) = host_names_line(addr, listener.host_names()) {
-        say!("{line}");
-    }
-    if addr.ip().is_unspecified() && !token {
+    if addr.ip().is_unspecified() && !token && listener.unix_path().is_none() {
         tracing::warn!(%addr, "listening on all interfaces without a token");
     }
     tracing::info!(%url, "serving");
@@ -506,11 +528,18 @@ async fn print_banner(
         .to_string();
     let token_flag = if token { " --token <TOKEN>" } else { "" };
     say!();
-    say!("Python (pip install \"unienv[network]==0.0.1b14\"):");
-    if token {
+    if listener.unix_path().is_some() {
+        // The reference's client speaks TCP only: our package's client.
+        let token_arg = if token { ", token=\"<TOKEN>\"" } else { "" };
+        say!("Python (the unienv_remote package):");
+        say!("  from unienv_remote import RemoteClient");
+        say!("  client = RemoteClient(\"{url}\"{token_arg})");
+    } else if token {
+        say!("Python (pip install \"unienv[network]==0.0.1b14\"):");
         say!("  from unienv_interface.remote import RemoteClient, WebSocketTransport");
         say!("  client = RemoteClient(WebSocketTransport.connect(\"{url}\"{header}))");
     } else {
+        say!("Python (pip install \"unienv[network]==0.0.1b14\"):");
         say!("  from unienv_interface.remote import RemoteClient");
         say!("  client = RemoteClient.connect(\"{url}\")");
     }

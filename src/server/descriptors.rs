@@ -44,22 +44,31 @@ impl DescriptorCache {
             .then(|| self.values.clone())
     }
 
+    /// Whether resource `index` has a descriptor (which
+    /// [`DescriptorCache::refresh`] can restamp without attributes).
+    pub(crate) fn is_cached(&self, index: usize) -> bool {
+        self.values.get(index).is_some_and(|v| !v.is_null())
+            && self.attrs.get(index).is_some_and(Option::is_some)
+    }
+
     /// Brings the descriptor of resource `index` (of `count`) up to date
-    /// with its current attributes.
+    /// with its current attributes (`None`: unchanged, and cached).
     pub(crate) fn refresh(
         &mut self,
         index: usize,
         count: usize,
         meta: &ResourceMeta,
-        attrs: Attrs,
+        attrs: Option<Attrs>,
         stamp: Stamp<'_>,
     ) {
-        let stale = self.values.get(index).is_none_or(Value::is_null)
-            || self
-                .attrs
-                .get(index)
-                .is_none_or(|a| a.as_ref() != Some(&attrs));
-        if stale {
+        let stale = attrs.as_ref().is_some_and(|attrs| {
+            self.values.get(index).is_none_or(Value::is_null)
+                || self
+                    .attrs
+                    .get(index)
+                    .is_none_or(|a| a.as_ref() != Some(attrs))
+        });
+        if let Some(attrs) = attrs.filter(|_| stale) {
             let mut d = Dict::with_capacity(32);
             d.insert("id", meta.id.as_str());
             d.insert("kind", meta.kind.as_str());

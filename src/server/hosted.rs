@@ -63,6 +63,14 @@ pub trait ForeignHost: 'static {
     /// Resource `index`'s descriptor members after `domain_id`, `operations`
     /// included, in the reference's order.
     fn descriptor(&mut self, index: usize) -> Dict;
+    /// Resource `index`'s descriptor members as [`ForeignHost::descriptor`]
+    /// gives them, or `None` when the host knows they are the same as the
+    /// last ones it gave for the resource (through either method): every
+    /// call's response carries the descriptors, and a host that notices
+    /// change cheaply saves building them. By default, always built.
+    fn descriptor_if_changed(&mut self, index: usize) -> Option<Dict> {
+        Some(self.descriptor(index))
+    }
     /// Whether `method` (one of the kind's protocol methods) is exported.
     fn exports(&mut self, index: usize, method: &str) -> bool;
     /// `remote_snapshot_fields` of a node (`None`: every field).
@@ -483,12 +491,24 @@ impl Hosted {
         }
     }
 
+    /// The resource's descriptor attributes when they may differ from the
+    /// last ones read (`None`: a foreign host knows they are the same).
+    pub(crate) fn attrs_if_changed(&mut self, meta: &ResourceMeta) -> Option<Attrs> {
+        match (&meta.addr, &mut self.inner) {
+            (Addr::Foreign(i), HostedInner::Foreign(host)) => host
+                .descriptor_if_changed(*i)
+                .map(|d| Attrs::Raw(Box::new(d))),
+            _ => Some(self.attrs(meta)),
+        }
+    }
+
     /// The declared action space of an env or node resource hosted in Rust
-    /// (`None` for foreign hosts, worlds, and resources without one).
+    /// (`None` for foreign hosts, worlds, and resources without one), read
+    /// alone (not with every other descriptor attribute).
     pub(crate) fn action_space(&mut self, meta: &ResourceMeta) -> Option<Space> {
-        match self.attrs(meta) {
-            Attrs::Env(e) => e.spaces[0].clone(),
-            Attrs::Node(a) => a.action_space.clone(),
+        match &meta.addr {
+            Addr::Env(slot) => self.env_mut(*slot)?.action_space(),
+            Addr::Node(path) => self.native_tree()?.node_attrs(path)?.action_space,
             _ => None,
         }
     }

@@ -111,9 +111,11 @@ impl Instance {
 
     fn refresh_descriptor(&mut self, index: usize, revision: u64, sequence: u64) {
         let meta = &self.resources[index];
+        // With a descriptor cached, a host may say nothing changed.
         let attrs = match &mut self.hosted {
-            Some(h) => h.attrs(meta),
-            None => Attrs::Missing,
+            Some(h) if self.descriptors.is_cached(index) => h.attrs_if_changed(meta),
+            Some(h) => Some(h.attrs(meta)),
+            None => Some(Attrs::Missing),
         };
         // The domain's ID: its world's, or its root's.
         let root = &self.resources[0];

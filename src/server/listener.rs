@@ -1,21 +1,27 @@
 //! The WebSocket listener: connection cap, handshake limits (size, time),
 //! DNS-rebinding checks on `Host` and `Origin`, the optional bearer token,
 //! and no compression (the permessage-deflate offer is never accepted).
+//! It accepts on a TCP port or on a Unix domain socket (module `unix`).
 
 use super::session;
 use super::shared::ServerShared;
+use super::unix::SocketFile;
+use crate::transport::tls::Stream;
 use crate::transport::ws::{self, Refusal, RequestHead};
 use crate::transport::{Reader, Writer};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::watch;
 use tracing::Instrument;
 
 /// A running WebSocket listener.
 pub struct Listener {
     local_addr: SocketAddr,
+    /// The socket file of a Unix domain socket listener.
+    unix_path: Option<PathBuf>,
     // [transport: TLS hook]
     tls: bool,
     host_names: Vec<String>,
@@ -24,13 +30,25 @@ pub struct Listener {
 }
 
 impl Listener {
-    /// The bound address (useful with port 0).
+    /// The bound address (useful with port 0); `0.0.0.0:0` for a Unix
+    /// domain socket listener (see [`Listener::unix_path`]).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
 
-    /// `ws://HOST:PORT` for clients (`wss://` when serving TLS).
+    /// The socket file of a listener started by
+    /// [`Server::listen_unix`](super::Server::listen_unix) or
+    /// [`Server::serve_unix`](super::Server::serve_unix).
+    pub fn unix_path(&self) -> Option<&Path> {
+        self.unix_path.as_deref()
+    }
+
+    /// `ws://HOST:PORT` for clients (`wss://` when serving TLS;
+    /// `ws+unix://PATH` for a Unix domain socket).
     pub fn url(&self) -> String {
+        if let Some(path) = &self.unix_path {
+            return format!("{}{}", ws::UNIX_SCHEME, path.display());
+        }
         let scheme = if self.tls { "wss" } else { "ws" };
         match self.local_addr.ip() {
             IpAddr::V6(ip) => format!("{scheme}://[{ip}]:{}", self.local_addr.port()),
@@ -38,7 +56,8 @@ impl Listener {
         }
     }
 
-    /// Whether connections are served over TLS (`wss://`).
+    /// Whether connections are served over TLS (`wss://`; never on a Unix
+    /// domain socket).
     pub fn is_tls(&self) -> bool {
         self.tls
     }
@@ -72,6 +91,18 @@ pub enum ListenError {
         #[source]
         source: io::Error,
     },
+    /// The Unix domain socket could not be bound: the path is taken (by a
+    /// live server, or by a file that is not a socket), or not writable.
+    #[error("cannot listen on the Unix socket {}: {source}{hint}", path.display())]
+    BindUnix {
+        /// The socket file.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: io::Error,
+        /// What to do about it (may be empty).
+        hint: &'static str,
+    },
     /// No resolved address could be bound.
     #[error(
         "cannot listen on {}: {source}{}",
@@ -100,7 +131,9 @@ impl ListenError {
 
     fn into_io(self) -> io::Error {
         let kind = match &self {
-            ListenError::Resolve { source } | ListenError::Bind { source, .. } => source.kind(),
+            ListenError::Resolve { source }
+            | ListenError::Bind { source, .. }
+            | ListenError::BindUnix { source, .. } => source.kind(),
         };
         io::Error::new(kind, self)
     }
@@ -134,17 +167,108 @@ fn check_config(shared: &ServerShared) -> io::Result<()> {
 const ACCEPT_BACKOFF_MIN: std::time::Duration = std::time::Duration::from_millis(10);
 const ACCEPT_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// Starts a listener on the Unix domain socket `path` (see module `unix`
+/// for stale sockets and permissions).
+pub(crate) async fn listen_unix(shared: Arc<ServerShared>, path: &Path) -> io::Result<Listener> {
+    check_config(&shared)?;
+    let (unix, file) = super::unix::bind(path).await.map_err(|(source, hint)| {
+        ListenError::BindUnix {
+            path: path.to_path_buf(),
+            source,
+            hint,
+        }
+        .into_io()
+    })?;
+    start(
+        shared,
+        Accepting::Unix {
+            listener: unix,
+            _file: Some(file),
+        },
+    )
+    .await
+}
+
 /// Accepts connections on a bound listener until stopped or shut down.
 pub(crate) async fn serve(shared: Arc<ServerShared>, tcp: TcpListener) -> io::Result<Listener> {
+    start(shared, Accepting::Tcp(tcp)).await
+}
+
+/// Accepts connections on a Unix domain socket bound by the caller (its
+/// file is left in place when the listener stops).
+pub(crate) async fn serve_unix(
+    shared: Arc<ServerShared>,
+    unix: UnixListener,
+) -> io::Result<Listener> {
+    start(
+        shared,
+        Accepting::Unix {
+            listener: unix,
+            _file: None,
+        },
+    )
+    .await
+}
+
+/// A bound socket accepting connections.
+enum Accepting {
+    Tcp(TcpListener),
+    /// With the socket file to remove when accepting ends, when we made it.
+    Unix {
+        listener: UnixListener,
+        _file: Option<SocketFile>,
+    },
+}
+
+/// An accepted connection's socket, before any handshake.
+enum Accepted {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Accepting {
+    async fn accept(&self) -> io::Result<(Accepted, String)> {
+        match self {
+            Accepting::Tcp(l) => {
+                let (s, peer) = l.accept().await?;
+                Ok((Accepted::Tcp(s), peer.to_string()))
+            }
+            Accepting::Unix { listener: l, .. } => {
+                let (s, _) = l.accept().await?;
+                // Peers of a listening socket are almost always unnamed:
+                // the credentials say who connected.
+                let peer = match s.peer_cred() {
+                    Ok(c) => format!("unix:pid={:?},uid={}", c.pid(), c.uid()),
+                    Err(_) => "unix".to_string(),
+                };
+                Ok((Accepted::Unix(s), peer))
+            }
+        }
+    }
+}
+
+async fn start(shared: Arc<ServerShared>, accepting: Accepting) -> io::Result<Listener> {
     check_config(&shared)?;
-    let local_addr = tcp.local_addr()?;
-    let tls = shared.core.config.tls.is_some();
-    let host_names = super::names::machine_names(local_addr.ip()).await;
-    let policy = Arc::new(Policy::new(
-        &shared.core.config,
-        local_addr.ip(),
-        host_names.clone(),
-    ));
+    let (local_addr, unix_path, tls, host_names, policy) = match &accepting {
+        Accepting::Tcp(tcp) => {
+            let local_addr = tcp.local_addr()?;
+            let host_names = super::names::machine_names(local_addr.ip()).await;
+            let policy = Policy::new(&shared.core.config, local_addr.ip(), host_names.clone());
+            let tls = shared.core.config.tls.is_some();
+            (local_addr, None, tls, host_names, policy)
+        }
+        Accepting::Unix { listener: unix, .. } => {
+            let path = unix
+                .local_addr()?
+                .as_pathname()
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
+            let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
+            let policy = Policy::unix(&shared.core.config);
+            (unspecified, Some(path), false, Vec::new(), policy)
+        }
+    };
+    let policy = Arc::new(policy);
     let (stop, mut stop_rx) = watch::channel(false);
     let mut shutdown_rx = shared.shutdown.subscribe();
     let task = tokio::spawn(async move {
@@ -153,7 +277,7 @@ pub(crate) async fn serve(shared: Arc<ServerShared>, tcp: TcpListener) -> io::Re
             let accepted = tokio::select! {
                 _ = stop_rx.changed() => break,
                 _ = shutdown_rx.changed() => break,
-                a = tcp.accept() => a,
+                a = accepting.accept() => a,
             };
             let (stream, peer) = match accepted {
                 Ok(a) => {
@@ -180,9 +304,12 @@ pub(crate) async fn serve(shared: Arc<ServerShared>, tcp: TcpListener) -> io::Re
                 serve_connection(task_shared, &policy, stream, peer).await;
             });
         }
+        // The socket file (if we made it) goes with the listener.
+        drop(accepting);
     });
     Ok(Listener {
         local_addr,
+        unix_path,
         tls,
         host_names,
         stop,
@@ -193,8 +320,8 @@ pub(crate) async fn serve(shared: Arc<ServerShared>, tcp: TcpListener) -> io::Re
 async fn serve_connection(
     shared: Arc<ServerShared>,
     policy: &Policy,
-    stream: TcpStream,
-    peer: SocketAddr,
+    stream: Accepted,
+    peer: String,
 ) {
     // A handshake in progress holds a handshake place, not a connection
     // slot: when all places are taken, the oldest pending handshake is
@@ -202,32 +329,50 @@ async fn serve_connection(
     // completes its handshake at once. The connection slot is taken only
     // once the request has passed the Host, Origin and token checks.
     let slot = shared.guards.handshakes.admit();
-    let _ = stream.set_nodelay(true);
     let config = &shared.core.config;
     let mut connection = None;
-    // [transport: TLS hook] the TLS handshake, when configured, runs under
-    // the same timeout and handshake place as the WebSocket upgrade.
-    let tls = config.tls.as_ref().map(|t| t.acceptor());
-    let handshake = ws::accept_over(
-        stream,
-        tls,
-        config.max_handshake_bytes,
-        config.max_message_size,
-        |req| {
-            policy.check(req)?;
-            match shared.connections.clone().try_acquire_owned() {
-                Ok(permit) => {
-                    connection = Some(permit);
-                    Ok(())
-                }
-                Err(_) => Err(Refusal::new(
-                    503,
-                    "Service Unavailable",
-                    "too many connections",
-                )),
+    let policy_check = |req: &RequestHead| {
+        policy.check(req)?;
+        match shared.connections.clone().try_acquire_owned() {
+            Ok(permit) => {
+                connection = Some(permit);
+                Ok(())
             }
-        },
-    );
+            Err(_) => Err(Refusal::new(
+                503,
+                "Service Unavailable",
+                "too many connections",
+            )),
+        }
+    };
+    let handshake = async {
+        match stream {
+            Accepted::Tcp(stream) => {
+                let _ = stream.set_nodelay(true);
+                // [transport: TLS hook] the TLS handshake, when configured, runs under
+                // the same timeout and handshake place as the WebSocket upgrade.
+                let tls = config.tls.as_ref().map(|t| t.acceptor());
+                ws::accept_over(
+                    stream,
+                    tls,
+                    config.max_handshake_bytes,
+                    config.max_message_size,
+                    policy_check,
+                )
+                .await
+            }
+            // Never TLS: the socket file's permissions guard it (SPEC.md).
+            Accepted::Unix(stream) => {
+                ws::accept(
+                    Stream::Unix(stream),
+                    config.max_handshake_bytes,
+                    config.max_message_size,
+                    policy_check,
+                )
+                .await
+            }
+        }
+    };
     let accepted = tokio::select! {
         r = tokio::time::timeout(config.handshake_timeout, handshake) => r,
         _ = slot.evicted.notified() => {
@@ -257,6 +402,9 @@ async fn serve_connection(
 /// Who may connect.
 #[derive(Clone)]
 struct Policy {
+    /// A Unix domain socket listener: `Host` is not checked (no browser
+    /// reaches a socket file, so DNS rebinding cannot either).
+    any_host: bool,
     token: Option<String>,
     origins: Vec<String>,
     /// `--allow-host` names (lowercase).
@@ -275,6 +423,7 @@ impl Policy {
     fn new(c: &super::ServerConfig, bind: IpAddr, machine_names: Vec<String>) -> Policy {
         let loopback = bind.is_loopback();
         Policy {
+            any_host: false,
             token: c.token.clone(),
             origins: c
                 .allowed_origins
@@ -298,10 +447,19 @@ impl Policy {
         }
     }
 
+    /// The policy of a Unix domain socket listener: any `Host`; Origin and
+    /// token as on a loopback TCP listener.
+    fn unix(c: &super::ServerConfig) -> Policy {
+        Policy {
+            any_host: true,
+            ..Policy::new(c, IpAddr::from([127, 0, 0, 1]), Vec::new())
+        }
+    }
+
     /// Host, Origin and token checks, before the upgrade.
     fn check(&self, req: &RequestHead) -> Result<(), Refusal> {
         let host = req.header("host").unwrap_or("");
-        if !self.host_allowed(host) {
+        if !self.any_host && !self.host_allowed(host) {
             return Err(Refusal::new(403, "Forbidden", self.host_refusal(host)));
         }
         if let Some(origin) = req.header("origin") {

@@ -41,6 +41,7 @@ mod shared;
 mod snapshot;
 pub(crate) mod suggest;
 mod tasks;
+mod unix;
 
 pub use config::{ServerConfig, ServerConfigError};
 pub use hosted::{ForeignHost, ForeignResource, Hosted};
@@ -378,6 +379,27 @@ impl Server {
     /// them.
     pub fn metrics_text(&self) -> String {
         render_metrics(&self.inner.shared)
+    }
+
+    /// Starts a WebSocket listener on the Unix domain socket `path`, for
+    /// clients on this machine (`ws+unix://PATH`; SPEC.md, "Unix domain
+    /// sockets"). A stale socket file left by a server that is gone is
+    /// replaced; a live server's socket, or a file that is not a socket, is
+    /// an `AddrInUse` error ([`ListenError::BindUnix`]). The socket file is
+    /// made readable and writable by its owner only (mode 0600) and removed
+    /// when the listener stops or the server shuts down. Never TLS.
+    pub async fn listen_unix(
+        &self,
+        path: impl AsRef<std::path::Path>,
+    ) -> std::io::Result<Listener> {
+        self.configured_metrics().await?;
+        listener::listen_unix(self.inner.shared.clone(), path.as_ref()).await
+    }
+
+    /// Serves WebSocket connections accepted on a Unix domain socket bound
+    /// by the caller (its file's permissions and removal are the caller's).
+    pub async fn serve_unix(&self, unix: tokio::net::UnixListener) -> std::io::Result<Listener> {
+        listener::serve_unix(self.inner.shared.clone(), unix).await
     }
 
     /// Connects an in-memory client. Must be called inside a tokio runtime.

@@ -417,7 +417,8 @@ pub(crate) async fn accept_buffered(
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectError {
-    /// The URL is not `ws://host[:port][/path]` or `wss://host[:port][/path]`.
+    /// The URL is not `ws://host[:port][/path]`, `wss://host[:port][/path]`
+    /// or `ws+unix://PATH`.
     #[error("invalid URL {url:?}: {reason}")]
     Url {
         /// The URL given.
@@ -431,10 +432,11 @@ pub enum ConnectError {
         /// The header's name.
         name: String,
     },
-    /// The TCP connection failed.
+    /// The TCP connection (or, for `ws+unix://`, the Unix socket
+    /// connection) failed.
     #[error("cannot connect to {addr}: {source}")]
     Tcp {
-        /// The address connected to.
+        /// The address connected to (`unix:PATH` for a Unix socket).
         addr: String,
         /// The I/O failure.
         source: std::io::Error,
@@ -524,11 +526,13 @@ fn refusal_detail(status: u16, body: &str) -> String {
     out
 }
 
-/// Where a `ws://` or `wss://` URL leads.
+/// Where a `ws://`, `wss://` or `ws+unix://` URL leads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Target {
-    /// `host:port` for TCP.
+    /// `host:port` for TCP (`unix:PATH` for a Unix socket, in messages).
     pub addr: String,
+    /// The socket file of a `ws+unix://PATH` URL.
+    pub unix: Option<std::path::PathBuf>,
     /// The `Host` header (the URL's authority).
     pub authority: String,
     /// The host name alone (brackets removed), for TLS.
@@ -539,19 +543,40 @@ pub(crate) struct Target {
     pub secure: bool,
 }
 
-/// Parses `ws://host[:port][/path]` (port 80 by default) or `wss://…` (443).
+/// The `Host` header sent over a Unix socket (SPEC.md, "Unix domain
+/// sockets"): a socket file has no host name, and our server does not check
+/// `Host` on a Unix listener.
+pub(crate) const UNIX_HOST: &str = "localhost";
+
+/// Parses `ws://host[:port][/path]` (port 80 by default), `wss://…` (443)
+/// or `ws+unix://PATH` (everything after the scheme is the socket file's
+/// path, absolute as in `ws+unix:///run/sim.sock` or relative to the
+/// working directory; the request path is `/`).
 pub(crate) fn parse_target(url: &str) -> Result<Target, ConnectError> {
     let bad = |reason| ConnectError::Url {
         url: url.to_string(),
         reason,
     };
+    if let Some(path) = url.strip_prefix(UNIX_SCHEME) {
+        if path.is_empty() {
+            return Err(bad("expected ws+unix://PATH, the path of a socket file"));
+        }
+        return Ok(Target {
+            addr: format!("unix:{path}"),
+            unix: Some(std::path::PathBuf::from(path)),
+            authority: UNIX_HOST.to_string(),
+            host: UNIX_HOST.to_string(),
+            path: "/".to_string(),
+            secure: false,
+        });
+    }
     let (rest, secure) = if let Some(rest) = url.strip_prefix("ws://") {
         (rest, false)
     } else if let Some(rest) = url.strip_prefix("wss://") {
         (rest, true)
     } else {
         return Err(bad(
-            "expected ws://host[:port][/path] or wss://host[:port][/path]",
+            "expected ws://host[:port][/path], wss://host[:port][/path] or ws+unix://PATH",
         ));
     };
     let (authority, path) = match rest.find(['/', '?']) {
@@ -578,11 +603,54 @@ pub(crate) fn parse_target(url: &str) -> Result<Target, ConnectError> {
     };
     Ok(Target {
         addr,
+        unix: None,
         authority: authority.to_string(),
         host: host.to_string(),
         path,
         secure,
     })
+}
+
+/// The scheme of a Unix domain socket URL.
+pub(crate) const UNIX_SCHEME: &str = "ws+unix://";
+
+/// The byte stream of a TCP connection to `target`: the TCP stream itself
+/// for `ws://`, after the TLS handshake for `wss://`.
+async fn connect_over_tcp(
+    url: &str,
+    target: &Target,
+    tcp: TcpStream,
+    tls: Option<Arc<rustls::ClientConfig>>,
+) -> Result<Stream, ConnectError> {
+    if !target.secure {
+        return Ok(Stream::Tcp(tcp));
+    }
+    let config = match tls {
+        Some(c) => c,
+        None => super::tls::client_config(None)?,
+    };
+    let name = rustls::pki_types::ServerName::try_from(target.host.clone()).map_err(|_| {
+        ConnectError::Url {
+            url: url.to_string(),
+            reason: "the host is not a valid DNS name or IP address for TLS",
+        }
+    })?;
+    let tls_stream = tokio_rustls::TlsConnector::from(config)
+        .connect(name, tcp)
+        .await
+        .map_err(|source| match super::tls::rustls_error(&source) {
+            Some(e @ rustls::Error::InvalidCertificate(_)) => ConnectError::Certificate {
+                host: target.host.clone(),
+                source: e.clone(),
+            },
+            _ => ConnectError::Tls {
+                host: target.host.clone(),
+                source,
+            },
+        })?;
+    Ok(Stream::Tls(Box::new(tokio_rustls::TlsStream::Client(
+        tls_stream,
+    ))))
 }
 
 /// Splits a URL into (host for TCP, Host header, path).
@@ -616,40 +684,22 @@ pub(crate) async fn connect_with(
             return Err(ConnectError::Header { name: name.clone() });
         }
     }
-    let tcp = TcpStream::connect(target.addr.as_str())
-        .await
-        .map_err(|source| ConnectError::Tcp {
-            addr: target.addr.clone(),
-            source,
-        })?;
-    let _ = tcp.set_nodelay(true);
-    let mut stream = if target.secure {
-        let config = match tls {
-            Some(c) => c,
-            None => super::tls::client_config(None)?,
-        };
-        let name = rustls::pki_types::ServerName::try_from(target.host.clone()).map_err(|_| {
-            ConnectError::Url {
-                url: url.to_string(),
-                reason: "the host is not a valid DNS name or IP address for TLS",
-            }
-        })?;
-        let tls_stream = tokio_rustls::TlsConnector::from(config)
-            .connect(name, tcp)
-            .await
-            .map_err(|source| match super::tls::rustls_error(&source) {
-                Some(e @ rustls::Error::InvalidCertificate(_)) => ConnectError::Certificate {
-                    host: target.host.clone(),
-                    source: e.clone(),
-                },
-                _ => ConnectError::Tls {
-                    host: target.host.clone(),
-                    source,
-                },
-            })?;
-        Stream::Tls(Box::new(tokio_rustls::TlsStream::Client(tls_stream)))
+    let connect_error = |source| ConnectError::Tcp {
+        addr: target.addr.clone(),
+        source,
+    };
+    let mut stream = if let Some(path) = &target.unix {
+        Stream::Unix(
+            tokio::net::UnixStream::connect(path)
+                .await
+                .map_err(connect_error)?,
+        )
     } else {
-        Stream::Tcp(tcp)
+        let tcp = TcpStream::connect(target.addr.as_str())
+            .await
+            .map_err(connect_error)?;
+        let _ = tcp.set_nodelay(true);
+        connect_over_tcp(url, &target, tcp, tls).await?
     };
     let key = base64(
         &random_u64()

@@ -59,3 +59,22 @@ fn urls() {
     assert!(parse_url("http://x").is_err());
     assert!(parse_url("ws://").is_err());
 }
+
+#[test]
+fn unix_urls() {
+    let t = parse_target("ws+unix:///run/sim.sock").unwrap();
+    assert_eq!(
+        t.unix.as_deref(),
+        Some(std::path::Path::new("/run/sim.sock"))
+    );
+    assert_eq!((t.authority.as_str(), t.path.as_str()), ("localhost", "/"));
+    assert!(!t.secure);
+    assert_eq!(t.addr, "unix:/run/sim.sock");
+    let relative = parse_target("ws+unix://sim.sock").unwrap();
+    assert_eq!(
+        relative.unix.as_deref(),
+        Some(std::path::Path::new("sim.sock"))
+    );
+    assert!(parse_target("ws+unix://").is_err());
+    assert!(parse_target("ws://x").unwrap().unix.is_none());
+}

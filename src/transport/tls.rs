@@ -195,6 +195,8 @@ pub(crate) enum Stream {
     Tcp(TcpStream),
     /// `wss://` (either end).
     Tls(Box<tokio_rustls::TlsStream<TcpStream>>),
+    /// `ws+unix://` (either end), a same-host Unix domain socket.
+    Unix(tokio::net::UnixStream),
 }
 
 impl From<TcpStream> for Stream {
@@ -217,6 +219,10 @@ impl Stream {
                 let (r, w) = tokio::io::split(*s);
                 (ReadHalf::Tls(r), WriteHalf::Tls(w))
             }
+            Stream::Unix(s) => {
+                let (r, w) = s.into_split();
+                (ReadHalf::Unix(r), WriteHalf::Unix(w))
+            }
         }
     }
 }
@@ -225,12 +231,14 @@ impl Stream {
 pub(crate) enum ReadHalf {
     Tcp(OwnedReadHalf),
     Tls(tokio::io::ReadHalf<tokio_rustls::TlsStream<TcpStream>>),
+    Unix(tokio::net::unix::OwnedReadHalf),
 }
 
 /// The sending half of a [`Stream`].
 pub(crate) enum WriteHalf {
     Tcp(OwnedWriteHalf),
     Tls(tokio::io::WriteHalf<tokio_rustls::TlsStream<TcpStream>>),
+    Unix(tokio::net::unix::OwnedWriteHalf),
 }
 
 impl WriteHalf {
@@ -239,6 +247,7 @@ impl WriteHalf {
     pub(crate) fn try_write_vectored(&self, parts: &[io::IoSlice<'_>]) -> io::Result<usize> {
         match self {
             WriteHalf::Tcp(w) => w.try_write_vectored(parts),
+            WriteHalf::Unix(w) => w.try_write_vectored(parts),
             WriteHalf::Tls(_) => Err(io::ErrorKind::WouldBlock.into()),
         }
     }
@@ -255,6 +264,7 @@ macro_rules! delegate_read {
                 match self.get_mut() {
                     Self::Tcp(s) => Pin::new(s).poll_read(cx, buf),
                     Self::Tls(s) => Pin::new(s).poll_read(cx, buf),
+                    Self::Unix(s) => Pin::new(s).poll_read(cx, buf),
                 }
             }
         }
@@ -272,6 +282,7 @@ macro_rules! delegate_write {
                 match self.get_mut() {
                     Self::Tcp(s) => Pin::new(s).poll_write(cx, buf),
                     Self::Tls(s) => Pin::new(s).poll_write(cx, buf),
+                    Self::Unix(s) => Pin::new(s).poll_write(cx, buf),
                 }
             }
 
@@ -283,6 +294,7 @@ macro_rules! delegate_write {
                 match self.get_mut() {
                     Self::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
                     Self::Tls(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+                    Self::Unix(s) => Pin::new(s).poll_write_vectored(cx, bufs),
                 }
             }
 
@@ -290,6 +302,7 @@ macro_rules! delegate_write {
                 match self {
                     Self::Tcp(s) => s.is_write_vectored(),
                     Self::Tls(s) => s.is_write_vectored(),
+                    Self::Unix(s) => s.is_write_vectored(),
                 }
             }
 
@@ -297,6 +310,7 @@ macro_rules! delegate_write {
                 match self.get_mut() {
                     Self::Tcp(s) => Pin::new(s).poll_flush(cx),
                     Self::Tls(s) => Pin::new(s).poll_flush(cx),
+                    Self::Unix(s) => Pin::new(s).poll_flush(cx),
                 }
             }
 
@@ -304,6 +318,7 @@ macro_rules! delegate_write {
                 match self.get_mut() {
                     Self::Tcp(s) => Pin::new(s).poll_shutdown(cx),
                     Self::Tls(s) => Pin::new(s).poll_shutdown(cx),
+                    Self::Unix(s) => Pin::new(s).poll_shutdown(cx),
                 }
             }
         }

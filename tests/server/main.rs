@@ -19,3 +19,4 @@ mod protocol;
 mod registry;
 mod regressions;
 mod security;
+mod unix;

@@ -1,0 +1,351 @@
+//! A hosted Python object's descriptor members, read as the reference's
+//! `_descriptor` reads them (`hasattr`/`getattr` of 13 attributes, the
+//! spaces through `space_to_json`, node priorities sorted, the optional
+//! `reload`), and the cheap check behind every call's descriptors: whether
+//! anything differs from what was last read ([`Probe::changed`]).
+//!
+//! Every call's response carries the domain's descriptors, so these reads
+//! run once per env step. What keeps them cheap:
+//!
+//! - attributes are looked up with `getattr(obj, name, SENTINEL)`, which
+//!   for ordinary objects never creates the `AttributeError` that
+//!   `hasattr` semantics would otherwise cost for each of the (usually
+//!   nine) absent attributes;
+//! - an attribute that is the very object seen last time, of a type whose
+//!   instances cannot change (`None`, `bool`, `int`, `float`, `str`, tuples
+//!   of those), is not converted again; any other value is converted and
+//!   compared with the last conversion;
+//! - a space is the same while the attribute holds the same object (its
+//!   document is built only for another object, as before);
+//! - when nothing differs, no descriptor is built at all: the domain reuses
+//!   its cached one ([`unienv_remote::server::ForeignHost::descriptor_if_changed`]).
+
+use crate::convert::{from_py, ArrayMode};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
+use unienv_remote::protocol::ResourceKind;
+use unienv_remote::{Dict, Value};
+
+/// Descriptor attributes read with `hasattr`, in the reference's order.
+pub(crate) const ATTRS: [&str; 13] = [
+    "name",
+    "batch_size",
+    "world_timestep",
+    "world_subtimestep",
+    "control_timestep",
+    "update_timestep",
+    "render_mode",
+    "render_fps",
+    "supported_render_modes",
+    "has_reward",
+    "has_termination_signal",
+    "has_truncation_signal",
+    "metadata",
+];
+
+/// The spaces of envs and nodes, in the reference's order.
+pub(crate) const SPACES: [&str; 3] = ["action_space", "observation_space", "context_space"];
+
+/// The six priority sets of nodes.
+pub(crate) const PRIORITIES: [&str; 6] = [
+    "reset_priorities",
+    "reload_priorities",
+    "after_reset_priorities",
+    "after_reload_priorities",
+    "pre_environment_step_priorities",
+    "post_environment_step_priorities",
+];
+
+/// Python objects looked up once: `builtins.getattr`, a sentinel only this
+/// module holds, `builtins.sorted` and the attribute names.
+struct Lookup {
+    getattr: Py<PyAny>,
+    sentinel: Py<PyAny>,
+    sorted: Py<PyAny>,
+    attrs: Vec<Py<PyString>>,
+    spaces: Vec<Py<PyString>>,
+}
+
+static LOOKUP: PyOnceLock<Lookup> = PyOnceLock::new();
+
+fn lookup(py: Python<'_>) -> PyResult<&Lookup> {
+    LOOKUP.get_or_try_init(py, || {
+        let builtins = py.import(intern!(py, "builtins"))?;
+        let names = |list: &[&str]| {
+            list.iter()
+                .map(|n| PyString::intern(py, n).unbind())
+                .collect()
+        };
+        Ok::<_, PyErr>(Lookup {
+            getattr: builtins.getattr(intern!(py, "getattr"))?.unbind(),
+            sentinel: builtins.getattr(intern!(py, "object"))?.call0()?.unbind(),
+            sorted: builtins.getattr(intern!(py, "sorted"))?.unbind(),
+            attrs: names(&ATTRS),
+            spaces: names(&SPACES),
+        })
+    })
+}
+
+/// `getattr(obj, name)`, `None` when the attribute is missing (as
+/// `hasattr`: an `AttributeError`); other exceptions propagate.
+pub(crate) fn attr<'py>(
+    obj: &Bound<'py, PyAny>,
+    name: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let l = lookup(obj.py())?;
+    let sentinel = l.sentinel.bind(obj.py());
+    let v = l.getattr.bind(obj.py()).call1((obj, name, sentinel))?;
+    Ok((!v.is(sentinel)).then_some(v))
+}
+
+/// [`attr`] by a Rust name.
+pub(crate) fn attr_str<'py>(
+    obj: &Bound<'py, PyAny>,
+    name: &str,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    attr(obj, &PyString::new(obj.py(), name))
+}
+
+/// Whether `obj` is of a type whose instances never change: then the same
+/// object converts to the same value.
+fn immutable(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_none()
+        || obj.is_exact_instance_of::<PyBool>()
+        || obj.is_exact_instance_of::<PyInt>()
+        || obj.is_exact_instance_of::<PyFloat>()
+        || obj.is_exact_instance_of::<PyString>()
+        || obj
+            .cast_exact::<PyTuple>()
+            .is_ok_and(|t| t.iter().all(|item| immutable(&item)))
+}
+
+/// What one attribute was when the descriptor was last read.
+enum Seen {
+    /// Absent (`hasattr` false).
+    Missing,
+    /// Present: the object and its conversion.
+    Value(Py<PyAny>, Value),
+    /// Its getter raised, or its value could not be converted: left out
+    /// (and logged) each time it is read.
+    Failed,
+}
+
+/// A space attribute's document, kept with the space object it was made
+/// from: the document is rebuilt only when the attribute holds another
+/// object.
+struct SpaceDoc {
+    space: Py<PyAny>,
+    doc: Value,
+}
+
+/// What a resource's descriptor was last built from.
+#[derive(Default)]
+pub(crate) struct Probe {
+    /// Per attribute of [`ATTRS`]; empty before the first read.
+    attrs: Vec<Seen>,
+    /// Per space of [`SPACES`]: `None` for a missing or `None` space.
+    spaces: [Option<SpaceDoc>; 3],
+    /// Per priority set of [`PRIORITIES`] (nodes): the sorted list, `None`
+    /// when reading it failed.
+    priorities: Vec<Option<Value>>,
+    /// The `operations` member.
+    operations: Vec<&'static str>,
+}
+
+/// Logs a member left out of a descriptor, as before.
+fn skip(py: Python<'_>, id: &str, name: &str, e: PyErr) {
+    let error = crate::server::host_error(py, e);
+    tracing::warn!(resource = %id, member = name, %error, "descriptor member left out");
+}
+
+/// The reference's `_methods`: every method of the kind, optional ones
+/// (env `reload`) only when callable.
+pub(crate) fn methods(obj: &Bound<'_, PyAny>, kind: ResourceKind) -> Vec<&'static str> {
+    let py = obj.py();
+    let mut out: Vec<&'static str> = kind
+        .methods()
+        .iter()
+        .map(|(m, _)| *m)
+        .filter(|m| {
+            kind != ResourceKind::Env
+                || *m != "reload"
+                || obj
+                    .getattr(intern!(py, "reload"))
+                    .is_ok_and(|f| f.is_callable())
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+fn space_to_json(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    py.import(intern!(
+        py,
+        "unienv_interface.space.space_utils.serialization_utils"
+    ))?
+    .getattr(intern!(py, "space_to_json"))
+}
+
+impl Probe {
+    /// The descriptor members after `domain_id`, `operations` included, in
+    /// the reference's order; remembers what they were built from. A member
+    /// whose getter raises (other than `AttributeError`, which means
+    /// absent) or whose value cannot be encoded is left out and logged.
+    pub(crate) fn read(
+        &mut self,
+        obj: &Bound<'_, PyAny>,
+        id: &str,
+        kind: ResourceKind,
+        checked: bool,
+    ) -> PyResult<Dict> {
+        let py = obj.py();
+        let l = lookup(py)?;
+        let mut d = Dict::with_capacity(24);
+        self.attrs.clear();
+        for (i, name) in ATTRS.iter().enumerate() {
+            let read = attr(obj, l.attrs[i].bind(py)).and_then(|v| {
+                v.map(|v| from_py(&v, ArrayMode::Copy).map(|c| (v, c)))
+                    .transpose()
+            });
+            self.attrs.push(match read {
+                Ok(Some((v, converted))) => {
+                    d.insert(*name, converted.clone());
+                    Seen::Value(v.unbind(), converted)
+                }
+                Ok(None) => Seen::Missing,
+                Err(e) => {
+                    skip(py, id, name, e);
+                    Seen::Failed
+                }
+            });
+        }
+        if kind != ResourceKind::World {
+            for (slot, name) in SPACES.iter().enumerate() {
+                match self.space_doc(obj, slot, checked) {
+                    Ok(doc) => {
+                        d.insert(*name, doc);
+                    }
+                    Err(e) => {
+                        self.spaces[slot] = None;
+                        skip(py, id, name, e);
+                    }
+                }
+            }
+        }
+        self.priorities.clear();
+        if kind == ResourceKind::Node {
+            for name in PRIORITIES {
+                match sorted_priorities(obj, name) {
+                    Ok(v) => {
+                        d.insert(name, v.clone());
+                        self.priorities.push(Some(v));
+                    }
+                    Err(e) => {
+                        skip(py, id, name, e);
+                        self.priorities.push(None);
+                    }
+                }
+            }
+        }
+        self.operations = methods(obj, kind);
+        d.insert(
+            "operations",
+            Value::List(self.operations.iter().map(|m| Value::from(*m)).collect()),
+        );
+        Ok(d)
+    }
+
+    /// Whether [`Probe::read`] could now give other members than it did
+    /// last time (always before the first read). Reads the attributes as
+    /// `read` does, converting only what may have changed.
+    pub(crate) fn changed(&self, obj: &Bound<'_, PyAny>, kind: ResourceKind) -> bool {
+        self.differs(obj, kind).unwrap_or(true)
+    }
+
+    fn differs(&self, obj: &Bound<'_, PyAny>, kind: ResourceKind) -> PyResult<bool> {
+        let py = obj.py();
+        if self.attrs.len() != ATTRS.len() {
+            return Ok(true);
+        }
+        let l = lookup(py)?;
+        for (i, seen) in self.attrs.iter().enumerate() {
+            let now = attr(obj, l.attrs[i].bind(py))?;
+            let same = match (seen, now) {
+                (Seen::Missing, None) => true,
+                (Seen::Value(before, converted), Some(v)) => {
+                    (v.is(before) && immutable(&v))
+                        || from_py(&v, ArrayMode::Copy).is_ok_and(|c| c == *converted)
+                }
+                _ => false,
+            };
+            if !same {
+                return Ok(true);
+            }
+        }
+        if kind != ResourceKind::World {
+            for (slot, cached) in self.spaces.iter().enumerate() {
+                let now = attr(obj, l.spaces[slot].bind(py))?.filter(|s| !s.is_none());
+                let same = match (cached, now) {
+                    (None, None) => true,
+                    (Some(c), Some(s)) => s.is(&c.space),
+                    _ => false,
+                };
+                if !same {
+                    return Ok(true);
+                }
+            }
+        }
+        if kind == ResourceKind::Node {
+            for (name, seen) in PRIORITIES.iter().zip(&self.priorities) {
+                let Some(seen) = seen else {
+                    return Ok(true);
+                };
+                if sorted_priorities(obj, name)? != *seen {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(methods(obj, kind) != self.operations)
+    }
+
+    /// A space's `space_to_json` document (null without a space), rebuilt
+    /// only when the attribute holds another object than last time.
+    /// `checked` (actions are checked): a `FromGymnasiumEnv`'s `Discrete`
+    /// is published with its reachable high bound (`actions::published`).
+    fn space_doc(&mut self, obj: &Bound<'_, PyAny>, slot: usize, checked: bool) -> PyResult<Value> {
+        let py = obj.py();
+        let name = lookup(py)?.spaces[slot].bind(py);
+        let cache = &mut self.spaces[slot];
+        let space = match attr(obj, name)? {
+            Some(s) if !s.is_none() => s,
+            _ => {
+                *cache = None;
+                return Ok(Value::Null);
+            }
+        };
+        if let Some(c) = cache.as_ref().filter(|c| c.space.bind(py).is(&space)) {
+            return Ok(c.doc.clone());
+        }
+        let doc = from_py(&space_to_json(py)?.call1((&space,))?, ArrayMode::Copy)?;
+        let doc = crate::actions::published(obj, SPACES[slot], doc, checked);
+        *cache = Some(SpaceDoc {
+            space: space.unbind(),
+            doc: doc.clone(),
+        });
+        Ok(doc)
+    }
+}
+
+/// `sorted(getattr(obj, name), reverse=True)`, converted.
+fn sorted_priorities(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Value> {
+    let py = obj.py();
+    let kwargs = PyDict::new(py);
+    kwargs.set_item(intern!(py, "reverse"), true)?;
+    let list = lookup(py)?
+        .sorted
+        .bind(py)
+        .call((obj.getattr(name)?,), Some(&kwargs))?;
+    from_py(&list, ArrayMode::Copy)
+}
