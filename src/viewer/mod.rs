@@ -10,7 +10,7 @@
 //! the WebSocket, only the page's own origin (or origins allowed
 //! explicitly).
 //!
-//! The viewer is as closed as the server it shows (see [`access`] for the
+//! The viewer is as closed as the server it shows (see `access.rs` for the
 //! details): when the upstream server has a token, or the viewer listens
 //! beyond loopback, every request needs the viewer's own key, which the
 //! URL printed at start carries once and a cookie keeps. Tabs are capped
