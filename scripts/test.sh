@@ -27,9 +27,9 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import unienv_interfa
 fi
 export UNIENV_REF_PYTHON="$PWD/$VENV/bin/python"
 # The metrics test (python/tests/test_metrics.py) parses the endpoint with the
-# Prometheus project's own Python parser.
+# Prometheus project's own Python parser (pinned in the constraints too).
 if ! "$VENV/bin/python" -c 'import prometheus_client' 2>/dev/null; then
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check prometheus_client
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check -c "$CONSTRAINTS" prometheus_client
 fi
 
 # The viewer's browser tests (tests/viewer/browser.rs) drive headless Chromium;

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "BUILD_PROFILE", "__version__", "encode", "decode", "Client", "Operation", "Subscription", "Server",
-    "VectorEnv",
+    "VectorEnv", "coerce_action", "set_log_level", "flush_logs", "stop_logs",
 ]
 
 #: ``"debug"`` or ``"release"``: how the extension was compiled.
@@ -32,6 +32,20 @@ def encode(value: object, max_message_size: int = ...) -> bytes:
 
 def decode(payload: bytes, max_message_size: int = ...) -> Any:
     """The crate's codec: one protocol message decoded into Python values."""
+
+def coerce_action(space_document: Any, action: Any) -> Any:
+    """A plain action (number, nested list) as an array of the space's dtype
+    and shape where that is unambiguous; anything else unchanged."""
+
+def set_log_level(levelno: int) -> bool:
+    """Forwards the crate's events at ``levelno`` and above to ``logging``;
+    whether events are forwarded."""
+
+def flush_logs(timeout: float) -> None:
+    """Waits until every record queued so far reached ``logging`` (at most ``timeout`` s)."""
+
+def stop_logs() -> None:
+    """Forwards what is queued (at most one second), then nothing more."""
 
 @final
 class Client:
@@ -55,6 +69,11 @@ class Client:
     @property
     def closed(self) -> bool:
         """Whether the connection is closed."""
+    @property
+    def timeout(self) -> Optional[float]:
+        """The request timeout in seconds (``None``: none)."""
+    def set_timeout(self, timeout: Optional[float]) -> None:
+        """Sets the timeout of every request sent from now on."""
     @property
     def max_message_size(self) -> int:
         """The negotiated message size limit."""
@@ -162,9 +181,19 @@ class Server:
         handshake_timeout: float = 10.0,
         tls_cert: Optional[str | os.PathLike[str]] = None,
         tls_key: Optional[str | os.PathLike[str]] = None,
+        validate_actions: bool = True,
+        record_dir: Optional[str | os.PathLike[str]] = None,
+        max_connection_bytes: Optional[int] = None,
+        max_server_bytes: Optional[int] = None,
     ) -> Server: ...
+    def serve_metrics(self, addr: str) -> str:
+        """Serves the metrics (Prometheus text format) on ``addr``; returns its URL."""
+    def metrics_text(self) -> str:
+        """The metrics as the endpoint serves them (Prometheus text format)."""
     def listen(self, host: str, port: int) -> int:
         """Starts a WebSocket listener; returns the bound port."""
+    def listen_unix(self, path: str | os.PathLike[str]) -> str:
+        """Starts a listener on the Unix domain socket ``path``; returns its ``ws+unix://`` URL."""
     def connect_memory(self, *, timeout: Optional[float] = ..., max_message_size: int = ...) -> Client:
         """Connects an in-memory client."""
     @property
@@ -189,7 +218,9 @@ class VectorEnv:
     def num_envs(self) -> int:
         """The number of sub-environments."""
     def space_document(self, name: str) -> Any:
-        """The serialized form of env 0's space ``name``."""
+        """The serialized form of one sub-environment's space ``name``."""
+    def resource_ranges(self) -> List[Tuple[int, int]]:
+        """Each resource's first sub-environment and its number of sub-environments."""
     def env_metadata(self) -> Dict[str, Any]:
         """Env 0's metadata dict."""
     def reset(
@@ -212,8 +243,25 @@ class VectorEnv:
         NDArray[Any],
         List[Tuple[int, Any, Dict[str, Any]]],
         _VectorErrors,
+        NDArray[Any],
     ]:
-        """Waits for the pending step."""
+        """Waits for the pending step; the last item is the sub-environments' ids."""
+    def send(self, actions: object, env_id: Sequence[int]) -> None:
+        """Sends the step of the sub-environments ``env_id`` (whole resources)."""
+    def recv(
+        self, min: int
+    ) -> Tuple[
+        Any,
+        NDArray[Any],
+        NDArray[Any],
+        NDArray[Any],
+        List[Dict[str, Any]],
+        NDArray[Any],
+        List[Tuple[int, Any, Dict[str, Any]]],
+        _VectorErrors,
+        NDArray[Any],
+    ]:
+        """Waits for the results of at least ``min`` sub-environments (whole resources)."""
     def reconnect(self, changes: Sequence[Tuple[int, str, str]]) -> None:
         """Points envs at new addresses (``[(index, url, resource_id)]``), all or nothing."""
     def failed(self) -> List[bool]:
