@@ -103,6 +103,8 @@ done
 "$VENV/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WHEEL"
 echo "==> stubtest: python/unienv_remote/_native.pyi matches the extension"
 "$VENV/bin/python" -m mypy.stubtest unienv_remote._native
+echo "==> mypy --strict: the Python package (python/unienv_remote, config in python/pyproject.toml)"
+(cd python && "../$VENV/bin/python" -m mypy --strict -p unienv_remote)
 echo "==> the wheel in a clean venv (its own dependencies only, no gymnasium): target/venv-wheel"
 CLEAN=target/venv-wheel
 if [ ! -x "$CLEAN/bin/python" ] || ! cmp -s "$CONSTRAINTS" "$CLEAN/constraints-test.txt"; then

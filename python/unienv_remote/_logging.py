@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import logging
 import sys
+from typing import TextIO
 from threading import Lock
 
 from . import _native
@@ -29,7 +30,7 @@ _lock = Lock()
 _exit_hook = False
 
 
-class _DefaultHandler(logging.StreamHandler):
+class _DefaultHandler(logging.StreamHandler[TextIO]):
     """stderr, while the application has configured no handler of its own."""
 
     def emit(self, record: logging.LogRecord) -> None:

@@ -109,10 +109,11 @@ class _Sub:
         return self.env.step(action)
 
     def reset(self, seed: Optional[int], kwargs: Dict[str, Any]) -> Tuple[Any, Any, Dict[str, Any]]:
-        if self.gym:
+        if isinstance(self.env, gymnasium.Env):  # self.gym, narrowed for mypy
             obs, info = self.env.reset(seed=seed, **kwargs)
             return None, gym_utils.from_gym_data(self.observation_space, obs), info
-        return self.env.reset(seed=seed, **kwargs)
+        result: Tuple[Any, Any, Dict[str, Any]] = self.env.reset(seed=seed, **kwargs)
+        return result
 
 
 def add_info(infos: Dict[str, Any], info: Dict[str, Any], index: int, n: int) -> Dict[str, Any]:
@@ -174,7 +175,7 @@ def _raise_first(errors: List[Tuple[int, BaseException]]) -> None:
         raise RuntimeError(f"sub-env {index} raised {type(first).__name__}: {first}") from first
 
 
-class BatchedEnv(Env):
+class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
     """N sub-environments as one batched UniEnv ``Env`` (see the module docs).
 
     ``threads``: how many threads step the sub-envs (1, the default, steps

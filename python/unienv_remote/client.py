@@ -14,7 +14,7 @@ import ssl as _ssl
 import tempfile
 import weakref
 from contextlib import contextmanager
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union, TYPE_CHECKING
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, TYPE_CHECKING
 
 from unienv_interface.backends.numpy import NumpyComputeBackend
 from unienv_interface.remote.codec import Codec, DEFAULT_MAX_MESSAGE_SIZE, map_arrays
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = ["RemoteClient", "Subscription"]
 
+# The native client's descriptor-change key (``_native.Client.schema_since``).
+_SchemaKey = Tuple[int, int, int]
+
 
 _HANDSHAKE_HEADERS = {"host", "upgrade", "connection", "sec-websocket-key", "sec-websocket-version",
                       "sec-websocket-extensions", "sec-websocket-protocol", "user-agent"}
@@ -38,14 +41,14 @@ def _from_websocket_transport(transport: Any) -> Tuple[str, List[Tuple[str, str]
     connection = getattr(transport, "connection", None)
     request = getattr(connection, "request", None)
     host = None if request is None else request.headers.get("Host")
-    if host is None:
+    if request is None or host is None:
         raise TypeError("unienv_remote.RemoteClient connects to a ws:// or wss:// URI or takes the reference's "
                         "WebSocketTransport; other Python transports are not supported")
     headers = [(name, value) for name, value in request.headers.raw_items()
                if name.lower() not in _HANDSHAKE_HEADERS]
     sock = getattr(connection, "socket", None)
     context = sock.context if isinstance(sock, _ssl.SSLSocket) else None
-    if getattr(sock, "family", None) == _socket.AF_UNIX:
+    if sock is not None and getattr(sock, "family", None) == _socket.AF_UNIX:
         # websockets' unix_connect: the same socket file, as ws+unix://PATH.
         path = sock.getpeername()
         transport.close()
@@ -93,6 +96,8 @@ class Subscription:
         self.resource_id, self.id = native.resource_id, native.id
 
     def next(self, timeout: Optional[float] = None) -> Dict[str, Any]:
+        """The next (latest) snapshot event, waiting at most ``timeout`` seconds
+        (``None``: no limit); ``StopIteration`` once the subscription has ended."""
         event = self._native.next(timeout)
         if event is None:
             raise StopIteration
@@ -100,19 +105,24 @@ class Subscription:
         return event
 
     def __iter__(self) -> Subscription:
+        """The subscription itself: iterating yields snapshot events until it ends."""
         return self
 
     def __next__(self) -> Dict[str, Any]:
+        """The next snapshot event, waiting without a limit."""
         return self.next()
 
     def close(self) -> None:
+        """Unsubscribe; a thread waiting in ``next`` wakes with ``StopIteration``."""
         self.client._subscriptions.pop(self.id, None)
         self._native.close()
 
     def __enter__(self) -> Subscription:
+        """The subscription, closed when the ``with`` block exits."""
         return self
 
     def __exit__(self, *args: object) -> None:
+        """Close the subscription."""
         self.close()
 
 
@@ -144,7 +154,7 @@ class RemoteClient:
     def __init__(self, transport: Union[str, Any], *, backend: ComputeBackend = NumpyComputeBackend,
                  device: Optional[object] = None, timeout: Optional[float] = 30.0,
                  max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, token: Optional[str] = None,
-                 ca_file: Optional[Union[str, os.PathLike]] = None, ssl: Optional[_ssl.SSLContext] = None) -> None:
+                 ca_file: Optional[Union[str, os.PathLike[str]]] = None, ssl: Optional[_ssl.SSLContext] = None) -> None:
         headers: List[Tuple[str, str]] = []
         if not isinstance(transport, (str, _native.Client)):
             transport, headers, context = _from_websocket_transport(transport)
@@ -167,6 +177,7 @@ class RemoteClient:
 
     @classmethod
     def connect(cls, uri: str, **options: Any) -> RemoteClient:
+        """Connect to ``uri``: the same as ``RemoteClient(uri, **options)``."""
         return cls(uri, **options)
 
     # -- state -------------------------------------------------------------
@@ -205,10 +216,12 @@ class RemoteClient:
 
     @property
     def session_id(self) -> str:
+        """The session ID the server assigned in ``hello``."""
         return self._native.session_id
 
     @property
     def closed(self) -> bool:
+        """Whether the connection is closed (by ``close``, a timeout or the server)."""
         return self._native.closed
 
     @property
@@ -222,7 +235,27 @@ class RemoteClient:
         return self._native.requests_sent
 
     def _map(self, value: Any) -> Any:
+        """``value`` with its arrays converted to the client's backend and device."""
         return value if self._numpy else map_arrays(value, self.backend, self.device)
+
+    # Internal accessors for the proxies (proxies.py): the native client
+    # stays private to this module.
+
+    def _known(self, resource_id: str) -> bool:
+        """Whether the resource's descriptor is known to this client."""
+        return self._native.kind(resource_id) is not None
+
+    def _schema_since(self, resource_id: str, key: Optional[_SchemaKey]) -> Optional[Tuple[_SchemaKey, Dict[str, Any]]]:
+        """The resource's descriptor if it changed since ``key``: ``(key, descriptor)``, else ``None``."""
+        return self._native.schema_since(resource_id, key)
+
+    def _space_since(self, resource_id: str, name: str, serial: Optional[int]) -> Optional[Tuple[int, Any]]:
+        """``(serial, document)`` of the space ``name`` when it differs from ``serial``, else ``None``."""
+        return self._native.space_since(resource_id, name, serial)
+
+    def _call_raw(self, resource_id: str, method: str, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+        """``call`` without the resource lookup or the backend conversion."""
+        return self._native.call(resource_id, method, args, kwargs)
 
     def _kind(self, resource_id: str) -> str:
         kind = self._native.kind(resource_id)
@@ -239,42 +272,54 @@ class RemoteClient:
     # -- requests ----------------------------------------------------------
 
     def discover(self) -> List[Dict[str, Any]]:
+        """``discover``: the descriptor of every resource the server hosts."""
         return self._native.discover()
 
     def describe(self, resource_id: str) -> Dict[str, Any]:
+        """``describe``: the resource's current descriptor (``KeyError``-like
+        protocol error when the server does not know it)."""
         return self._native.describe(resource_id)
 
     def resource(self, resource_id: str) -> Union[RemoteEnv, RemoteWorld, RemoteWorldNode]:
+        """The proxy of the resource, of the class its kind calls for; the
+        same open proxy object is returned while it is alive."""
         from .proxies import RemoteEnv, RemoteWorld, RemoteWorldNode
         proxy = self._proxies.get(resource_id)
-        if proxy is not None and not proxy._closed:
+        if proxy is not None and not proxy._closed and isinstance(proxy, (RemoteEnv, RemoteWorld, RemoteWorldNode)):
             return proxy
         if self._native.kind(resource_id) is None:
             self.describe(resource_id)
-        cls = {"env": RemoteEnv, "world": RemoteWorld, "node": RemoteWorldNode}[self._kind(resource_id)]
-        proxy = cls(self, resource_id)
-        self._proxies[resource_id] = proxy
-        return proxy
+        classes: Dict[str, Callable[[RemoteClient, str], Union[RemoteEnv, RemoteWorld, RemoteWorldNode]]] = {
+            "env": RemoteEnv, "world": RemoteWorld, "node": RemoteWorldNode}
+        cls = classes[self._kind(resource_id)]
+        created: Union[RemoteEnv, RemoteWorld, RemoteWorldNode] = cls(self, resource_id)
+        self._proxies[resource_id] = created
+        return created
 
     def env(self, resource_id: str) -> RemoteEnv:
+        """The proxy of an environment (``TypeError`` for another kind)."""
         proxy = self.resource(resource_id)
         if self._kind(resource_id) != "env":
             raise TypeError("Resource is not an environment")
         return proxy
 
     def world(self, resource_id: str) -> RemoteWorld:
+        """The proxy of a world (``TypeError`` for another kind)."""
         proxy = self.resource(resource_id)
         if self._kind(resource_id) != "world":
             raise TypeError("Resource is not a world")
         return proxy
 
     def node(self, resource_id: str) -> RemoteWorldNode:
+        """The proxy of a world node (``TypeError`` for another kind)."""
         proxy = self.resource(resource_id)
         if self._kind(resource_id) != "node":
             raise TypeError("Resource is not a node")
         return proxy
 
     def acquire(self, resource_id: str, mode: Optional[str] = None) -> None:
+        """``acquire``: claim control of the resource's domain (``mode``:
+        ``"env"`` or ``"components"``; ``None``: the server's choice)."""
         self._kind(resource_id)
         self._native.acquire(resource_id, mode)
 
@@ -315,13 +360,18 @@ class RemoteClient:
             raise
 
     def call(self, resource_id: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        """``call``: run ``method`` of the resource remotely with these
+        arguments and return its result (arrays on the client's backend)."""
         self._kind(resource_id)
         return self._map(self._native.call(resource_id, method, args, kwargs))
 
     def _read(self, resource_id: str, field: str) -> Any:
+        """A node getter's value, from the boundary snapshot cache when allowed."""
         return self._map(self._native.read(resource_id, field))
 
     def subscribe(self, resource_id: str, fields: Optional[Iterable[str]] = None) -> Subscription:
+        """Subscribe to the resource's published snapshots (only ``fields``
+        when given); iterate the returned ``Subscription`` for the latest."""
         if self._native.kind(resource_id) is None:
             self.describe(resource_id)
         native = self._native.subscribe(resource_id, None if fields is None else list(fields))
@@ -330,10 +380,13 @@ class RemoteClient:
         return subscription
 
     def close(self) -> None:
+        """Close the connection: pending requests fail and subscriptions end."""
         self._native.close()
 
     def __enter__(self) -> RemoteClient:
+        """The client, closed when the ``with`` block exits."""
         return self
 
     def __exit__(self, *args: object) -> None:
+        """Close the client."""
         self.close()

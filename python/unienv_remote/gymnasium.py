@@ -72,7 +72,7 @@ _INT64 = np.iinfo(np.int64)
 _CURRENT: "weakref.WeakValueDictionary[Tuple[str, str], RemoteGymnasiumEnv]" = weakref.WeakValueDictionary()
 
 
-def gymnasium_space(document: Mapping[str, Any]) -> spaces.Space:
+def gymnasium_space(document: Mapping[str, Any]) -> spaces.Space[Any]:
     """The Gymnasium space of a UniEnv space document (``space_to_json``)."""
     kind = document.get("type")
     if kind == "BoxSpace":
@@ -98,7 +98,7 @@ def gymnasium_space(document: Mapping[str, Any]) -> spaces.Space:
     raise ValueError(f"a {kind} has no Gymnasium space this adapter knows (Box, Binary, Dict and Tuple spaces do)")
 
 
-def _to_gymnasium(value: Any, space: spaces.Space) -> Any:
+def _to_gymnasium(value: Any, space: spaces.Space[Any]) -> Any:
     """A remote value as a member of ``space``."""
     if isinstance(space, spaces.Discrete):
         return np.int64(np.asarray(value).item())
@@ -111,7 +111,7 @@ def _to_gymnasium(value: Any, space: spaces.Space) -> Any:
     return value
 
 
-def _to_remote(action: Any, space: spaces.Space) -> Any:
+def _to_remote(action: Any, space: spaces.Space[Any]) -> Any:
     """A member of ``space`` as the remote env's action (binary values as bools)."""
     if isinstance(space, spaces.MultiBinary):
         return np.asarray(action, dtype=np.bool_)
@@ -164,7 +164,7 @@ class RemoteGymnasiumEnv(gymnasium.Env):
             context_document = descriptor.get("context_space")
             self._context_space = None if context_document is None else gymnasium_space(context_document)
             self._context_mode = context if self._context_space is not None else "none"
-            if self._context_mode == "observation":
+            if self._context_space is not None and self._context_mode == "observation":
                 self.observation_space = spaces.Dict({"context": self._context_space,
                                                       "observation": self._observation_space})
             else:
@@ -201,7 +201,7 @@ class RemoteGymnasiumEnv(gymnasium.Env):
 
     def _observation(self, observation: Any) -> Any:
         observation = _to_gymnasium(observation, self._observation_space)
-        if self._context_mode == "observation":
+        if self._context_space is not None and self._context_mode == "observation":
             # A copy per observation: returned data never shares memory.
             return {"context": _to_gymnasium(self._context, self._context_space), "observation": observation}
         return observation
@@ -291,4 +291,7 @@ def make_vector(num_envs: int = 1, *, url: Optional[str] = None,
 
 
 if ENV_ID not in gymnasium.registry:
-    gymnasium.register(id=ENV_ID, entry_point=RemoteGymnasiumEnv, vector_entry_point=make_vector)
+    # gymnasium.make passes url and resource_id as keywords; gymnasium's
+    # EnvCreator protocol (``(**kwargs) -> Env``) cannot say a class needs them.
+    gymnasium.register(id=ENV_ID, entry_point=RemoteGymnasiumEnv,  # type: ignore[arg-type]
+                       vector_entry_point=make_vector)

@@ -13,7 +13,7 @@ identity while their serialized form is unchanged.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, TYPE_CHECKING, TypeVar, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, TYPE_CHECKING, TypeVar, Union
 
 from unienv_interface.env_base.env import Env
 from unienv_interface.world.world import World
@@ -85,7 +85,7 @@ class _SpaceField(_DescriptorField):
             return _default(obj, self.name)
         cache = obj._spaces
         serial, space = cache.get(self.name, (None, None))
-        changed = obj.client._native.space_since(obj.resource_id, self.name, serial)
+        changed = obj.client._space_since(obj.resource_id, self.name, serial)
         if changed is not None:
             serial, document = changed
             space = None if document is None else json_to_space(document, obj.client.backend, obj.client.device)
@@ -94,25 +94,29 @@ class _SpaceField(_DescriptorField):
 
 
 class _Proxy:
+    """What the remote proxies share: the client, resource ID, descriptor
+    attributes read from the latest descriptor, calls and close."""
+
     def __init__(self, client: RemoteClient, resource_id: str) -> None:
         self.client, self.resource_id = client, resource_id
         self._closed = False
-        self._schema_key: Any = None
+        self._schema_key: Optional[Tuple[int, int, int]] = None
         self._schema_value: Dict[str, Any] = {}
         self._spaces: Dict[str, Any] = {}
-        if client._native.kind(resource_id) is None:
+        if not client._known(resource_id):
             client.describe(resource_id)
         self._schema()
         client._proxies[resource_id] = self
 
     def _schema(self) -> Dict[str, Any]:
-        changed = self.client._native.schema_since(self.resource_id, self._schema_key)
+        changed = self.client._schema_since(self.resource_id, self._schema_key)
         if changed is not None:
             self._schema_key, self._schema_value = changed
         return self._schema_value
 
     @property
     def descriptor(self) -> Dict[str, Any]:
+        """The resource's latest descriptor."""
         return self._schema()
 
     name = _DescriptorField()
@@ -143,7 +147,7 @@ class _Proxy:
             raise ConnectionError("Proxy is closed")
         # RemoteClient.call without its lookup: a proxy's resource is known.
         client = self.client
-        value = client._native.call(self.resource_id, method, args, kwargs)
+        value = client._call_raw(self.resource_id, method, args, kwargs)
         return value if client._numpy else client._map(value)
 
     def _read(self, field: str, method: str) -> Any:
@@ -163,53 +167,78 @@ class _Proxy:
         pass
 
 
-class RemoteEnv(_Proxy, Env):
+# unienv ships no type information: its base classes are ``Any`` to mypy.
+class RemoteEnv(_Proxy, Env):  # type: ignore[misc]  # Env is untyped (unienv)
+    """A remote environment, as a unienv ``Env``: ``reset``, ``step``,
+    ``render`` ... run on the server; spaces and attributes come from its
+    descriptor."""
+
     def __init__(self, client: RemoteClient, resource_id: str) -> None:
         self.backend, self.device = client.backend, client.device
         super().__init__(client, resource_id)
         self.rng = self.backend.random.random_number_generator(device=self.device)
 
     def reset(self, *, mask: Any = None, seed: Optional[int] = None, **kwargs: Any) -> Any:
+        """Reset the environment remotely (``mask``: which sub-environments); returns the
+        reference's ``(context, observation, info)``."""
         return self._call("reset", mask=mask, seed=seed, **kwargs)
 
     def reload(self, *, mask: Any = None, seed: Optional[int] = None, **kwargs: Any) -> Any:
+        """Reload the environment remotely; returns the same as ``reset``."""
         return self._call("reload", mask=mask, seed=seed, **kwargs)
 
     def step(self, action: Any) -> Any:
+        """Step the environment remotely with ``action`` (a list or scalar is coerced to the
+        action space first); returns ``(observation, reward, terminated, truncated, info)``."""
         if type(action) in _actions.PLAIN:
             action = _actions.coerce(action, self._schema().get("action_space"))
         return self._call("step", action)
 
     def render(self) -> Any:
+        """Render remotely; returns the frame (or ``None``), as the hosted environment does."""
         return self._call("render")
 
     def get_node(self, nested_keys: Union[str, Sequence[str]]) -> Optional[RemoteWorldNode]:
+        """The remote node under the environment's own node at ``nested_keys``, or ``None`` (also
+        when the environment has no node)."""
         node_id = self.descriptor["node_id"]
         return None if node_id is None else self.client.node(node_id).get_node(nested_keys)
 
 
-class RemoteWorld(_Proxy, World):
+class RemoteWorld(_Proxy, World):  # type: ignore[misc]  # World is untyped (unienv)
+    """A remote world, as a unienv ``World``: each lifecycle method runs on
+    the server (inside a ``client.operation`` when controlled by components)."""
+
     def __init__(self, client: RemoteClient, resource_id: str) -> None:
         self.backend, self.device = client.backend, client.device
         super().__init__(client, resource_id)
 
     def step(self) -> Any:
+        """Advance the world by one step remotely; returns what the hosted world's ``step``
+        returns."""
         return self._call("step")
 
     def reset(self, *, seed: Optional[int] = None, mask: Any = None, **kwargs: Any) -> None:
-        return self._call("reset", seed=seed, mask=mask, **kwargs)
+        """Reset the world state remotely."""
+        self._call("reset", seed=seed, mask=mask, **kwargs)
 
     def reload(self, *, seed: Optional[int] = None, mask: Any = None, **kwargs: Any) -> None:
-        return self._call("reload", seed=seed, mask=mask, **kwargs)
+        """Reload the world remotely."""
+        self._call("reload", seed=seed, mask=mask, **kwargs)
 
     def after_reset(self, *, seed: Optional[int] = None, mask: Any = None, **kwargs: Any) -> None:
-        return self._call("after_reset", seed=seed, mask=mask, **kwargs)
+        """Run the world's after-reset hook remotely."""
+        self._call("after_reset", seed=seed, mask=mask, **kwargs)
 
     def after_reload(self, *, seed: Optional[int] = None, mask: Any = None, **kwargs: Any) -> None:
-        return self._call("after_reload", seed=seed, mask=mask, **kwargs)
+        """Run the world's after-reload hook remotely."""
+        self._call("after_reload", seed=seed, mask=mask, **kwargs)
 
 
-class RemoteWorldNode(_Proxy, WorldNode):
+class RemoteWorldNode(_Proxy, WorldNode):  # type: ignore[misc]  # WorldNode is untyped (unienv)
+    """A remote world node, as a unienv ``WorldNode``: lifecycle calls run on
+    the server; getters read the boundary snapshot when allowed."""
+
     def __init__(self, client: RemoteClient, resource_id: str) -> None:
         super().__init__(client, resource_id)
         world_id = self.descriptor["world_id"]
@@ -217,57 +246,77 @@ class RemoteWorldNode(_Proxy, WorldNode):
 
     @property
     def backend(self) -> Any:
+        """The compute backend of the client (results are converted to it)."""
         return self.client.backend
 
     @property
     def device(self) -> Optional[object]:
+        """The device of the client (results are converted to it)."""
         return self.client.device
 
     def pre_environment_step(self, dt: Any, *, priority: int = 0) -> None:
-        return self._call("pre_environment_step", dt, priority=priority)
+        """Run the node's pre-environment-step hook remotely for ``dt`` at ``priority``."""
+        self._call("pre_environment_step", dt, priority=priority)
 
     def post_environment_step(self, dt: Any, *, priority: int = 0) -> None:
-        return self._call("post_environment_step", dt, priority=priority)
+        """Run the node's post-environment-step hook remotely for ``dt`` at ``priority``."""
+        self._call("post_environment_step", dt, priority=priority)
 
     def set_next_action(self, action: Any) -> None:
+        """Set the node's next action remotely (a list or scalar is coerced to the action space
+        first)."""
         if type(action) in _actions.PLAIN:
             action = _actions.coerce(action, self._schema().get("action_space"))
-        return self._call("set_next_action", action)
+        self._call("set_next_action", action)
 
     def get_context(self) -> Any:
+        """The node's context (from the boundary snapshot when allowed)."""
         return self._read("context", "get_context")
 
     def get_observation(self) -> Any:
+        """The node's observation (from the boundary snapshot when allowed)."""
         return self._read("observation", "get_observation")
 
     def get_reward(self) -> Any:
+        """The node's reward (from the boundary snapshot when allowed)."""
         return self._read("reward", "get_reward")
 
     def get_termination(self) -> Any:
+        """The node's termination flag(s) (from the boundary snapshot when allowed)."""
         return self._read("terminated", "get_termination")
 
     def get_truncation(self) -> Any:
+        """The node's truncation flag(s) (from the boundary snapshot when allowed)."""
         return self._read("truncated", "get_truncation")
 
     def get_info(self) -> Optional[Dict[str, Any]]:
-        return self._read("info", "get_info")
+        """The node's info dict, or ``None`` (from the boundary snapshot when allowed)."""
+        info: Optional[Dict[str, Any]] = self._read("info", "get_info")
+        return info
 
     def render(self) -> Any:
+        """Render the node remotely; returns the frame (or ``None``)."""
         return self._call("render")
 
     def reset(self, *, priority: int = 0, seed: Optional[int] = None, mask: Any = None, **kwargs: Any) -> None:
-        return self._call("reset", priority=priority, seed=seed, mask=mask, **kwargs)
+        """Reset the node remotely at ``priority``."""
+        self._call("reset", priority=priority, seed=seed, mask=mask, **kwargs)
 
     def reload(self, *, priority: int = 0, seed: Optional[int] = None, mask: Any = None, **kwargs: Any) -> None:
-        return self._call("reload", priority=priority, seed=seed, mask=mask, **kwargs)
+        """Reload the node remotely at ``priority``."""
+        self._call("reload", priority=priority, seed=seed, mask=mask, **kwargs)
 
     def after_reset(self, *, priority: int = 0, mask: Any = None) -> None:
-        return self._call("after_reset", priority=priority, mask=mask)
+        """Run the node's after-reset hook remotely at ``priority``."""
+        self._call("after_reset", priority=priority, mask=mask)
 
     def after_reload(self, *, priority: int = 0, mask: Any = None) -> None:
-        return self._call("after_reload", priority=priority, mask=mask)
+        """Run the node's after-reload hook remotely at ``priority``."""
+        self._call("after_reload", priority=priority, mask=mask)
 
     def get_node(self, nested_keys: Union[str, Sequence[str]]) -> Optional[RemoteWorldNode]:
+        """The remote descendant node at ``nested_keys`` (one key or a path of keys), or
+        ``None``."""
         keys = [nested_keys] if isinstance(nested_keys, str) else list(nested_keys)
         current: RemoteWorldNode = self
         for key in keys:
@@ -278,13 +327,14 @@ class RemoteWorldNode(_Proxy, WorldNode):
         return current
 
     def get_nodes_by_fn(self, fn: Callable[[WorldNode], bool]) -> List[WorldNode]:
+        """This node and its remote descendants for which ``fn`` is true, depth first."""
         result: List[WorldNode] = [self] if fn(self) else []
         for resource_id in self.descriptor["children"].values():
             result.extend(self.client.node(resource_id).get_nodes_by_fn(fn))
         return result
 
 
-class RemoteWorldEnv(WorldEnv):
+class RemoteWorldEnv(WorldEnv):  # type: ignore[misc]  # WorldEnv is untyped (unienv)
     """Local lifecycle composition with explicit remote operation boundaries.
 
     Pass a RemoteWorld and RemoteWorldNode(s) from the same client and world.
@@ -322,13 +372,17 @@ class RemoteWorldEnv(WorldEnv):
                 self._boundary_depth -= 1
 
     def reset(self, *, mask: Any = None, seed: Optional[int] = None, reload: bool = False, **kwargs: Any) -> Any:
+        """Reset (a reload on the first reset or with ``reload=True``) the composed world and
+        nodes, as one remote operation."""
         return self._run("reload" if self._first_reset or reload else "reset", super().reset,
                          mask=mask, seed=seed, reload=reload, **kwargs)
 
     def reload(self, *, mask: Any = None, seed: Optional[int] = None, **kwargs: Any) -> Any:
+        """Reload the composed world and nodes, as one remote operation."""
         return self._run("reload", super().reload, mask=mask, seed=seed, **kwargs)
 
     def step(self, action: Any) -> Any:
+        """Step the composed world and nodes with ``action``, as one remote operation."""
         return self._run("step", super().step, action)
 
     def close(self) -> None:

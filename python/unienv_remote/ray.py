@@ -17,7 +17,7 @@
 Each actor runs one server (our Python ``unienv_remote.RemoteServer`` when this
 package has it, otherwise the reference's ``unienv_interface.remote.RemoteServer``)
 hosting what ``factory()`` returns (a dict of resource ID -> env), listening on
-its node's IP address (``ray.util.get_node_ip_address()``) with a port the OS
+its node's IP address (``ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]  # unannotated in ray``) with a port the OS
 picks; Ray's resource requests (``num_cpus``, ``num_gpus``, ``resources``,
 ``scheduling_strategy``...) place it. Clients connect to it directly over the
 protocol, not through Ray. Across machines, serve TLS: ``start_servers(...,
@@ -65,11 +65,11 @@ class _ServerActor:
         import tempfile
 
         try:
-            from unienv_remote import RemoteServer  # type: ignore[attr-defined]
+            from unienv_remote import RemoteServer
         except ImportError:
             if tls is not None:
                 raise
-            from unienv_interface.remote import RemoteServer
+            from unienv_interface.remote import RemoteServer  # type: ignore[no-redef]  # the reference's (untyped)
         folder = None
         options = dict(server_options)
         if tls is not None:
@@ -89,7 +89,7 @@ class _ServerActor:
             for resource_id, obj in resources.items():
                 self._server.register(resource_id, obj)
             self._ids = list(resources)
-            bind = host if host is not None else ray.util.get_node_ip_address()
+            bind = host if host is not None else ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]  # unannotated in ray
             self._url = self._server.listen(bind, 0)
         finally:
             if folder is not None:
@@ -123,8 +123,9 @@ class ServerHandle:
 def _start(factory: Callable[[], Dict[str, Any]], options: Dict[str, Any], host: Optional[str],
            server_options: Dict[str, Any], tls: Optional[Tuple[bytes, bytes]]) -> ServerHandle:
     actor_class = ray.remote(_ServerActor)
-    actor = actor_class.options(**options).remote(factory, host, server_options, tls)
-    info = ray.get(actor.info.remote())
+    # Ray's actor handles expose the remote methods dynamically (untyped).
+    actor: Any = actor_class.options(**options).remote(factory, host, server_options, tls)
+    info: Dict[str, Any] = ray.get(actor.info.remote())
     return ServerHandle(actor=actor, url=info["url"], resource_ids=info["resource_ids"], node_id=info["node_id"],
                         factory=factory, options=options, host=host, server_options=server_options, tls=tls)
 
@@ -178,12 +179,12 @@ def restart_server(server: ServerHandle, envs: Optional[RemoteVectorEnv] = None)
     return new
 
 
-def addresses(servers: Sequence[ServerHandle], num_envs: Optional[int] = None) -> List[tuple]:
+def addresses(servers: Sequence[ServerHandle], num_envs: Optional[int] = None) -> List[Tuple[str, str]]:
     """``(url, resource_id)`` for ``num_envs`` envs (default: every hosted
     env), round-robin over the servers so that consecutive envs live on
     different actors."""
     per = [list(s.resource_ids) for s in servers]
-    out: List[tuple] = []
+    out: List[Tuple[str, str]] = []
     k = 0
     total = sum(len(p) for p in per)
     wanted = total if num_envs is None else num_envs

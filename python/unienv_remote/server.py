@@ -17,7 +17,7 @@ import logging
 import math
 import os
 from threading import Lock
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, TYPE_CHECKING, Union
 from urllib.parse import quote
 
 from unienv_interface.env_base.env import Env
@@ -27,6 +27,9 @@ from unienv_interface.world.node import WorldNode
 from unienv_interface.world.world import World
 
 from . import _logging, _native
+
+if TYPE_CHECKING:
+    from .client import RemoteClient
 
 HostedResource = Union[Env, World, WorldNode]
 ResourceFactory = Callable[[], HostedResource]
@@ -110,10 +113,10 @@ class RemoteServer:
                  allowed_origins: Sequence[str] = (), allowed_hosts: Sequence[str] = (),
                  max_connections: int = 1024, max_in_flight: int = 64,
                  max_subscriptions_per_session: int = 1024, env_boundary_snapshots: bool = False,
-                 shutdown_timeout: float = 10.0, tls_cert: Optional[Union[str, os.PathLike]] = None,
-                 tls_key: Optional[Union[str, os.PathLike]] = None,
+                 shutdown_timeout: float = 10.0, tls_cert: Optional[Union[str, os.PathLike[str]]] = None,
+                 tls_key: Optional[Union[str, os.PathLike[str]]] = None,
                  validate_actions: bool = True,
-                 record_dir: Optional[Union[str, os.PathLike]] = None,
+                 record_dir: Optional[Union[str, os.PathLike[str]]] = None,
                  metrics: Optional[str] = None,
                  max_connection_bytes: Optional[int] = None,
                  max_server_bytes: Optional[int] = None) -> None:
@@ -158,7 +161,8 @@ class RemoteServer:
     @property
     def max_message_size(self) -> int:
         """``codec.max_message_size``."""
-        return self.codec.max_message_size
+        size: int = self.codec.max_message_size
+        return size
 
     @max_message_size.setter
     def max_message_size(self, value: int) -> None:
@@ -189,9 +193,12 @@ class RemoteServer:
                 self._resources[resource_id] = _Resource(resource_id, None, None, domain)  # type: ignore[arg-type]
                 self._domains[resource_id] = domain
                 return resource_id
-            return self._register(resource_id, obj_or_factory)
+            return self._register(resource_id, obj_or_factory)[0]
 
     def _register(self, resource_id: str, obj: HostedResource, target: Optional[_Domain] = None) -> Tuple[str, List[_Resource]]:
+        """Lays out ``obj``'s tree: its canonical ID and, for a factory's
+        product (``target``), the domain's resources (the registry is left as
+        it was); otherwise the registry is updated and the list is empty."""
         resources, objects, domains = self._resources.copy(), self._objects.copy(), self._domains.copy()
         world_owners = self._world_owners.copy()
         members = {key: list(domain.resources) for key, domain in domains.items()}
@@ -268,16 +275,16 @@ class RemoteServer:
             domain.resources = members[key]
         self._resources, self._objects, self._domains = resources, objects, domains
         self._world_owners = world_owners
-        return canonical_id  # type: ignore[return-value]
+        return canonical_id, []
 
     # -- called by the Rust domains ----------------------------------------------
 
     @staticmethod
-    def _entries(resources: Iterable[_Resource]) -> List[tuple]:
+    def _entries(resources: Iterable[_Resource]) -> List[Tuple[Any, ...]]:
         return [(r.id, r.kind, r.obj, r.world_id, r.node_id, list(r.children.items()), _is_numpy(r.obj))
                 for r in resources]
 
-    def _layout_factory(self, root_id: str, obj: HostedResource) -> List[tuple]:
+    def _layout_factory(self, root_id: str, obj: HostedResource) -> List[Tuple[Any, ...]]:
         """Lays out a factory's product (on its domain's worker)."""
         with self._lock:
             domain = self._domains.get(root_id)
@@ -300,7 +307,7 @@ class RemoteServer:
             logging.getLogger(__name__).exception("Rejected factory object cleanup failed")
 
     @staticmethod
-    def _map_arguments(obj: HostedResource, args: tuple, kwargs: dict) -> Tuple[tuple, dict]:
+    def _map_arguments(obj: HostedResource, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
         """Converts array arguments to a non-NumPy resource's backend and device."""
         backend, device = obj.backend, getattr(obj, "device", None)
         return tuple(map_arrays(list(args), backend, device)), map_arrays(kwargs, backend, device)
@@ -353,7 +360,7 @@ class RemoteServer:
                 raise RuntimeError("Server is closed")
             if self._native is None:
                 _logging.start()
-                domains: List[tuple] = []
+                domains: List[Tuple[Any, ...]] = []
                 for domain in self._domains.values():
                     if domain.factory is not None:
                         domains.append((domain.root_id, domain.factory))
@@ -401,7 +408,7 @@ class RemoteServer:
         self._listening = True
         return url
 
-    def connect(self, **client_options: Any):
+    def connect(self, **client_options: Any) -> RemoteClient:
         """Create an in-memory ``unienv_remote.RemoteClient`` using the full wire protocol."""
         from .client import RemoteClient
         native = self._start()

@@ -64,7 +64,7 @@ retry.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 import gymnasium
@@ -76,6 +76,8 @@ from unienv_interface.space.space_utils.serialization_utils import json_to_space
 from unienv_interface.wrapper.gym_compat import gym_utils
 
 from . import _actions, _native
+
+_Result = TypeVar("_Result")
 
 __all__ = ["RemoteVectorEnv", "VectorEnvError"]
 
@@ -176,8 +178,8 @@ class RemoteVectorEnv(VectorEnv):
         token: Optional[str] = None,
         ca_file: Optional[Union[str, "os.PathLike[str]"]] = None,
         on_error: str = "raise",
-        single_observation_space: Optional[gymnasium.Space] = None,
-        single_action_space: Optional[gymnasium.Space] = None,
+        single_observation_space: Optional[gymnasium.Space[Any]] = None,
+        single_action_space: Optional[gymnasium.Space[Any]] = None,
         batch_size: Optional[int] = None,
     ) -> None:
         if on_error not in ("raise", "info"):
@@ -203,14 +205,16 @@ class RemoteVectorEnv(VectorEnv):
         self.render_mode = None
         self.closed = False
 
-    def _gym_space(self, name: str) -> gymnasium.Space:
+    def _gym_space(self, name: str) -> gymnasium.Space[Any]:
         document = self._native.space_document(name)
         if document is None:
             raise ValueError(f"the remote envs have no {name}")
-        return gym_utils.to_gym_space(json_to_space(document, NumpyComputeBackend, None))
+        space: gymnasium.Space[Any] = gym_utils.to_gym_space(json_to_space(document, NumpyComputeBackend, None))
+        return space
 
-    def _report(self, errors: List[Tuple[int, str, BaseException]], infos: Dict[str, Any], result_of: Any,
-                builder: Any = None, positions: Optional[Dict[int, int]] = None) -> Any:
+    def _report(self, errors: List[Tuple[int, str, BaseException]], infos: Dict[str, Any],
+                result_of: Callable[[Dict[str, Any]], _Result],
+                builder: Any = None, positions: Optional[Dict[int, int]] = None) -> _Result:
         if not errors:
             return result_of(infos)
         failed = {i: e for i, kind, e in errors if kind == "failed"}
@@ -268,7 +272,7 @@ class RemoteVectorEnv(VectorEnv):
         """Waits for the pending step and returns the stacked results."""
         return self._results(self._native.step_wait(), self)
 
-    def _results(self, native: tuple, builder: Any,
+    def _results(self, native: Tuple[Any, ...], builder: Any,
                  positions: Optional[Dict[int, int]] = None) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         obs, rewards, terminations, truncations, env_infos, _autoreset, finals, errors, _ids = native
         infos: Dict[str, Any] = {}
@@ -300,7 +304,7 @@ class RemoteVectorEnv(VectorEnv):
         infos["env_id"] = ids
         return obs, rewards, terminations, truncations, infos
 
-    def _results_positional(self, native: tuple, count: int) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+    def _results_positional(self, native: Tuple[Any, ...], count: int) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         positions = {int(env): k for k, env in enumerate(native[8])}
         try:
             return self._results(native, _InfoBuilder(count), positions)
