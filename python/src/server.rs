@@ -15,7 +15,7 @@
 //! (the reference's `CodecError`); a mutation that raised faults its domain.
 
 use crate::actions::ActionGuard;
-use crate::convert::{dict_to_py, from_py, from_py_bounded, to_py, ArrayMode, ConvertError};
+use crate::convert::{dict_to_py, from_py_bounded, to_py, ArrayMode, ConvertError};
 use crate::descriptor::{self, attr_str, Probe};
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
@@ -349,17 +349,26 @@ impl ForeignHost for PyHost {
 
     fn read(&mut self, index: usize, field: Field) -> HostResult<Option<Value>> {
         self.after_call.clear();
+        let max_message_size = self.max_message_size;
         let r = self.resource(index)?;
         let kind = r.info.kind;
         with_python(|py| {
             let obj = r.obj.bind(py);
+            // Bounded as a call's result is: a snapshot field over the limit
+            // is never copied in full (it could not be sent anyway).
+            let convert = |v: &Bound<'_, PyAny>| -> PyResult<Value> {
+                from_py_bounded(v, ArrayMode::Copy, max_message_size).map_err(|e| match e {
+                    Ok(too_large) => too_large.into(),
+                    Err(e) => e,
+                })
+            };
             let run = || -> PyResult<Option<Value>> {
                 if kind == ResourceKind::Env {
                     if field != Field::Render {
                         return Ok(None);
                     }
                     let v = obj.call_method0(intern!(py, "render"))?;
-                    return Ok(Some(from_py(&v, ArrayMode::Copy)?));
+                    return Ok(Some(convert(&v)?));
                 }
                 if kind != ResourceKind::Node {
                     return Ok(None);
@@ -389,7 +398,7 @@ impl ForeignHost for PyHost {
                     return Ok(None);
                 }
                 let v = obj.call_method0(getter)?;
-                Ok(Some(from_py(&v, ArrayMode::Copy)?))
+                Ok(Some(convert(&v)?))
             };
             run().map_err(|e| {
                 let what = format!("reading {} of '{}'", field.name(), r.info.id);

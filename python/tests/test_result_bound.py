@@ -140,3 +140,40 @@ def test_an_oversized_result_is_never_copied():
     assert code == "serialization_error"
     # A full copy of the 256 MiB array would add 256 MiB (262,144 KiB).
     assert oversized - within < 40 << 10, (within, oversized)
+
+
+class Rendering(CounterEnv):
+    """Renders ``self.frame``."""
+
+    def __init__(self, frame):
+        super().__init__()
+        self.frame = frame
+
+    def render(self):
+        return self.frame
+
+
+def test_an_oversized_snapshot_field_is_a_subscription_error():
+    """Snapshot reads (an env's render, a node's getters) are bounded too."""
+    env = Rendering(np.ones(16 << 20, np.uint8))
+    server = unienv_remote.RemoteServer(max_message_size=LIMIT, idle_timeout=None)
+    server.register("env", env)
+    try:
+        url = server.listen("127.0.0.1", 0)
+        controller, observer = RefClient.connect(url), RefClient.connect(url)
+        subscription = observer.subscribe("env", ["render"])
+        remote = controller.env("env")
+        remote.reset(seed=1)
+        remote.step(STEP)
+        with pytest.raises(RemoteError) as refused:
+            subscription.next(timeout=30)
+        # As when the encoder refuses a snapshot over the session's limit.
+        assert refused.value.code == "snapshot_error"
+        assert "exceeds the limit of 1048576 bytes" in str(refused.value)
+        # The controller is unaffected.
+        obs, *_ = remote.step(np.ones(2, np.float32))
+        assert obs["position"].tolist() == [2.0, 2.0]
+        controller.close()
+        observer.close()
+    finally:
+        server.close()
