@@ -80,6 +80,16 @@ pub enum ConvertError {
         /// What is wrong.
         reason: String,
     },
+    /// The value's arrays, strings and bytes alone are over the limit it
+    /// would be encoded against: conversion stopped before copying more.
+    #[error("message of at least {size} bytes exceeds the limit of {max} bytes")]
+    TooLarge {
+        /// The bytes counted when the limit was passed (a lower bound of
+        /// the encoded size).
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
 }
 
 impl From<ConvertError> for PyErr {
@@ -275,17 +285,74 @@ fn object_array_to_py<'py>(py: Python<'py>, o: &ObjectArray) -> PyResult<Bound<'
 
 // ------------------------------------------------------------ from Python
 
+/// Counts, during one conversion, bytes the value will take at least once
+/// encoded (array data, bytes, string and key lengths, one per scalar), so
+/// that a value over the limit is refused before it is copied in full.
+struct Budget {
+    counted: usize,
+    max: usize,
+}
+
+impl Budget {
+    /// Counts `n` more bytes, or fails when the total passes the limit.
+    fn take(&mut self, n: usize) -> Result<(), ConvertError> {
+        self.counted = self.counted.saturating_add(n);
+        if self.counted > self.max {
+            return Err(ConvertError::TooLarge {
+                size: self.counted,
+                max: self.max,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Converts a Python object into a value exactly as the reference codec
 /// would encode it, or fails with the reference's `CodecError`.
 pub fn from_py(obj: &Bound<'_, PyAny>, mode: ArrayMode) -> PyResult<Value> {
-    from_py_at(obj, mode, 0)
+    let mut budget = Budget {
+        counted: 0,
+        max: usize::MAX,
+    };
+    from_py_at(obj, mode, 0, &mut budget)
 }
 
-fn from_py_at(obj: &Bound<'_, PyAny>, mode: ArrayMode, depth: usize) -> PyResult<Value> {
+/// [`from_py`], stopping with [`ConvertError::TooLarge`] as soon as the
+/// value is known to encode to more than `max_message_size` bytes (its
+/// arrays, bytes and strings alone are more), so that no more than that is
+/// ever copied. `Err(Ok(e))`: too large; `Err(Err(e))`: any other failure.
+pub fn from_py_bounded(
+    obj: &Bound<'_, PyAny>,
+    mode: ArrayMode,
+    max_message_size: usize,
+) -> Result<Value, Result<ConvertError, PyErr>> {
+    let mut budget = Budget {
+        counted: 0,
+        max: max_message_size,
+    };
+    from_py_at(obj, mode, 0, &mut budget).map_err(|e| {
+        if budget.counted > budget.max {
+            Ok(ConvertError::TooLarge {
+                size: budget.counted,
+                max: budget.max,
+            })
+        } else {
+            Err(e)
+        }
+    })
+}
+
+fn from_py_at(
+    obj: &Bound<'_, PyAny>,
+    mode: ArrayMode,
+    depth: usize,
+    budget: &mut Budget,
+) -> PyResult<Value> {
     if depth > MAX_DEPTH {
         return Err(ConvertError::TooDeep.into());
     }
     let py = obj.py();
+    budget.take(1)?;
     if obj.is_none() {
         return Ok(Value::Null);
     }
@@ -293,7 +360,10 @@ fn from_py_at(obj: &Bound<'_, PyAny>, mode: ArrayMode, depth: usize) -> PyResult
     // GraphInstance, object arrays, dict, list/tuple, bytes, arrays.
     if let Ok(s) = obj.cast::<PyString>() {
         return match s.to_cow() {
-            Ok(text) => Ok(Value::Str(text.into_owned())),
+            Ok(text) => {
+                budget.take(text.len())?;
+                Ok(Value::Str(text.into_owned()))
+            }
             Err(e) => Err(ConvertError::InvalidString {
                 reason: e.to_string(),
             }
@@ -324,13 +394,13 @@ fn from_py_at(obj: &Bound<'_, PyAny>, mode: ArrayMode, depth: usize) -> PyResult
     let t = types(py)?;
     if obj.is_instance(t.generic.bind(py))? {
         let array = t.asarray.bind(py).call1((obj,))?;
-        return from_py_at(&array, mode, depth + 1);
+        return from_py_at(&array, mode, depth + 1, budget);
     }
     if obj.is_instance(t.graph.bind(py))? {
         if depth + 2 > MAX_DEPTH {
             return Err(ConvertError::TooDeep.into());
         }
-        let field = |name: &str| from_py_at(&obj.getattr(name)?, mode, depth + 2);
+        let mut field = |name: &str| from_py_at(&obj.getattr(name)?, mode, depth + 2, budget);
         return Ok(Value::from(Graph {
             n_nodes: field("n_nodes")?,
             n_edges: field("n_edges")?,
@@ -341,7 +411,7 @@ fn from_py_at(obj: &Bound<'_, PyAny>, mode: ArrayMode, depth: usize) -> PyResult
     }
     if let Ok(array) = obj.cast::<PyUntypedArray>() {
         if array.dtype().is_equiv_to(t.object_descr.bind(py)) {
-            return object_array_from_py(array, mode, depth);
+            return object_array_from_py(array, mode, depth, budget);
         }
     }
     if let Ok(d) = obj.cast::<PyDict>() {
@@ -353,7 +423,10 @@ fn from_py_at(obj: &Bound<'_, PyAny>, mode: ArrayMode, depth: usize) -> PyResult
         }
         for (k, v) in d.iter() {
             let key = match k.cast::<PyString>()?.to_cow() {
-                Ok(text) => text.into_owned(),
+                Ok(text) => {
+                    budget.take(text.len())?;
+                    text.into_owned()
+                }
                 Err(e) => {
                     return Err(ConvertError::InvalidString {
                         reason: e.to_string(),
@@ -361,31 +434,33 @@ fn from_py_at(obj: &Bound<'_, PyAny>, mode: ArrayMode, depth: usize) -> PyResult
                     .into())
                 }
             };
-            out.insert(key, from_py_at(&v, mode, depth + 1)?);
+            out.insert(key, from_py_at(&v, mode, depth + 1, budget)?);
         }
         return Ok(Value::Dict(out));
     }
     if let Ok(list) = obj.cast::<PyList>() {
         let mut items = Vec::with_capacity(list.len());
         for item in list.iter() {
-            items.push(from_py_at(&item, mode, depth + 1)?);
+            items.push(from_py_at(&item, mode, depth + 1, budget)?);
         }
         return Ok(Value::List(items));
     }
     if let Ok(tuple) = obj.cast::<PyTuple>() {
         let mut items = Vec::with_capacity(tuple.len());
         for item in tuple.iter() {
-            items.push(from_py_at(&item, mode, depth + 1)?);
+            items.push(from_py_at(&item, mode, depth + 1, budget)?);
         }
         return Ok(Value::Tuple(items));
     }
     if let Ok(b) = obj.cast::<PyBytes>() {
+        budget.take(b.as_bytes().len())?;
         return Ok(Value::Bytes(match mode {
             ArrayMode::Copy => Bytes::copy_from_slice(b.as_bytes()),
             ArrayMode::Borrow => share_bytes(b),
         }));
     }
     if let Ok(array) = obj.cast::<PyUntypedArray>() {
+        budget.take(array_nbytes(array)?)?;
         return array_from_py(array, mode).map(Value::Array);
     }
     // Any other tensor: the reference asks its backends for a NumPy copy.
@@ -396,7 +471,10 @@ fn from_py_at(obj: &Bound<'_, PyAny>, mode: ArrayMode, depth: usize) -> PyResult
         .and_then(|backend| backend.call_method1("to_numpy", (obj,)));
     match converted {
         Ok(array) => match array.cast::<PyUntypedArray>() {
-            Ok(array) => array_from_py(array, mode).map(Value::Array),
+            Ok(array) => {
+                budget.take(array_nbytes(array)?)?;
+                array_from_py(array, mode).map(Value::Array)
+            }
             Err(_) => Err(unsupported(obj)),
         },
         Err(_) => Err(unsupported(obj)),
@@ -412,15 +490,23 @@ fn unsupported(obj: &Bound<'_, PyAny>) -> PyErr {
     ConvertError::UnsupportedType { type_name }.into()
 }
 
+/// The bytes a numeric array's data takes on the wire (its wire dtype's
+/// item size times its element count), or the dtype's refusal.
+fn array_nbytes(array: &Bound<'_, PyUntypedArray>) -> PyResult<usize> {
+    let dtype = wire_dtype(&array.dtype())?;
+    Ok(array.len().saturating_mul(dtype.itemsize()))
+}
+
 fn object_array_from_py(
     array: &Bound<'_, PyUntypedArray>,
     mode: ArrayMode,
     depth: usize,
+    budget: &mut Budget,
 ) -> PyResult<Value> {
     let shape = array.shape().to_vec();
     let mut values = Vec::with_capacity(array.len());
     for item in array.getattr("flat")?.try_iter()? {
-        values.push(from_py_at(&item?, mode, depth + 1)?);
+        values.push(from_py_at(&item?, mode, depth + 1, budget)?);
     }
     ObjectArray::new(shape, values)
         .map(Value::ObjectArray)

@@ -15,7 +15,7 @@
 //! (the reference's `CodecError`); a mutation that raised faults its domain.
 
 use crate::actions::ActionGuard;
-use crate::convert::{dict_to_py, from_py, to_py, ArrayMode};
+use crate::convert::{dict_to_py, from_py_bounded, to_py, ArrayMode, ConvertError};
 use crate::descriptor::{self, attr_str, Probe};
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
@@ -131,6 +131,10 @@ struct PyHost {
     /// response), and this saves attaching again for it. Taken by
     /// `descriptor_if_changed`; cleared by every other use of the host.
     after_call: Vec<Option<bool>>,
+    /// The server's `max_message_size`, which bounds every session's: a
+    /// call's result is refused while it is converted as soon as it is
+    /// known to be larger, so that no more than this is copied.
+    max_message_size: usize,
 }
 
 /// `(id, kind, obj, world_id, node_id, children, numpy)`.
@@ -171,6 +175,7 @@ fn host_from_layout(
     server: Py<PyAny>,
     layout: &Bound<'_, PyAny>,
     validate: bool,
+    max_message_size: usize,
 ) -> PyResult<PyHost> {
     let mut resources = Vec::new();
     for entry in layout.try_iter()? {
@@ -185,6 +190,7 @@ fn host_from_layout(
         resources,
         server,
         after_call: Vec::new(),
+        max_message_size,
     })
 }
 
@@ -276,6 +282,7 @@ impl ForeignHost for PyHost {
         let server = &self.server;
         let resources = &mut self.resources;
         let after_call = &mut self.after_call;
+        let max_message_size = self.max_message_size;
         if index >= resources.len() {
             return Err(HostError::new("no resource"));
         }
@@ -284,7 +291,8 @@ impl ForeignHost for PyHost {
             let (kind, id) = (r.info.kind, r.info.id.as_str());
             r.guard
                 .admit(r.obj.bind(py), kind, id, method, &mut args, &mut kwargs)?;
-            let run = || -> PyResult<Value> {
+            // Ok(Err(e)): it ran, but its result is over the limit.
+            let run = || -> PyResult<Result<Value, ConvertError>> {
                 let mut items = Vec::with_capacity(args.len());
                 for a in &args {
                     items.push(to_py(py, a)?);
@@ -307,15 +315,29 @@ impl ForeignHost for PyHost {
                     .bind(py)
                     .getattr(method)?
                     .call(pargs, (!pkwargs.is_empty()).then_some(&pkwargs))?;
-                from_py(&result, ArrayMode::Copy)
+                match from_py_bounded(&result, ArrayMode::Copy, max_message_size) {
+                    Ok(value) => Ok(Ok(value)),
+                    Err(Ok(too_large)) => Ok(Err(too_large)),
+                    Err(Err(e)) => Err(e),
+                }
             };
             let outcome = run();
+            // A result too large to send ran as well as one that fits: the
+            // host's own bookkeeping is a success's (as before the bound,
+            // when the encoder refused it after conversion).
             r.guard.finished(method, outcome.is_ok());
             let value = outcome.map_err(|e| {
                 let mutation = kind.is_mutation(method).unwrap_or(true);
                 crate::log::exception(py, &format!("{method}() on '{id}'"), mutation, &e);
                 host_error(py, e)
             })?;
+            let value = match value {
+                Ok(value) => value,
+                Err(too_large) => {
+                    tracing::warn!(resource = %id, %method, error = %too_large, "result too large");
+                    return Err(HostError::result_too_large(too_large.to_string()));
+                }
+            };
             after_call.extend(
                 resources
                     .iter()
@@ -327,17 +349,26 @@ impl ForeignHost for PyHost {
 
     fn read(&mut self, index: usize, field: Field) -> HostResult<Option<Value>> {
         self.after_call.clear();
+        let max_message_size = self.max_message_size;
         let r = self.resource(index)?;
         let kind = r.info.kind;
         with_python(|py| {
             let obj = r.obj.bind(py);
+            // Bounded as a call's result is: a snapshot field over the limit
+            // is never copied in full (it could not be sent anyway).
+            let convert = |v: &Bound<'_, PyAny>| -> PyResult<Value> {
+                from_py_bounded(v, ArrayMode::Copy, max_message_size).map_err(|e| match e {
+                    Ok(too_large) => too_large.into(),
+                    Err(e) => e,
+                })
+            };
             let run = || -> PyResult<Option<Value>> {
                 if kind == ResourceKind::Env {
                     if field != Field::Render {
                         return Ok(None);
                     }
                     let v = obj.call_method0(intern!(py, "render"))?;
-                    return Ok(Some(from_py(&v, ArrayMode::Copy)?));
+                    return Ok(Some(convert(&v)?));
                 }
                 if kind != ResourceKind::Node {
                     return Ok(None);
@@ -367,7 +398,7 @@ impl ForeignHost for PyHost {
                     return Ok(None);
                 }
                 let v = obj.call_method0(getter)?;
-                Ok(Some(from_py(&v, ArrayMode::Copy)?))
+                Ok(Some(convert(&v)?))
             };
             run().map_err(|e| {
                 let what = format!("reading {} of '{}'", field.name(), r.info.id);
@@ -514,7 +545,12 @@ impl PyServer {
             let spec = if payload.is_callable() {
                 DomainSpec::Factory(payload.unbind())
             } else {
-                let host = host_from_layout(class.clone_ref(py), &payload, validate_actions)?;
+                let host = host_from_layout(
+                    class.clone_ref(py),
+                    &payload,
+                    validate_actions,
+                    max_message_size,
+                )?;
                 if host.resources[0].info.id != root {
                     return Err(SetupError::Layout(format!(
                         "the first resource of {root:?} is {:?}",
@@ -562,7 +598,12 @@ impl PyServer {
                                         intern!(py, "_layout_factory"),
                                         (&id, product),
                                     )?;
-                                    host_from_layout(class.clone_ref(py), &layout, validate_actions)
+                                    host_from_layout(
+                                        class.clone_ref(py),
+                                        &layout,
+                                        validate_actions,
+                                        max_message_size,
+                                    )
                                 };
                                 build().map(Hosted::foreign).map_err(|e| host_error(py, e))
                             })

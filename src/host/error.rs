@@ -28,6 +28,13 @@ pub enum HostErrorKind {
     /// A value the simulator produced cannot be encoded
     /// (`serialization_error`).
     Serialization,
+    /// The method ran to completion, but its result was found larger than
+    /// the server's message-size limit while it was being converted, so it
+    /// was never built in full. The server treats it exactly as a result
+    /// that ran and then failed to encode: the call's bookkeeping is that of
+    /// a success, then it fails with `serialization_error` (uncertain and
+    /// faulting for a mutation, certain for a read).
+    ResultTooLarge,
 }
 
 /// An error returned by a hosted simulator method.
@@ -74,6 +81,15 @@ impl HostError {
     pub fn serialization(message: impl Into<String>) -> HostError {
         HostError {
             kind: HostErrorKind::Serialization,
+            message: message.into(),
+        }
+    }
+
+    /// A result found larger than the server's message-size limit while it
+    /// was converted (see [`HostErrorKind::ResultTooLarge`]).
+    pub fn result_too_large(message: impl Into<String>) -> HostError {
+        HostError {
+            kind: HostErrorKind::ResultTooLarge,
             message: message.into(),
         }
     }

@@ -555,7 +555,24 @@ impl Domain {
             self.instance.clear_latest();
         }
         let pending = super::recording::capture(&self.server, target.kind, method, &args, &kwargs);
-        let value = self.invoke(index, policy, args, kwargs)?;
+        let value = match self.invoke(index, policy, args, kwargs)? {
+            Ok(value) => value,
+            // It ran, but its result was found over the limit while the host
+            // converted it: as a result that ran and then failed to encode.
+            Err(message) => {
+                self.control.call_succeeded(target, policy);
+                let call = format!(
+                    "encoding the result of {method}() on '{}'",
+                    self.instance.resources[index].id
+                );
+                return Err(self.call_failed(
+                    policy,
+                    ErrorCode::SerializationError,
+                    message,
+                    &call,
+                ));
+            }
+        };
         if let Some(p) = pending {
             self.recording
                 .record(&self.server, &mut self.instance, index, p, &value);
@@ -626,14 +643,16 @@ impl Domain {
     }
 
     /// Checks the action (when configured) and invokes the hosted method; a
-    /// failure after it started faults the domain if it mutates.
+    /// failure after it started faults the domain if it mutates. `Ok(Err)`:
+    /// the method ran but its result is too large (the host's message), left
+    /// to the caller to fail as an encoding failure.
     fn invoke(
         &mut self,
         index: usize,
         policy: CallPolicy,
         args: Vec<Value>,
         kwargs: Dict,
-    ) -> Result<Value, ProtocolError> {
+    ) -> Result<Result<Value, String>, ProtocolError> {
         let method = policy.method.as_str();
         let meta = &self.instance.resources[index];
         let Some(hosted) = self.instance.hosted.as_mut() else {
@@ -665,7 +684,10 @@ impl Domain {
             tracing::trace!(resource = %meta.id, method, secs = took.as_secs_f64(), "call");
         }
         let (code, message) = match outcome {
-            Ok(Ok(v)) => return Ok(v),
+            Ok(Ok(v)) => return Ok(Ok(v)),
+            Ok(Err(e)) if e.kind() == HostErrorKind::ResultTooLarge => {
+                return Ok(Err(e.message().to_string()));
+            }
             // A refusal before anything changed: certain, no fault.
             Ok(Err(e)) if e.kind() == HostErrorKind::InvalidArgument => {
                 tracing::debug!(resource = %meta.id, method, reason = e.message(), "call refused");

@@ -77,7 +77,10 @@ pub trait ForeignHost: 'static {
     fn snapshot_fields(&mut self, index: usize) -> Option<Vec<Field>>;
     /// Calls `method` with the request's arguments (arrays already in native
     /// byte order). [`HostErrorKind::Serialization`](crate::host::HostErrorKind::Serialization)
-    /// reports a result that cannot be encoded.
+    /// reports a result that cannot be encoded;
+    /// [`HostErrorKind::ResultTooLarge`](crate::host::HostErrorKind::ResultTooLarge)
+    /// one that ran but was found over the server's `max_message_size` while
+    /// converted (so that it is never built in full).
     fn call(
         &mut self,
         index: usize,
