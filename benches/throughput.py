@@ -18,7 +18,9 @@ measured in the same run, with the machine's load average before and after:
   (100 % standard deviation), 2 server processes x 32 single envs: lockstep
   ``step`` against EnvPool-style ``send``/``recv`` with ``batch_size=16``;
 * ``BatchedEnv`` of 8 in process, sequential against 2 threads (what its
-  default follows).
+  default follows);
+* the batched configuration again over Unix domain sockets (``ws+unix://``)
+  instead of loopback TCP.
 
 The servers are this script run as ``--serve`` (our Python
 ``unienv_remote.RemoteServer`` on 127.0.0.1, port picked by the OS).
@@ -42,6 +44,7 @@ N = 16
 STRAGGLERS = 64
 PER_SERVER = N // 2
 URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
+UNIX_URL = re.compile(r"(ws\+unix://\S+)")
 
 
 # -- the servers (this script with --serve) -------------------------------------
@@ -69,7 +72,7 @@ def straggler_factory(seed: int) -> Callable[[], Any]:
     return Straggler
 
 
-def serve(index: int) -> None:
+def serve(index: int, unix: bool) -> None:
     import gymnasium
     from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
     from unienv_remote import BatchedEnv, RemoteServer
@@ -77,6 +80,18 @@ def serve(index: int) -> None:
     server = RemoteServer(idle_timeout=None)
     server.register("pendulum_batch", BatchedEnv([lambda: gymnasium.make("Pendulum-v1")] * PER_SERVER))
     server.register("cheetah_batch", BatchedEnv([lambda: gymnasium.make("HalfCheetah-v5")] * PER_SERVER))
+    if unix:
+        # The batched envs again, on a Unix domain socket (a RemoteServer has
+        # one listener): the same-host fast path.
+        import tempfile
+        socket_dir = tempfile.mkdtemp(prefix="unienv-throughput-")
+        print(server.listen_unix(os.path.join(socket_dir, "server.sock")), flush=True)
+        try:
+            sys.stdin.read()
+        finally:
+            server.close()  # removes the socket file
+            os.rmdir(socket_dir)
+        return
     for i in range(PER_SERVER):
         server.register(f"pendulum{i}", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
         server.register(f"cheetah{i}", FromGymnasiumEnv(gymnasium.make("HalfCheetah-v5")))
@@ -91,13 +106,14 @@ def serve(index: int) -> None:
 
 
 class ServerProcess:
-    def __init__(self, index: int) -> None:
-        self.process = subprocess.Popen([sys.executable, __file__, "--serve", str(index)], stdin=subprocess.PIPE,
+    def __init__(self, index: int, unix: bool = False) -> None:
+        extra = ["--unix"] if unix else []
+        self.process = subprocess.Popen([sys.executable, __file__, "--serve", str(index), *extra], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         assert self.process.stdout is not None
         self.url = ""
         for line in self.process.stdout:
-            m = URL.search(line)
+            m = (UNIX_URL if unix else URL).search(line)
             if m:
                 self.url = m.group(1)
                 break
@@ -198,11 +214,12 @@ def batched_local(env: Any, seconds: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--unix", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=1.5)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     if args.serve is not None:
-        serve(args.serve)
+        serve(args.serve, args.unix)
         return
 
     import gymnasium
@@ -211,11 +228,13 @@ def main() -> None:
 
     load_before = os.getloadavg()
     servers = [ServerProcess(0), ServerProcess(1)]
+    unix_servers = [ServerProcess(0, unix=True), ServerProcess(1, unix=True)]
     urls = [s.url for s in servers]
+    unix_urls = [s.url for s in unix_servers]
 
-    def remote(prefix: str, batched: bool, **kw: Any) -> Callable[[], Any]:
+    def remote(prefix: str, batched: bool, unix: bool = False, **kw: Any) -> Callable[[], Any]:
         if batched:
-            addresses = [(u, f"{prefix}_batch") for u in urls]
+            addresses = [(u, f"{prefix}_batch") for u in (unix_urls if unix else urls)]
         else:
             addresses = [(urls[j % 2], f"{prefix}{j // 2}") for j in range(N)]
         return lambda: RemoteVectorEnv(addresses, **kw)
@@ -229,6 +248,8 @@ def main() -> None:
         configs[f"{sim} AsyncVectorEnv"] = Config("async", lambda m=make: AsyncVectorEnv([m] * N), lockstep)
         configs[f"{sim} remote 16 single"] = Config("single", remote(prefix, False), lockstep, servers)
         configs[f"{sim} remote 2x BatchedEnv(8)"] = Config("batched", remote(prefix, True), lockstep, servers)
+        configs[f"{sim} remote 2x BatchedEnv(8), Unix sockets"] = Config(
+            "batched-unix", remote(prefix, True, unix=True), lockstep, unix_servers)
     configs["stragglers lockstep step"] = Config("lockstep", lambda: RemoteVectorEnv(stragglers), lockstep, servers)
     configs["stragglers send/recv M=16"] = Config(
         "recv", lambda: RemoteVectorEnv(stragglers_recv, batch_size=16), send_recv, servers)
@@ -245,7 +266,7 @@ def main() -> None:
     finally:
         for config in configs.values():
             config.close()
-        for s in servers:
+        for s in servers + unix_servers:
             s.stop()
     load_after = os.getloadavg()
 
@@ -262,7 +283,8 @@ def main() -> None:
     for sim in ("Pendulum-v1", "HalfCheetah-v5"):
         sync, asyn = configs[f"{sim} SyncVectorEnv"], configs[f"{sim} AsyncVectorEnv"]
         own_us = 1e6 * statistics.median(sync.own_cpu_per_step)
-        for label in ("SyncVectorEnv", "AsyncVectorEnv", "remote 16 single", "remote 2x BatchedEnv(8)"):
+        for label in ("SyncVectorEnv", "AsyncVectorEnv", "remote 16 single", "remote 2x BatchedEnv(8)",
+                      "remote 2x BatchedEnv(8), Unix sockets"):
             c = configs[f"{sim} {label}"]
             cpu = f"{1e6 * statistics.median(c.cpu_per_step):.1f}" if c.cpu_per_step else f"({own_us:.1f} in process)" \
                 if label == "SyncVectorEnv" else ""
