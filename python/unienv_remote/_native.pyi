@@ -26,6 +26,19 @@ _SchemaKey = Tuple[int, int, int]
 _Descriptor = Dict[str, Any]
 # (index, error code, exception) of each sub-environment that failed.
 _VectorErrors = List[Tuple[int, str, BaseException]]
+# What step_wait and recv return: (observation, reward, terminated, truncated,
+# infos, autoreset, [(index, final observation, final info)], errors, env ids).
+_VectorStep = Tuple[
+    Any,
+    NDArray[Any],
+    NDArray[Any],
+    NDArray[Any],
+    List[Dict[str, Any]],
+    NDArray[Any],
+    List[Tuple[int, Any, Dict[str, Any]]],
+    _VectorErrors,
+    NDArray[Any],
+]
 
 def encode(value: object, max_message_size: int = ...) -> bytes:
     """The crate's codec: ``value`` encoded as one protocol message."""
@@ -234,33 +247,13 @@ class VectorEnv:
         """Sends every env's step at once and returns."""
     def step_wait(
         self,
-    ) -> Tuple[
-        Any,
-        NDArray[Any],
-        NDArray[Any],
-        NDArray[Any],
-        List[Dict[str, Any]],
-        NDArray[Any],
-        List[Tuple[int, Any, Dict[str, Any]]],
-        _VectorErrors,
-        NDArray[Any],
-    ]:
+    ) -> _VectorStep:
         """Waits for the pending step; the last item is the sub-environments' ids."""
     def send(self, actions: object, env_id: Sequence[int]) -> None:
         """Sends the step of the sub-environments ``env_id`` (whole resources)."""
     def recv(
         self, min: int
-    ) -> Tuple[
-        Any,
-        NDArray[Any],
-        NDArray[Any],
-        NDArray[Any],
-        List[Dict[str, Any]],
-        NDArray[Any],
-        List[Tuple[int, Any, Dict[str, Any]]],
-        _VectorErrors,
-        NDArray[Any],
-    ]:
+    ) -> _VectorStep:
         """Waits for the results of at least ``min`` sub-environments (whole resources)."""
     def reconnect(self, changes: Sequence[Tuple[int, str, str]]) -> None:
         """Points envs at new addresses (``[(index, url, resource_id)]``), all or nothing."""
