@@ -7,7 +7,6 @@ the argument."""
 import math
 import os
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -22,14 +21,7 @@ from ref_fixture_server import CounterEnv  # noqa: E402
 ONES = np.ones(2, np.float32)
 
 
-class Gated(CounterEnv):
-    def __init__(self):
-        super().__init__()
-        self.gate = threading.Event()
-
-    def step(self, action):
-        self.gate.wait()
-        return super().step(action)
+from gated import Gated  # noqa: E402
 
 
 @pytest.mark.parametrize("client_class", [RefClient, unienv_remote.RemoteClient], ids=["reference", "ours"])

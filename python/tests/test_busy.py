@@ -23,17 +23,7 @@ from ref_fixture_server import CounterEnv  # noqa: E402
 ONES = np.ones(2, np.float32)
 
 
-class Gated(CounterEnv):
-    """Steps wait until released (a hung simulator, while the gate is closed)."""
-
-    def __init__(self):
-        super().__init__()
-        self.entered, self.gate = threading.Event(), threading.Event()
-
-    def step(self, action):
-        self.entered.set()
-        self.gate.wait()
-        return super().step(action)
+from gated import Gated  # noqa: E402
 
 
 def hang(server, url):

@@ -21,21 +21,13 @@ import unienv_remote
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "py"))
 from ref_fixture_server import CounterEnv  # noqa: E402
+from gated import Gated as GatedStep  # noqa: E402
 
 ONES = np.ones(2, np.float32)
 
 
-class Gated(CounterEnv):
+class Gated(GatedStep):
     """``step`` and ``render`` wait at the gate (a hung simulator)."""
-
-    def __init__(self):
-        super().__init__()
-        self.entered, self.gate = threading.Event(), threading.Event()
-
-    def step(self, action):
-        self.entered.set()
-        self.gate.wait()
-        return super().step(action)
 
     def render(self):
         self.entered.set()

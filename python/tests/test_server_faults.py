@@ -19,6 +19,7 @@ import unienv_remote
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "py"))
 from ref_fixture_server import CounterEnv, TickNode, TickWorld  # noqa: E402
+from gated import Gated  # noqa: E402
 
 STEP = np.zeros(2, np.float32)
 
@@ -33,19 +34,6 @@ class Raising(CounterEnv):
     def step(self, action):
         if self.error is not None:
             raise self.error("simulator failed")
-        return super().step(action)
-
-
-class Gated(CounterEnv):
-    """Steps wait until released (a hung simulator, while the gate is closed)."""
-
-    def __init__(self):
-        super().__init__()
-        self.entered, self.gate = threading.Event(), threading.Event()
-
-    def step(self, action):
-        self.entered.set()
-        self.gate.wait()
         return super().step(action)
 
 
