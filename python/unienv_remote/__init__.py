@@ -21,6 +21,7 @@ from unienv_interface.remote.errors import RemoteError, UncertainOutcomeError
 from . import _native
 from .client import RemoteClient, Subscription
 from .proxies import RemoteEnv, RemoteWorld, RemoteWorldNode, RemoteWorldEnv
+from .restart import RestartError, RestartPolicy
 from .server import RemoteServer
 
 #: The package's version: ``python/Cargo.toml``'s, compiled into the
@@ -30,6 +31,7 @@ __version__: str = _native.__version__
 __all__: List[str] = [
     "RemoteClient", "RemoteServer", "RemoteEnv", "RemoteWorld", "RemoteWorldNode", "RemoteWorldEnv", "Subscription",
     "Codec", "CodecError", "PROTOCOL_VERSION", "RemoteError", "UncertainOutcomeError",
+    "RestartPolicy", "RestartError",
 ]
 # Names imported on first use, from modules that need an optional extra:
 # {name: (module, the distribution it needs, the extra that installs it)}. They

@@ -76,10 +76,11 @@ from unienv_interface.space.space_utils.serialization_utils import json_to_space
 from unienv_interface.wrapper.gym_compat import gym_utils
 
 from . import _actions, _native
+from .restart import Failure, Healer, RestartError, RestartPolicy, Restarted, classify, put
 
 _Result = TypeVar("_Result")
 
-__all__ = ["RemoteVectorEnv", "VectorEnvError"]
+__all__ = ["RemoteVectorEnv", "VectorEnvError", "RestartPolicy", "RestartError"]
 
 
 class VectorEnvError(RuntimeError):
@@ -181,6 +182,7 @@ class RemoteVectorEnv(VectorEnv):
         single_observation_space: Optional[gymnasium.Space[Any]] = None,
         single_action_space: Optional[gymnasium.Space[Any]] = None,
         batch_size: Optional[int] = None,
+        restart: Optional[RestartPolicy] = None,
     ) -> None:
         if on_error not in ("raise", "info"):
             raise ValueError("on_error must be 'raise' or 'info'")
@@ -204,6 +206,11 @@ class RemoteVectorEnv(VectorEnv):
         self.metadata = metadata
         self.render_mode = None
         self.closed = False
+        self._autoreset_mode = mode
+        self.restart_policy = restart
+        self._healer = None if restart is None else Healer(restart, self._native, self._ranges, self.addresses)
+        # NEXT_STEP: the envs whose last step ended (their next step is an autoreset).
+        self._ended = np.zeros(self.num_envs, dtype=np.bool_)
 
     def _gym_space(self, name: str) -> gymnasium.Space[Any]:
         document = self._native.space_document(name)
@@ -254,11 +261,56 @@ class RemoteVectorEnv(VectorEnv):
             if not options:
                 options = None
         obs, env_infos, errors, used = self._native.reset(seeds, options, mask)
+        extra: Dict[int, Dict[str, Any]] = {}
+        if self._healer is not None:
+            failed = {i for i, _, _ in errors}
+            self._healer.learner_reset([i for i in range(self.num_envs) if used[i] and i not in failed])
+            obs, errors, extra = self._restart_failed(obs, errors, seeds, options, step=False)
+        self._ended[np.asarray(used, dtype=np.bool_)] = False
         infos: Dict[str, Any] = {}
         for i, info in enumerate(env_infos):
             if used[i] and info:
                 infos = self._add_info(infos, info, i)
+        for i, info in sorted(extra.items()):
+            infos = self._add_info(infos, info, i)
         return self._report(errors, infos, lambda inf: (obs, inf))
+
+    def _restart_failed(
+        self, obs: Any, errors: List[Tuple[int, str, BaseException]], seeds: Optional[Sequence[Optional[int]]],
+        options: Optional[Any], step: bool,
+    ) -> Tuple[Any, List[Tuple[int, str, BaseException]], Dict[int, Dict[str, Any]]]:
+        """Restarts the resources whose failure the policy heals; returns the
+        observation with their reset observations in place, the errors left
+        (given-up resources' as ``RestartError``) and each restarted env's
+        infos (its reset's, plus the restart keys)."""
+        healer = self._healer
+        assert healer is not None
+        failures: Dict[int, Failure] = {}
+        for i, kind, e in errors:
+            k = healer.resource_of(i)
+            if kind != "failed" or k in healer.given_up or k in failures:
+                continue
+            why = classify(e)
+            if why is not None:
+                failures[k] = Failure(why[0], why[1], e)
+        if not failures:
+            return obs, errors, {}
+        done, given_up = healer.restart(failures, seeds, options)
+        extra: Dict[int, Dict[str, Any]] = {}
+        restarted: Dict[int, Restarted] = {}
+        for k, r in done.items():
+            for i, o, info in zip(healer.envs_of(k), r.observations, r.infos):
+                obs = put(obs, i, o)
+                keys: Dict[str, Any] = {"restart": True, "restart_reason": r.failure.reason,
+                                        "restart_cause": r.failure.error}
+                if step:
+                    keys["step_may_have_run"] = r.failure.may_have_run
+                extra[i] = {**info, **keys}
+                restarted[i] = r
+        replaced: Dict[int, RestartError] = {i: e for k, e in given_up.items() for i in healer.envs_of(k)}
+        left = [(i, kind, replaced.get(i, e) if kind == "failed" else e)
+                for i, kind, e in errors if i not in restarted]
+        return obs, left, extra
 
     def step_async(self, actions: Any) -> None:
         """Sends every env's action (stacked along the first axis) at once; a
@@ -269,11 +321,34 @@ class RemoteVectorEnv(VectorEnv):
         self._native.step_async(actions)
 
     def step_wait(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
-        """Waits for the pending step and returns the stacked results."""
-        return self._results(self._native.step_wait(), self)
+        """Waits for the pending step and returns the stacked results (with
+        a restart policy, after restarting the lost or faulted envs)."""
+        native = self._native.step_wait()
+        extra: Dict[int, Dict[str, Any]] = {}
+        if self._healer is not None and native[7]:
+            native, extra = self._restart_step(native)
+        if self._autoreset_mode == AutoresetMode.NEXT_STEP:
+            self._ended = np.asarray(native[2], dtype=np.bool_) | np.asarray(native[3], dtype=np.bool_)
+            for i in extra:
+                self._ended[i] = False  # reset already
+        return self._results(native, self, extra=extra)
 
-    def _results(self, native: Tuple[Any, ...], builder: Any,
-                 positions: Optional[Dict[int, int]] = None) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+    def _restart_step(self, native: Tuple[Any, ...]) -> Tuple[Tuple[Any, ...], Dict[int, Dict[str, Any]]]:
+        obs, rewards, terminations, truncations, env_infos, autoreset, finals, errors, ids = native
+        obs, errors, extra = self._restart_failed(obs, errors, None, None, step=True)
+        if extra:
+            rewards, terminations, truncations = (np.array(a) for a in (rewards, terminations, truncations))
+            for i in extra:
+                rewards[i] = 0
+                terminations[i] = False
+                # NEXT_STEP: an env whose last step ended was due an autoreset
+                # (a reset, not a step): no episode was cut.
+                truncations[i] = not (self._autoreset_mode == AutoresetMode.NEXT_STEP and self._ended[i])
+        return (obs, rewards, terminations, truncations, env_infos, autoreset, finals, errors, ids), extra
+
+    def _results(self, native: Tuple[Any, ...], builder: Any, positions: Optional[Dict[int, int]] = None,
+                 extra: Optional[Dict[int, Dict[str, Any]]] = None,
+                 ) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         obs, rewards, terminations, truncations, env_infos, _autoreset, finals, errors, _ids = native
         infos: Dict[str, Any] = {}
         for i, info in enumerate(env_infos):
@@ -281,6 +356,8 @@ class RemoteVectorEnv(VectorEnv):
                 infos = builder._add_info(infos, info, i)
         for i, final_obs, final_info in finals:
             infos = builder._add_info(infos, {"final_obs": final_obs, "final_info": final_info}, i)
+        for i, info in sorted((extra or {}).items()):
+            infos = builder._add_info(infos, info, i)
         return self._report(errors, infos, lambda inf: (obs, rewards, terminations, truncations, inf),
                             builder, positions)
 
