@@ -1,0 +1,302 @@
+"""RemoteVectorEnv(restart=RestartPolicy(...)): server processes SIGKILLed
+mid-run (our Rust `unienv-remote serve` on Unix sockets, restarted on the same
+socket path; our Python `RemoteServer` in `vector_server.py` on TCP, replaced
+at a new port that the policy's `resolve` callback gives) while the learner's
+loop keeps stepping. The loop never raises; every cut episode is reported
+exactly once in the step's infos (truncated, `restart`, `restart_reason`,
+`step_may_have_run`); the other sub-envs' results are exactly what they
+produce without any kill (a twin vector env on servers nobody kills, or
+Gymnasium's SyncVectorEnv); a batched resource restarts whole; the policy's
+limits end in `RestartError` through `on_error`.
+
+Restarts are waited for by the policy's own bounded retries (the new server
+comes up while the vector env retries), never by sleeps in the test.
+"""
+
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+import pytest
+
+gymnasium = pytest.importorskip("gymnasium")
+from gymnasium.vector import AutoresetMode, SyncVectorEnv  # noqa: E402
+
+from unienv_remote import (  # noqa: E402
+    RemoteVectorEnv, RestartError, RestartPolicy, UncertainOutcomeError, VectorEnvError,
+)
+
+from conftest import REPO, our_binary  # noqa: E402
+
+UNIX_URL = re.compile(r"(ws\+unix://\S+)")
+TCP_URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
+VECTOR_SERVER = Path(__file__).resolve().parent / "vector_server.py"
+
+
+class Process:
+    """A server process; `url` is the address it printed once listening."""
+
+    def __init__(self, command: List[str], pattern: "re.Pattern[str]") -> None:
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                        cwd=REPO)
+        self.url: Optional[str] = None
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            match = pattern.search(line)
+            if match:
+                self.url = match.group(1)
+                break
+        if self.url is None:
+            self.process.kill()
+            raise RuntimeError(f"{command} printed no URL (exit code {self.process.wait()})")
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: no goodbye to the clients."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+def serve(path: Path, *args: str) -> Process:
+    """`unienv-remote serve --unix PATH ARGS` (the built-in simulators)."""
+    return Process([str(our_binary()), "serve", "--unix", str(path), *args], UNIX_URL)
+
+
+def python_server(count: int) -> Process:
+    """`vector_server.py COUNT`: our Python RemoteServer hosting Gymnasium
+    envs on 127.0.0.1, a port the OS picks."""
+    return Process([sys.executable, str(VECTOR_SERVER), str(count)], TCP_URL)
+
+
+@pytest.fixture
+def socket_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="ue-"))  # short: socket paths are limited to ~100 bytes
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def restart_reports(infos: Dict[str, object]) -> Dict[int, Tuple[str, bool]]:
+    """{env: (reason, step_may_have_run)} of the step's restart report,
+    checking that its keys and masks agree."""
+    if "restart" not in infos:
+        assert not any(k in infos for k in ("restart_reason", "step_may_have_run", "restart_cause")), infos
+        return {}
+    mask = np.asarray(infos["_restart"])
+    for key in ("restart_reason", "step_may_have_run", "restart_cause"):
+        assert np.array_equal(np.asarray(infos[f"_{key}"]), mask), key
+    out = {}
+    for i in np.flatnonzero(mask):
+        assert infos["restart"][i] is True or infos["restart"][i] == True  # noqa: E712
+        out[int(i)] = (str(infos["restart_reason"][i]), bool(infos["step_may_have_run"][i]))
+    return out
+
+
+def test_rust_servers_killed_and_restarted_on_the_same_socket(socket_dir: Path) -> None:
+    """Server A (one batched cartpole resource, batch_size 3: envs 0..2) is
+    SIGKILLed twice mid-step and started again on its socket path; server B
+    (two single cartpoles: envs 3 and 4) is never touched. A twin vector env
+    on servers nobody kills gets the same seeds and actions."""
+    a_path, b_path = socket_dir / "a.sock", socket_dir / "b.sock"
+    a, b = serve(a_path, "--batch", "3"), serve(b_path, "--copies", "2")
+    twin_a, twin_b = serve(socket_dir / "ta.sock", "--batch", "3"), serve(socket_dir / "tb.sock", "--copies", "2")
+    processes = [a, b, twin_a, twin_b]
+    policy = RestartPolicy(max_restarts=2, window=600.0, timeout=60.0)
+    envs = RemoteVectorEnv([(a.url, "cartpole"), (b.url, "cartpole-0"), (b.url, "cartpole-1")],
+                           timeout=30.0, restart=policy)
+    twin = RemoteVectorEnv([(twin_a.url, "cartpole"), (twin_b.url, "cartpole-0"), (twin_b.url, "cartpole-1")])
+    try:
+        assert envs.num_envs == 5
+        obs, _ = envs.reset(seed=11)
+        assert np.array_equal(obs, twin.reset(seed=11)[0])
+        envs.action_space.seed(11)
+        kills = [15, 40]
+        reported: List[Tuple[int, int, str, bool]] = []
+        ended = np.zeros(5, dtype=bool)
+        same_episode = np.ones(5, dtype=bool)  # not cut yet: comparable with the twin
+        for t in range(60):
+            actions = envs.action_space.sample()
+            if t in kills:
+                envs.step_async(actions)
+                a.kill()
+                a = serve(a_path, "--batch", "3")  # a new process on the same socket path
+                processes.append(a)
+                got = envs.step_wait()
+            else:
+                got = envs.step(actions)
+            expected = twin.step(actions)
+            reports = restart_reports(got[4])
+            for i, (reason, may) in reports.items():
+                reported.append((t, i, reason, may))
+                assert reason == "connection_lost"
+                # The cut episode is truncated, unless the lost request was
+                # an autoreset (NEXT_STEP: the episode had ended last step).
+                assert got[3][i] == (not ended[i]) and not got[2][i] and got[1][i] == 0
+                assert envs.single_observation_space.contains(got[0][i])
+                same_episode[i] = False
+            for x, y in zip(got[:4], expected[:4]):
+                assert np.array_equal(x[same_episode], y[same_episode]), t
+            assert np.all(same_episode[3:]), "envs 3 and 4 are never cut"
+            ended = got[2] | got[3]
+        # Each kill cut the batched resource's three episodes once, together,
+        # in the step that was in flight or the next one.
+        steps = sorted({t for t, _, _, _ in reported})
+        assert len(steps) == 2 and kills[0] <= steps[0] <= kills[0] + 1 and kills[1] <= steps[1] <= kills[1] + 1
+        assert sorted(i for _, i, _, _ in reported) == [0, 0, 1, 1, 2, 2]
+        assert not envs.needs_reset().any()
+    finally:
+        envs.close()
+        twin.close()
+        for p in processes:
+            p.kill()
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_python_server_killed_and_replaced_at_a_new_address(mode: AutoresetMode) -> None:
+    """Two `vector_server.py` processes (our Python RemoteServer); the first
+    is SIGKILLed with a step in flight, and `resolve` starts its replacement
+    at a new port. Envs on the second are exactly Gymnasium's SyncVectorEnv
+    throughout."""
+    servers = [python_server(2), python_server(2)]
+    processes = list(servers)
+    replaced: Dict[str, str] = {}
+    resolved: List[Tuple[str, str]] = []
+
+    def resolve(url: str, resource_id: str) -> Optional[str]:
+        # Idempotent: the first call for a dead server starts its replacement.
+        resolved.append((url, resource_id))
+        if url not in replaced and url == servers[0].url and servers[0].process.poll() is not None:
+            new = python_server(2)
+            processes.append(new)
+            replaced[url] = str(new.url)
+        return replaced.get(url)
+
+    n = 4
+    addresses = [(servers[j % 2].url, f"cartpole{j // 2}") for j in range(n)]  # envs 0, 2 on server 0
+    envs = RemoteVectorEnv(addresses, autoreset_mode=mode, single_action_space=gymnasium.spaces.Discrete(2),
+                           restart=RestartPolicy(max_restarts=1, window=600.0, timeout=60.0, resolve=resolve))
+    local = SyncVectorEnv([lambda: gymnasium.make("CartPole-v1") for _ in range(n)], autoreset_mode=mode)
+    try:
+        obs, _ = envs.reset(seed=21)
+        assert np.array_equal(obs, local.reset(seed=21)[0])
+        local.action_space.seed(21)
+        kill_at = 20
+        intact = np.ones(n, dtype=bool)
+        reports: Dict[int, int] = {}
+        ended = np.zeros(n, dtype=bool)
+        for t in range(50):
+            actions = local.action_space.sample()
+            if t == kill_at:
+                envs.step_async(actions)
+                servers[0].kill()
+                got = envs.step_wait()
+            else:
+                got = envs.step(actions)
+            expected = local.step(actions)
+            for i, (reason, _may) in restart_reports(got[4]).items():
+                assert reason == "connection_lost" and i in (0, 2) and t in (kill_at, kill_at + 1)
+                reports[i] = reports.get(i, 0) + 1
+                intact[i] = False
+                was_autoreset = mode == AutoresetMode.NEXT_STEP and ended[i]
+                assert got[3][i] == (not was_autoreset) and not got[2][i]
+                if mode == AutoresetMode.SAME_STEP:
+                    assert "_final_obs" not in got[4] or not got[4]["_final_obs"][i]
+            for x, y in zip(got[:4], expected[:4]):
+                assert np.array_equal(x[intact], y[intact]), t
+            ended = got[2] | got[3]
+        assert reports == {0: 1, 2: 1}, "each cut episode reported exactly once"
+        assert envs.addresses[0][0] == envs.addresses[2][0] == replaced[str(servers[0].url)]
+        assert envs.addresses[1][0] == servers[1].url
+        assert {rid for _, rid in resolved} == {"cartpole0", "cartpole1"}
+    finally:
+        envs.close()
+        local.close()
+        for p in processes:
+            p.kill()
+
+
+def test_the_policy_limits_end_in_restart_error(socket_dir: Path) -> None:
+    """max_restarts=1: the first kill heals, the second (within the window)
+    is given up as RestartError; a server that never comes back is given up
+    after the policy's timeout. The others' results are intact throughout."""
+    x_path, y_path = socket_dir / "x.sock", socket_dir / "y.sock"
+    x, y = serve(x_path), serve(y_path)
+    twin_x, twin_y = serve(socket_dir / "tx.sock"), serve(socket_dir / "ty.sock")
+    processes = [x, y, twin_x, twin_y]
+    envs = RemoteVectorEnv([(x.url, "cartpole"), (y.url, "cartpole")],
+                           restart=RestartPolicy(max_restarts=1, window=600.0, timeout=2.0))
+    twin = RemoteVectorEnv([(twin_x.url, "cartpole"), (twin_y.url, "cartpole")])
+    try:
+        envs.reset(seed=5)
+        twin.reset(seed=5)
+        envs.action_space.seed(5)
+
+        def step() -> Tuple[object, ...]:
+            actions = envs.action_space.sample()
+            expected = twin.step(actions)
+            try:
+                got = envs.step(actions)
+            except VectorEnvError as e:
+                return e.result, e, expected
+            return got, None, expected
+
+        for _ in range(3):
+            got, error, expected = step()
+            assert error is None
+        x.kill()
+        x = serve(x_path)
+        processes.append(x)
+        got, error, expected = step()
+        assert error is None and list(restart_reports(got[4])) == [0]
+        assert restart_reports(got[4])[0][0] == "connection_lost"
+        assert np.array_equal(got[0][1], expected[0][1])
+
+        # Within the window, a second restart is one too many.
+        x.kill()
+        x = serve(x_path)
+        processes.append(x)
+        got, error, expected = step()
+        assert isinstance(error, VectorEnvError) and list(error.errors) == [0]
+        limit = error.errors[0]
+        assert isinstance(limit, RestartError) and "max_restarts=1" in str(limit)
+        assert limit.reason == "connection_lost"
+        assert isinstance(limit.__cause__, (ConnectionError, UncertainOutcomeError)), repr(limit.__cause__)
+        assert np.array_equal(got[0][1], expected[0][1])
+        # Given up: the env waits for the learner's reset, as without a policy.
+        got, error, expected = step()
+        assert isinstance(error, VectorEnvError) and error.needs_reset == [0] and not error.errors
+        assert np.array_equal(got[0][1], expected[0][1])
+        # The learner brings it back itself (reconnect, reset); the policy
+        # then covers it again.
+        envs.reconnect([0])
+        obs, _ = envs.reset(seed=8, options={"reset_mask": envs.needs_reset()})
+        assert not envs.needs_reset().any()
+        for _ in range(2):
+            got, error, expected = step()
+            assert error is None and np.array_equal(got[0][1], expected[0][1])
+
+        # Server y never comes back: given up after the policy's timeout;
+        # on_error="info" reports it in infos, the loop goes on.
+        envs._on_error = "info"
+        y.kill()
+        got, error, expected = step()
+        assert error is None
+        infos = got[4]
+        assert list(np.flatnonzero(infos["_error"])) == [1]
+        gone = infos["error"][1]
+        assert isinstance(gone, RestartError) and "not back within the policy's timeout of 2 s" in str(gone)
+        assert "restart" not in infos
+        got, error, expected = step()
+        assert list(np.flatnonzero(got[4]["_error"])) == [1]
+    finally:
+        envs.close()
+        twin.close()
+        for p in processes:
+            p.kill()
