@@ -199,3 +199,71 @@ def test_vector_env_over_ray_actors_serving_tls(cluster, tmp_path) -> None:
         local.close()
         for s in [servers[1]] + ([restarted] if restarted is not None else [servers[0]]):
             ray.kill(s.actor, no_restart=True)
+
+
+def _kill_and_wait(server: uray.ServerHandle) -> None:
+    """Kills the actor and returns once Ray reports it dead and its port
+    refuses connections (so that no step races its dying server)."""
+    ray.kill(server.actor, no_restart=True)
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            ray.get(server.actor.info.remote(), timeout=120)
+        except ray.exceptions.RayActorError:
+            break
+        assert time.monotonic() < deadline, "the killed actor still answers"
+        time.sleep(0.05)
+    _wait_until_refused(server.url)
+
+
+def test_vector_env_heals_when_an_actor_dies(cluster) -> None:
+    """vector_env(servers, restart=...): an actor killed mid-run is replaced
+    by the vector env itself (a new actor, a new URL) within the next step;
+    its two envs' cut episodes are reported once, the other actor's envs
+    stay exactly Gymnasium's SyncVectorEnv; a second death within the
+    restarter's window is given up as RestartError."""
+    from unienv_remote import RestartError, RestartPolicy
+
+    servers = (uray.start_servers(cartpoles, 1, num_cpus=0, resources={"sim_a": 1})
+               + uray.start_servers(cartpoles, 1, num_cpus=0, resources={"sim_b": 1}))
+    first = list(servers)
+    restarter = uray.ActorRestarter(servers, RestartPolicy(max_restarts=1, window=600.0, timeout=120.0))
+    envs = uray.vector_env(servers, timeout=10.0,
+                           restart=RestartPolicy(max_restarts=3, window=600.0, timeout=120.0, resolve=restarter))
+    local = SyncVectorEnv([lambda: gymnasium.make("CartPole-v1") for _ in range(4)])
+    try:
+        assert np.array_equal(envs.reset(seed=6)[0], local.reset(seed=6)[0])
+        local.action_space.seed(6)
+        intact = np.ones(4, dtype=bool)
+        reports = {}
+        for t in range(30):
+            if t == 10:
+                _kill_and_wait(first[1])
+            actions = local.action_space.sample()
+            got, expected = envs.step(actions), local.step(actions)
+            if "restart" in got[4]:
+                for i in np.flatnonzero(got[4]["_restart"]):
+                    assert t == 10 and got[4]["restart_reason"][i] == "connection_lost"
+                    reports[int(i)] = reports.get(int(i), 0) + 1
+                    intact[i] = False
+            for x, y in zip(got[:4], expected[:4]):
+                assert np.array_equal(x[intact], y[intact]), t
+        assert reports == {1: 1, 3: 1}
+        assert servers[1].url != first[1].url and servers[1].node_id == first[1].node_id
+        assert envs.addresses == uray.addresses(servers)
+        assert not envs.needs_reset().any()
+
+        _kill_and_wait(servers[1])
+        actions = local.action_space.sample()
+        with pytest.raises(VectorEnvError) as caught:
+            envs.step(actions)
+        expected = local.step(actions)
+        assert sorted(caught.value.errors) == [1, 3]
+        for e in caught.value.errors.values():
+            assert isinstance(e, RestartError) and "max_restarts=1" in str(e), e
+        assert np.array_equal(caught.value.result[0][[0, 2]], expected[0][[0, 2]])
+    finally:
+        envs.close()
+        local.close()
+        for s in servers:
+            ray.kill(s.actor, no_restart=True)

@@ -24,7 +24,18 @@ protocol, not through Ray. Across machines, serve TLS: ``start_servers(...,
 tls_cert=CERT, tls_key=KEY)`` (a certificate naming the nodes' addresses) and
 ``vector_env(servers, ca_file=CA)`` on the learner.
 
-When an actor dies, its server's connections drop: the protocol's connection
+Fleets that heal: ``vector_env(servers, restart=RestartPolicy(...))`` gives
+the vector env a ``resolve`` callback (an :class:`ActorRestarter`) that
+restarts a dead server actor itself, within the policy's limits, and hands the
+vector env the new URL; the lost envs are reconnected, reset and reported in
+that step's ``infos`` (see ``unienv_remote.restart``)::
+
+    from unienv_remote import RestartPolicy
+
+    envs = uray.vector_env(servers, restart=RestartPolicy(max_restarts=3, window=600.0))
+    # ... an actor dies: the next step restarts it and reports the cut episodes
+
+Manually, when an actor dies, its server's connections drop: the protocol's connection
 loss. A request that was on its way fails with ``UncertainOutcomeError`` (its
 mutation may have executed), later ones with ``ConnectionError``;
 ``RemoteVectorEnv`` reports them per env (``VectorEnvError``) without losing
@@ -39,13 +50,16 @@ it also points that server's envs at the new URL
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import collections
+from dataclasses import dataclass, field, replace
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+import time
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple, Union
 
 try:
     import ray
 
+    from .restart import RestartError, RestartPolicy
     from .vector import RemoteVectorEnv
 except ModuleNotFoundError as missing:
     if str(missing.name).split(".")[0] not in ("ray", "gymnasium"):
@@ -53,7 +67,7 @@ except ModuleNotFoundError as missing:
     raise ModuleNotFoundError(f"unienv_remote.ray needs ray and gymnasium ({missing.name} is not installed): "
                               "pip install \"unienv-remote[ray]\"", name=missing.name) from missing
 
-__all__ = ["ServerHandle", "start_servers", "restart_server", "vector_env", "addresses"]
+__all__ = ["ServerHandle", "ActorRestarter", "start_servers", "restart_server", "vector_env", "addresses"]
 
 
 class _ServerActor:
@@ -121,11 +135,16 @@ class ServerHandle:
 
 
 def _start(factory: Callable[[], Dict[str, Any]], options: Dict[str, Any], host: Optional[str],
-           server_options: Dict[str, Any], tls: Optional[Tuple[bytes, bytes]]) -> ServerHandle:
+           server_options: Dict[str, Any], tls: Optional[Tuple[bytes, bytes]],
+           timeout: Optional[float] = None) -> ServerHandle:
     actor_class = ray.remote(_ServerActor)
     # Ray's actor handles expose the remote methods dynamically (untyped).
     actor: Any = actor_class.options(**options).remote(factory, host, server_options, tls)
-    info: Dict[str, Any] = ray.get(actor.info.remote())
+    try:
+        info: Dict[str, Any] = ray.get(actor.info.remote(), timeout=timeout)
+    except BaseException:
+        ray.kill(actor, no_restart=True)  # not listening in time (or failed): none left behind
+        raise
     return ServerHandle(actor=actor, url=info["url"], resource_ids=info["resource_ids"], node_id=info["node_id"],
                         factory=factory, options=options, host=host, server_options=server_options, tls=tls)
 
@@ -162,18 +181,21 @@ def start_servers(
     return [_start(factory, dict(actor_options), host, dict(server_options or {}), tls) for _ in range(count)]
 
 
-def restart_server(server: ServerHandle, envs: Optional[RemoteVectorEnv] = None) -> ServerHandle:
+def restart_server(server: ServerHandle, envs: Optional[RemoteVectorEnv] = None, *,
+                   timeout: Optional[float] = None) -> ServerHandle:
     """Kills ``server``'s actor (if still alive) and starts a replacement
     with the same factory, placement, bind address, server options and
     certificate; returns its handle (fresh envs, a new URL). With ``envs``,
     the vector env's envs on the old server are reconnected to the new one
     (``envs.replace_server``); reset them (``envs.needs_reset()`` is their
-    mask) before stepping them."""
+    mask) before stepping them. ``timeout`` (seconds) bounds the wait for
+    the new server to listen (``ray.exceptions.GetTimeoutError`` after it,
+    the new actor killed)."""
     try:
         ray.kill(server.actor, no_restart=True)
     except Exception:  # already dead: nothing to kill
         pass
-    new = _start(server.factory, server.options, server.host, server.server_options, server.tls)
+    new = _start(server.factory, server.options, server.host, server.server_options, server.tls, timeout)
     if envs is not None:
         envs.replace_server(server.url, new.url)
     return new
@@ -198,7 +220,70 @@ def addresses(servers: Sequence[ServerHandle], num_envs: Optional[int] = None) -
     return out
 
 
-def vector_env(servers: Sequence[ServerHandle], num_envs: Optional[int] = None, **kwargs: Any) -> RemoteVectorEnv:
+class ActorRestarter:
+    """A ``RestartPolicy.resolve`` callback for envs on server actors: where
+    does the server that served ``url`` live now?
+
+    It asks the actor (``timeout`` seconds, default the policy's): an actor
+    that answers is alive, and its current URL is returned (a new one if Ray
+    restarted it itself, as actors started with Ray's ``max_restarts``
+    option are); an actor that is dead or does not answer is replaced by
+    :func:`restart_server` (same factory and placement, a new URL), at most
+    ``policy.max_restarts`` times per server within ``policy.window``
+    seconds; one more raises :class:`RestartError`, and the vector env gives
+    the envs up. ``servers`` (a list) is updated in place: it always holds
+    the live handles. Idempotent: the envs of one dead server trigger one
+    replacement."""
+
+    def __init__(self, servers: List[ServerHandle], policy: RestartPolicy,
+                 timeout: Optional[float] = None) -> None:
+        self.servers = servers
+        self.policy = policy
+        self.timeout = policy.timeout if timeout is None else timeout
+        self._history: Dict[int, Deque[float]] = collections.defaultdict(collections.deque)
+        self._urls: Dict[str, int] = {s.url: k for k, s in enumerate(servers)}  # every URL each slot had
+
+    def __call__(self, url: str, resource_id: str) -> Optional[str]:
+        k = self._urls.get(url)
+        if k is None:
+            return None  # not one of ours: reconnect where it was
+        server = self.servers[k]
+        try:
+            info: Dict[str, Any] = ray.get(server.actor.info.remote(), timeout=self.timeout)
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            return self._replace(k)
+        if info["url"] != server.url:  # restarted by Ray (max_restarts): a new server, a new port
+            self.servers[k] = replace(server, url=info["url"], resource_ids=info["resource_ids"],
+                                      node_id=info["node_id"])
+            self._urls[info["url"]] = k
+        return self.servers[k].url
+
+    def _replace(self, k: int) -> str:
+        server = self.servers[k]
+        history = self._history[k]
+        now = time.monotonic()
+        while history and history[0] <= now - self.policy.window:
+            history.popleft()
+        if len(history) >= self.policy.max_restarts:
+            raise RestartError(
+                f"the server actor at {server.url} died again: {len(history)} restart(s) within the last "
+                f"{self.policy.window:g} s, the policy's max_restarts={self.policy.max_restarts}", url=server.url)
+        history.append(now)
+        new = restart_server(server, timeout=self.timeout)
+        self.servers[k] = new
+        self._urls[new.url] = k
+        return new.url
+
+
+def vector_env(servers: Sequence[ServerHandle], num_envs: Optional[int] = None, *,
+               restart: Optional[RestartPolicy] = None, **kwargs: Any) -> RemoteVectorEnv:
     """A ``RemoteVectorEnv`` over the servers' envs (see ``addresses``);
-    ``kwargs`` go to ``RemoteVectorEnv``."""
-    return RemoteVectorEnv(addresses(servers, num_envs), **kwargs)
+    ``kwargs`` go to ``RemoteVectorEnv``. With ``restart`` (a
+    :class:`RestartPolicy` without ``resolve``), dead server actors are
+    restarted by an :class:`ActorRestarter` within the policy's limits and
+    their envs heal; ``servers`` (when a list) is kept up to date with the
+    replacements' handles."""
+    if restart is not None and restart.resolve is None:
+        live = servers if isinstance(servers, list) else list(servers)
+        restart = replace(restart, resolve=ActorRestarter(live, restart))
+    return RemoteVectorEnv(addresses(servers, num_envs), restart=restart, **kwargs)
