@@ -29,10 +29,13 @@ gymnasium = pytest.importorskip("gymnasium")
 from gymnasium.vector import AutoresetMode, SyncVectorEnv  # noqa: E402
 
 from unienv_remote import (  # noqa: E402
-    RemoteVectorEnv, RestartError, RestartPolicy, UncertainOutcomeError, VectorEnvError,
+    RemoteError, RemoteServer, RemoteVectorEnv, RestartError, RestartPolicy, UncertainOutcomeError, VectorEnvError,
 )
 
 from conftest import REPO, our_binary  # noqa: E402
+
+sys.path.insert(0, str(REPO / "tests" / "py"))
+from ref_fixture_server import CounterEnv  # noqa: E402
 
 UNIX_URL = re.compile(r"(ws\+unix://\S+)")
 TCP_URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
@@ -108,7 +111,7 @@ def test_rust_servers_killed_and_restarted_on_the_same_socket(socket_dir: Path) 
     a, b = serve(a_path, "--batch", "3"), serve(b_path, "--copies", "2")
     twin_a, twin_b = serve(socket_dir / "ta.sock", "--batch", "3"), serve(socket_dir / "tb.sock", "--copies", "2")
     processes = [a, b, twin_a, twin_b]
-    policy = RestartPolicy(max_restarts=2, window=600.0, timeout=60.0)
+    policy = RestartPolicy(max_restarts=3, window=600.0, timeout=60.0)
     envs = RemoteVectorEnv([(a.url, "cartpole"), (b.url, "cartpole-0"), (b.url, "cartpole-1")],
                            timeout=30.0, restart=policy)
     twin = RemoteVectorEnv([(twin_a.url, "cartpole"), (twin_b.url, "cartpole-0"), (twin_b.url, "cartpole-1")])
@@ -151,6 +154,21 @@ def test_rust_servers_killed_and_restarted_on_the_same_socket(socket_dir: Path) 
         assert len(steps) == 2 and kills[0] <= steps[0] <= kills[0] + 1 and kills[1] <= steps[1] <= kills[1] + 1
         assert sorted(i for _, i, _, _ in reported) == [0, 0, 1, 1, 2, 2]
         assert not envs.needs_reset().any()
+
+        # A reset that finds the server gone restarts it with the seeds asked
+        # for: the same observations as the twin's.
+        a.kill()
+        a = serve(a_path, "--batch", "3")
+        processes.append(a)
+        obs, infos = envs.reset(seed=99)
+        assert np.array_equal(obs, twin.reset(seed=99)[0])
+        assert list(np.flatnonzero(infos["_restart"])) == [0, 1, 2] and "step_may_have_run" not in infos
+        assert set(infos["restart_reason"][:3]) == {"connection_lost"}
+        for _ in range(5):
+            actions = envs.action_space.sample()
+            got, expected = envs.step(actions), twin.step(actions)
+            for x, y in zip(got[:4], expected[:4]):
+                assert np.array_equal(x, y)
     finally:
         envs.close()
         twin.close()
@@ -300,3 +318,58 @@ def test_the_policy_limits_end_in_restart_error(socket_dir: Path) -> None:
         twin.close()
         for p in processes:
             p.kill()
+
+
+class FailsOnce(CounterEnv):
+    """The fixtures' counter env whose next step raises when ``fail`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail = False
+
+    def step(self, action):  # type: ignore[no-untyped-def]
+        if self.fail:
+            self.fail = False
+            raise RuntimeError("simulator failed")
+        return super().step(action)
+
+
+def test_a_faulted_env_is_reset_and_reported() -> None:
+    """A simulator that raises (an uncertain execution_error; its domain is
+    faulted) is reset on its live connection, the cut reported as
+    "faulted" with step_may_have_run; the other env goes on; the second
+    fault is one more than max_restarts=1."""
+    failing = FailsOnce()
+    server = RemoteServer(idle_timeout=None)
+    server.register("a", failing)
+    server.register("b", CounterEnv())
+    try:
+        url = server.listen("127.0.0.1", 0)
+        envs = RemoteVectorEnv([(url, "a"), (url, "b")], restart=RestartPolicy(max_restarts=1, timeout=10.0))
+        step = np.full((2, 2), 0.25, np.float32)
+        envs.reset(seed=1)
+        envs.step(step)
+        failing.fail = True
+        obs, rewards, terminated, truncated, infos = envs.step(step)
+        assert restart_reports(infos) == {0: ("faulted", True)}
+        cause = infos["restart_cause"][0]
+        assert isinstance(cause, RemoteError) and cause.code == "execution_error"
+        assert infos["seed"][0] is None and infos["_seed"].tolist() == [True, False]  # the reset's info
+        assert truncated.tolist() == [True, False] and terminated.tolist() == [False, False]
+        # (reset with seeds 1 and 2: env b counts from 2)
+        assert rewards[0] == 0 and rewards[1] == 5.0
+        assert obs["position"].tolist() == [[0.0, 0.0], [2.5, 2.5]]  # env a reset (no seed: 0)
+        obs, *_ = envs.step(step)
+        assert obs["position"].tolist() == [[0.25, 0.25], [2.75, 2.75]]
+
+        failing.fail = True
+        with pytest.raises(VectorEnvError) as caught:
+            envs.step(step)
+        assert list(caught.value.errors) == [0]
+        error = caught.value.errors[0]
+        assert isinstance(error, RestartError) and error.reason == "faulted" and error.step_may_have_run
+        assert isinstance(error.__cause__, RemoteError) and error.__cause__.code == "execution_error"
+        assert caught.value.result[0]["position"][1].tolist() == [3.0, 3.0]
+        envs.close()
+    finally:
+        server.close()

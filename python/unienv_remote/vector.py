@@ -50,7 +50,13 @@ not stepped again until it is reset: ``reset(options={"reset_mask": mask})``
 resets only the envs of ``mask``. A failed request to a batched resource fails
 all of its sub-envs (UniEnv semantics: the resource is faulted until reset).
 
-Reconnecting is explicit: when a server comes back (a restarted process or
+Restarting is opt-in: with ``restart=RestartPolicy(max_restarts=...,
+window=...)`` a lost or faulted sub-env is reconnected, reset and reported in
+that step's ``infos`` (``restart``, ``restart_reason``,
+``step_may_have_run``) within rate limits; see ``help(RemoteVectorEnv)`` and
+``unienv_remote.restart``.
+
+Without a policy, reconnecting is explicit: when a server comes back (a restarted process or
 Ray actor, maybe at a new URL), ``replace_server(old_url, new_url)`` points
 every env of the old server at the new one (``reconnect({i: (url, id)})``
 for single envs), without touching the others' connections or episodes. A
@@ -168,6 +174,62 @@ class RemoteVectorEnv(VectorEnv):
     (``reset(options={"reset_mask": envs.needs_reset()})``). Actions may be
     an array stacked along the first axis or a nested list (``[[0.0]] * n``),
     converted to the action space's dtype.
+
+    ``restart`` (a :class:`~unienv_remote.RestartPolicy`; default ``None``:
+    nothing restarts on its own) heals lost and faulted sub-envs. When
+    ``step`` / ``step_wait`` / ``reset`` sees a sub-env's connection closed
+    or refused, a timeout, or a ``faulted`` / ``execution_error`` reply, it
+    reconnects that env's resource (same address, or ``policy.resolve``'s
+    answer; a batched resource's B sub-envs together), resets it, and
+    returns with it healed, reporting the restart in ``infos`` (keys with
+    Gymnasium's ``_key`` masks, set for the restarted envs only, in that
+    call only):
+
+    * ``infos["restart"]``: ``True``;
+    * ``infos["restart_reason"]``: ``"connection_lost"``, ``"timeout"`` or
+      ``"faulted"``;
+    * ``infos["step_may_have_run"]`` (``step`` only): whether the lost step
+      may have executed on the server (an ``UncertainOutcomeError``). It is
+      never sent again: a mutation is not retried;
+    * ``infos["restart_cause"]``: the exception that called for it;
+    * the keys of the new episode's reset info.
+
+    In a step, the restarted env's episode is cut: ``truncated`` is true,
+    ``terminated`` false, reward 0, and its observation is the *new*
+    episode's first (the cut episode's last observation was lost with the
+    server). How that fits each autoreset mode:
+
+    * ``NEXT_STEP``: the env is already reset, so its next step is a real
+      step of the new episode (its action is used), not an autoreset step;
+      a learner that drops the transition after every done (Gymnasium's
+      convention for this mode) drops that one real transition too. If the
+      lost request was itself the autoreset (the episode had ended the step
+      before), no episode is cut: ``truncated`` stays false.
+    * ``SAME_STEP``: exactly this mode's shape (the new episode's first
+      observation with ``truncated``), except that there is no
+      ``final_obs`` / ``final_info`` for the env (``_final_obs`` false):
+      check ``infos["_restart"]`` before bootstrapping from it.
+    * ``DISABLED``: the env is reset already, unlike an episode that ends
+      on its own; resetting it again (``reset_mask``) only starts another
+      episode.
+
+    In ``reset``, a restarted env is reset with the seed and options asked
+    for, its infos carry ``restart`` and ``restart_reason``. ``recv`` (with
+    other sub-envs in flight) does not restart: its failures are reported
+    through ``on_error`` as without a policy.
+
+    Limits: at most ``max_restarts`` restarts per resource within any
+    ``window`` seconds; a restart that does not succeed within ``timeout``
+    seconds (reconnection attempts with exponential backoff) is given up.
+    A given-up resource is reported as :class:`~unienv_remote.RestartError`
+    through ``on_error`` (in ``VectorEnvError.errors`` or
+    ``infos["error"]``), then as needing a reset, as without a policy;
+    once the learner brings it back itself (``reconnect`` /
+    ``replace_server``, then a successful ``reset`` with ``reset_mask``),
+    the policy covers it again. A call returns the other sub-envs' results
+    once its restarts succeeded or were given up: at most about ``timeout``
+    seconds (plus one connection attempt, bounded by ``timeout=`` above)
+    after the failure, all restarts of one call running together.
     """
 
     def __init__(
