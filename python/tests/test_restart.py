@@ -334,7 +334,7 @@ class FailsOnce(CounterEnv):
         return super().step(action)
 
 
-def test_a_faulted_env_is_reset_and_reported() -> None:
+def test_a_faulted_env_is_reset_and_reported(caplog: pytest.LogCaptureFixture) -> None:
     """A simulator that raises (an uncertain execution_error; its domain is
     faulted) is reset on its live connection, the cut reported as
     "faulted" with step_may_have_run; the other env goes on; the second
@@ -350,8 +350,12 @@ def test_a_faulted_env_is_reset_and_reported() -> None:
         envs.reset(seed=1)
         envs.step(step)
         failing.fail = True
-        obs, rewards, terminated, truncated, infos = envs.step(step)
+        with caplog.at_level("WARNING", logger="unienv_remote.restart"):
+            obs, rewards, terminated, truncated, infos = envs.step(step)
         assert restart_reports(infos) == {0: ("faulted", True)}
+        logged = [r for r in caplog.records if r.name == "unienv_remote.restart"]
+        assert len(logged) == 1 and "restarted env 0 (a at ws://" in logged[0].getMessage(), logged
+        assert "after faulted" in logged[0].getMessage()
         cause = infos["restart_cause"][0]
         assert isinstance(cause, RemoteError) and cause.code == "execution_error"
         assert infos["seed"][0] is None and infos["_seed"].tolist() == [True, False]  # the reset's info

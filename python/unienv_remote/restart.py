@@ -29,6 +29,7 @@ Nothing here changes the protocol: it is the client's policy, built on
 from __future__ import annotations
 
 import collections
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple, Union
@@ -51,6 +52,9 @@ Resolver = Callable[[str, str], ResolvedAddress]
 REASONS = ("connection_lost", "timeout", "faulted")
 
 _FAULT_CODES = frozenset({"faulted", "execution_error"})
+
+#: Each restart (WARNING) and each resource given up (ERROR) is logged here.
+_log = logging.getLogger("unienv_remote.restart")
 
 
 @dataclass(frozen=True)
@@ -204,14 +208,19 @@ class Healer:
 
     def _give_up(self, k: int, failure: Failure, why: str, cause: BaseException) -> RestartError:
         url, resource_id = self._addresses[k]
-        first, width = self._ranges[k]
-        envs = f"env {first}" if width == 1 else f"envs {first}..{first + width - 1}"
-        error = RestartError(f"{envs} ({resource_id} at {url}), {failure.reason}: {why}", url=url,
+        error = RestartError(f"{self._name(k)}, {failure.reason}: {why}", url=url,
                              resource_id=resource_id, reason=failure.reason,
                              step_may_have_run=failure.may_have_run)
         error.__cause__ = cause
         self.given_up.add(k)
+        _log.error("gave up restarting %s", error)
         return error
+
+    def _name(self, k: int) -> str:
+        url, resource_id = self._addresses[k]
+        first, width = self._ranges[k]
+        envs = f"env {first}" if width == 1 else f"envs {first}..{first + width - 1}"
+        return f"{envs} ({resource_id} at {url})"
 
     def _target(self, k: int) -> Tuple[str, str]:
         url, resource_id = self._addresses[k]
@@ -301,6 +310,10 @@ class Healer:
                     envs = self.envs_of(k)
                     done[k] = Restarted(pending.pop(k), [take(obs, i) for i in envs],
                                         [dict(infos[i]) for i in envs])
+                    _log.warning("restarted %s after %s (%s; %d attempt(s), %.2f s); the lost request %s",
+                                 self._name(k), done[k].failure.reason, done[k].failure.error, attempts,
+                                 time.monotonic() - now,
+                                 "may have run" if done[k].failure.may_have_run else "did not run")
             if not pending:
                 break
             remaining = deadline - time.monotonic()
