@@ -267,3 +267,34 @@ def test_vector_env_heals_when_an_actor_dies(cluster) -> None:
         local.close()
         for s in servers:
             ray.kill(s.actor, no_restart=True)
+
+
+def test_vector_env_follows_an_actor_that_ray_restarted(cluster) -> None:
+    """An actor started with Ray's own max_restarts is restarted by Ray (a
+    new server process, a new port): the restarter finds its new URL by
+    asking the actor, and the vector env heals there."""
+    from unienv_remote import RestartPolicy
+
+    servers = uray.start_servers(cartpoles, 1, num_cpus=0, resources={"sim_a": 1}, max_restarts=1)
+    actor, old_url = servers[0].actor, servers[0].url
+    envs = uray.vector_env(servers, timeout=10.0, restart=RestartPolicy(max_restarts=1, timeout=120.0))
+    local = SyncVectorEnv([lambda: gymnasium.make("CartPole-v1") for _ in range(2)])
+    try:
+        assert np.array_equal(envs.reset(seed=8)[0], local.reset(seed=8)[0])
+        local.action_space.seed(8)
+        for _ in range(3):
+            actions = local.action_space.sample()
+            assert np.array_equal(envs.step(actions)[0], local.step(actions)[0])
+        ray.kill(actor, no_restart=False)
+        _wait_until_refused(old_url)
+        got = envs.step(local.action_space.sample())
+        assert got[4]["_restart"].tolist() == [True, True] and got[3].tolist() == [True, True]
+        assert servers[0].actor is actor, "Ray restarted the same actor: no replacement was made"
+        assert envs.addresses == uray.addresses(servers) and envs.addresses[0][0] == servers[0].url
+        for _ in range(3):
+            got = envs.step(local.action_space.sample())
+            assert "restart" not in got[4]
+    finally:
+        envs.close()
+        local.close()
+        ray.kill(actor, no_restart=True)

@@ -227,7 +227,9 @@ class ActorRestarter:
     It asks the actor (``timeout`` seconds, default the policy's): an actor
     that answers is alive, and its current URL is returned (a new one if Ray
     restarted it itself, as actors started with Ray's ``max_restarts``
-    option are); an actor that is dead or does not answer is replaced by
+    option are; while Ray is restarting it, the attempt fails and the vector
+    env tries again after its backoff); an actor that is dead or does not
+    answer is replaced by
     :func:`restart_server` (same factory and placement, a new URL), at most
     ``policy.max_restarts`` times per server within ``policy.window``
     seconds; one more raises :class:`RestartError`, and the vector env gives
@@ -250,8 +252,10 @@ class ActorRestarter:
         server = self.servers[k]
         try:
             info: Dict[str, Any] = ray.get(server.actor.info.remote(), timeout=self.timeout)
+        except ray.exceptions.ActorUnavailableError:
+            raise  # Ray is restarting it (max_restarts): the vector env tries again after a backoff
         except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-            return self._replace(k)
+            return self._replace(k)  # dead for good, or not answering
         if info["url"] != server.url:  # restarted by Ray (max_restarts): a new server, a new port
             self.servers[k] = replace(server, url=info["url"], resource_ids=info["resource_ids"],
                                       node_id=info["node_id"])

@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple, Union
 
+import numpy as np
 from unienv_interface.remote.errors import RemoteError, UncertainOutcomeError
 
 __all__ = ["RestartPolicy", "RestartError", "Resolver", "REASONS"]
@@ -148,11 +149,14 @@ class Failure:
 
 @dataclass
 class Restarted:
-    """A resource restarted: each sub-env's reset observation and info."""
+    """A resource restarted: each sub-env's reset observation and info, and
+    the reset's whole stacked observation (a template when the call that
+    failed returned none: every env failed)."""
 
     failure: Failure
     observations: List[Any]
     infos: List[Dict[str, Any]]
+    stacked: Any
 
 
 def take(tree: Any, i: int) -> Any:
@@ -163,6 +167,15 @@ def take(tree: Any, i: int) -> Any:
         return type(tree)(take(v, i) for v in tree)
     value = tree[i]
     return value.copy() if hasattr(value, "copy") else value
+
+
+def zeros_like(tree: Any) -> Any:
+    """A stacked observation of zeros shaped like ``tree``."""
+    if isinstance(tree, dict):
+        return {k: zeros_like(v) for k, v in tree.items()}
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(zeros_like(v) for v in tree)
+    return np.zeros_like(tree)
 
 
 def put(tree: Any, i: int, value: Any) -> Any:
@@ -309,7 +322,7 @@ class Healer:
                         continue
                     envs = self.envs_of(k)
                     done[k] = Restarted(pending.pop(k), [take(obs, i) for i in envs],
-                                        [dict(infos[i]) for i in envs])
+                                        [dict(infos[i]) for i in envs], obs)
                     _log.warning("restarted %s after %s (%s; %d attempt(s), %.2f s); the lost request %s",
                                  self._name(k), done[k].failure.reason, done[k].failure.error, attempts,
                                  time.monotonic() - now,

@@ -82,7 +82,7 @@ from unienv_interface.space.space_utils.serialization_utils import json_to_space
 from unienv_interface.wrapper.gym_compat import gym_utils
 
 from . import _actions, _native
-from .restart import Failure, Healer, RestartError, RestartPolicy, Restarted, classify, put
+from .restart import Failure, Healer, RestartError, RestartPolicy, Restarted, classify, put, zeros_like
 
 _Result = TypeVar("_Result")
 
@@ -361,6 +361,8 @@ class RemoteVectorEnv(VectorEnv):
         extra: Dict[int, Dict[str, Any]] = {}
         restarted: Dict[int, Restarted] = {}
         for k, r in done.items():
+            if obs is None:  # every env failed: nothing was stacked
+                obs = zeros_like(r.stacked)
             for i, o, info in zip(healer.envs_of(k), r.observations, r.infos):
                 obs = put(obs, i, o)
                 keys: Dict[str, Any] = {"restart": True, "restart_reason": r.failure.reason,
