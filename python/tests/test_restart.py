@@ -377,3 +377,48 @@ def test_a_faulted_env_is_reset_and_reported(caplog: pytest.LogCaptureFixture) -
         envs.close()
     finally:
         server.close()
+
+
+def test_a_hung_server_times_out_and_is_replaced(socket_dir: Path) -> None:
+    """Server x is SIGSTOPped: its env's step times out (reason "timeout",
+    the step may have run); `resolve`, called before the first reconnection
+    attempt, replaces the hung process by a new one on the same socket path.
+    The env on server y is exactly its twin's."""
+    x_path, y_path = socket_dir / "x.sock", socket_dir / "y.sock"
+    x, y = serve(x_path), serve(y_path)
+    twin_y = serve(socket_dir / "ty.sock")
+    processes = [x, y, twin_y]
+    calls: List[str] = []
+    replacement: List[Process] = []
+
+    def resolve(url: str, resource_id: str) -> None:
+        calls.append(url)
+        if not replacement:  # the hung process goes (SIGKILL ends a stopped one too)
+            x.kill()
+            replacement.append(serve(x_path))
+            processes.append(replacement[0])
+        return None  # same address
+
+    envs = RemoteVectorEnv([(x.url, "cartpole"), (y.url, "cartpole")], timeout=5.0,
+                           restart=RestartPolicy(max_restarts=1, timeout=60.0, resolve=resolve))
+    twin = RemoteVectorEnv([(twin_y.url, "cartpole")])
+    try:
+        envs.reset(seed=3)
+        twin.reset(seed=4)  # env 1 of `envs` has seed 3 + 1
+        envs.action_space.seed(3)
+        for t in range(6):
+            if t == 3:
+                x.process.send_signal(signal.SIGSTOP)
+            actions = envs.action_space.sample()
+            got = envs.step(actions)
+            expected = twin.step(actions[1:])
+            for a, b in zip(got[:4], expected[:4]):
+                assert np.array_equal(a[1:], b)
+            assert restart_reports(got[4]) == ({0: ("timeout", True)} if t == 3 else {})
+        assert calls == [x.url] and len(replacement) == 1
+        assert envs.addresses[0] == (x.url, "cartpole")
+    finally:
+        envs.close()
+        twin.close()
+        for p in processes:
+            p.kill()
