@@ -74,9 +74,10 @@ class RestartPolicy:
     backoff from ``backoff`` seconds, doubling up to ``max_backoff``. The
     call that saw the failure (``step``, ``step_wait``, ``reset``) returns
     the other sub-envs' results once every restart it started succeeded or
-    was given up: at most about ``timeout`` (plus one attempt) later. All the
-    restarts of one call run together: two lost servers cost one
-    ``timeout``, not two.
+    was given up: within ``timeout`` plus at most one attempt in progress
+    (its connection and its reset each bounded by the vector env's own
+    ``timeout=``; a refused connection fails at once). All the restarts of
+    one call run together: two lost servers cost one ``timeout``, not two.
 
     ``resolve(url, resource_id)`` (optional) says where a lost resource
     lives now: ``None`` for the same address, a new URL, or a new ``(url,

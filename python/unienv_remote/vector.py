@@ -56,8 +56,9 @@ that step's ``infos`` (``restart``, ``restart_reason``,
 ``step_may_have_run``) within rate limits; see ``help(RemoteVectorEnv)`` and
 ``unienv_remote.restart``.
 
-Without a policy, reconnecting is explicit: when a server comes back (a restarted process or
-Ray actor, maybe at a new URL), ``replace_server(old_url, new_url)`` points
+Without a policy, reconnecting is explicit: when a server comes back (a
+restarted process or Ray actor, maybe at a new URL),
+``replace_server(old_url, new_url)`` points
 every env of the old server at the new one (``reconnect({i: (url, id)})``
 for single envs), without touching the others' connections or episodes. A
 reconnected env is then reset like a failed one (``reset_mask``) before it is
@@ -227,9 +228,11 @@ class RemoteVectorEnv(VectorEnv):
     once the learner brings it back itself (``reconnect`` /
     ``replace_server``, then a successful ``reset`` with ``reset_mask``),
     the policy covers it again. A call returns the other sub-envs' results
-    once its restarts succeeded or were given up: at most about ``timeout``
-    seconds (plus one connection attempt, bounded by ``timeout=`` above)
-    after the failure, all restarts of one call running together.
+    once its restarts succeeded or were given up: within the policy's
+    ``timeout`` after the failure plus at most one attempt in progress
+    (whose connection and reset requests are each bounded by this vector
+    env's ``timeout=``; a refused connection fails at once), all restarts
+    of one call running together.
     """
 
     def __init__(
