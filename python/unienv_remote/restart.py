@@ -76,8 +76,9 @@ class RestartPolicy:
     the other sub-envs' results once every restart it started succeeded or
     was given up: within ``timeout`` plus at most one attempt in progress
     (its connection and its reset each bounded by the vector env's own
-    ``timeout=``; a refused connection fails at once). All the restarts of
-    one call run together: two lost servers cost one ``timeout``, not two.
+    ``timeout=``; a refused connection fails at once). The restarts of one
+    call share one deadline: two lost servers cost one ``timeout``, not two
+    (their attempts, one connection per server, are made in turn).
 
     ``resolve(url, resource_id)`` (optional) says where a lost resource
     lives now: ``None`` for the same address, a new URL, or a new ``(url,

@@ -231,8 +231,8 @@ class RemoteVectorEnv(VectorEnv):
     once its restarts succeeded or were given up: within the policy's
     ``timeout`` after the failure plus at most one attempt in progress
     (whose connection and reset requests are each bounded by this vector
-    env's ``timeout=``; a refused connection fails at once), all restarts
-    of one call running together.
+    env's ``timeout=``; a refused connection fails at once), the restarts
+    of one call sharing one deadline.
     """
 
     def __init__(
