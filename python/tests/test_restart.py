@@ -7,7 +7,10 @@ exactly once in the step's infos (truncated, `restart`, `restart_reason`,
 `step_may_have_run`); the other sub-envs' results are exactly what they
 produce without any kill (a twin vector env on servers nobody kills, or
 Gymnasium's SyncVectorEnv); a batched resource restarts whole; the policy's
-limits end in `RestartError` through `on_error`.
+limits end in `RestartError` through `on_error`. Also: a simulator that
+raises (a faulted env, reset on its live connection), a SIGSTOPped server
+(a timeout, its process replaced by `resolve`), and a `reset` that finds its
+server gone (restarted with the seeds asked for).
 
 Restarts are waited for by the policy's own bounded retries (the new server
 comes up while the vector env retries), never by sleeps in the test.
