@@ -425,3 +425,25 @@ def test_a_hung_server_times_out_and_is_replaced(socket_dir: Path) -> None:
         twin.close()
         for p in processes:
             p.kill()
+
+
+def test_a_replacement_that_is_not_the_same_env_is_given_up(socket_dir: Path) -> None:
+    """`resolve` names an env with other spaces (pointmass for a cartpole):
+    the restart is given up at once (RestartError naming the mismatch), not
+    retried until the policy's timeout."""
+    x, other = serve(socket_dir / "x.sock"), serve(socket_dir / "o.sock")
+    processes = [x, other]
+    envs = RemoteVectorEnv([(x.url, "cartpole")], on_error="info",
+                           restart=RestartPolicy(timeout=600.0, resolve=lambda url, rid: (str(other.url), "pointmass")))
+    try:
+        envs.reset(seed=1)
+        x.kill()
+        infos = envs.step(envs.action_space.sample())[4]
+        error = infos["error"][0]
+        assert isinstance(error, RestartError) and "cannot reconnect" in str(error), error
+        assert "does not have the batch size and the action and observation spaces" in str(error)
+        assert envs.addresses == [(x.url, "cartpole")]
+    finally:
+        envs.close()
+        for p in processes:
+            p.kill()

@@ -294,7 +294,12 @@ class Healer:
             for url, group in by_url.items():
                 try:
                     self._native.reconnect([(self._ranges[k][0], u, r) for k, u, r in group])
-                except (ConnectionError, TimeoutError, OSError, ValueError, RuntimeError) as e:
+                except ValueError as e:  # not the env it replaces (batch size, spaces): for good
+                    for k, _, _ in group:
+                        reconnect.discard(k)
+                        given_up[k] = self._give_up(k, pending.pop(k), f"cannot reconnect: {e}", e)
+                    continue
+                except (ConnectionError, TimeoutError, OSError, RuntimeError) as e:
                     for k, _, _ in group:
                         last_error[k] = e
                     continue
