@@ -447,3 +447,69 @@ def test_a_replacement_that_is_not_the_same_env_is_given_up(socket_dir: Path) ->
         envs.close()
         for p in processes:
             p.kill()
+
+
+def recv_run(envs: RemoteVectorEnv, rounds: int, on_round=None) -> Tuple[Dict[int, list], Dict[int, int]]:
+    """EnvPool's loop (send/recv, batch_size 2 of 4): env i's k-th action is
+    (i + k) % 2 whatever the arrival order; returns each env's results in
+    its own order, and each env's number of restart reports."""
+    per_env: Dict[int, list] = {i: [] for i in range(envs.num_envs)}
+    restarts: Dict[int, int] = {}
+    count = {i: 0 for i in range(envs.num_envs)}
+    envs.reset(seed=17)
+    envs.send(np.array([i % 2 for i in range(envs.num_envs)], dtype=np.int64))
+    for r in range(rounds):
+        if on_round is not None:
+            on_round(r)
+        obs, rewards, terminated, truncated, infos = envs.recv()
+        ids = [int(i) for i in infos["env_id"]]
+        for p, i in enumerate(ids):
+            if "restart" in infos and infos["_restart"][p]:
+                restarts[i] = restarts.get(i, 0) + 1
+                per_env[i].append("restart")
+            else:
+                per_env[i].append((obs[p].tolist(), float(rewards[p]), bool(terminated[p]), bool(truncated[p])))
+            count[i] += 1
+        envs.send(np.array([(i + count[i]) % 2 for i in ids], dtype=np.int64), ids)
+    envs.recv()  # the last ones in flight
+    return per_env, restarts
+
+
+def test_recv_restarts_with_the_others_gathered(socket_dir: Path) -> None:
+    """send/recv (batch_size 2 of 4 envs): server x is SIGKILLed and started
+    again on its socket path mid-run; the recv that sees it gathers the
+    others in flight and restarts x's two envs, reported once each; y's envs
+    follow exactly the trajectories of a run where nothing was killed."""
+    x_path = socket_dir / "x.sock"
+    x, y = serve(x_path, "--copies", "2"), serve(socket_dir / "y.sock", "--copies", "2")
+    twin_x, twin_y = serve(socket_dir / "tx.sock", "--copies", "2"), serve(socket_dir / "ty.sock", "--copies", "2")
+    processes = [x, y, twin_x, twin_y]
+
+    def addresses(a: Process, b: Process) -> List[Tuple[str, str]]:
+        return [(str(a.url), "cartpole-0"), (str(b.url), "cartpole-0"), (str(a.url), "cartpole-1"),
+                (str(b.url), "cartpole-1")]
+
+    policy = RestartPolicy(max_restarts=1, timeout=60.0)
+    envs = RemoteVectorEnv(addresses(x, y), batch_size=2, restart=policy)
+    twin = RemoteVectorEnv(addresses(twin_x, twin_y), batch_size=2)
+
+    def kill_x(r: int) -> None:
+        if r == 12:
+            x.kill()
+            processes.append(serve(x_path, "--copies", "2"))
+
+    try:
+        got, restarts = recv_run(envs, 40, kill_x)
+        expected, none = recv_run(twin, 40)
+        assert none == {} and restarts == {0: 1, 2: 1}, restarts
+        for i in (1, 3):
+            n = min(len(got[i]), len(expected[i]))
+            assert n >= 10 and got[i][:n] == expected[i][:n], i
+        for i in (0, 2):  # identical until cut, then one report
+            cut = got[i].index("restart")
+            assert got[i][:cut] == expected[i][:cut] and "restart" not in got[i][cut + 1:]
+    finally:
+        envs.close()
+        twin.close()
+        for p in processes:
+            p.kill()

@@ -171,13 +171,34 @@ def take(tree: Any, i: int) -> Any:
     return value.copy() if hasattr(value, "copy") else value
 
 
-def zeros_like(tree: Any) -> Any:
-    """A stacked observation of zeros shaped like ``tree``."""
+def zeros_rows(tree: Any, count: int) -> Any:
+    """A stacked observation of ``count`` rows of zeros, shaped like ``tree``'s rows."""
     if isinstance(tree, dict):
-        return {k: zeros_like(v) for k, v in tree.items()}
+        return {k: zeros_rows(v, count) for k, v in tree.items()}
     if isinstance(tree, (tuple, list)):
-        return type(tree)(zeros_like(v) for v in tree)
-    return np.zeros_like(tree)
+        return type(tree)(zeros_rows(v, count) for v in tree)
+    return np.zeros((count, *np.shape(tree)[1:]), dtype=np.asarray(tree).dtype)
+
+
+def _concat(a: Any, b: Any) -> Any:
+    if isinstance(a, dict):
+        return {k: _concat(a[k], b[k]) for k in a}
+    if isinstance(a, (tuple, list)):
+        return type(a)(_concat(x, y) for x, y in zip(a, b))
+    return np.concatenate([np.asarray(a), np.asarray(b)])
+
+
+def concat_results(a: Tuple[Any, ...], b: Tuple[Any, ...]) -> Tuple[Any, ...]:
+    """Two native ``recv`` results as one (``b``'s rows after ``a``'s)."""
+    na, nb = len(a[8]), len(b[8])
+    if a[0] is None and b[0] is None:
+        obs = None
+    else:
+        obs = _concat(zeros_rows(b[0], na) if a[0] is None else a[0], zeros_rows(a[0], nb) if b[0] is None else b[0])
+    finals = list(a[6]) + [(p + na, o, info) for p, o, info in b[6]]
+    return (obs, *(np.concatenate([np.asarray(x), np.asarray(y)]) for x, y in zip(a[1:4], b[1:4])),
+            list(a[4]) + list(b[4]), np.concatenate([np.asarray(a[5]), np.asarray(b[5])]), finals,
+            list(a[7]) + list(b[7]), np.concatenate([np.asarray(a[8]), np.asarray(b[8])]))
 
 
 def put(tree: Any, i: int, value: Any) -> Any:

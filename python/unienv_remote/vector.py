@@ -83,7 +83,7 @@ from unienv_interface.space.space_utils.serialization_utils import json_to_space
 from unienv_interface.wrapper.gym_compat import gym_utils
 
 from . import _actions, _native
-from .restart import Failure, Healer, RestartError, RestartPolicy, Restarted, classify, put, zeros_like
+from .restart import Failure, Healer, RestartError, RestartPolicy, Restarted, classify, concat_results, put, zeros_rows
 
 _Result = TypeVar("_Result")
 
@@ -215,9 +215,10 @@ class RemoteVectorEnv(VectorEnv):
       episode.
 
     In ``reset``, a restarted env is reset with the seed and options asked
-    for, its infos carry ``restart`` and ``restart_reason``. ``recv`` (with
-    other sub-envs in flight) does not restart: its failures are reported
-    through ``on_error`` as without a policy.
+    for, its infos carry ``restart`` and ``restart_reason``. In ``recv``, a
+    restart needs nothing in flight: that ``recv`` first gathers every other
+    sub-env in flight (waiting for them as a full ``step`` would) and
+    returns their results too (more than ``batch_size``, as ``recv`` may).
 
     Limits: at most ``max_restarts`` restarts per resource within any
     ``window`` seconds; a restart that does not succeed within ``timeout``
@@ -342,7 +343,8 @@ class RemoteVectorEnv(VectorEnv):
 
     def _restart_failed(
         self, obs: Any, errors: List[Tuple[int, str, BaseException]], seeds: Optional[Sequence[Optional[int]]],
-        options: Optional[Any], step: bool,
+        options: Optional[Any], step: bool, positions: Optional[Dict[int, int]] = None,
+        count: Optional[int] = None,
     ) -> Tuple[Any, List[Tuple[int, str, BaseException]], Dict[int, Dict[str, Any]]]:
         """Restarts the resources whose failure the policy heals; returns the
         observation with their reset observations in place, the errors left
@@ -365,9 +367,9 @@ class RemoteVectorEnv(VectorEnv):
         restarted: Dict[int, Restarted] = {}
         for k, r in done.items():
             if obs is None:  # every env failed: nothing was stacked
-                obs = zeros_like(r.stacked)
+                obs = zeros_rows(r.stacked, self.num_envs if count is None else count)
             for i, o, info in zip(healer.envs_of(k), r.observations, r.infos):
-                obs = put(obs, i, o)
+                obs = put(obs, i if positions is None else positions[i], o)
                 keys: Dict[str, Any] = {"restart": True, "restart_reason": r.failure.reason,
                                         "restart_cause": r.failure.error}
                 if step:
@@ -394,23 +396,32 @@ class RemoteVectorEnv(VectorEnv):
         extra: Dict[int, Dict[str, Any]] = {}
         if self._healer is not None and native[7]:
             native, extra = self._restart_step(native)
-        if self._autoreset_mode == AutoresetMode.NEXT_STEP:
-            self._ended = np.asarray(native[2], dtype=np.bool_) | np.asarray(native[3], dtype=np.bool_)
-            for i in extra:
-                self._ended[i] = False  # reset already
+        self._track_ended(native, extra)
         return self._results(native, self, extra=extra)
 
-    def _restart_step(self, native: Tuple[Any, ...]) -> Tuple[Tuple[Any, ...], Dict[int, Dict[str, Any]]]:
+    def _track_ended(self, native: Tuple[Any, ...], extra: Dict[int, Dict[str, Any]]) -> None:
+        """NEXT_STEP: which envs' next step is an autoreset (for a restart's report)."""
+        if self._autoreset_mode != AutoresetMode.NEXT_STEP:
+            return
+        ids = np.asarray(native[8], dtype=np.int64)
+        self._ended[ids] = np.asarray(native[2], dtype=np.bool_) | np.asarray(native[3], dtype=np.bool_)
+        for i in extra:
+            self._ended[i] = False  # reset already
+
+    def _restart_step(self, native: Tuple[Any, ...], positions: Optional[Dict[int, int]] = None,
+                      ) -> Tuple[Tuple[Any, ...], Dict[int, Dict[str, Any]]]:
         obs, rewards, terminations, truncations, env_infos, autoreset, finals, errors, ids = native
-        obs, errors, extra = self._restart_failed(obs, errors, None, None, step=True)
+        obs, errors, extra = self._restart_failed(obs, errors, None, None, step=True, positions=positions,
+                                                  count=len(ids))
         if extra:
             rewards, terminations, truncations = (np.array(a) for a in (rewards, terminations, truncations))
             for i in extra:
-                rewards[i] = 0
-                terminations[i] = False
+                p = i if positions is None else positions[i]
+                rewards[p] = 0
+                terminations[p] = False
                 # NEXT_STEP: an env whose last step ended was due an autoreset
                 # (a reset, not a step): no episode was cut.
-                truncations[i] = not (self._autoreset_mode == AutoresetMode.NEXT_STEP and self._ended[i])
+                truncations[p] = not (self._autoreset_mode == AutoresetMode.NEXT_STEP and self._ended[i])
         return (obs, rewards, terminations, truncations, env_infos, autoreset, finals, errors, ids), extra
 
     def _results(self, native: Tuple[Any, ...], builder: Any, positions: Optional[Dict[int, int]] = None,
@@ -424,7 +435,7 @@ class RemoteVectorEnv(VectorEnv):
         for i, final_obs, final_info in finals:
             infos = builder._add_info(infos, {"final_obs": final_obs, "final_info": final_info}, i)
         for i, info in sorted((extra or {}).items()):
-            infos = builder._add_info(infos, info, i)
+            infos = builder._add_info(infos, info, i if positions is None else positions[i])
         return self._report(errors, infos, lambda inf: (obs, rewards, terminations, truncations, inf),
                             builder, positions)
 
@@ -441,17 +452,36 @@ class RemoteVectorEnv(VectorEnv):
         (at least that many: whole resources; all in flight if fewer are) and
         returns their results, stacked in arrival order, with their ids in
         ``infos["env_id"]`` (the other info keys are indexed by position, as
-        the other results; ``VectorEnvError.errors`` by env id)."""
+        the other results; ``VectorEnvError.errors`` by env id). With a
+        restart policy, a ``recv`` that restarts envs returns every env that
+        was in flight (see the class's help)."""
         native = self._native.recv(self.batch_size or self.num_envs)
+        extra: Dict[int, Dict[str, Any]] = {}
+        if self._healer is not None and self._restartable(native[7]):
+            if self._native.step_pending():
+                # A restart needs nothing in flight: the others' results are
+                # gathered now and returned with these.
+                native = concat_results(native, self._native.recv(self.num_envs))
+            positions = {int(env): k for k, env in enumerate(native[8])}
+            native, extra = self._restart_step(native, positions)
+        self._track_ended(native, extra)
         ids = native[8]
-        obs, rewards, terminations, truncations, infos = self._results_positional(native, len(ids))
+        obs, rewards, terminations, truncations, infos = self._results_positional(native, len(ids), extra)
         infos["env_id"] = ids
         return obs, rewards, terminations, truncations, infos
 
-    def _results_positional(self, native: Tuple[Any, ...], count: int) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+    def _restartable(self, errors: List[Tuple[int, str, BaseException]]) -> bool:
+        healer = self._healer
+        return healer is not None and any(
+            kind == "failed" and healer.resource_of(i) not in healer.given_up and classify(e) is not None
+            for i, kind, e in errors)
+
+    def _results_positional(self, native: Tuple[Any, ...], count: int,
+                            extra: Optional[Dict[int, Dict[str, Any]]] = None,
+                            ) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         positions = {int(env): k for k, env in enumerate(native[8])}
         try:
-            return self._results(native, _InfoBuilder(count), positions)
+            return self._results(native, _InfoBuilder(count), positions, extra)
         except VectorEnvError as e:
             e.result[4]["env_id"] = native[8]
             raise
