@@ -3,7 +3,9 @@
 requests on different nodes, a RemoteVectorEnv over them that matches
 Gymnasium's SyncVectorEnv, actor death reported as connection loss for that
 actor's envs only, and a restarted actor serving again with the vector env
-reconnected to it (RemoteVectorEnv.replace_server through restart_server).
+reconnected to it (RemoteVectorEnv.replace_server through restart_server);
+with a RestartPolicy, a killed actor replaced by the vector env itself (and
+an actor Ray restarted itself followed to its new URL), within the limits.
 
 Skipped when ray is not installed, unless CI=true (then it must run).
 
