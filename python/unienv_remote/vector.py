@@ -96,7 +96,9 @@ class VectorEnvError(RuntimeError):
     ``errors`` maps each failed env's index to its exception (the one the
     single-env client raises for the same failure; ``getattr(e, "uncertain",
     False)`` or ``isinstance(e, UncertainOutcomeError)`` tells whether its
-    mutation may have executed). Envs that failed in an earlier call and were
+    mutation may have executed; with a restart policy, a failure it gave up
+    on is a ``RestartError`` whose ``__cause__`` is that exception). Envs
+    that failed in an earlier call and were
     not reset since are in ``needs_reset`` (nothing was sent to them).
     ``result`` is what the call would have returned, with zeros in the failed
     envs' slots.
