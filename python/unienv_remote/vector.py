@@ -406,6 +406,8 @@ class RemoteVectorEnv(VectorEnv):
         if self._autoreset_mode != AutoresetMode.NEXT_STEP:
             return
         ids = np.asarray(native[8], dtype=np.int64)
+        if len(ids) != len(native[2]):  # a full step (step_wait) names every env
+            ids = np.arange(len(native[2]))
         self._ended[ids] = np.asarray(native[2], dtype=np.bool_) | np.asarray(native[3], dtype=np.bool_)
         for i in extra:
             self._ended[i] = False  # reset already
