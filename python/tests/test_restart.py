@@ -329,12 +329,19 @@ class FailsOnce(CounterEnv):
     def __init__(self) -> None:
         super().__init__()
         self.fail = False
+        self.fail_reset = False
 
     def step(self, action):  # type: ignore[no-untyped-def]
         if self.fail:
             self.fail = False
             raise RuntimeError("simulator failed")
         return super().step(action)
+
+    def reset(self, **kwargs):  # type: ignore[no-untyped-def]
+        if self.fail_reset:
+            self.fail_reset = False
+            raise RuntimeError("reset failed")
+        return super().reset(**kwargs)
 
 
 def test_a_faulted_env_is_reset_and_reported(caplog: pytest.LogCaptureFixture) -> None:
@@ -513,3 +520,34 @@ def test_recv_restarts_with_the_others_gathered(socket_dir: Path) -> None:
         twin.close()
         for p in processes:
             p.kill()
+
+
+def test_a_lost_autoreset_cuts_no_episode() -> None:
+    """NEXT_STEP: env a's episode ends (terminated); the next step is its
+    autoreset, whose reset raises. The restart resets it again: reported,
+    but nothing is cut (terminated and truncated false, reward 0), as the
+    autoreset itself would have returned."""
+    failing = FailsOnce()
+    server = RemoteServer(idle_timeout=None)
+    server.register("a", failing)
+    server.register("b", CounterEnv())
+    try:
+        url = server.listen("127.0.0.1", 0)
+        envs = RemoteVectorEnv([(url, "a"), (url, "b")], restart=RestartPolicy(max_restarts=1, timeout=10.0))
+        envs.reset(seed=[1, -10])
+        step = np.ones((2, 2), np.float32)
+        for _ in range(2):
+            _, _, terminated, _, _ = envs.step(step)
+            assert not terminated.any()
+        _, _, terminated, truncated, _ = envs.step(step)  # a: 4 > 3
+        assert terminated.tolist() == [True, False] and not truncated.any()
+        failing.fail_reset = True
+        obs, rewards, terminated, truncated, infos = envs.step(step)
+        assert restart_reports(infos) == {0: ("faulted", True)}
+        assert terminated.tolist() == [False, False] and truncated.tolist() == [False, False]
+        assert rewards[0] == 0 and obs["position"].tolist() == [[0.0, 0.0], [-6.0, -6.0]]
+        obs, *_ = envs.step(step)
+        assert obs["position"].tolist() == [[1.0, 1.0], [-5.0, -5.0]]
+        envs.close()
+    finally:
+        server.close()
