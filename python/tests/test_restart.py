@@ -506,12 +506,15 @@ def test_recv_restarts_with_the_others_gathered(socket_dir: Path) -> None:
             processes.append(serve(x_path, "--copies", "2"))
 
     try:
-        got, restarts = recv_run(envs, 40, kill_x)
-        expected, none = recv_run(twin, 40)
+        got, restarts = recv_run(envs, 60, kill_x)
+        expected, none = recv_run(twin, 60)
         assert none == {} and restarts == {0: 1, 2: 1}, restarts
         for i in (1, 3):
+            # How many results each env gets depends on arrival order; each
+            # gets some, and they are the unkilled run's.
             n = min(len(got[i]), len(expected[i]))
-            assert n >= 10 and got[i][:n] == expected[i][:n], i
+            assert n >= 3 and got[i][:n] == expected[i][:n], (i, n)
+        assert sum(min(len(got[i]), len(expected[i])) for i in (1, 3)) >= 20
         for i in (0, 2):  # identical until cut, then one report
             cut = got[i].index("restart")
             assert got[i][:cut] == expected[i][:cut] and "restart" not in got[i][cut + 1:]
