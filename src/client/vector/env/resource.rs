@@ -5,8 +5,12 @@
 //! A batched resource gets one request per step whatever its sub-envs
 //! need: the step of all B, and, when some of them must be reset (their
 //! episode ended, in `NextStep` or `SameStep` mode), one `reset` with a
-//! mask of those, sent after the step's reply. In `NextStep` mode that
-//! means the finished sub-envs are stepped once more (their action is
+//! mask of those. In `NextStep` mode the finished sub-envs are known before
+//! the step, and the reset goes out right behind the step request
+//! (pipelined on the connection; the server runs a resource's calls in
+//! order), so the step costs one round trip; in `SameStep` mode the reset
+//! follows the step's reply, which says who ended. In `NextStep` mode the
+//! finished sub-envs are stepped once more (their action is
 //! ignored, their result discarded) before they are reset: a batched env
 //! steps all of its sub-envs or none. Their reported result is the reset's,
 //! as Gymnasium's `NEXT_STEP` reports it.
