@@ -71,8 +71,13 @@ fn errors_to_py<'py>(
     Ok(out)
 }
 
+/// The per-env infos as a list of dicts; an empty list when every one is
+/// empty (the common case: nothing to convert, nothing to merge).
 fn infos_to_py<'py>(py: Python<'py>, infos: &[Dict]) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty(py);
+    if infos.iter().all(Dict::is_empty) {
+        return Ok(out);
+    }
     for d in infos {
         out.append(convert::dict_to_py(py, d)?)?;
     }
