@@ -6,9 +6,9 @@ mod recv;
 mod resource;
 
 pub use super::mode::AutoresetMode;
-use arrivals::{carry, Arrivals, Job};
+use arrivals::{carry, Arrivals, Job, Outcome};
 pub(crate) use resource::unbatched;
-use resource::{reset_resource, EnvReset, EnvStep, Resource};
+use resource::{reset_resource, EnvReset, Resource};
 
 use crate::client::{Client, ClientConfig, ClientError, CloseReason, EnvProxy};
 use crate::codec::stack::{stack_filled, unstack};
@@ -174,16 +174,6 @@ impl VectorStep {
 
 /// A resource's reset request on its way.
 type ResetTask = JoinHandle<Result<Vec<EnvReset>, ClientError>>;
-
-/// What a resource's step request came to.
-enum Outcome {
-    /// One result per sub-env.
-    Stepped(Vec<EnvStep>),
-    /// The request failed: every sub-env of the resource failed with it.
-    Failed(ClientError),
-    /// Not sent: a sub-env of the resource failed earlier and was not reset.
-    NotSent,
-}
 
 /// N remote envs stepped together (see the [module docs](super)).
 pub struct VectorEnv {
