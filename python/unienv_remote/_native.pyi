@@ -27,7 +27,8 @@ _Descriptor = Dict[str, Any]
 # (index, error code, exception) of each sub-environment that failed.
 _VectorErrors = List[Tuple[int, str, BaseException]]
 # What step_wait and recv return: (observation, reward, terminated, truncated,
-# infos, autoreset, [(index, final observation, final info)], errors, env ids).
+# infos (one dict per env, or [] when all are empty), autoreset,
+# [(index, final observation, final info)], errors, env ids).
 _VectorStep = Tuple[
     Any,
     NDArray[Any],

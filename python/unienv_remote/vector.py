@@ -33,10 +33,11 @@ Autoreset follows Gymnasium 1.x: ``AutoresetMode.NEXT_STEP`` by default (what
 ``SyncVectorEnv`` and ``AsyncVectorEnv`` do unless told otherwise), or
 ``SAME_STEP`` (``infos["final_obs"]`` / ``infos["final_info"]``) or
 ``DISABLED``, chosen with ``autoreset_mode=``. A batched resource is reset
-through reset masks: one extra ``reset(mask=...)`` request, after the step's
-reply, on a step where some of its sub-envs must be reset (in ``NEXT_STEP``
-mode those are stepped once more first, their result discarded: a batched
-env steps all of its sub-envs or none).
+through reset masks: one extra ``reset(mask=...)`` request on a step where
+some of its sub-envs must be reset (in ``NEXT_STEP`` mode sent right behind the
+step, pipelined, in ``SAME_STEP`` mode after the step's reply; in ``NEXT_STEP``
+mode those sub-envs are stepped once more first, their result discarded: a
+batched env steps all of its sub-envs or none).
 
 Failures of single sub-environments do not lose the others' results: with
 ``on_error="raise"`` (default) ``step`` / ``step_wait`` / ``reset`` raise
