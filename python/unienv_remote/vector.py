@@ -181,6 +181,7 @@ class RemoteVectorEnv(VectorEnv):
         single_observation_space: Optional[gymnasium.Space[Any]] = None,
         single_action_space: Optional[gymnasium.Space[Any]] = None,
         batch_size: Optional[int] = None,
+        record_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
     ) -> None:
         if on_error not in ("raise", "info"):
             raise ValueError("on_error must be 'raise' or 'info'")
@@ -204,6 +205,10 @@ class RemoteVectorEnv(VectorEnv):
         self.metadata = metadata
         self.render_mode = None
         self.closed = False
+        # Learner-side recording (README, "Recording"): one call per reset/step.
+        self._recorder = None if record_dir is None else _native.Recorder(
+            os.fspath(record_dir), self._native.space_document("observation_space"),
+            self._native.space_document("action_space"), self.num_envs)
 
     def _gym_space(self, name: str) -> gymnasium.Space[Any]:
         document = self._native.space_document(name)
@@ -254,6 +259,8 @@ class RemoteVectorEnv(VectorEnv):
             if not options:
                 options = None
         obs, env_infos, errors, used = self._native.reset(seeds, options, mask)
+        if self._recorder is not None:
+            self._recorder.reset(obs, used, errors)
         infos: Dict[str, Any] = {}
         for i, info in enumerate(env_infos):
             if used[i] and info:
@@ -267,10 +274,15 @@ class RemoteVectorEnv(VectorEnv):
         if type(actions) in _actions.PLAIN:
             actions = _actions.coerce_batched(actions, self._native.space_document("action_space"), self.num_envs)
         self._native.step_async(actions)
+        if self._recorder is not None:
+            self._recorder.sent(actions)
 
     def step_wait(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """Waits for the pending step and returns the stacked results."""
-        return self._results(self._native.step_wait(), self)
+        native = self._native.step_wait()
+        if self._recorder is not None:
+            self._recorder.stepped(native)
+        return self._results(native, self)
 
     def _results(self, native: Tuple[Any, ...], builder: Any,
                  positions: Optional[Dict[int, int]] = None) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
@@ -291,6 +303,8 @@ class RemoteVectorEnv(VectorEnv):
         none of them in flight: send back what ``recv`` returned."""
         ids = list(range(self.num_envs)) if env_id is None else [int(i) for i in np.asarray(env_id).reshape(-1)]
         self._native.send(actions, ids)
+        if self._recorder is not None:
+            self._recorder.sent(actions, ids)
 
     def recv(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """Waits for the first ``batch_size`` sub-envs whose results arrived
@@ -299,6 +313,8 @@ class RemoteVectorEnv(VectorEnv):
         ``infos["env_id"]`` (the other info keys are indexed by position, as
         the other results; ``VectorEnvError.errors`` by env id)."""
         native = self._native.recv(self.batch_size or self.num_envs)
+        if self._recorder is not None:
+            self._recorder.stepped(native)
         ids = native[8]
         obs, rewards, terminations, truncations, infos = self._results_positional(native, len(ids))
         infos["env_id"] = ids
@@ -362,6 +378,8 @@ class RemoteVectorEnv(VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         self._native.close()
+        if self._recorder is not None:
+            self._recorder.close()
 
     def __del__(self) -> None:
         native = getattr(self, "_native", None)

@@ -40,8 +40,10 @@ mod buffer;
 mod json;
 mod npz;
 mod transition;
+mod vector;
 
 pub use buffer::RESERVED_LENGTH;
+pub use vector::{RowKind, VectorRecord, VectorRecorder};
 
 use crate::codec::Value;
 use crate::host::Space;
@@ -89,6 +91,8 @@ pub(crate) enum Event {
     Close { id: Arc<str> },
     /// Answered once everything queued before it is written.
     Flush(mpsc::Sender<()>),
+    /// The learner side's recording ([`VectorRecorder`]).
+    Vector(Box<vector::VectorEvent>),
 }
 
 /// Counters of a recorder.
@@ -120,6 +124,7 @@ impl Recorder {
         let mut writer = Writer {
             dir: dir.to_path_buf(),
             envs: HashMap::new(),
+            vector: None,
             stats: stats.clone(),
         };
         let thread = std::thread::Builder::new()
@@ -178,6 +183,9 @@ impl Drop for Recorder {
 struct Writer {
     dir: PathBuf,
     envs: HashMap<Arc<str>, EnvRecording>,
+    /// The learner side's recording, when this writer is a
+    /// [`VectorRecorder`]'s.
+    vector: Option<vector::VectorRecording>,
     stats: Arc<RecordStats>,
 }
 
@@ -207,6 +215,9 @@ impl Writer {
         for (id, env) in &mut self.envs {
             close(id, env, &self.stats);
         }
+        if let Some(v) = &mut self.vector {
+            v.close(&self.stats);
+        }
     }
 
     fn handle(&mut self, event: Event) {
@@ -214,6 +225,14 @@ impl Writer {
             Event::Flush(done) => {
                 let _ = done.send(());
             }
+            Event::Vector(event) => match *event {
+                vector::VectorEvent::Open(v) => self.vector = Some(v),
+                vector::VectorEvent::Record(r) => {
+                    if let Some(v) = &mut self.vector {
+                        v.record(&r, &self.stats);
+                    }
+                }
+            },
             Event::Open { id, spaces } => {
                 if let Some(env) = self.envs.get_mut(&id) {
                     // Revived after eviction: continue in the same buffers.

@@ -1,0 +1,128 @@
+"""Recording on the learner's side (``RemoteVectorEnv(..., record_dir=DIR)``):
+one ``unienv_data`` ``ReplayBuffer`` per sub-env, ``DIR/<index>/``, that
+``ReplayBuffer.load_from`` opens with unienv alone (a fresh interpreter that
+never imports ``unienv_remote``), holding exactly the transitions the learner
+saw, one segment per episode, in every autoreset mode, over single and
+batched resources mixed; never a transition across an autoreset.
+"""
+
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Tuple
+
+import numpy as np
+import pytest
+
+gymnasium = pytest.importorskip("gymnasium")
+from gymnasium.vector import AutoresetMode  # noqa: E402
+from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv  # noqa: E402
+
+import unienv_remote  # noqa: E402
+from unienv_remote import BatchedEnv, RemoteVectorEnv  # noqa: E402
+
+from test_record import load  # noqa: E402
+
+MODES = ("next", "same", "disabled")
+
+
+def short_pendulum() -> gymnasium.Env:
+    """Pendulum truncated every 7 steps: many episodes in a short test."""
+    return gymnasium.make("Pendulum-v1", max_episode_steps=7)
+
+
+def cartpole() -> gymnasium.Env:
+    return gymnasium.make("CartPole-v1")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    s = unienv_remote.RemoteServer(idle_timeout=None)
+    for mode in MODES:
+        # A mixed fleet: batched (2), single, batched (3) Pendulums.
+        s.register(f"pair_{mode}", BatchedEnv([short_pendulum] * 2))
+        s.register(f"single_{mode}", FromGymnasiumEnv(short_pendulum()))
+        s.register(f"triple_{mode}", BatchedEnv([short_pendulum] * 3))
+        # Single CartPoles: episodes that terminate, an integer action.
+        for k in range(3):
+            s.register(f"cartpole{k}_{mode}", FromGymnasiumEnv(cartpole()))
+    url = s.listen("127.0.0.1", 0)
+    yield url
+    s.close()
+
+
+Transition = Dict[str, Any]
+
+
+def drive(envs: RemoteVectorEnv, mode: str, steps: int, seed: int) -> List[List[List[Transition]]]:
+    """Steps ``envs`` with random actions and returns, per sub-env, its
+    episodes as the learner saw them (lists of transitions), by Gymnasium's
+    rules for the autoreset mode."""
+    n = envs.num_envs
+    episodes: List[List[List[Transition]]] = [[[]] for _ in range(n)]
+    obs, _ = envs.reset(seed=seed)
+    prev = [obs[i] for i in range(n)]
+    ended = [False] * n
+    envs.action_space.seed(seed)
+    for _ in range(steps):
+        actions = envs.action_space.sample()
+        obs, rewards, terms, truncs, infos = envs.step(actions)
+        for i in range(n):
+            if mode == "next" and ended[i]:
+                # Gymnasium's NEXT_STEP autoreset: a reset, not a transition.
+                assert rewards[i] == 0 and not terms[i] and not truncs[i]
+                prev[i], ended[i] = obs[i], False
+                episodes[i].append([])
+                continue
+            done = bool(terms[i] or truncs[i])
+            next_obs = infos["final_obs"][i] if mode == "same" and done else obs[i]
+            episodes[i][-1].append({
+                "obs": prev[i], "action": actions[i], "reward": rewards[i],
+                "terminated": terms[i], "truncated": truncs[i], "next_obs": next_obs,
+            })
+            prev[i], ended[i] = obs[i], done
+            if done and mode == "same":
+                episodes[i].append([])
+        if mode == "disabled" and any(ended):
+            mask = np.array(ended)
+            obs, _ = envs.reset(options={"reset_mask": mask})
+            for i in np.flatnonzero(mask):
+                prev[i], ended[i] = obs[i], False
+                episodes[i].append([])
+    return [[e for e in env if e] for env in episodes]
+
+
+def check(recording: Dict[str, Any], want: List[List[Transition]]) -> None:
+    """One sub-env's loaded buffer against its episodes."""
+    flat = [t for episode in want for t in episode]
+    assert recording["len"] == len(flat)
+    starts = np.cumsum([0] + [len(e) for e in want])
+    # get_segments() gives [start, end) ranges.
+    assert recording["segments"] == [[int(s), int(e)] for s, e in zip(starts[:-1], starts[1:])]
+    for got, t in zip(recording["items"], flat):
+        assert "context" not in got
+        for key in ("obs", "next_obs", "action"):
+            leaf = got[key]
+            np.testing.assert_array_equal(np.asarray(leaf["data"], leaf["dtype"]),
+                                          np.asarray(t[key], leaf["dtype"]).reshape(leaf["shape"]), key)
+        assert got["reward"]["dtype"] == "float64" and got["reward"]["data"] == float(t["reward"])
+        assert got["terminated"]["data"] == bool(t["terminated"])
+        assert got["truncated"]["data"] == bool(t["truncated"])
+
+
+@pytest.mark.parametrize("fleet", ["mixed", "cartpole"])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_vector_recording_equals_what_the_learner_saw(server: str, tmp_path: Path, fleet: str,
+                                                          mode: str) -> None:
+    names = ["pair", "single", "triple"] if fleet == "mixed" else ["cartpole0", "cartpole1", "cartpole2"]
+    gym_mode = {"next": AutoresetMode.NEXT_STEP, "same": AutoresetMode.SAME_STEP,
+                "disabled": AutoresetMode.DISABLED}[mode]
+    envs = RemoteVectorEnv([(server, f"{name}_{mode}") for name in names], autoreset_mode=gym_mode,
+                           record_dir=tmp_path)
+    want = drive(envs, mode, 40 if fleet == "mixed" else 150, seed=3)
+    envs.close()
+    n = len(want)
+    assert n == (6 if fleet == "mixed" else 3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(str(i) for i in range(n))
+    loaded = load(*[tmp_path / str(i) for i in range(n)])
+    for i in range(n):
+        assert len(want[i]) >= 2, "the test drives more than one episode per env"
+        check(loaded[str(tmp_path / str(i))], want[i])
