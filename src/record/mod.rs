@@ -226,7 +226,7 @@ impl Writer {
                 let _ = done.send(());
             }
             Event::Vector(event) => match *event {
-                vector::VectorEvent::Open(v) => self.vector = Some(v),
+                vector::VectorEvent::Open(v) => self.vector = Some(*v),
                 vector::VectorEvent::Record(r) => {
                     if let Some(v) = &mut self.vector {
                         v.record(&r, &self.stats);

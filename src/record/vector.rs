@@ -114,13 +114,14 @@ impl VectorRecorder {
             });
         }
         let recorder = Recorder::start(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        recorder.send(Event::Vector(Box::new(VectorEvent::Open(
-            VectorRecording {
-                layout,
-                slots,
-                failed: false,
-            },
-        ))));
+        let recording = VectorRecording {
+            layout,
+            slots,
+            failed: false,
+        };
+        recorder.send(Event::Vector(Box::new(VectorEvent::Open(Box::new(
+            recording,
+        )))));
         Ok(VectorRecorder { recorder })
     }
 
@@ -149,7 +150,7 @@ impl VectorRecorder {
 
 /// What the learner's thread tells the writer.
 pub(crate) enum VectorEvent {
-    Open(VectorRecording),
+    Open(Box<VectorRecording>),
     Record(VectorRecord),
 }
 
