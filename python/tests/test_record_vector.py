@@ -22,6 +22,7 @@ from unienv_remote import BatchedEnv, RemoteVectorEnv  # noqa: E402
 from test_record import load  # noqa: E402
 
 MODES = ("next", "same", "disabled")
+FLEETS = MODES + ("recv",)
 
 
 def short_pendulum() -> gymnasium.Env:
@@ -36,7 +37,7 @@ def cartpole() -> gymnasium.Env:
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     s = unienv_remote.RemoteServer(idle_timeout=None)
-    for mode in MODES:
+    for mode in FLEETS:
         # A mixed fleet: batched (2), single, batched (3) Pendulums.
         s.register(f"pair_{mode}", BatchedEnv([short_pendulum] * 2))
         s.register(f"single_{mode}", FromGymnasiumEnv(short_pendulum()))
@@ -126,3 +127,47 @@ def test_a_vector_recording_equals_what_the_learner_saw(server: str, tmp_path: P
     for i in range(n):
         assert len(want[i]) >= 2, "the test drives more than one episode per env"
         check(loaded[str(tmp_path / str(i))], want[i])
+
+
+def test_send_and_recv_are_recorded_as_the_learner_saw_them(server: str, tmp_path: Path) -> None:
+    """EnvPool-style stepping: each sub-env's action paired with the result
+    ``recv`` returned for it, whatever order the results came in."""
+    envs = RemoteVectorEnv([(server, f"{name}_recv") for name in ("pair", "single", "triple")],
+                           batch_size=3, record_dir=tmp_path)
+    n = envs.num_envs
+    episodes: List[List[List[Transition]]] = [[[]] for _ in range(n)]
+    obs, _ = envs.reset(seed=5)
+    prev = [obs[i] for i in range(n)]
+    ended = [False] * n
+    rng = np.random.default_rng(5)
+    sent: Dict[int, Any] = {}
+
+    def send(ids: List[int]) -> None:
+        actions = rng.uniform(-2, 2, size=(len(ids), 1)).astype(np.float32)
+        for k, i in enumerate(ids):
+            sent[i] = actions[k]
+        envs.send(actions, np.array(ids))
+
+    def receive() -> List[int]:
+        obs, rewards, terms, truncs, infos = envs.recv()
+        ids = [int(i) for i in infos["env_id"]]
+        for k, i in enumerate(ids):
+            if ended[i]:  # NEXT_STEP autoreset
+                prev[i], ended[i] = obs[k], False
+                episodes[i].append([])
+                continue
+            episodes[i][-1].append({"obs": prev[i], "action": sent[i], "reward": rewards[k],
+                                    "terminated": terms[k], "truncated": truncs[k], "next_obs": obs[k]})
+            prev[i], ended[i] = obs[k], bool(terms[k] or truncs[k])
+        return ids
+
+    send(list(range(n)))
+    for _ in range(60):
+        send(receive())
+    in_flight = n
+    while in_flight:
+        in_flight -= len(receive())
+    envs.close()
+    loaded = load(*[tmp_path / str(i) for i in range(n)])
+    for i in range(n):
+        check(loaded[str(tmp_path / str(i))], [e for e in episodes[i] if e])

@@ -167,6 +167,10 @@ class RemoteVectorEnv(VectorEnv):
     (``reset(options={"reset_mask": envs.needs_reset()})``). Actions may be
     an array stacked along the first axis or a nested list (``[[0.0]] * n``),
     converted to the action space's dtype.
+
+    ``record_dir``: records each sub-env's transitions as the learner sees
+    them into a ``unienv_data`` ``ReplayBuffer`` of its own,
+    ``record_dir/<index>/``, from a Rust thread (SPEC.md section 10.2).
     """
 
     def __init__(
