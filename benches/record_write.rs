@@ -125,7 +125,7 @@ fn plain_files(dir: &Path, count: usize, size: usize) -> f64 {
 }
 
 fn main() {
-    let mut steps = 2000;
+    let mut steps: usize = 2000;
     let mut dirs: Vec<PathBuf> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
