@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "BUILD_PROFILE", "__version__", "encode", "decode", "Client", "Operation", "Subscription", "Server",
-    "VectorEnv", "coerce_action", "set_log_level", "flush_logs", "stop_logs",
+    "VectorEnv", "Recorder", "coerce_action", "set_log_level", "flush_logs", "stop_logs",
 ]
 
 #: ``"debug"`` or ``"release"``: how the extension was compiled.
