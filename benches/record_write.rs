@@ -102,9 +102,7 @@ fn record(dir: &Path, steps: usize) -> Figures {
     let writer = thread_cpu_ns("unienv-recorder").unwrap_or(0) - writer_before;
     let stats = recorder.stats();
     recorder.close();
-    let written = stats
-        .transitions
-        .load(std::sync::atomic::Ordering::Relaxed);
+    let written = stats.transitions.load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(written as usize, steps * ENVS, "every transition written");
     let n = (steps * ENVS) as f64;
     Figures {
