@@ -39,11 +39,15 @@
 mod buffer;
 mod json;
 mod npz;
+mod slot;
 mod transition;
 mod vector;
 
 pub use buffer::RESERVED_LENGTH;
-pub use vector::{RowKind, VectorRecord, VectorRecorder};
+pub use slot::RecordStats;
+pub use vector::{RowKind, VectorRecord};
+
+use slot::{end_episode, Slot};
 
 use crate::codec::Value;
 use crate::host::Space;
@@ -51,7 +55,7 @@ use buffer::BufferDir;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Arc;
 use transition::{Layout, Transition};
@@ -93,19 +97,6 @@ pub(crate) enum Event {
     Flush(mpsc::Sender<()>),
     /// The learner side's recording ([`VectorRecorder`]).
     Vector(Box<vector::VectorEvent>),
-}
-
-/// Counters of a recorder.
-#[derive(Debug, Default)]
-pub struct RecordStats {
-    /// Transitions written (one per sub-env step).
-    pub transitions: AtomicU64,
-    /// Episodes committed.
-    pub episodes: AtomicU64,
-    /// Times a domain thread waited for room in the queue.
-    pub queue_waits: AtomicU64,
-    /// Events that could not be recorded (logged).
-    pub errors: AtomicU64,
 }
 
 /// The writer thread and the queue to it.
@@ -179,6 +170,54 @@ impl Drop for Recorder {
     }
 }
 
+/// A learner-side recorder (`RemoteVectorEnv(..., record_dir=DIR)`): one
+/// buffer per sub-env, `DIR/<index>/`, a writer thread and the queue to it
+/// (see [`VectorRecord`]).
+pub struct VectorRecorder {
+    recorder: Recorder,
+}
+
+impl VectorRecorder {
+    /// Creates (or continues, for the same transition space) one buffer per
+    /// sub-env under `dir` and starts the writer thread. `observation` and
+    /// `action` are one sub-env's spaces.
+    pub fn start(
+        dir: &Path,
+        observation: Space,
+        action: Space,
+        num_envs: usize,
+    ) -> Result<VectorRecorder, String> {
+        let recording = vector::VectorRecording::open(dir, observation, action, num_envs)?;
+        let recorder = Recorder::start(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        recorder.send(Event::Vector(Box::new(vector::VectorEvent::Open(
+            Box::new(recording),
+        ))));
+        Ok(VectorRecorder { recorder })
+    }
+
+    /// Queues one call's results; waits while the queue ([`QUEUE_EVENTS`]
+    /// calls) is full.
+    pub fn record(&self, record: VectorRecord) {
+        self.recorder
+            .send(Event::Vector(Box::new(vector::VectorEvent::Record(record))));
+    }
+
+    /// Waits until everything queued before is written.
+    pub fn flush(&self) {
+        self.recorder.flush();
+    }
+
+    /// Commits every open episode and stops the writer thread (idempotent).
+    pub fn close(&self) {
+        self.recorder.stop();
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> Arc<RecordStats> {
+        self.recorder.stats.clone()
+    }
+}
+
 /// The writer thread's state.
 struct Writer {
     dir: PathBuf,
@@ -197,14 +236,6 @@ struct EnvRecording {
     slots: Vec<Slot>,
     /// Whether a failure was already logged.
     failed: bool,
-}
-
-/// One sub-env (or the env): its buffer and the observation and context
-/// the next transition starts from.
-struct Slot {
-    buffer: BufferDir,
-    obs: Option<Value>,
-    context: Option<Value>,
 }
 
 impl Writer {
@@ -459,14 +490,6 @@ impl EnvRecording {
         }
         Ok(())
     }
-}
-
-fn end_episode(slot: &mut Slot, stats: &RecordStats) -> Result<(), String> {
-    if slot.buffer.is_open() {
-        slot.buffer.end_segment().map_err(|e| e.to_string())?;
-        stats.episodes.fetch_add(1, Ordering::Relaxed);
-    }
-    Ok(())
 }
 
 fn truthy(v: &Value) -> bool {

@@ -1,4 +1,4 @@
-//! Recording on the learner's side: the transitions a vector env's
+//! Recording on the learner's side ([`VectorRecorder`](super::VectorRecorder)): the transitions a vector env's
 //! sub-envs went through, as the learner saw them, one `ReplayBuffer` per
 //! sub-env (`DIR/<index>/`, the sub-env's index in the vector env), in the
 //! layout and with the guarantees of the host's recording (see the
@@ -15,12 +15,12 @@
 //! `final_obs` in `SAME_STEP` mode, the row's observation then starting
 //! the next episode).
 
-use super::{end_episode, json, Event, RecordStats, Recorder, Slot};
+use super::json;
+use super::slot::{end_episode, RecordStats, Slot};
 use crate::codec::Value;
 use crate::host::Space;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use super::buffer::BufferDir;
 use super::transition::{self, Layout, Transition};
@@ -84,22 +84,16 @@ pub(crate) struct VectorRecording {
     failed: bool,
 }
 
-/// A learner-side recorder: a writer thread and the queue to it (see the
-/// [module docs](self)).
-pub struct VectorRecorder {
-    recorder: Recorder,
-}
-
-impl VectorRecorder {
+impl VectorRecording {
     /// Creates (or continues, for the same transition space) one buffer per
-    /// sub-env under `dir` and starts the writer thread. `observation` and
-    /// `action` are one sub-env's spaces.
-    pub fn start(
+    /// sub-env under `dir`; `observation` and `action` are one sub-env's
+    /// spaces.
+    pub(crate) fn open(
         dir: &Path,
         observation: Space,
         action: Space,
         num_envs: usize,
-    ) -> Result<VectorRecorder, String> {
+    ) -> Result<VectorRecording, String> {
         let layout = Layout::new(observation, action, None)?;
         let space_json = json::to_string(&layout.space.to_value());
         let mut slots = Vec::with_capacity(num_envs);
@@ -113,38 +107,11 @@ impl VectorRecorder {
                 context: None,
             });
         }
-        let recorder = Recorder::start(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let recording = VectorRecording {
+        Ok(VectorRecording {
             layout,
             slots,
             failed: false,
-        };
-        recorder.send(Event::Vector(Box::new(VectorEvent::Open(Box::new(
-            recording,
-        )))));
-        Ok(VectorRecorder { recorder })
-    }
-
-    /// Queues one call's results; waits while the queue (
-    /// [`QUEUE_EVENTS`](super::QUEUE_EVENTS) calls) is full.
-    pub fn record(&self, record: VectorRecord) {
-        self.recorder
-            .send(Event::Vector(Box::new(VectorEvent::Record(record))));
-    }
-
-    /// Waits until everything queued before is written.
-    pub fn flush(&self) {
-        self.recorder.flush();
-    }
-
-    /// Commits every open episode and stops the writer thread (idempotent).
-    pub fn close(&self) {
-        self.recorder.stop();
-    }
-
-    /// The counters.
-    pub fn stats(&self) -> Arc<RecordStats> {
-        self.recorder.stats.clone()
+        })
     }
 }
 
