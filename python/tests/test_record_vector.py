@@ -45,6 +45,10 @@ def server() -> Iterator[str]:
         # Single CartPoles: episodes that terminate, an integer action.
         for k in range(3):
             s.register(f"cartpole{k}_{mode}", FromGymnasiumEnv(cartpole()))
+        # Batched CartPoles: sub-envs of one resource end their episodes at
+        # different steps (reset masks; NEXT_STEP steps the others on).
+        s.register(f"cartpoles2_{mode}", BatchedEnv([cartpole] * 2))
+        s.register(f"cartpoles3_{mode}", BatchedEnv([cartpole] * 3))
     url = s.listen("127.0.0.1", 0)
     yield url
     s.close()
@@ -65,6 +69,8 @@ def drive(envs: RemoteVectorEnv, mode: str, steps: int, seed: int) -> List[List[
     envs.action_space.seed(seed)
     for _ in range(steps):
         actions = envs.action_space.sample()
+        if np.issubdtype(actions.dtype, np.integer):
+            actions %= 2  # CartPole's Discrete(2) (a BatchedEnv's Box [0, 2) converts to Gymnasium's [0, 2])
         obs, rewards, terms, truncs, infos = envs.step(actions)
         for i in range(n):
             if mode == "next" and ended[i]:
@@ -109,11 +115,12 @@ def check(recording: Dict[str, Any], want: List[List[Transition]]) -> None:
         assert got["truncated"]["data"] == bool(t["truncated"])
 
 
-@pytest.mark.parametrize("fleet", ["mixed", "cartpole"])
+@pytest.mark.parametrize("fleet", ["mixed", "cartpole", "batched_cartpole"])
 @pytest.mark.parametrize("mode", MODES)
 def test_a_vector_recording_equals_what_the_learner_saw(server: str, tmp_path: Path, fleet: str,
                                                           mode: str) -> None:
-    names = ["pair", "single", "triple"] if fleet == "mixed" else ["cartpole0", "cartpole1", "cartpole2"]
+    names = {"mixed": ["pair", "single", "triple"], "cartpole": ["cartpole0", "cartpole1", "cartpole2"],
+             "batched_cartpole": ["cartpoles2", "cartpoles3"]}[fleet]
     gym_mode = {"next": AutoresetMode.NEXT_STEP, "same": AutoresetMode.SAME_STEP,
                 "disabled": AutoresetMode.DISABLED}[mode]
     envs = RemoteVectorEnv([(server, f"{name}_{mode}") for name in names], autoreset_mode=gym_mode,
@@ -121,7 +128,7 @@ def test_a_vector_recording_equals_what_the_learner_saw(server: str, tmp_path: P
     want = drive(envs, mode, 40 if fleet == "mixed" else 150, seed=3)
     envs.close()
     n = len(want)
-    assert n == (6 if fleet == "mixed" else 3)
+    assert n == {"mixed": 6, "cartpole": 3, "batched_cartpole": 5}[fleet]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(str(i) for i in range(n))
     loaded = load(*[tmp_path / str(i) for i in range(n)])
     for i in range(n):
