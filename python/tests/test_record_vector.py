@@ -6,6 +6,9 @@ saw, one segment per episode, in every autoreset mode, over single and
 batched resources mixed; never a transition across an autoreset.
 """
 
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -22,7 +25,7 @@ from unienv_remote import BatchedEnv, RemoteVectorEnv  # noqa: E402
 from test_record import load  # noqa: E402
 
 MODES = ("next", "same", "disabled")
-FLEETS = MODES + ("recv",)
+FLEETS = MODES + ("recv", "crash")
 
 
 def short_pendulum() -> gymnasium.Env:
@@ -178,3 +181,34 @@ def test_send_and_recv_are_recorded_as_the_learner_saw_them(server: str, tmp_pat
     loaded = load(*[tmp_path / str(i) for i in range(n)])
     for i in range(n):
         check(loaded[str(tmp_path / str(i))], [e for e in episodes[i] if e])
+
+
+CRASHING_LEARNER = r"""
+import sys
+import numpy as np
+from unienv_remote import RemoteVectorEnv
+url, record_dir = sys.argv[1], sys.argv[2]
+envs = RemoteVectorEnv([(url, f"{name}_crash") for name in ("pair", "single", "triple")], record_dir=record_dir)
+envs.reset(seed=1)
+for _ in range(17):  # episodes end at steps 7 and 14 (truncation); 15 is the autoreset
+    envs.step(np.zeros((envs.num_envs, 1), np.float32))
+envs._recorder.flush()  # what was queued is written: the open episode is all that is missing
+print("stepped", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_learner_killed_mid_episode_loses_only_the_open_episode(server: str, tmp_path: Path) -> None:
+    learner = subprocess.Popen([sys.executable, "-c", CRASHING_LEARNER, server, str(tmp_path)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert learner.stdout is not None and learner.stdout.readline().strip() == "stepped"
+    finally:
+        learner.send_signal(signal.SIGKILL)
+        learner.wait(timeout=60)
+    loaded = load(*[tmp_path / str(i) for i in range(6)])
+    for i in range(6):
+        recording = loaded[str(tmp_path / str(i))]
+        # Two whole episodes of 7 steps each; the third's two steps were open.
+        assert recording["len"] == 14 and recording["segments"] == [[0, 7], [7, 14]], recording["segments"]
+        assert [t["truncated"]["data"] for t in recording["items"]] == ([False] * 6 + [True]) * 2
