@@ -52,6 +52,16 @@ fn failed(errors: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
     Ok(out)
 }
 
+impl PyRecorder {
+    /// Queues a record; only when the queue is full (the disk is behind)
+    /// does it wait, and then without the GIL.
+    fn queue(&self, py: Python<'_>, record: VectorRecord) {
+        if let Some(record) = self.recorder.try_record(record) {
+            py.detach(move || self.recorder.record(record));
+        }
+    }
+}
+
 #[pymethods]
 impl PyRecorder {
     #[new]
@@ -78,6 +88,7 @@ impl PyRecorder {
     /// (the envs that were reset) and the `errors` list.
     fn reset(
         &self,
+        py: Python<'_>,
         observation: &Bound<'_, PyAny>,
         used: &Bound<'_, PyAny>,
         errors: &Bound<'_, PyAny>,
@@ -99,14 +110,15 @@ impl PyRecorder {
             })
             .collect();
         let n = self.num_envs;
-        self.recorder.record(VectorRecord {
+        let record = VectorRecord {
             env_id: (0..n).collect(),
             observation: convert::from_py(observation, ArrayMode::Copy)?,
             reward: vec![0.0; n],
             terminated: vec![false; n],
             truncated: vec![false; n],
             kind,
-        });
+        };
+        self.queue(py, record);
         Ok(())
     }
 
@@ -127,7 +139,7 @@ impl PyRecorder {
 
     /// A step's (or `recv`'s) native results, the 9-tuple of
     /// `VectorEnv.step_wait`.
-    fn stepped(&self, native: &Bound<'_, PyTuple>) -> PyResult<()> {
+    fn stepped(&self, py: Python<'_>, native: &Bound<'_, PyTuple>) -> PyResult<()> {
         let observation = native.get_item(0)?;
         let reward: Vec<f64> = vec1(&native.get_item(1)?, "rewards")?;
         let terminated: Vec<bool> = vec1(&native.get_item(2)?, "terminations")?;
@@ -172,14 +184,15 @@ impl PyRecorder {
         } else {
             convert::from_py(&observation, ArrayMode::Copy)?
         };
-        self.recorder.record(VectorRecord {
+        let record = VectorRecord {
             env_id: ids,
             observation,
             reward,
             terminated,
             truncated,
             kind,
-        });
+        };
+        self.queue(py, record);
         Ok(())
     }
 

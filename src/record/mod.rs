@@ -148,6 +148,16 @@ impl Recorder {
         }
     }
 
+    /// Queues an event if there is room; gives it back when the queue is
+    /// full (dropped when the writer is gone).
+    pub(crate) fn try_send(&self, event: Event) -> Option<Event> {
+        let tx = self.tx.lock().clone()?;
+        match tx.try_send(event) {
+            Err(mpsc::TrySendError::Full(event)) => Some(event),
+            _ => None,
+        }
+    }
+
     /// Waits until every event queued before is written.
     pub(crate) fn flush(&self) {
         let (done, wait) = mpsc::channel();
@@ -200,6 +210,20 @@ impl VectorRecorder {
     pub fn record(&self, record: VectorRecord) {
         self.recorder
             .send(Event::Vector(Box::new(vector::VectorEvent::Record(record))));
+    }
+
+    /// Queues one call's results if the queue has room; gives them back
+    /// otherwise (for [`VectorRecorder::record`] to wait with, for
+    /// example, a lock released).
+    pub fn try_record(&self, record: VectorRecord) -> Option<VectorRecord> {
+        let event = Event::Vector(Box::new(vector::VectorEvent::Record(record)));
+        match self.recorder.try_send(event)? {
+            Event::Vector(event) => match *event {
+                vector::VectorEvent::Record(record) => Some(record),
+                vector::VectorEvent::Open(_) => None,
+            },
+            _ => None,
+        }
     }
 
     /// Waits until everything queued before is written.
