@@ -209,7 +209,7 @@ class RemoteVectorEnv(VectorEnv):
         self.metadata = metadata
         self.render_mode = None
         self.closed = False
-        # Learner-side recording (README, "Recording"): one call per reset/step.
+        # Learner-side recording (README, "Record every transition"): one call per reset/send/result.
         self._recorder = None if record_dir is None else _native.Recorder(
             os.fspath(record_dir), self._native.space_document("observation_space"),
             self._native.space_document("action_space"), self.num_envs)
