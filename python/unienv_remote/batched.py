@@ -60,6 +60,7 @@ from unienv_interface.space import BoxSpace, Space
 from unienv_interface.space.space_utils import batch_utils as sbu
 from unienv_interface.space.space_utils import gym_utils
 from unienv_interface.space.space_utils.serialization_utils import space_to_json
+from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
 
 __all__ = ["BatchedEnv", "SubEnvFactory"]
 
@@ -233,6 +234,20 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
     def sub_envs(self) -> List[Union[Env, gymnasium.Env]]:
         """The sub-environments, in order."""
         return [s.env for s in self._subs]
+
+    def _gymnasium_space(self, name: str) -> Optional[gymnasium.Space[Any]]:
+        """Sub-env 0's Gymnasium space ``name`` when the sub-envs are
+        Gymnasium envs or unienv ``FromGymnasiumEnv``\ s (``None`` otherwise).
+        Our host reads it to publish and check the integer boxes UniEnv makes
+        of ``Discrete`` / ``MultiDiscrete`` with the high bound their values
+        reach, as it does for a single ``FromGymnasiumEnv`` (SPEC.md)."""
+        env: Any = self._subs[0].env
+        if isinstance(env, FromGymnasiumEnv):
+            env = env.env
+        if isinstance(env, gymnasium.Env):
+            space: Optional[gymnasium.Space[Any]] = getattr(env, name, None)
+            return space
+        return None
 
     def _native_step_plan(self) -> Optional[List[gymnasium.Env]]:
         """The sub-envs, when our host (``RemoteServer``) may step this batch
