@@ -1,9 +1,12 @@
-"""The simulator's own cost: N steps of `FromGymnasiumEnv(Pendulum-v1)` in
-this process, with the same zero action as `step_n.py`, between two
-callgrind dumps (`CALLGRIND_PID` names this process to callgrind_control,
-when run under it): `profile_step.sh` subtracts it from the hosted cost.
+"""The simulator's own cost: N steps in this process, with the same zero
+action as `step_n.py`, between two callgrind dumps (`CALLGRIND_PID` names
+this process to callgrind_control, when run under it): `profile_step.sh`
+subtracts it from the hosted cost. `single` (the default) steps one
+`FromGymnasiumEnv(Pendulum-v1)`; `batched` steps 8 `gymnasium.make
+("Pendulum-v1")` in turn per step (what a `BatchedEnv` of 8 hosts; its own
+Python overhead is counted as the host's).
 
-  python pendulum_local.py N
+  python pendulum_local.py N [single|batched]
 """
 import sys
 
@@ -12,8 +15,18 @@ import numpy as np
 from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
 
 n = int(sys.argv[1])
-env = FromGymnasiumEnv(gymnasium.make("Pendulum-v1"))
-action = np.zeros(env.action_space.shape, dtype=env.action_space.dtype)
-env.reset(seed=0)
-for _ in range(n):
-    env.step(action)
+kind = sys.argv[2] if len(sys.argv) > 2 else "single"
+if kind == "batched":
+    envs = [gymnasium.make("Pendulum-v1") for _ in range(8)]
+    action = np.zeros((1,), dtype=np.float32)
+    for i, e in enumerate(envs):
+        e.reset(seed=i)
+    for _ in range(n):
+        for e in envs:
+            e.step(action)
+else:
+    env = FromGymnasiumEnv(gymnasium.make("Pendulum-v1"))
+    action = np.zeros(env.action_space.shape, dtype=env.action_space.dtype)
+    env.reset(seed=0)
+    for _ in range(n):
+        env.step(action)

@@ -1,8 +1,9 @@
-"""Our Python host: `unienv_remote.RemoteServer` hosting one
-`FromGymnasiumEnv(gymnasium.make("Pendulum-v1"))` as `pendulum`, listening
-on the Unix socket PATH until killed. Prints the URL.
+"""Our Python host: `unienv_remote.RemoteServer` hosting, as `pendulum`,
+either one `FromGymnasiumEnv(gymnasium.make("Pendulum-v1"))` (the default)
+or, with `batched`, a `BatchedEnv` of 8 `gymnasium.make("Pendulum-v1")`;
+listening on the Unix socket PATH until killed. Prints the URL.
 
-  python pendulum_server.py PATH
+  python pendulum_server.py PATH [single|batched]
 """
 import sys
 import time
@@ -10,10 +11,14 @@ import time
 import gymnasium
 from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
 
-from unienv_remote import RemoteServer
+from unienv_remote import BatchedEnv, RemoteServer
 
+kind = sys.argv[2] if len(sys.argv) > 2 else "single"
 server = RemoteServer()
-server.register("pendulum", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
+if kind == "batched":
+    server.register("pendulum", BatchedEnv([lambda: gymnasium.make("Pendulum-v1")] * 8))
+else:
+    server.register("pendulum", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
 print(server.listen_unix(sys.argv[1]), flush=True)
 try:
     while True:

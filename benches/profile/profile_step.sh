@@ -7,8 +7,9 @@
 #
 #   benches/profile/profile_step.sh rust     # target/release/unienv-remote serve --fixtures, env bench_state
 #   benches/profile/profile_step.sh python   # unienv_remote.RemoteServer hosting Pendulum-v1 (FromGymnasiumEnv)
+#   benches/profile/profile_step.sh batched  # the same hosting a BatchedEnv of 8 Pendulum-v1 (per request = 8 env steps)
 #
-# For `python`, the simulator's own instructions per step (the same steps in
+# For `python` and `batched`, the simulator's own instructions per step (the same steps in
 # process, pendulum_local.py, also under callgrind) are printed too, and the
 # difference: what the server adds. Needs valgrind, the venv (.venv-ref or
 # UNIENV_REF_PYTHON) with unienv_remote installed (maturin develop --release),
@@ -32,12 +33,13 @@ case $what in
     valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p" \
       target/release/unienv-remote serve --fixtures --unix "$sock" >/dev/null 2>"$dir/valgrind.log" &
     ;;
-  python)
+  python|batched)
     env_id=pendulum
+    kind=single; [ "$what" = batched ] && kind=batched
     valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p" \
-      "$PY" benches/profile/pendulum_server.py "$sock" >/dev/null 2>"$dir/valgrind.log" &
+      "$PY" benches/profile/pendulum_server.py "$sock" "$kind" >/dev/null 2>"$dir/valgrind.log" &
     ;;
-  *) echo "usage: $0 rust|python" >&2; exit 2 ;;
+  *) echo "usage: $0 rust|python|batched" >&2; exit 2 ;;
 esac
 pid=$!
 for _ in $(seq 1200); do [ -S "$sock" ] && break; sleep 0.5; done
@@ -60,13 +62,13 @@ fb=$(interval "$N2"); b=$(totals "$fb")
 per=$(( (b - a) / (N2 - N1) ))
 echo "$what server: $a Ir for $N1 steps, $b Ir for $N2 steps: $per instructions per step"
 if [ "${ANNOTATE:-0}" = 1 ]; then
-  callgrind_annotate --inclusive=yes "$fb" 2>/dev/null | head -60
+  callgrind_annotate --inclusive=yes "$fb" 2>/dev/null | head -60 || true  # head closes the pipe early
 fi
 # PROFILE_OUT=FILE keeps the second interval's profile (callgrind_annotate FILE).
 if [ -n "${PROFILE_OUT:-}" ]; then cp "$fb" "$PROFILE_OUT"; fi
-if [ "$what" = python ]; then
+if [ "$what" != rust ]; then
   local_ir() {
-    valgrind --tool=callgrind --callgrind-out-file="$dir/local.$1" "$PY" benches/profile/pendulum_local.py "$1" 2>/dev/null
+    valgrind --tool=callgrind --callgrind-out-file="$dir/local.$1" "$PY" benches/profile/pendulum_local.py "$1" "$kind" 2>/dev/null
     totals "$dir/local.$1"
   }
   if [ -n "${SIM_IR:-}" ]; then
@@ -75,6 +77,6 @@ if [ "$what" = python ]; then
     la=$(local_ir "$N1"); lb=$(local_ir "$N2")
     sim=$(( (lb - la) / (N2 - N1) ))
   fi
-  echo "the simulator in process (FromGymnasiumEnv(Pendulum-v1).step): $sim instructions per step"
+  echo "the simulator in process ($kind: pendulum_local.py): $sim instructions per step (request)"
   echo "the server beyond the simulator: $(( per - sim )) instructions per step"
 fi

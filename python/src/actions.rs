@@ -12,7 +12,8 @@
 //!
 //! The action space is read from the object (`action_space`) at every call
 //! and parsed again only when the attribute holds another object. For
-//! `unienv`'s `FromGymnasiumEnv`, `Discrete`/`MultiDiscrete` spaces become
+//! `unienv`'s `FromGymnasiumEnv` (and a `BatchedEnv` of Gymnasium or
+//! `FromGymnasiumEnv` sub-envs), `Discrete`/`MultiDiscrete` spaces become
 //! integer boxes whose `high` UniEnv means as exclusive (`[start, start+n)`)
 //! while its document reads as inclusive: the check uses `start+n-1`.
 
@@ -179,10 +180,15 @@ pub(crate) fn published(obj: &Bound<'_, PyAny>, name: &str, doc: Value, enabled:
     }
 }
 
-/// The Gymnasium space `name` of a `FromGymnasiumEnv` (`None` for any
-/// other object, or without gymnasium).
+/// The Gymnasium space `name` of a `FromGymnasiumEnv`, or of the sub-envs
+/// of a `unienv_remote.BatchedEnv` (its `_gymnasium_space(name)`: one
+/// sub-env's, which `exclusive_discrete` applies to the batched boxes
+/// element by element); `None` for any other object, or without gymnasium.
 fn gymnasium_space<'py>(obj: &Bound<'py, PyAny>, name: &str) -> Option<Bound<'py, PyAny>> {
     let py = obj.py();
+    if let Some(batched) = crate::descriptor::attr_str(obj, "_gymnasium_space").ok()? {
+        return batched.call1((name,)).ok().filter(|s| !s.is_none());
+    }
     let class = py
         .import(intern!(py, "unienv_interface.wrapper.gym_compat"))
         .and_then(|m| m.getattr(intern!(py, "FromGymnasiumEnv")))

@@ -233,15 +233,33 @@ pub fn dict_to_py<'py>(py: Python<'py>, dict: &Dict) -> PyResult<Bound<'py, PyDi
 /// A new C-contiguous NumPy array of the array's dtype (byte order kept)
 /// and shape, holding a copy of its bytes.
 pub fn array_to_py<'py>(py: Python<'py>, array: &NdArray) -> PyResult<Bound<'py, PyAny>> {
+    new_array(py, array.dtype(), array.shape(), array.as_bytes())
+}
+
+/// A new C-contiguous NumPy array of `dtype` (byte order kept) and `shape`
+/// holding a copy of `data`, which must be exactly product(shape) ×
+/// itemsize bytes (refused otherwise).
+pub(crate) fn new_array<'py>(
+    py: Python<'py>,
+    dtype: DType,
+    shape: &[usize],
+    data: &[u8],
+) -> PyResult<Bound<'py, PyAny>> {
+    let expected = shape.iter().product::<usize>() * dtype.itemsize();
+    if data.len() != expected {
+        return Err(PyValueError::new_err(format!(
+            "internal: {} bytes for an array of {expected}",
+            data.len()
+        )));
+    }
     let t = types(py)?;
-    let descr = t.descrs[dtype_slot(array.dtype())].bind(py).clone();
-    let mut dims: Vec<npy_intp> = array.shape().iter().map(|&d| d as npy_intp).collect();
-    let data = array.as_bytes();
+    let descr = t.descrs[dtype_slot(dtype)].bind(py).clone();
+    let mut dims: Vec<npy_intp> = shape.iter().map(|&d| d as npy_intp).collect();
     // SAFETY: PyArray_Empty steals the descriptor reference that
     // into_dtype_ptr hands over, and returns a new reference (or null with
     // a Python error set). The new array is C-contiguous, owns exactly
-    // product(shape) × itemsize bytes (the length of `data`, which
-    // NdArray guarantees), and no other code has seen it yet.
+    // product(shape) × itemsize bytes (the length of `data`, checked
+    // above), and no other code has seen it yet.
     unsafe {
         let raw = PY_ARRAY_API.PyArray_Empty(
             py,
@@ -340,6 +358,35 @@ pub fn from_py_bounded(
             Err(e)
         }
     })
+}
+
+/// What [`from_py_bounded`] would find converting the Python objects that
+/// `value` mirrors (as `from_py` makes it): `Err(TooLarge)`, counted the
+/// same way and at the same point, when they are over `max_message_size`.
+/// For values built natively in place of a conversion.
+pub(crate) fn check_bounded(value: &Value, max_message_size: usize) -> Result<(), ConvertError> {
+    fn walk(value: &Value, budget: &mut Budget) -> Result<(), ConvertError> {
+        budget.take(1)?;
+        match value {
+            Value::Str(s) => budget.take(s.len()),
+            Value::Bytes(b) => budget.take(b.len()),
+            Value::Array(a) => budget.take(a.as_bytes().len()),
+            Value::List(items) | Value::Tuple(items) => {
+                items.iter().try_for_each(|item| walk(item, budget))
+            }
+            Value::Dict(d) => d.iter().try_for_each(|(k, v)| {
+                budget.take(k.len())?;
+                walk(v, budget)
+            }),
+            Value::ObjectArray(o) => o.values().iter().try_for_each(|item| walk(item, budget)),
+            _ => Ok(()),
+        }
+    }
+    let mut budget = Budget {
+        counted: 0,
+        max: max_message_size,
+    };
+    walk(value, &mut budget)
 }
 
 fn from_py_at(
@@ -519,7 +566,7 @@ fn object_array_from_py(
 }
 
 /// The wire dtype of a NumPy array, or the reference's refusal.
-fn wire_dtype(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
+pub(crate) fn wire_dtype(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
     let refuse = || -> PyErr {
         ConvertError::UnsupportedDType {
             dtype: descr

@@ -171,9 +171,9 @@ pub(crate) fn methods(obj: &Bound<'_, PyAny>, kind: ResourceKind) -> Vec<&'stati
         .filter(|m| {
             kind != ResourceKind::Env
                 || *m != "reload"
-                || obj
-                    .getattr(intern!(py, "reload"))
-                    .is_ok_and(|f| f.is_callable())
+                // Looked up as the other members: an env without `reload`
+                // (most) raised and dropped an AttributeError on every call.
+                || attr(obj, intern!(py, "reload")).is_ok_and(|f| f.is_some_and(|f| f.is_callable()))
         })
         .collect();
     out.sort_unstable();

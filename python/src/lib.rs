@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod actions;
+mod batched;
 pub mod client;
 pub mod convert;
 mod descriptor;

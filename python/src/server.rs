@@ -15,6 +15,7 @@
 //! (the reference's `CodecError`); a mutation that raised faults its domain.
 
 use crate::actions::ActionGuard;
+use crate::batched::FastBatch;
 use crate::convert::{dict_to_py, from_py_bounded, to_py, ArrayMode, ConvertError};
 use crate::descriptor::{self, attr_str, Probe};
 use parking_lot::Mutex;
@@ -116,6 +117,8 @@ struct PyResource {
     guard: ActionGuard,
     /// What its descriptor was last read from.
     probe: Probe,
+    /// A `BatchedEnv` this host steps itself (`batched.rs`).
+    fast: Option<FastBatch>,
 }
 
 /// The Python objects of one domain.
@@ -156,7 +159,13 @@ fn resource_from_layout(entry: &Bound<'_, PyAny>, validate: bool) -> PyResult<Py
     let kind = ResourceKind::parse(&kind)
         .ok_or_else(|| PyValueError::new_err(format!("unknown resource kind {kind:?}")))?;
     let guard = ActionGuard::new(validate, kind, world_id.is_some() || node_id.is_some());
+    let fast = if kind == ResourceKind::Env && numpy {
+        FastBatch::detect(obj.bind(entry.py()))
+    } else {
+        None
+    };
     Ok(PyResource {
+        fast,
         obj,
         info: ForeignResource {
             id,
@@ -293,6 +302,13 @@ impl ForeignHost for PyHost {
                 .admit(r.obj.bind(py), kind, id, method, &mut args, &mut kwargs)?;
             // Ok(Err(e)): it ran, but its result is over the limit.
             let run = || -> PyResult<Result<Value, ConvertError>> {
+                if let Some(fast) = r.fast.as_ref().filter(|_| method == "step") {
+                    if let Some(outcome) =
+                        fast.step(r.obj.bind(py), &args, &kwargs, max_message_size)
+                    {
+                        return outcome;
+                    }
+                }
                 let mut items = Vec::with_capacity(args.len());
                 for a in &args {
                     items.push(to_py(py, a)?);

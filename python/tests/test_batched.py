@@ -239,3 +239,31 @@ def test_a_raising_sub_env_faults_the_hosted_resource() -> None:
         client.close()
     finally:
         server.close()
+
+
+def test_discrete_bounds_are_published_and_checked_alike_single_and_batched() -> None:
+    """A BatchedEnv of Discrete sub-envs publishes and checks the high bound
+    actions reach, as a single FromGymnasiumEnv does on our host: [0, n-1]
+    (SPEC.md, action checking on the Python host)."""
+    server = unienv_remote.RemoteServer(idle_timeout=None)
+    server.register("single", FromGymnasiumEnv(gymnasium.make("CartPole-v1")))
+    server.register("batched", BatchedEnv([lambda: gymnasium.make("CartPole-v1")] * 3))
+    server.register("wrapped", BatchedEnv([lambda: FromGymnasiumEnv(gymnasium.make("CartPole-v1"))] * 2))
+    try:
+        client = server.connect()
+        single, batched, wrapped = client.env("single"), client.env("batched"), client.env("wrapped")
+        assert int(single.action_space.high) == 1 and single.action_space.shape == ()
+        assert batched.action_space.shape == (3,) and np.asarray(batched.action_space.high).tolist() == [1, 1, 1]
+        assert np.asarray(wrapped.action_space.high).tolist() == [1, 1]
+        assert np.asarray(batched.action_space.low).tolist() == [0, 0, 0]
+        for remote, action in ((single, np.int64(2)), (batched, np.array([0, 2, 1])), (wrapped, np.array([2, 0]))):
+            remote.reset(seed=0)
+            with pytest.raises(unienv_remote.RemoteError) as refused:
+                remote.step(action)
+            # Refused before the sub-env saw it: certain, nothing faulted.
+            assert refused.value.code == "invalid_request" and not refused.value.uncertain
+            assert "above the high bound 1" in str(refused.value)
+            remote.step(np.zeros(remote.action_space.shape, np.int64))
+        client.close()
+    finally:
+        server.close()

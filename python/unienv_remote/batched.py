@@ -60,6 +60,7 @@ from unienv_interface.space import BoxSpace, Space
 from unienv_interface.space.space_utils import batch_utils as sbu
 from unienv_interface.space.space_utils import gym_utils
 from unienv_interface.space.space_utils.serialization_utils import space_to_json
+from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
 
 __all__ = ["BatchedEnv", "SubEnvFactory"]
 
@@ -99,14 +100,19 @@ class _Sub:
 
     def step(self, action: Any) -> Tuple[Any, SupportsFloat, bool, bool, Dict[str, Any]]:
         if self.boxes and isinstance(action, np.ndarray):
-            obs, reward, terminated, truncated, info = self.env.step(action)
-            if not isinstance(obs, np.ndarray):
-                obs = gym_utils.from_gym_data(self.observation_space, obs)
-            return obs, reward, terminated, truncated, info
+            return self.finish(self.env.step(action))
         if self.gym:
             obs, reward, terminated, truncated, info = self.env.step(gym_utils.to_gym_data(self.action_space, action))
             return gym_utils.from_gym_data(self.observation_space, obs), reward, terminated, truncated, info
         return self.env.step(action)
+
+    def finish(self, result: Any) -> Tuple[Any, SupportsFloat, bool, bool, Dict[str, Any]]:
+        """The rest of a Box sub-env's ``step`` after ``self.env.step(action)``
+        returned ``result``."""
+        obs, reward, terminated, truncated, info = result
+        if not isinstance(obs, np.ndarray):
+            obs = gym_utils.from_gym_data(self.observation_space, obs)
+        return obs, reward, terminated, truncated, info
 
     def reset(self, seed: Optional[int], kwargs: Dict[str, Any]) -> Tuple[Any, Any, Dict[str, Any]]:
         if isinstance(self.env, gymnasium.Env):  # self.gym, narrowed for mypy
@@ -219,20 +225,66 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
             self._pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="BatchedEnv")
             bounds = np.linspace(0, n, self.threads + 1).astype(int)
             self._slices = [range(int(bounds[k]), int(bounds[k + 1])) for k in range(self.threads)]
-        # Sub-envs to reset before the batch may step again (after a fault).
+        # Sub-envs to reset before the batch may step again (after a fault),
+        # and whether there is any (read by our host before its fast path).
         self._must_reset = np.zeros(n, dtype=np.bool_)
+        self._faulted = False
 
     @property
     def sub_envs(self) -> List[Union[Env, gymnasium.Env]]:
         """The sub-environments, in order."""
         return [s.env for s in self._subs]
 
-    def _run(self, call: Callable[[int], Any], indices: Sequence[int]) -> List[Any]:
+    def _gymnasium_space(self, name: str) -> Optional[gymnasium.Space[Any]]:
+        """Sub-env 0's Gymnasium space ``name`` when the sub-envs are
+        Gymnasium envs or unienv ``FromGymnasiumEnv``\ s (``None`` otherwise).
+        Our host reads it to publish and check the integer boxes UniEnv makes
+        of ``Discrete`` / ``MultiDiscrete`` with the high bound their values
+        reach, as it does for a single ``FromGymnasiumEnv`` (SPEC.md)."""
+        env: Any = self._subs[0].env
+        if isinstance(env, FromGymnasiumEnv):
+            env = env.env
+        if isinstance(env, gymnasium.Env):
+            space: Optional[gymnasium.Space[Any]] = getattr(env, name, None)
+            return space
+        return None
+
+    def _native_step_plan(self) -> Optional[List[gymnasium.Env]]:
+        """The sub-envs, when our host (``RemoteServer``) may step this batch
+        itself: every sub-env a Gymnasium env with Box action and
+        observation spaces, stepped sequentially, and ``step`` not overridden.
+
+        The host then calls each sub-env's ``step`` with its row of the action
+        (a NumPy array, as :meth:`step` passes it) and builds the batched
+        result in Rust when every sub-result is regular (NumPy observations of
+        one dtype and shape, ``float`` rewards, no infos or flat infos of
+        floats); anything else goes through :meth:`_complete_step`. The
+        transitions are the same, bit for bit (``python/tests/test_batched_fast.py``)."""
+        if type(self).step is not BatchedEnv.step or self._pool is not None:
+            return None
+        if not all(sub.gym and sub.boxes for sub in self._subs):
+            return None
+        return [sub.env for sub in self._subs]
+
+    def _complete_step(self, raw: List[Any], errors: List[Tuple[int, BaseException]]) -> Tuple[Any, ...]:
+        """The rest of :meth:`step` after our host called every sub-env's
+        ``step`` itself (``raw[i]``: what sub-env ``i`` returned, ``None``
+        where it raised ``errors``' exception): as :meth:`step` would finish."""
+        subs = self._subs
+        failed = {j for j, _ in errors}
+        indices = [i for i in range(len(subs)) if i not in failed]
+        results = self._run(lambda i: subs[i].finish(raw[i]), indices, list(errors))
+        return self._assemble(results)
+
+    def _run(self, call: Callable[[int], Any], indices: Sequence[int],
+             errors: Optional[List[Tuple[int, BaseException]]] = None) -> List[Any]:
         """``call(i)`` for every index, on the pool when there is one; returns
         the results in order, and raises the first sub-env's exception (by
-        index) after every call has finished."""
+        index, ``errors`` already known included) after every call has
+        finished."""
         results: List[Any] = [None] * len(self._subs)
-        errors: List[Tuple[int, BaseException]] = []
+        if errors is None:
+            errors = []
         if self._pool is None:
             for i in indices:
                 try:
@@ -254,6 +306,7 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
                 future.result()
         if errors:
             self._must_reset[:] = True
+            self._faulted = True
             errors.sort(key=lambda item: item[0])
             _raise_first(errors)
         return results
@@ -266,6 +319,10 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         space = self.action_space
         subs = self._subs
         results = self._run(lambda i: subs[i].step(_row(space, action, i)), range(n))
+        return self._assemble(results)
+
+    def _assemble(self, results: List[Any]) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+        n = len(self._subs)
         obs = sbu.concatenate(self.single_observation_space, [r[0] for r in results])
         reward = np.asarray([r[1] for r in results], dtype=np.float64)
         terminated = np.asarray([bool(r[2]) for r in results], dtype=np.bool_)
@@ -290,6 +347,7 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         subs = self._subs
         results = self._run(lambda i: subs[i].reset(seeds[i], kwargs), indices)
         self._must_reset[indices] = False
+        self._faulted = bool(self._must_reset.any())
         rows = [results[i] for i in indices]
         if not rows:
             return None, None, {}

@@ -229,31 +229,47 @@ fn check_numeric(
     if want == ScalarKind::Complex {
         return Ok(());
     }
-    for (flat, &x) in values.iter().enumerate() {
-        let index = element_index(flat, shape);
-        let element = if index.is_empty() {
-            name.to_string()
+    // Bounds of the action's own shape are read at the element's flat
+    // index; others (broadcast) by its multi-index.
+    let at = |bounds: &NdArray, flat: usize| {
+        if bounds.shape() == shape {
+            bounds.get_f64(flat)
         } else {
-            let parts: Vec<String> = index.iter().map(usize::to_string).collect();
-            format!("{name}[{}]", parts.join(", "))
+            bound_at(bounds, &element_index(flat, shape))
+        }
+    };
+    for (flat, &x) in values.iter().enumerate() {
+        // Named only for a refusal: building it for every element was most
+        // of an accepted action's check.
+        let element = || {
+            let index = element_index(flat, shape);
+            if index.is_empty() {
+                name.to_string()
+            } else {
+                let parts: Vec<String> = index.iter().map(usize::to_string).collect();
+                format!("{name}[{}]", parts.join(", "))
+            }
         };
         if !x.is_finite() {
             return Err(format!(
-                "{element} is {}: actions must be finite numbers",
+                "{} is {}: actions must be finite numbers",
+                element(),
                 format_number(x)
             ));
         }
         if let Some((low, high)) = bounds {
-            if let Some(lo) = bound_at(low, &index).filter(|lo| x < *lo) {
+            if let Some(lo) = at(low, flat).filter(|lo| x < *lo) {
                 return Err(format!(
-                    "{element} = {} is below the low bound {} of the action space",
+                    "{} = {} is below the low bound {} of the action space",
+                    element(),
                     format_number(x),
                     format_number(lo)
                 ));
             }
-            if let Some(hi) = bound_at(high, &index).filter(|hi| x > *hi) {
+            if let Some(hi) = at(high, flat).filter(|hi| x > *hi) {
                 return Err(format!(
-                    "{element} = {} is above the high bound {} of the action space",
+                    "{} = {} is above the high bound {} of the action space",
+                    element(),
                     format_number(x),
                     format_number(hi)
                 ));

@@ -1,0 +1,394 @@
+//! The Python host's fast path for `unienv_remote.BatchedEnv`: a batch of
+//! Gymnasium sub-envs with Box spaces is stepped from here, each sub-env's
+//! `step` called with its row of the action, and the batched result built
+//! straight into the value tree (one buffer for the observations, the
+//! rewards and flags as arrays, Gymnasium's vector info layout for flat
+//! infos of floats), instead of `BatchedEnv.step`'s Python loop, per-row
+//! slicing, `np.stack` and the conversion of its result.
+//!
+//! It is an optimisation of this host only: the sub-envs see the calls
+//! `BatchedEnv.step` makes (`env.step(action[i])`, in order, on this
+//! thread), and the result is the value `BatchedEnv.step`'s would convert
+//! to, bit for bit (`python/tests/test_batched_fast.py`). Whatever is not
+//! regular (an observation of another dtype or shape, or not a NumPy array;
+//! a reward that is not a `float`; other infos; a sub-env that raised)
+//! goes back to `BatchedEnv._complete_step` with what the sub-envs
+//! returned, which finishes the step as `BatchedEnv.step` does (faulting
+//! the batch when a sub-env raised). `BatchedEnv._native_step_plan` says
+//! when the path applies (no subclass overriding `step`, no stepping
+//! threads); a batch faulted by an earlier step goes the plain way, which
+//! refuses it.
+
+use crate::convert::{
+    check_bounded, from_py_bounded, new_array, wire_dtype, ArrayMode, ConvertError,
+};
+use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+use unienv_remote::{DType, Dict, NdArray, Value};
+
+/// The sub-envs of a `BatchedEnv` this host steps itself.
+pub(crate) struct FastBatch {
+    envs: Vec<Py<PyAny>>,
+}
+
+/// What a step gives the host: `Ok(Ok(value))`, `Ok(Err(too_large))` (it
+/// ran, but the result is over the message limit), or the Python error.
+pub(crate) type StepOutcome = PyResult<Result<Value, ConvertError>>;
+
+/// NumPy's scalar types an info value may have, looked up once:
+/// `float64`, `float32`, `int64`.
+static SCALARS: PyOnceLock<[Py<PyType>; 3]> = PyOnceLock::new();
+
+fn scalars(py: Python<'_>) -> PyResult<&[Py<PyType>; 3]> {
+    SCALARS.get_or_try_init(py, || {
+        let np = py.import(intern!(py, "numpy"))?;
+        let get = |name: &str| -> PyResult<Py<PyType>> {
+            Ok(np.getattr(name)?.cast_into::<PyType>()?.unbind())
+        };
+        Ok([get("float64")?, get("float32")?, get("int64")?])
+    })
+}
+
+/// The values of one info key over the batch (0 where a sub-env did not
+/// report it), of the dtype Gymnasium's `_add_info` gives the column: the
+/// type of the first value reported (`float` and `numpy.float64`: float64;
+/// `numpy.float32`; `int` and `numpy.int64`: int64; `bool`: bool).
+enum Values {
+    F64(Vec<f64>),
+    F32(Vec<f32>),
+    I64(Vec<i64>),
+    Bool(Vec<bool>),
+}
+
+/// One info value, by the column kind it belongs to.
+enum Scalar {
+    F64(f64),
+    F32(f32),
+    I64(i64),
+    Bool(bool),
+}
+
+impl Scalar {
+    /// The value, when it is one of the types above (`None` otherwise,
+    /// or for an `int` beyond 64 bits).
+    fn of(v: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
+        let [f64_type, f32_type, i64_type] = scalars(v.py())?;
+        let t = v.get_type();
+        Ok(if v.is_exact_instance_of::<PyFloat>() || t.is(f64_type) {
+            Some(Scalar::F64(v.extract::<f64>()?))
+        } else if t.is(f32_type) {
+            // A float32 widened to f64 and narrowed back: exact.
+            Some(Scalar::F32(v.extract::<f64>()? as f32))
+        } else if v.is_exact_instance_of::<PyBool>() {
+            // Not `numpy.bool_`, which is no `numpy.number`: `_add_info`
+            // puts those in a list.
+            Some(Scalar::Bool(v.is_truthy()?))
+        } else if v.is_exact_instance_of::<PyInt>() || t.is(i64_type) {
+            v.extract::<i64>().ok().map(Scalar::I64)
+        } else {
+            None
+        })
+    }
+
+    fn column(&self, n: usize) -> Values {
+        match self {
+            Scalar::F64(_) => Values::F64(vec![0.0; n]),
+            Scalar::F32(_) => Values::F32(vec![0.0; n]),
+            Scalar::I64(_) => Values::I64(vec![0; n]),
+            Scalar::Bool(_) => Values::Bool(vec![false; n]),
+        }
+    }
+
+    /// Stores the value at `i` when the column is of its kind.
+    fn store(self, values: &mut Values, i: usize) -> bool {
+        match (values, self) {
+            (Values::F64(c), Scalar::F64(x)) => c[i] = x,
+            (Values::F32(c), Scalar::F32(x)) => c[i] = x,
+            (Values::I64(c), Scalar::I64(x)) => c[i] = x,
+            (Values::Bool(c), Scalar::Bool(x)) => c[i] = x,
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// One info key over the batch and its mask, as Gymnasium's `_add_info`
+/// builds them.
+struct InfoColumn {
+    key: String,
+    values: Values,
+    mask: Vec<bool>,
+}
+
+/// The sub-results seen so far, while every one is regular.
+struct Builder {
+    n: usize,
+    obs_dtype: Option<DType>,
+    obs_shape: Vec<usize>,
+    obs: Vec<u8>,
+    rewards: Vec<f64>,
+    terminated: Vec<bool>,
+    truncated: Vec<bool>,
+    infos: Vec<InfoColumn>,
+}
+
+impl Builder {
+    /// Takes sub-env `i`'s `(obs, reward, terminated, truncated, info)`;
+    /// `Ok(false)` when it is not regular (nothing of it taken).
+    fn take(&mut self, i: usize, result: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(t) = result.cast_exact::<PyTuple>() else {
+            return Ok(false);
+        };
+        if t.len() != 5 {
+            return Ok(false);
+        }
+        let (obs, reward, terminated, truncated, info) = (
+            t.get_item(0)?,
+            t.get_item(1)?,
+            t.get_item(2)?,
+            t.get_item(3)?,
+            t.get_item(4)?,
+        );
+        let Ok(array) = obs.cast_exact::<PyUntypedArray>() else {
+            return Ok(false);
+        };
+        let Ok(reward) = reward.cast::<PyFloat>() else {
+            return Ok(false);
+        };
+        let (Ok(terminated), Ok(truncated)) = (terminated.is_truthy(), truncated.is_truthy())
+        else {
+            return Ok(false);
+        };
+        let Ok(info) = info.cast_exact::<PyDict>() else {
+            return Ok(false);
+        };
+        let Ok(dtype) = wire_dtype(&array.dtype()) else {
+            return Ok(false);
+        };
+        if !array.is_c_contiguous() {
+            return Ok(false);
+        }
+        match self.obs_dtype {
+            None => {
+                self.obs_dtype = Some(dtype);
+                self.obs_shape = array.shape().to_vec();
+                self.obs
+                    .reserve_exact(self.n * array.len() * dtype.itemsize());
+            }
+            Some(d) if d == dtype && self.obs_shape == array.shape() => {}
+            Some(_) => return Ok(false),
+        }
+        if !info.is_empty() && !self.take_info(i, info)? {
+            return Ok(false);
+        }
+        let nbytes = array.len() * dtype.itemsize();
+        if nbytes > 0 {
+            // SAFETY: a C-contiguous array's data pointer addresses
+            // product(shape) × itemsize readable bytes; the array is alive
+            // (borrowed) and this thread holds the GIL.
+            let data = unsafe {
+                std::slice::from_raw_parts((*array.as_array_ptr()).fields.data as *const u8, nbytes)
+            };
+            self.obs.extend_from_slice(data);
+        }
+        self.rewards.push(reward.value());
+        self.terminated.push(terminated);
+        self.truncated.push(truncated);
+        Ok(true)
+    }
+
+    /// Sub-env `i`'s info, when flat: `str` keys (not starting with `_`,
+    /// which Gymnasium's layout uses for masks) and [`Scalar`] values, each
+    /// of its key's column kind. `Ok(false)` otherwise, with nothing of it
+    /// taken.
+    fn take_info(&mut self, i: usize, info: &Bound<'_, PyDict>) -> PyResult<bool> {
+        let mut row: Vec<(usize, Scalar)> = Vec::with_capacity(info.len());
+        let mut new: Vec<(String, Scalar)> = Vec::new();
+        for (k, v) in info.iter() {
+            let Ok(key) = k.cast_exact::<PyString>() else {
+                return Ok(false);
+            };
+            let Ok(key) = key.to_cow() else {
+                return Ok(false);
+            };
+            let Some(value) = Scalar::of(&v)? else {
+                return Ok(false);
+            };
+            if key.starts_with('_') {
+                return Ok(false);
+            }
+            match self.infos.iter().position(|c| c.key == key) {
+                Some(column) => row.push((column, value)),
+                None => new.push((key.into_owned(), value)),
+            }
+        }
+        // Every kind checked before anything is stored.
+        let fits = row.iter().all(|(c, v)| {
+            matches!(
+                (&self.infos[*c].values, v),
+                (Values::F64(_), Scalar::F64(_))
+                    | (Values::F32(_), Scalar::F32(_))
+                    | (Values::I64(_), Scalar::I64(_))
+                    | (Values::Bool(_), Scalar::Bool(_))
+            )
+        });
+        if !fits {
+            return Ok(false);
+        }
+        for (column, value) in row {
+            let c = &mut self.infos[column];
+            value.store(&mut c.values, i);
+            c.mask[i] = true;
+        }
+        for (key, value) in new {
+            let mut values = value.column(self.n);
+            value.store(&mut values, i);
+            let mut mask = vec![false; self.n];
+            mask[i] = true;
+            self.infos.push(InfoColumn { key, values, mask });
+        }
+        Ok(true)
+    }
+
+    /// The batched result, as `BatchedEnv.step`'s converts.
+    fn finish(self) -> PyResult<Value> {
+        let n = self.n;
+        let dtype = self.obs_dtype.unwrap_or(DType::F64);
+        let mut shape = Vec::with_capacity(self.obs_shape.len() + 1);
+        shape.push(n);
+        shape.extend_from_slice(&self.obs_shape);
+        let obs = NdArray::from_bytes(dtype, shape, self.obs.into()).map_err(|e| {
+            ConvertError::InvalidArray {
+                reason: e.to_string(),
+            }
+        })?;
+        let mut infos = Dict::with_capacity(2 * self.infos.len());
+        for column in self.infos {
+            let values = match column.values {
+                Values::F64(v) => NdArray::from_vec(v),
+                Values::F32(v) => NdArray::from_vec(v),
+                Values::I64(v) => NdArray::from_vec(v),
+                Values::Bool(v) => NdArray::from_vec(v),
+            };
+            infos.insert(column.key.clone(), values);
+            infos.insert(format!("_{}", column.key), NdArray::from_vec(column.mask));
+        }
+        Ok(Value::Tuple(vec![
+            Value::Array(obs),
+            Value::Array(NdArray::from_vec(self.rewards)),
+            Value::Array(NdArray::from_vec(self.terminated)),
+            Value::Array(NdArray::from_vec(self.truncated)),
+            Value::Dict(infos),
+        ]))
+    }
+}
+
+impl FastBatch {
+    /// The fast path of `obj`, when it is a `BatchedEnv` that allows it
+    /// (its `_native_step_plan()`); `None` for anything else.
+    pub(crate) fn detect(obj: &Bound<'_, PyAny>) -> Option<FastBatch> {
+        let plan = crate::descriptor::attr_str(obj, "_native_step_plan").ok()??;
+        let envs = plan.call0().ok()?;
+        let envs = envs.cast::<PyList>().ok()?;
+        let envs: Vec<Py<PyAny>> = envs.iter().map(Bound::unbind).collect();
+        (!envs.is_empty()).then_some(FastBatch { envs })
+    }
+
+    /// `obj.step(*args, **kwargs)` done here; `None` when the call is not
+    /// one this path takes (then the host calls `step` as usual).
+    pub(crate) fn step(
+        &self,
+        obj: &Bound<'_, PyAny>,
+        args: &[Value],
+        kwargs: &Dict,
+        max_message_size: usize,
+    ) -> Option<StepOutcome> {
+        let py = obj.py();
+        let n = self.envs.len();
+        let ([Value::Array(action)], true) = (args, kwargs.is_empty()) else {
+            return None;
+        };
+        if action.shape().first() != Some(&n) {
+            return None;
+        }
+        // A faulted batch: `step` itself refuses it, with its message.
+        if obj
+            .getattr(intern!(py, "_faulted"))
+            .and_then(|f| f.is_truthy())
+            .map_or(true, |faulted| faulted)
+        {
+            return None;
+        }
+        Some(self.run(obj, action, max_message_size))
+    }
+
+    fn run(
+        &self,
+        obj: &Bound<'_, PyAny>,
+        action: &NdArray,
+        max_message_size: usize,
+    ) -> StepOutcome {
+        let py = obj.py();
+        let n = self.envs.len();
+        let (dtype, row_shape) = (action.dtype(), &action.shape()[1..]);
+        let row_bytes = action.as_bytes().len() / n;
+        let mut raw: Vec<Bound<'_, PyAny>> = Vec::with_capacity(n);
+        let mut errors: Vec<(usize, PyErr)> = Vec::new();
+        let exception = py.get_type::<pyo3::exceptions::PyException>();
+        let step = intern!(py, "step");
+        for (i, env) in self.envs.iter().enumerate() {
+            let data = &action.as_bytes()[i * row_bytes..(i + 1) * row_bytes];
+            let row = new_array(py, dtype, row_shape, data)?;
+            match env.bind(py).call_method1(step, (row,)) {
+                Ok(result) => raw.push(result),
+                // As `BatchedEnv._run`: an `Exception` is kept for after
+                // every sub-env stepped; anything else (KeyboardInterrupt)
+                // propagates at once.
+                Err(e) if e.is_instance(py, &exception) => {
+                    errors.push((i, e));
+                    raw.push(py.None().into_bound(py));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if errors.is_empty() {
+            let mut builder = Builder {
+                n,
+                obs_dtype: None,
+                obs_shape: Vec::new(),
+                obs: Vec::new(),
+                rewards: Vec::with_capacity(n),
+                terminated: Vec::with_capacity(n),
+                truncated: Vec::with_capacity(n),
+                infos: Vec::new(),
+            };
+            let mut regular = true;
+            for (i, result) in raw.iter().enumerate() {
+                if !builder.take(i, result)? {
+                    regular = false;
+                    break;
+                }
+            }
+            if regular {
+                let value = builder.finish()?;
+                return Ok(check_bounded(&value, max_message_size).map(|()| value));
+            }
+        }
+        let errors: Vec<(usize, Py<PyAny>)> = errors
+            .into_iter()
+            .map(|(i, e)| (i, e.into_value(py).into_any()))
+            .collect();
+        let result = obj.call_method1(
+            intern!(py, "_complete_step"),
+            (PyList::new(py, raw)?, PyList::new(py, errors)?),
+        )?;
+        match from_py_bounded(&result, ArrayMode::Copy, max_message_size) {
+            Ok(value) => Ok(Ok(value)),
+            Err(Ok(too_large)) => Ok(Err(too_large)),
+            Err(Err(e)) => Err(e),
+        }
+    }
+}
