@@ -73,7 +73,7 @@ def drive(envs: RemoteVectorEnv, mode: str, steps: int, seed: int) -> List[List[
     for _ in range(steps):
         actions = envs.action_space.sample()
         if np.issubdtype(actions.dtype, np.integer):
-            actions %= 2  # CartPole's Discrete(2) (a BatchedEnv's Box [0, 2) converts to Gymnasium's [0, 2])
+            actions %= 2  # CartPole's Discrete(2), published as the box [0, 1]: Gymnasium samples [0, 1] too
         obs, rewards, terms, truncs, infos = envs.step(actions)
         for i in range(n):
             if mode == "next" and ended[i]:

@@ -44,8 +44,8 @@ class Exploding(gymnasium.Wrapper):
 def server() -> Iterator[Tuple[str, unienv_remote.RemoteServer]]:
     s = unienv_remote.RemoteServer(idle_timeout=None)
     # For the SyncVectorEnv comparisons, per mode: 3 + 1 + 4 CartPoles (all
-    # batched: our server publishes a single FromGymnasiumEnv's Discrete(2)
-    # as the box [0, 1], a BatchedEnv keeps unienv's [0, 2)), and 3 + 1 + 4
+    # batched; our server publishes Discrete(2) as the box [0, 1] for a single
+    # FromGymnasiumEnv and a BatchedEnv alike, SPEC 12), and 3 + 1 + 4
     # Pendulums (batched, single, batched).
     for mode in ("next", "same", "disabled"):
         s.register(f"cartpole3_{mode}", BatchedEnv([cartpole] * 3))
