@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -389,6 +390,23 @@ def test_a_faulted_env_is_reset_and_reported(caplog: pytest.LogCaptureFixture) -
         server.close()
 
 
+def wait_stopped(pid: int, deadline_s: float = 60.0) -> None:
+    """Returns once every thread of ``pid`` is stopped (state T): kill()
+    returns before a group stop has reached them all."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        states = []
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+            except FileNotFoundError:  # a thread that ended meanwhile
+                pass
+        if states and all(state == "T" for state in states):
+            return
+        assert time.monotonic() < deadline, f"process {pid} not stopped: {states}"
+        time.sleep(0.01)
+
+
 def test_a_hung_server_times_out_and_is_replaced(socket_dir: Path) -> None:
     """Server x is SIGSTOPped: its env's step times out (reason "timeout",
     the step may have run); `resolve`, called before the first reconnection
@@ -419,6 +437,7 @@ def test_a_hung_server_times_out_and_is_replaced(socket_dir: Path) -> None:
         for t in range(6):
             if t == 3:
                 x.process.send_signal(signal.SIGSTOP)
+                wait_stopped(x.process.pid)
             actions = envs.action_space.sample()
             got = envs.step(actions)
             expected = twin.step(actions[1:])
