@@ -1,15 +1,20 @@
 """What recording costs: 16 Pendulum-v1 envs over 2 server processes (our Python
 ``unienv_remote.RemoteServer``, 8 envs each), driven in lockstep by
-``RemoteVectorEnv``, with and without ``RemoteServer(record_dir=...)``.
+``RemoteVectorEnv``, with and without recording: on the host
+(``RemoteServer(record_dir=...)``, ``--side host``, the default) or on the
+learner's side (``RemoteVectorEnv(..., record_dir=...)``, ``--side learner``).
 
-    .venv-ref/bin/python benches/record_cost.py [--steps 1500] [--rounds 3] [--dir DIR]
+    .venv-ref/bin/python benches/record_cost.py [--steps 1500] [--rounds 3] [--dir DIR] [--side host|learner]
 
 Runs alternate (plain, recording, plain, recording, ...) so that both see the
 same machine load; each run starts fresh servers, resets, takes 50 warm-up
 steps, then times ``--steps`` vector steps of random actions drawn beforehand.
 Pendulum truncates every 200 steps, so episodes end (and are committed) during
 the run. Prints env steps per second of each run, the median of each mode, and
-their ratio; the recordings are checked to hold every transition.
+their ratio; and the CPU time per env step over the timed steps (the servers'
+processes and the learner's, user + system: less sensitive to a loaded machine
+than wall time), with its ratio; the recordings are checked to hold every
+transition. The load average is printed before and after.
 """
 
 import argparse
@@ -19,9 +24,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import os
+import resource
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -64,34 +71,48 @@ def url_of(proc: subprocess.Popen) -> str:
     raise RuntimeError("a server printed no URL")
 
 
-def run(steps: int, record: Optional[Path]) -> float:
+def cpu_seconds(procs: List[subprocess.Popen]) -> float:
+    """User + system CPU of the server processes and of this one."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for p in procs:
+        with open(f"/proc/{p.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / tick
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return total + own.ru_utime + own.ru_stime
+
+
+def run(steps: int, record: Optional[Path], side: str) -> Tuple[float, float]:
     from unienv_remote import RemoteVectorEnv
 
-    procs = start(record)
+    procs = start(record if side == "host" else None)
     try:
         urls = [url_of(p) for p in procs]
         addresses = [(urls[j % SERVERS], f"pendulum{j // SERVERS}") for j in range(N)]
-        envs = RemoteVectorEnv(addresses)
+        envs = RemoteVectorEnv(addresses, record_dir=record if side == "learner" else None)
         acts = np.random.default_rng(0).uniform(-2, 2, size=(steps + 50, N, 1)).astype(np.float32)
         envs.reset(seed=0)
         for a in acts[:50]:
             envs.step(a)
+        cpu = cpu_seconds(procs)
         begin = time.perf_counter()
         for a in acts[50:]:
             envs.step(a)
         rate = steps * N / (time.perf_counter() - begin)
+        cpu = cpu_seconds(procs) - cpu
         envs.close()
     finally:
         for p in procs:
             assert p.stdin is not None
             p.stdin.close()  # a clean stop: close() commits the open episodes
             p.wait(timeout=60)
-    return rate
+    return rate, cpu * 1e6 / (steps * N)
 
 
 def recorded_transitions(record: Path) -> int:
     total = 0
-    for meta in record.glob("server*/*/metadata.json"):
+    for meta in list(record.glob("server*/*/metadata.json")) + list(record.glob("*/metadata.json")):
         total += json.loads(meta.read_text())["count"]
     return total
 
@@ -103,16 +124,22 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dir", help="where recordings go (default: the system's temporary directory)")
+    parser.add_argument("--side", choices=["host", "learner"], default="host")
     args = parser.parse_args()
     if args.serve is not None:
         serve(args.serve, args.record)
         return
-    plain, recording = [], []
+    print("load average before:", " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
+    plain, recording, plain_cpu, recording_cpu = [], [], [], []
     for r in range(args.rounds):
-        plain.append(run(args.steps, None))
+        rate, cpu = run(args.steps, None, args.side)
+        plain.append(rate)
+        plain_cpu.append(cpu)
         record = Path(tempfile.mkdtemp(prefix="uvr-record-bench-", dir=args.dir))
         try:
-            recording.append(run(args.steps, record))
+            rate, cpu = run(args.steps, record, args.side)
+            recording.append(rate)
+            recording_cpu.append(cpu)
             # Every step of every env (warm-up included), committed at close();
             # Pendulum truncates after 200 steps, and the vector env's next
             # step of that env is its autoreset (a reset, no transition).
@@ -121,13 +148,17 @@ def main() -> None:
             assert recorded_transitions(record) == expected, (recorded_transitions(record), expected)
         finally:
             shutil.rmtree(record)
-        print(f"round {r + 1}: plain {plain[-1]:,.0f} steps/s, recording {recording[-1]:,.0f} steps/s", flush=True)
+        print(f"round {r + 1}: plain {plain[-1]:,.0f} steps/s {plain_cpu[-1]:.1f} us CPU/step, "
+              f"recording {recording[-1]:,.0f} steps/s {recording_cpu[-1]:.1f} us CPU/step", flush=True)
+    print("load average after:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     p, q = float(np.median(plain)), float(np.median(recording))
-    print("| mode | env steps/s (median of %d) |" % args.rounds)
-    print("|---|---|")
-    print(f"| plain | {p:,.0f} |")
-    print(f"| recording every transition | {q:,.0f} |")
-    print(f"| ratio recording / plain | {q / p:.3f} |")
+    pc, qc = float(np.median(plain_cpu)), float(np.median(recording_cpu))
+    print(f"recording on the {args.side} side, medians of {args.rounds} runs")
+    print("| mode | env steps/s | CPU us per env step |")
+    print("|---|---|---|")
+    print(f"| plain | {p:,.0f} | {pc:.1f} |")
+    print(f"| recording every transition | {q:,.0f} | {qc:.1f} |")
+    print(f"| ratio recording / plain | {q / p:.3f} | {qc / pc:.3f} |")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ pub mod client;
 pub mod convert;
 mod descriptor;
 pub mod log;
+pub mod record;
 pub mod server;
 pub mod vector;
 pub mod wait;
@@ -41,5 +42,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     client::register(m)?;
     server::register(m)?;
     vector::register(m)?;
+    record::register(m)?;
     Ok(())
 }

@@ -71,8 +71,13 @@ fn errors_to_py<'py>(
     Ok(out)
 }
 
+/// The per-env infos as a list of dicts; an empty list when every one is
+/// empty (the common case: nothing to convert, nothing to merge).
 fn infos_to_py<'py>(py: Python<'py>, infos: &[Dict]) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty(py);
+    if infos.iter().all(Dict::is_empty) {
+        return Ok(out);
+    }
     for d in infos {
         out.append(convert::dict_to_py(py, d)?)?;
     }
@@ -143,6 +148,28 @@ impl PyVectorEnv {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(top_error(py, e)),
             Err(()) => Err(PyRuntimeError::new_err("the vector env is closed")),
+        }
+    }
+
+    /// [`with`](Self::with) for calls that never wait (`step_async`,
+    /// `send`: they only hand the requests to the runtime): run with the GIL
+    /// held when the vector env is free, so a lockstep vector step releases
+    /// the GIL once (in `step_wait`), not twice. When another thread holds
+    /// the vector env (waiting in `recv`), wait for it without the GIL.
+    fn with_nonblocking<T>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut BlockingVectorEnv) -> Result<T, VectorError> + Send,
+    ) -> PyResult<T>
+    where
+        T: Send,
+    {
+        let Some(mut guard) = self.env.try_lock() else {
+            return self.with(py, f);
+        };
+        match guard.as_mut() {
+            Some(env) => f(env).map_err(|e| top_error(py, e)),
+            None => Err(PyRuntimeError::new_err("the vector env is closed")),
         }
     }
 }
@@ -274,7 +301,7 @@ impl PyVectorEnv {
     /// along the first axis (an array, or a dict/tuple of arrays).
     fn step_async(&self, py: Python<'_>, actions: &Bound<'_, PyAny>) -> PyResult<()> {
         let actions = convert::from_py(actions, ArrayMode::Copy)?;
-        self.with(py, move |env| env.step_async_stacked(&actions))
+        self.with_nonblocking(py, move |env| env.step_async_stacked(&actions))
     }
 
     /// Waits for the pending step. Returns `(observation, rewards,
@@ -290,7 +317,7 @@ impl PyVectorEnv {
     /// `actions` stacked along the first axis in the order of `env_id`.
     fn send(&self, py: Python<'_>, actions: &Bound<'_, PyAny>, env_id: Vec<usize>) -> PyResult<()> {
         let actions = convert::from_py(actions, ArrayMode::Copy)?;
-        self.with(py, move |env| env.send_stacked(&actions, &env_id))
+        self.with_nonblocking(py, move |env| env.send_stacked(&actions, &env_id))
     }
 
     /// Waits for the results of at least `min` sub-environments (whole

@@ -132,3 +132,76 @@ def test_python_server_metrics_and_observers(tmp_path: Path) -> None:
         client.close()
     finally:
         server.close()
+
+
+def test_every_listed_metric_is_exposed_and_counts() -> None:
+    """Issue 28's list, each family in the scrape, each counted where a test
+    can make it move: describe and discover answered from a domain's
+    committed descriptors (another session's, never waiting on its thread)
+    are counted as requests; observers; an eviction and the revival after
+    it; a connection closed over its byte budget."""
+    import sys
+    import time
+
+    import unienv_remote
+    from conftest import REPO
+
+    sys.path.insert(0, str(REPO / "tests" / "py"))
+    from ref_fixture_server import CounterEnv
+
+    server = unienv_remote.RemoteServer(idle_timeout=0.3, metrics="127.0.0.1:0",
+                                        max_connection_bytes=256 * 1024)
+    server.register("counter", CounterEnv)  # a factory: its domain is evicted when idle
+    try:
+        address = server.listen("127.0.0.1", 0)
+        assert server.metrics_url is not None
+        owner = unienv_remote.RemoteClient.connect(address)
+        env = owner.env("counter")
+        owner.acquire("counter")
+        env.reset(seed=0)
+        other = unienv_remote.RemoteClient.connect(address)
+        _, before = scrape(server.metrics_url)
+        for family in ("sessions", "sessions_opened_total", "requests_total", "faults_total", "evictions_total",
+                       "revivals_total", "received_bytes_total", "sent_bytes_total", "budget_refusals_total",
+                       "observers", "dropped_snapshots_total"):
+            assert any(name == f"unienv_{family}" for name, _ in before), family
+        assert value(before, "unienv_sessions") == 2
+
+        # Answered from the committed copy: the domain is another session's.
+        other.describe("counter")
+        other.discover()
+        _, after = scrape(server.metrics_url)
+        for op in ("describe", "discover"):
+            got = value(after, "unienv_requests_total", op=op, code="ok") - \
+                value(before, "unienv_requests_total", op=op, code="ok")
+            assert got == 1, (op, got)
+        assert total(after) - total(before) == 2
+
+        watcher = unienv_remote.RemoteClient.connect(address)
+        watcher.subscribe("counter")
+        _, live = scrape(server.metrics_url)
+        assert value(live, "unienv_observers") == 1
+        watcher.close()
+        owner.close()
+
+        # Idle, unowned, unobserved: evicted (polled, the eviction has no event to wait for).
+        deadline = time.monotonic() + 30
+        while value(scrape(server.metrics_url)[1], "unienv_evictions_total") < 1:
+            assert time.monotonic() < deadline, "the idle domain was not evicted"
+            time.sleep(0.05)
+        other.describe("counter")  # instantiates the evicted domain again
+        _, revived = scrape(server.metrics_url)
+        assert value(revived, "unienv_revivals_total") >= 1
+        assert value(revived, "unienv_observers") == 0
+
+        # A message beyond the connection's byte budget closes it.
+        greedy = unienv_remote.RemoteClient.connect(address)
+        with pytest.raises(Exception):
+            greedy.call("counter", "step", np.zeros(128 * 1024, np.float32))
+        deadline = time.monotonic() + 30
+        while value(scrape(server.metrics_url)[1], "unienv_budget_refusals_total") < 1:
+            assert time.monotonic() < deadline, "the over-budget connection was not counted"
+            time.sleep(0.05)
+        other.close()
+    finally:
+        server.close()

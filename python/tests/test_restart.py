@@ -574,3 +574,41 @@ def test_a_lost_autoreset_cuts_no_episode() -> None:
         envs.close()
     finally:
         server.close()
+
+
+def test_a_restart_starts_a_new_recorded_episode(tmp_path: Path) -> None:
+    """With ``record_dir`` (learner-side recording), a faulted env that the
+    policy restarts has its cut episode committed as it stood and a new one
+    begun at the restart's reset observation: no transition across the
+    restart, and the env that never failed records one unbroken episode."""
+    from test_record import load
+
+    failing = FailsOnce()
+    server = RemoteServer(idle_timeout=None)
+    server.register("a", failing)
+    server.register("b", CounterEnv())
+    try:
+        url = server.listen("127.0.0.1", 0)
+        envs = RemoteVectorEnv([(url, "a"), (url, "b")], restart=RestartPolicy(max_restarts=1, timeout=10.0),
+                               record_dir=tmp_path)
+        step = np.full((2, 2), 0.25, np.float32)
+        envs.reset(seed=1)
+        envs.step(step)
+        envs.step(step)
+        failing.fail = True
+        obs, _, _, truncated, infos = envs.step(step)
+        assert restart_reports(infos) == {0: ("faulted", True)} and truncated.tolist() == [True, False]
+        envs.step(step)
+        envs.close()
+    finally:
+        server.close()
+    recorded = load(tmp_path / "0", tmp_path / "1")
+    a, b = recorded[str(tmp_path / "0")], recorded[str(tmp_path / "1")]
+    # env a: two steps, then the cut (the failed step is no transition), then
+    # one step of the new episode from its reset observation (0, 0).
+    assert a["segments"] == [[0, 2], [2, 3]], a["segments"]
+    first_of_new = a["items"][2]
+    assert first_of_new["obs"]["position"]["data"] == [0.0, 0.0]
+    assert first_of_new["next_obs"]["position"]["data"] == [0.25, 0.25]
+    # env b: four steps in one episode.
+    assert b["len"] == 4 and b["segments"] == [[0, 4]], b["segments"]

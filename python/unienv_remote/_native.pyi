@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "BUILD_PROFILE", "__version__", "encode", "decode", "Client", "Operation", "Subscription", "Server",
-    "VectorEnv", "coerce_action", "set_log_level", "flush_logs", "stop_logs",
+    "VectorEnv", "Recorder", "coerce_action", "set_log_level", "flush_logs", "stop_logs",
 ]
 
 #: ``"debug"`` or ``"release"``: how the extension was compiled.
@@ -27,7 +27,8 @@ _Descriptor = Dict[str, Any]
 # (index, error code, exception) of each sub-environment that failed.
 _VectorErrors = List[Tuple[int, str, BaseException]]
 # What step_wait and recv return: (observation, reward, terminated, truncated,
-# infos, autoreset, [(index, final observation, final info)], errors, env ids).
+# infos (one dict per env, or [] when all are empty), autoreset,
+# [(index, final observation, final info)], errors, env ids).
 _VectorStep = Tuple[
     Any,
     NDArray[Any],
@@ -263,3 +264,28 @@ class VectorEnv:
         """Whether a step is pending."""
     def close(self) -> None:
         """Closes every connection (idempotent)."""
+
+@final
+class Recorder:
+    """A vector env's learner-side recording: one ``unienv_data``
+    ``ReplayBuffer`` per sub-env under ``dir``, written by a Rust thread."""
+
+    def __new__(
+        cls,
+        dir: str | os.PathLike[str],
+        observation_space: Any,
+        action_space: Any,
+        num_envs: int,
+    ) -> Recorder: ...
+    def reset(self, observation: Any, used: Any, errors: _VectorErrors) -> None:
+        """A reset's results (``used``: the envs that were reset)."""
+    def sent(self, actions: object, env_id: Optional[Sequence[int]] = None) -> None:
+        """The actions sent to ``env_id`` (all when ``None``), stacked in that order."""
+    def stepped(self, native: _VectorStep) -> None:
+        """A step's or ``recv``'s native results."""
+    def flush(self) -> None:
+        """Waits until everything recorded before is written."""
+    def close(self) -> None:
+        """Commits every open episode and stops the writer (idempotent)."""
+    def stats(self) -> Dict[str, int]:
+        """``transitions``, ``episodes``, ``queue_waits``, ``errors``."""

@@ -228,10 +228,6 @@ class Healer:
         self._history: Dict[int, Deque[float]] = collections.defaultdict(collections.deque)
         #: Resources given up, not restarted again until the learner resets them.
         self.given_up: Set[int] = set()
-        #: Called with each restart's native reset result ``(observation,
-        #: infos, errors, mask)``, for whoever follows the envs' episodes
-        #: (a learner-side recorder).
-        self.on_reset: Optional[Callable[[Any, List[Dict[str, Any]], List[Any], Any], None]] = None
         self._resource_of = [k for k, (_, width) in enumerate(self._ranges) for _ in range(width)]
 
     def resource_of(self, env: int) -> int:
@@ -339,8 +335,6 @@ class Healer:
                         mask[i] = True
                 reset_seeds = [None if seeds is None else seeds[i] for i in range(n)]
                 obs, infos, errors, used = self._native.reset(reset_seeds, options, mask)
-                if self.on_reset is not None:
-                    self.on_reset(obs, infos, errors, used)
                 failed: Dict[int, BaseException] = {}
                 for i, _kind, reset_error in errors:
                     if mask[i]:
@@ -356,7 +350,7 @@ class Healer:
                         continue
                     envs = self.envs_of(k)
                     done[k] = Restarted(pending.pop(k), [take(obs, i) for i in envs],
-                                        [dict(infos[i]) for i in envs], obs)
+                                        [dict(infos[i]) if i < len(infos) else {} for i in envs], obs)
                     _log.warning("restarted %s after %s (%s; %d attempt(s), %.2f s); the lost request %s",
                                  self._name(k), done[k].failure.reason, done[k].failure.error, attempts,
                                  time.monotonic() - now,

@@ -33,10 +33,11 @@ Autoreset follows Gymnasium 1.x: ``AutoresetMode.NEXT_STEP`` by default (what
 ``SyncVectorEnv`` and ``AsyncVectorEnv`` do unless told otherwise), or
 ``SAME_STEP`` (``infos["final_obs"]`` / ``infos["final_info"]``) or
 ``DISABLED``, chosen with ``autoreset_mode=``. A batched resource is reset
-through reset masks: one extra ``reset(mask=...)`` request, after the step's
-reply, on a step where some of its sub-envs must be reset (in ``NEXT_STEP``
-mode those are stepped once more first, their result discarded: a batched
-env steps all of its sub-envs or none).
+through reset masks: one extra ``reset(mask=...)`` request on a step where
+some of its sub-envs must be reset (in ``NEXT_STEP`` mode sent right behind the
+step, pipelined, in ``SAME_STEP`` mode after the step's reply; in ``NEXT_STEP``
+mode those sub-envs are stepped once more first, their result discarded: a
+batched env steps all of its sub-envs or none).
 
 Failures of single sub-environments do not lose the others' results: with
 ``on_error="raise"`` (default) ``step`` / ``step_wait`` / ``reset`` raise
@@ -83,7 +84,8 @@ from unienv_interface.space.space_utils.serialization_utils import json_to_space
 from unienv_interface.wrapper.gym_compat import gym_utils
 
 from . import _actions, _native
-from .restart import Failure, Healer, RestartError, RestartPolicy, Restarted, classify, concat_results, put, zeros_rows
+from .restart import (Failure, Healer, RestartError, RestartPolicy, Restarted, classify, concat_results, put, take,
+                      zeros_rows)
 
 _Result = TypeVar("_Result")
 
@@ -236,6 +238,10 @@ class RemoteVectorEnv(VectorEnv):
     (whose connection and reset requests are each bounded by this vector
     env's ``timeout=``; a refused connection fails at once), the restarts
     of one call sharing one deadline.
+
+    ``record_dir``: records each sub-env's transitions as the learner sees
+    them into a ``unienv_data`` ``ReplayBuffer`` of its own,
+    ``record_dir/<index>/``, from a Rust thread (SPEC.md section 10.2).
     """
 
     def __init__(
@@ -251,6 +257,7 @@ class RemoteVectorEnv(VectorEnv):
         single_action_space: Optional[gymnasium.Space[Any]] = None,
         batch_size: Optional[int] = None,
         restart: Optional[RestartPolicy] = None,
+        record_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
     ) -> None:
         if on_error not in ("raise", "info"):
             raise ValueError("on_error must be 'raise' or 'info'")
@@ -279,6 +286,10 @@ class RemoteVectorEnv(VectorEnv):
         self._healer = None if restart is None else Healer(restart, self._native, self._ranges, self.addresses)
         # NEXT_STEP: the envs whose last step ended (their next step is an autoreset).
         self._ended = np.zeros(self.num_envs, dtype=np.bool_)
+        # Learner-side recording (README, "Record every transition"): one call per reset/send/result.
+        self._recorder = None if record_dir is None else _native.Recorder(
+            os.fspath(record_dir), self._native.space_document("observation_space"),
+            self._native.space_document("action_space"), self.num_envs)
 
     def _gym_space(self, name: str) -> gymnasium.Space[Any]:
         document = self._native.space_document(name)
@@ -329,11 +340,14 @@ class RemoteVectorEnv(VectorEnv):
             if not options:
                 options = None
         obs, env_infos, errors, used = self._native.reset(seeds, options, mask)
+        if self._recorder is not None:
+            self._recorder.reset(obs, used, errors)
         extra: Dict[int, Dict[str, Any]] = {}
         if self._healer is not None:
             failed = {i for i, _, _ in errors}
             self._healer.learner_reset([i for i in range(self.num_envs) if used[i] and i not in failed])
             obs, errors, extra = self._restart_failed(obs, errors, seeds, options, step=False)
+            self._record_restarts(obs, extra)
         self._ended[np.asarray(used, dtype=np.bool_)] = False
         infos: Dict[str, Any] = {}
         for i, info in enumerate(env_infos):
@@ -390,14 +404,19 @@ class RemoteVectorEnv(VectorEnv):
         if type(actions) in _actions.PLAIN:
             actions = _actions.coerce_batched(actions, self._native.space_document("action_space"), self.num_envs)
         self._native.step_async(actions)
+        if self._recorder is not None:
+            self._recorder.sent(actions)
 
     def step_wait(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """Waits for the pending step and returns the stacked results (with
         a restart policy, after restarting the lost or faulted envs)."""
         native = self._native.step_wait()
+        if self._recorder is not None:
+            self._recorder.stepped(native)
         extra: Dict[int, Dict[str, Any]] = {}
         if self._healer is not None and native[7]:
             native, extra = self._restart_step(native)
+            self._record_restarts(native[0], extra)
         self._track_ended(native, extra)
         return self._results(native, self, extra=extra)
 
@@ -450,6 +469,8 @@ class RemoteVectorEnv(VectorEnv):
         none of them in flight: send back what ``recv`` returned."""
         ids = list(range(self.num_envs)) if env_id is None else [int(i) for i in np.asarray(env_id).reshape(-1)]
         self._native.send(actions, ids)
+        if self._recorder is not None:
+            self._recorder.sent(actions, ids)
 
     def recv(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """Waits for the first ``batch_size`` sub-envs whose results arrived
@@ -460,19 +481,37 @@ class RemoteVectorEnv(VectorEnv):
         restart policy, a ``recv`` that restarts envs returns every env that
         was in flight (see the class's help)."""
         native = self._native.recv(self.batch_size or self.num_envs)
+        if self._recorder is not None:
+            self._recorder.stepped(native)
         extra: Dict[int, Dict[str, Any]] = {}
         if self._healer is not None and self._restartable(native[7]):
             if self._native.step_pending():
                 # A restart needs nothing in flight: the others' results are
                 # gathered now and returned with these.
-                native = concat_results(native, self._native.recv(self.num_envs))
+                rest = self._native.recv(self.num_envs)
+                if self._recorder is not None:
+                    self._recorder.stepped(rest)
+                native = concat_results(native, rest)
             positions = {int(env): k for k, env in enumerate(native[8])}
             native, extra = self._restart_step(native, positions)
+            self._record_restarts(native[0], extra, positions)
         self._track_ended(native, extra)
         ids = native[8]
         obs, rewards, terminations, truncations, infos = self._results_positional(native, len(ids), extra)
         infos["env_id"] = ids
         return obs, rewards, terminations, truncations, infos
+
+    def _record_restarts(self, obs: Any, extra: Dict[int, Dict[str, Any]],
+                         positions: Optional[Dict[int, int]] = None) -> None:
+        """Tells the recorder that each restarted env began a new episode at
+        its reset observation (its cut episode was committed when the
+        failure was recorded): never a transition across the restart."""
+        if self._recorder is None or not extra or obs is None:
+            return
+        full = zeros_rows(obs, self.num_envs)
+        for i in extra:
+            full = put(full, i, take(obs, i if positions is None else positions[i]))
+        self._recorder.reset(full, [i in extra for i in range(self.num_envs)], [])
 
     def _restartable(self, errors: List[Tuple[int, str, BaseException]]) -> bool:
         healer = self._healer
@@ -540,6 +579,8 @@ class RemoteVectorEnv(VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         self._native.close()
+        if self._recorder is not None:
+            self._recorder.close()
 
     def __del__(self) -> None:
         native = getattr(self, "_native", None)

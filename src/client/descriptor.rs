@@ -29,9 +29,10 @@ pub struct Descriptor {
     spaces: [SpaceSlot; 3],
 }
 
+/// A space parsed from the descriptor's document (`raw[key]`, which is
+/// what a later descriptor's document is compared with).
 #[derive(Debug, Clone, Default)]
 struct SpaceSlot {
-    raw: Option<Value>,
     parsed: Option<Arc<Space>>,
 }
 
@@ -51,9 +52,7 @@ impl Descriptor {
                 value.type_name()
             ));
         };
-        let snapshot = raw
-            .remove("snapshot")
-            .and_then(|s| BoundarySnapshot::parse(&s));
+        let snapshot = raw.remove("snapshot").and_then(BoundarySnapshot::parse);
         let text = |key: &str| -> Result<Option<String>, String> {
             match raw.get(key) {
                 None | Some(Value::Null) => Ok(None),
@@ -113,15 +112,15 @@ impl Descriptor {
             let Some(doc) = raw.get(key).filter(|v| !v.is_null()) else {
                 continue;
             };
+            // An unchanged document keeps its parsed space (compared with
+            // the previous descriptor's own document: no copy is kept).
             let kept = previous.and_then(|p| {
-                let old = &p.spaces[i];
-                old.raw
-                    .as_ref()
-                    .filter(|r| documents_equal(r, doc))
-                    .map(|_| old.parsed.clone())
+                p.raw
+                    .get(key)
+                    .filter(|r| !r.is_null() && documents_equal(r, doc))
+                    .map(|_| p.spaces[i].parsed.clone())
             });
             spaces[i] = SpaceSlot {
-                raw: Some(doc.clone()),
                 parsed: match kept {
                     Some(parsed) => parsed,
                     None => Space::from_value(doc).ok().map(Arc::new),
@@ -347,8 +346,12 @@ pub struct BoundarySnapshot {
 }
 
 impl BoundarySnapshot {
-    fn parse(v: &Value) -> Option<BoundarySnapshot> {
-        let d = v.as_dict()?;
+    /// Takes the snapshot's data out of `v` (no copy).
+    fn parse(v: Value) -> Option<BoundarySnapshot> {
+        let Value::Dict(mut d) = v else { return None };
+        let Some(Value::Dict(data)) = d.remove("data") else {
+            return None;
+        };
         Some(BoundarySnapshot {
             sequence: d.get("sequence")?.as_u64()?,
             revision: d.get("revision")?.as_u64()?,
@@ -359,7 +362,7 @@ impl BoundarySnapshot {
                 .filter_map(Value::as_str)
                 .map(str::to_string)
                 .collect(),
-            data: d.get("data")?.as_dict()?.clone(),
+            data,
         })
     }
 }

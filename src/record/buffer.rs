@@ -9,8 +9,14 @@
 //! <dir>/storage/<key>/<index>.npz           one element: an archive holding `data`
 //! ```
 //!
-//! Elements are written as they arrive; an episode is committed when its
-//! segment ends, by replacing `metadata.json` (written to a temporary file,
+//! When the elements are stored flattened (every leaf converts to float64
+//! exactly: `FlattenedStorage` over one `NPZStorage`), one file holds a
+//! whole transition.
+//!
+//! Elements are encoded as they arrive and kept in memory (at most
+//! [`PENDING_BYTES`] per buffer; beyond that they are written early) until
+//! their episode ends; its files are then written in one pass (no `fsync`)
+//! and the episode is committed by replacing `metadata.json` (written to a temporary file,
 //! then renamed: the one commit point). Until then the buffer on disk, as
 //! `ReplayBuffer.load_from` reads it, ends with the last committed episode,
 //! so a crash loses at most the episodes still open. The sub-storages
@@ -20,7 +26,7 @@
 
 use super::json;
 use super::npz;
-use crate::codec::NdArray;
+use crate::codec::{DType, NdArray};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -51,7 +57,21 @@ pub(crate) struct BufferDir {
     segments: Vec<(u64, u64)>,
     /// The open segment's first index.
     open: Option<u64>,
+    /// Per storage directory: the `.npy` header of its elements.
+    headers: Vec<Option<npz::NpyHeader>>,
+    /// Files encoded and not written yet, their bytes back to back.
+    pending: Vec<u8>,
+    /// Per pending file: its storage directory, element index and end
+    /// offset in `pending`.
+    pending_files: Vec<(usize, u64, usize)>,
+    /// A flattened element being built.
+    scratch: Vec<u8>,
 }
+
+/// Encoded elements wait in memory until their episode ends, or until this
+/// many bytes wait, and are then written in one pass (nothing else reads
+/// them before the episode's commit).
+pub const PENDING_BYTES: usize = 4 << 20;
 
 impl BufferDir {
     /// Creates the buffer at `path` (`keys`: the `DictStorage` keys of the
@@ -71,8 +91,13 @@ impl BufferDir {
                 .map(|k| storage.join(k.replace('/', ".")))
                 .collect()
         };
+        let headers = leaf_dirs.iter().map(|_| None).collect();
         let mut buffer = BufferDir {
             path: path.to_path_buf(),
+            headers,
+            pending: Vec::new(),
+            pending_files: Vec::new(),
+            scratch: Vec::new(),
             leaf_dirs,
             flat,
             space_json,
@@ -164,32 +189,64 @@ impl BufferDir {
         Ok(())
     }
 
-    /// Writes one element (the leaves' arrays, in [`BufferDir::open`]'s key
-    /// order), opening a segment if none is open.
+    /// Encodes one element (the leaves' arrays, in [`BufferDir::open`]'s
+    /// key order), opening a segment if none is open; its files are written
+    /// with the episode's others (see [`PENDING_BYTES`]).
     pub(crate) fn append(&mut self, leaves: &[NdArray]) -> io::Result<()> {
         if self.open.is_none() {
             self.open = Some(self.next);
         }
-        if let Some(big) = leaves.iter().find(|a| !npz::fits(a.as_bytes().len())) {
+        let total: usize = leaves.iter().map(|a| a.as_bytes().len()).sum();
+        if !npz::fits(if self.flat { total * 8 } else { total }) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!(
-                    "an element of {} bytes is beyond a plain ZIP archive",
-                    big.as_bytes().len()
-                ),
+                format!("an element of {total} bytes is beyond a plain ZIP archive"),
             ));
         }
-        let name = format!("{}.npz", self.next);
         if self.flat {
-            let flat = flatten(leaves)?;
-            std::fs::write(self.leaf_dirs[0].join(&name), npz::npz_bytes(&flat))?;
+            // As `sfu.flatten_data` flattens the transition dict: each leaf
+            // in C order, in key order, as one float64 vector (the layout
+            // checked that every leaf converts to float64 exactly).
+            self.scratch.clear();
+            for leaf in leaves {
+                let f = super::transition::cast(leaf, DType::F64)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                self.scratch.extend_from_slice(f.as_bytes());
+            }
+            let n = self.scratch.len() / 8;
+            let header = npz::header(&mut self.headers[0], DType::F64, &[n]);
+            npz::push_npz(&mut self.pending, header, &self.scratch);
+            self.pending_files.push((0, self.next, self.pending.len()));
         } else {
-            for (dir, array) in self.leaf_dirs.iter().zip(leaves) {
-                std::fs::write(dir.join(&name), npz::npz_bytes(array))?;
+            for (d, array) in leaves.iter().enumerate() {
+                let header = npz::header(&mut self.headers[d], array.dtype(), array.shape());
+                npz::push_npz(&mut self.pending, header, array.as_bytes());
+                self.pending_files.push((d, self.next, self.pending.len()));
             }
         }
         self.next += 1;
+        if self.pending.len() >= PENDING_BYTES {
+            self.write_pending()?;
+        }
         Ok(())
+    }
+
+    /// Writes the files encoded so far (forgotten on failure: the caller
+    /// aborts the segment).
+    fn write_pending(&mut self) -> io::Result<()> {
+        let mut start = 0;
+        let mut outcome = Ok(());
+        for &(d, index, end) in &self.pending_files {
+            let path = self.leaf_dirs[d].join(format!("{index}.npz"));
+            if let Err(e) = std::fs::write(path, &self.pending[start..end]) {
+                outcome = Err(e);
+                break;
+            }
+            start = end;
+        }
+        self.pending.clear();
+        self.pending_files.clear();
+        outcome
     }
 
     /// Whether a segment is open.
@@ -202,6 +259,10 @@ impl BufferDir {
         let Some(start) = self.open.take() else {
             return Ok(());
         };
+        if let Err(e) = self.write_pending() {
+            self.next = self.count;
+            return Err(e);
+        }
         self.segments.push((start, self.next - 1));
         self.count = self.next;
         self.commit()
@@ -210,6 +271,8 @@ impl BufferDir {
     /// Forgets the open segment (elements already written are overwritten
     /// later).
     pub(crate) fn abort_segment(&mut self) {
+        self.pending.clear();
+        self.pending_files.clear();
         self.open = None;
         self.next = self.count;
     }
@@ -251,19 +314,6 @@ impl BufferDir {
     }
 }
 
-/// The leaves as `sfu.flatten_data` flattens the transition dict: each
-/// leaf in C order, in key order, as one float64 vector (the caller checked
-/// that every leaf converts to float64 exactly).
-fn flatten(leaves: &[NdArray]) -> io::Result<NdArray> {
-    let bad = |e: String| io::Error::new(io::ErrorKind::InvalidData, e);
-    let mut out = Vec::with_capacity(leaves.iter().map(NdArray::len).sum());
-    for leaf in leaves {
-        let f = super::transition::cast(leaf, crate::codec::DType::F64).map_err(bad)?;
-        out.extend(f.to_vec::<f64>().map_err(|e| bad(e.to_string()))?);
-    }
-    Ok(NdArray::from_vec(out))
-}
-
 /// Writes `bytes` to a temporary file beside `path`, then renames it over
 /// `path`: readers see the old file or the new one, never a part.
 fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -289,7 +339,9 @@ mod tests {
         b.end_segment().unwrap();
         b.append(&[a.clone(), a.clone()]).unwrap();
         assert_eq!(b.count(), 2);
-        assert!(dir.path().join("storage/next_obs.x/2.npz").exists());
+        // The open episode's elements wait in memory until it ends.
+        assert!(dir.path().join("storage/next_obs.x/1.npz").exists());
+        assert!(!dir.path().join("storage/next_obs.x/2.npz").exists());
         drop(b);
         let mut r = BufferDir::open(dir.path(), &keys, space.clone(), false).unwrap();
         assert_eq!((r.count(), r.segments()), (2, &[(0, 1)][..]));

@@ -39,9 +39,15 @@
 mod buffer;
 mod json;
 mod npz;
+mod slot;
 mod transition;
+mod vector;
 
 pub use buffer::RESERVED_LENGTH;
+pub use slot::RecordStats;
+pub use vector::{RowKind, VectorRecord};
+
+use slot::{end_episode, Slot};
 
 use crate::codec::Value;
 use crate::host::Space;
@@ -49,7 +55,7 @@ use buffer::BufferDir;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Arc;
 use transition::{Layout, Transition};
@@ -89,19 +95,8 @@ pub(crate) enum Event {
     Close { id: Arc<str> },
     /// Answered once everything queued before it is written.
     Flush(mpsc::Sender<()>),
-}
-
-/// Counters of a recorder.
-#[derive(Debug, Default)]
-pub struct RecordStats {
-    /// Transitions written (one per sub-env step).
-    pub transitions: AtomicU64,
-    /// Episodes committed.
-    pub episodes: AtomicU64,
-    /// Times a domain thread waited for room in the queue.
-    pub queue_waits: AtomicU64,
-    /// Events that could not be recorded (logged).
-    pub errors: AtomicU64,
+    /// The learner side's recording ([`VectorRecorder`]).
+    Vector(Box<vector::VectorEvent>),
 }
 
 /// The writer thread and the queue to it.
@@ -120,6 +115,7 @@ impl Recorder {
         let mut writer = Writer {
             dir: dir.to_path_buf(),
             envs: HashMap::new(),
+            vector: None,
             stats: stats.clone(),
         };
         let thread = std::thread::Builder::new()
@@ -152,6 +148,16 @@ impl Recorder {
         }
     }
 
+    /// Queues an event if there is room; gives it back when the queue is
+    /// full (dropped when the writer is gone).
+    pub(crate) fn try_send(&self, event: Event) -> Option<Event> {
+        let tx = self.tx.lock().clone()?;
+        match tx.try_send(event) {
+            Err(mpsc::TrySendError::Full(event)) => Some(event),
+            _ => None,
+        }
+    }
+
     /// Waits until every event queued before is written.
     pub(crate) fn flush(&self) {
         let (done, wait) = mpsc::channel();
@@ -174,10 +180,75 @@ impl Drop for Recorder {
     }
 }
 
+/// A learner-side recorder (`RemoteVectorEnv(..., record_dir=DIR)`): one
+/// buffer per sub-env, `DIR/<index>/`, a writer thread and the queue to it
+/// (see [`VectorRecord`]).
+pub struct VectorRecorder {
+    recorder: Recorder,
+}
+
+impl VectorRecorder {
+    /// Creates (or continues, for the same transition space) one buffer per
+    /// sub-env under `dir` and starts the writer thread. `observation` and
+    /// `action` are one sub-env's spaces.
+    pub fn start(
+        dir: &Path,
+        observation: Space,
+        action: Space,
+        num_envs: usize,
+    ) -> Result<VectorRecorder, String> {
+        let recording = vector::VectorRecording::open(dir, observation, action, num_envs)?;
+        let recorder = Recorder::start(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        recorder.send(Event::Vector(Box::new(vector::VectorEvent::Open(
+            Box::new(recording),
+        ))));
+        Ok(VectorRecorder { recorder })
+    }
+
+    /// Queues one call's results; waits while the queue ([`QUEUE_EVENTS`]
+    /// calls) is full.
+    pub fn record(&self, record: VectorRecord) {
+        self.recorder
+            .send(Event::Vector(Box::new(vector::VectorEvent::Record(record))));
+    }
+
+    /// Queues one call's results if the queue has room; gives them back
+    /// otherwise (for [`VectorRecorder::record`] to wait with, for
+    /// example, a lock released).
+    pub fn try_record(&self, record: VectorRecord) -> Option<VectorRecord> {
+        let event = Event::Vector(Box::new(vector::VectorEvent::Record(record)));
+        match self.recorder.try_send(event)? {
+            Event::Vector(event) => match *event {
+                vector::VectorEvent::Record(record) => Some(record),
+                vector::VectorEvent::Open(_) => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Waits until everything queued before is written.
+    pub fn flush(&self) {
+        self.recorder.flush();
+    }
+
+    /// Commits every open episode and stops the writer thread (idempotent).
+    pub fn close(&self) {
+        self.recorder.stop();
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> Arc<RecordStats> {
+        self.recorder.stats.clone()
+    }
+}
+
 /// The writer thread's state.
 struct Writer {
     dir: PathBuf,
     envs: HashMap<Arc<str>, EnvRecording>,
+    /// The learner side's recording, when this writer is a
+    /// [`VectorRecorder`]'s.
+    vector: Option<vector::VectorRecording>,
     stats: Arc<RecordStats>,
 }
 
@@ -191,14 +262,6 @@ struct EnvRecording {
     failed: bool,
 }
 
-/// One sub-env (or the env): its buffer and the observation and context
-/// the next transition starts from.
-struct Slot {
-    buffer: BufferDir,
-    obs: Option<Value>,
-    context: Option<Value>,
-}
-
 impl Writer {
     fn run(&mut self, rx: mpsc::Receiver<Event>) {
         for event in rx {
@@ -207,6 +270,9 @@ impl Writer {
         for (id, env) in &mut self.envs {
             close(id, env, &self.stats);
         }
+        if let Some(v) = &mut self.vector {
+            v.close(&self.stats);
+        }
     }
 
     fn handle(&mut self, event: Event) {
@@ -214,6 +280,14 @@ impl Writer {
             Event::Flush(done) => {
                 let _ = done.send(());
             }
+            Event::Vector(event) => match *event {
+                vector::VectorEvent::Open(v) => self.vector = Some(*v),
+                vector::VectorEvent::Record(r) => {
+                    if let Some(v) = &mut self.vector {
+                        v.record(&r, &self.stats);
+                    }
+                }
+            },
             Event::Open { id, spaces } => {
                 if let Some(env) = self.envs.get_mut(&id) {
                     // Revived after eviction: continue in the same buffers.
@@ -440,14 +514,6 @@ impl EnvRecording {
         }
         Ok(())
     }
-}
-
-fn end_episode(slot: &mut Slot, stats: &RecordStats) -> Result<(), String> {
-    if slot.buffer.is_open() {
-        slot.buffer.end_segment().map_err(|e| e.to_string())?;
-        stats.episodes.fetch_add(1, Ordering::Relaxed);
-    }
-    Ok(())
 }
 
 fn truthy(v: &Value) -> bool {

@@ -154,7 +154,15 @@ async fn run_session(
         // its frame header.
         reader.set_max_message(session.max_message_size.load(Ordering::Relaxed));
     };
-    if matches!(reason, CloseReason::OverBudget(_)) {
+    // Over a byte budget: refused here, or by the reader as the frame came in.
+    if matches!(
+        reason,
+        CloseReason::OverBudget(_)
+            | CloseReason::Transport(
+                crate::transport::TransportError::ConnectionBudget { .. }
+                    | crate::transport::TransportError::ServerBudget { .. }
+            )
+    ) {
         server
             .core
             .metrics

@@ -16,4 +16,5 @@ mod observer;
 mod protocol;
 mod revival;
 mod vector;
+mod vector_async;
 mod vector_reconnect;

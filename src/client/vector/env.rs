@@ -1,18 +1,19 @@
 //! [`VectorEnv`]: sub-environments stepped concurrently, with autoreset.
 
+mod arrivals;
 mod reconnect;
 mod recv;
 mod resource;
 
 pub use super::mode::AutoresetMode;
+use arrivals::{carry, Arrivals, Job, Outcome};
 pub(crate) use resource::unbatched;
-use resource::{reset_resource, step_resource, EnvReset, EnvStep, Resource};
+use resource::{reset_resource, EnvReset, Resource};
 
 use crate::client::{Client, ClientConfig, ClientError, CloseReason, EnvProxy};
 use crate::codec::stack::{stack_filled, unstack};
 use crate::codec::{Dict, NdArray, Value};
 use crate::host::{ResetArgs, Space};
-use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::runtime::Handle;
 use tokio::task::{JoinHandle, JoinSet};
@@ -174,16 +175,6 @@ impl VectorStep {
 /// A resource's reset request on its way.
 type ResetTask = JoinHandle<Result<Vec<EnvReset>, ClientError>>;
 
-/// What a resource's step request came to.
-enum Outcome {
-    /// One result per sub-env.
-    Stepped(Vec<EnvStep>),
-    /// The request failed: every sub-env of the resource failed with it.
-    Failed(ClientError),
-    /// Not sent: a sub-env of the resource failed earlier and was not reset.
-    NotSent,
-}
-
 /// N remote envs stepped together (see the [module docs](super)).
 pub struct VectorEnv {
     resources: Vec<Resource>,
@@ -199,16 +190,15 @@ pub struct VectorEnv {
     failed: Vec<Option<ClientError>>,
     /// Each env's latest observation (for masked resets).
     last: Vec<Option<Value>>,
-    /// Step requests on their way, one task per resource; the task returns
-    /// its resource's index.
-    in_flight: JoinSet<(usize, Result<Vec<EnvStep>, ClientError>)>,
-    /// The resource of each in-flight task.
-    task_resource: HashMap<tokio::task::Id, usize>,
-    /// Whether each resource has a step in flight (or an outcome waiting in
-    /// `ready`).
+    /// The tasks carrying step requests, one per `send` (or `step_async`).
+    in_flight: JoinSet<()>,
+    /// Where their outcomes arrive (and those known without a request).
+    arrivals: Arc<Arrivals>,
+    /// Whether each resource has a step in flight (or an outcome not yet
+    /// taken from `arrivals`).
     busy: Vec<bool>,
-    /// Outcomes known without a request (resources not sent to).
-    ready: Vec<(usize, Outcome)>,
+    /// Sub-envs of the busy resources.
+    busy_width: usize,
 }
 
 impl std::fmt::Debug for VectorEnv {
@@ -381,8 +371,8 @@ impl VectorEnv {
             failed: vec![None; n],
             last: vec![None; n],
             in_flight: JoinSet::new(),
-            task_resource: HashMap::new(),
-            ready: Vec::new(),
+            arrivals: Arrivals::new(),
+            busy_width: 0,
         })
     }
 
@@ -586,53 +576,51 @@ impl VectorEnv {
         self.step_async(split)
     }
 
-    /// Starts the step of resource `k` with its sub-envs' actions.
-    fn launch(&mut self, k: usize, actions: Vec<Value>) {
-        self.busy[k] = true;
-        let r = &self.resources[k];
-        if r.range().any(|i| self.failed[i].is_some()) {
-            self.ready.push((k, Outcome::NotSent));
-            return;
-        }
+    /// Starts the steps of resources `chosen` (each with its sub-envs'
+    /// actions): one task carries all of their requests, so they leave in
+    /// one write per connection. A resource with a failed sub-env is not
+    /// sent to (its outcome is known at once).
+    fn launch(&mut self, chosen: Vec<(usize, Vec<Value>)>) {
+        // Reap the tasks of earlier sends (their outcomes are delivered).
+        while self.in_flight.try_join_next().is_some() {}
         let next_step = self.mode == AutoresetMode::NextStep;
-        let ended: Vec<bool> = self.needs_autoreset[r.range()]
-            .iter()
-            .map(|&e| e && next_step)
-            .collect();
-        let (r, mode) = (r.clone(), self.mode);
-        let task = self.in_flight.spawn_on(
-            async move { (k, step_resource(r, actions, ended, mode).await) },
-            &self.handle,
-        );
-        self.task_resource.insert(task.id(), k);
+        let mut jobs = Vec::with_capacity(chosen.len());
+        for (k, actions) in chosen {
+            self.busy[k] = true;
+            let r = &self.resources[k];
+            self.busy_width += r.width();
+            if r.range().any(|i| self.failed[i].is_some()) {
+                self.arrivals.deliver(k, r.width(), Outcome::NotSent);
+                continue;
+            }
+            let ended: Vec<bool> = self.needs_autoreset[r.range()]
+                .iter()
+                .map(|&e| e && next_step)
+                .collect();
+            jobs.push(Job {
+                k,
+                resource: r.clone(),
+                actions,
+                ended,
+            });
+        }
+        if !jobs.is_empty() {
+            let arrivals = self.arrivals.clone();
+            self.in_flight
+                .spawn_on(carry(arrivals, jobs, self.mode), &self.handle);
+        }
     }
 
-    /// Waits for the next resource's outcome.
-    async fn next_outcome(&mut self) -> Option<(usize, Outcome)> {
-        if let Some(o) = self.ready.pop() {
-            return Some(o);
+    /// Waits for the outcomes of at least `min` sub-envs (all of those in
+    /// flight when fewer are) and takes them, whole resources in arrival
+    /// order.
+    async fn outcomes(&mut self, min: usize) -> Vec<(usize, Outcome)> {
+        let min = min.clamp(1, self.busy_width.max(1));
+        let taken = self.arrivals.take(min).await;
+        for (k, _) in &taken {
+            self.busy_width -= self.resources[*k].width();
         }
-        let joined = self.in_flight.join_next_with_id().await?;
-        Some(match joined {
-            Ok((id, (k, result))) => {
-                self.task_resource.remove(&id);
-                (
-                    k,
-                    match result {
-                        Ok(steps) => Outcome::Stepped(steps),
-                        Err(e) => Outcome::Failed(e),
-                    },
-                )
-            }
-            Err(e) => {
-                let k = self.task_resource.remove(&e.id()).unwrap_or(0);
-                let error =
-                    ClientError::Uncertain(Box::new(ClientError::Closed(CloseReason::TaskEnded {
-                        detail: e.to_string(),
-                    })));
-                (k, Outcome::Failed(error))
-            }
-        })
+        taken
     }
 
     /// The results of `outcomes` (resources in the order given), the
@@ -714,10 +702,7 @@ impl VectorEnv {
                 "no step is pending: call step_async first".into(),
             ));
         }
-        let mut outcomes = Vec::with_capacity(self.resources.len());
-        while let Some(o) = self.next_outcome().await {
-            outcomes.push(o);
-        }
+        let mut outcomes = self.outcomes(self.busy_width).await;
         outcomes.sort_by_key(|(k, _)| *k);
         Ok(self.gather(outcomes))
     }
@@ -734,9 +719,9 @@ impl VectorEnv {
     pub async fn close(&mut self) {
         self.in_flight.abort_all();
         while self.in_flight.join_next().await.is_some() {}
-        self.task_resource.clear();
-        self.ready.clear();
+        self.arrivals.clear();
         self.busy.iter_mut().for_each(|b| *b = false);
+        self.busy_width = 0;
         for c in self.clients.drain(..) {
             c.close().await;
         }

@@ -16,9 +16,10 @@
 //!   sub-environments, stepped by one request per step; batched and
 //!   unbatched resources mix, as long as one element of each has the same
 //!   spaces ([`VectorEnv::single_observation_space`]). Autoreset reaches a
-//!   batched resource through reset masks (one extra request, after the
-//!   step's reply, on a step where some of its sub-envs must be reset; see
-//!   the `NextStep` note below). A failed request fails all of its
+//!   batched resource through reset masks (one extra request on a step
+//!   where some of its sub-envs must be reset: in `NextStep` mode pipelined
+//!   right behind the step, in `SameStep` mode after the step's reply, which
+//!   says who ended; see the `NextStep` note below). A failed request fails all of its
 //!   sub-environments: the resource is faulted as a whole.
 //! - **Asynchronous stepping, EnvPool's way.** [`VectorEnv::send`] steps
 //!   some sub-environments (whole resources) and [`VectorEnv::recv`]

@@ -12,7 +12,7 @@
 //! }
 //! ```
 
-use super::{Outcome, VectorEnv, VectorError, VectorStep};
+use super::{VectorEnv, VectorError, VectorStep};
 use crate::codec::Value;
 
 impl VectorEnv {
@@ -65,13 +65,17 @@ impl VectorEnv {
             chosen.push(k);
         }
         let mut actions: Vec<Option<Value>> = actions.into_iter().map(Some).collect();
-        for k in chosen {
-            let range = self.resources[k].range();
-            let own: Vec<Value> = range
-                .filter_map(|i| slot[i].and_then(|s| actions[s].take()))
-                .collect();
-            self.launch(k, own);
-        }
+        let chosen = chosen
+            .into_iter()
+            .map(|k| {
+                let own: Vec<Value> = self.resources[k]
+                    .range()
+                    .filter_map(|i| slot[i].and_then(|s| actions[s].take()))
+                    .collect();
+                (k, own)
+            })
+            .collect();
+        self.launch(chosen);
         Ok(())
     }
 
@@ -93,15 +97,7 @@ impl VectorEnv {
                 "nothing is in flight: send first".into(),
             ));
         }
-        let mut outcomes: Vec<(usize, Outcome)> = Vec::new();
-        let mut count = 0;
-        while count < min.max(1) {
-            let Some((k, outcome)) = self.next_outcome().await else {
-                break;
-            };
-            count += self.resources[k].width();
-            outcomes.push((k, outcome));
-        }
+        let outcomes = self.outcomes(min).await;
         Ok(self.gather(outcomes))
     }
 }

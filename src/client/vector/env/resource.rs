@@ -5,8 +5,12 @@
 //! A batched resource gets one request per step whatever its sub-envs
 //! need: the step of all B, and, when some of them must be reset (their
 //! episode ended, in `NextStep` or `SameStep` mode), one `reset` with a
-//! mask of those, sent after the step's reply. In `NextStep` mode that
-//! means the finished sub-envs are stepped once more (their action is
+//! mask of those. In `NextStep` mode the finished sub-envs are known before
+//! the step, and the reset goes out right behind the step request
+//! (pipelined on the connection; the server runs a resource's calls in
+//! order), so the step costs one round trip; in `SameStep` mode the reset
+//! follows the step's reply, which says who ended. In `NextStep` mode the
+//! finished sub-envs are stepped once more (their action is
 //! ignored, their result discarded) before they are reset: a batched env
 //! steps all of its sub-envs or none. Their reported result is the reset's,
 //! as Gymnasium's `NEXT_STEP` reports it.
@@ -16,7 +20,7 @@ use crate::client::{ClientError, EnvProxy, ProtocolViolation};
 use crate::codec::stack::{stack, unstack};
 use crate::codec::{DType, Dict, NdArray, ScalarKind, Value};
 use crate::host::space::{BinarySpace, BoxSpace, DictSpace, DynamicBoxSpace};
-use crate::host::{ResetArgs, Space};
+use crate::host::{ResetArgs, ResetResult, Space};
 
 /// A resource: its proxy, how many sub-envs it holds, and the index of
 /// its first one.
@@ -217,6 +221,12 @@ pub(super) async fn reset_resource(
         }]);
     };
     let res = r.proxy.reset(batched_reset_args(&args, mask)).await?;
+    reset_rows(res, b, mask)
+}
+
+/// A batched resource's masked reset result as one outcome per masked
+/// sub-env, in order.
+fn reset_rows(res: ResetResult, b: usize, mask: &[bool]) -> Result<Vec<EnvReset>, ClientError> {
     let k = mask.iter().filter(|&&m| m).count();
     let observations = unstack(&res.observation, k).map_err(|e| malformed("reset", e))?;
     let contexts = if res.context.is_null() {
@@ -253,7 +263,19 @@ pub(super) async fn step_resource(
         ]);
     };
     let refs: Vec<&Value> = actions.iter().collect();
-    let s = r.proxy.step(stack(&refs)).await?;
+    let step = r.proxy.step(stack(&refs));
+    // NextStep: the reset of the sub-envs whose episode ended goes out
+    // right behind the step (pipelined on the connection: the server runs
+    // them in order), not after its reply.
+    let (s, early_reset) = if mode == AutoresetMode::NextStep && ended.iter().any(|&e| e) {
+        let reset = r
+            .proxy
+            .reset(batched_reset_args(&vec![ResetArgs::default(); b], &ended));
+        let (s, res) = tokio::join!(step, reset);
+        (s?, Some(res?))
+    } else {
+        (step.await?, None)
+    };
     let observations = unstack(&s.observation, b).map_err(|e| malformed("observation", e))?;
     let rewards = entries(&s.reward, b, "reward")?;
     let terminated = entries(&s.terminated, b, "terminated")?;
@@ -281,7 +303,10 @@ pub(super) async fn step_resource(
     if !reset_mask.iter().any(|&m| m) {
         return Ok(out);
     }
-    let resets = reset_resource(&r, vec![ResetArgs::default(); b], &reset_mask).await?;
+    let resets = match early_reset {
+        Some(res) => reset_rows(res, b, &reset_mask)?,
+        None => reset_resource(&r, vec![ResetArgs::default(); b], &reset_mask).await?,
+    };
     for (i, res) in (0..b).filter(|&i| reset_mask[i]).zip(resets) {
         let e = &mut out[i];
         if mode == AutoresetMode::NextStep {

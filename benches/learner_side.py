@@ -1,0 +1,145 @@
+"""The learner's side of issue 25's throughput: CPU per env step of the
+process that drives ``RemoteVectorEnv`` (not the servers'), and the
+stragglers' asynchronous ``recv`` against lockstep ``step``.
+
+    .venv-ref/bin/python benches/learner_side.py [--seconds 2] [--rounds 3] [--only NAME,...]
+    .venv-ref/bin/python benches/learner_side.py --profile NAME   # cProfile of one configuration
+
+Servers are ``benches/throughput.py --serve`` processes (2 of them, our
+Python ``RemoteServer``), the same resources as that script. Per
+configuration and round: env steps per second, the learner process's CPU
+(user + system, ``time.process_time``) per env step, the servers' CPU per env
+step, and per vector call the learner's wall time outside ``step``/``recv``.
+Configurations run round-robin (interleaved), the median of the rounds shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from throughput import N, STRAGGLERS, ServerProcess  # noqa: E402
+
+
+def lockstep(envs: Any, seconds: float) -> int:
+    actions = np.random.default_rng(0).uniform(-1, 1, size=(64,) + envs.action_space.shape).astype(np.float32)
+    envs.reset(seed=0)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        envs.step(actions[steps % 64])
+        steps += 1
+    return steps * envs.num_envs
+
+
+def send_recv(envs: Any, seconds: float) -> int:
+    single = envs.single_action_space.shape
+    envs.reset(seed=0)
+    envs.send(np.zeros((envs.num_envs,) + single, np.float32))
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        obs, *_, infos = envs.recv()
+        ids = infos["env_id"]
+        count += len(ids)
+        envs.send(np.zeros((len(ids),) + single, np.float32), ids)
+    while envs._native.step_pending():
+        envs.recv()
+    return count
+
+
+class Config:
+    def __init__(self, make: Callable[[], Any], run: Callable[[Any, float], int], servers: List[ServerProcess]) -> None:
+        self.make, self.run_fn, self.servers = make, run, servers
+        self.obj: Any = None
+        self.rates: List[float] = []
+        self.learner_us: List[float] = []
+        self.server_us: List[float] = []
+
+    def run(self, seconds: float) -> None:
+        if self.obj is None:
+            self.obj = self.make()
+            self.run_fn(self.obj, 0.3)
+        before = sum(s.cpu_seconds() for s in self.servers)
+        start, cpu = time.perf_counter(), time.process_time()
+        steps = self.run_fn(self.obj, seconds)
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+        used = sum(s.cpu_seconds() for s in self.servers) - before
+        self.rates.append(steps / elapsed)
+        self.learner_us.append(1e6 * cpu / steps)
+        self.server_us.append(1e6 * used / steps)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--profile", default="")
+    args = parser.parse_args()
+
+    from unienv_remote import RemoteVectorEnv
+
+    load_before = os.getloadavg()
+    servers = [ServerProcess(0), ServerProcess(1)]
+    urls = [s.url for s in servers]
+    single = [(urls[j % 2], f"pendulum{j // 2}") for j in range(N)]
+    batched = [(u, "pendulum_batch") for u in urls]
+    stragglers = [(urls[j % 2], f"straggler{j // 2}") for j in range(STRAGGLERS)]
+    stragglers_recv = [(urls[j % 2], f"straggler{STRAGGLERS // 2 + j // 2}") for j in range(STRAGGLERS)]
+    configs: Dict[str, Config] = {
+        "pendulum-batched": Config(lambda: RemoteVectorEnv(batched), lockstep, servers),
+        "pendulum-single": Config(lambda: RemoteVectorEnv(single), lockstep, servers),
+        "stragglers-step": Config(lambda: RemoteVectorEnv(stragglers), lockstep, servers),
+        "stragglers-recv": Config(lambda: RemoteVectorEnv(stragglers_recv, batch_size=16), send_recv, servers),
+    }
+    if args.only:
+        configs = {k: v for k, v in configs.items() if k in args.only.split(",")}
+    try:
+        if args.profile:
+            c = configs[args.profile]
+            c.obj = c.make()
+            c.run_fn(c.obj, 0.3)
+            profile = cProfile.Profile()
+            profile.enable()
+            steps = c.run_fn(c.obj, args.seconds)
+            profile.disable()
+            print(f"{steps} env steps")
+            pstats.Stats(profile).sort_stats("tottime").print_stats(18)
+            return
+        for r in range(args.rounds):
+            for name, c in configs.items():
+                c.run(args.seconds)
+                print(f"round {r}: {name}: {c.rates[-1]:,.0f} env-steps/s, learner {c.learner_us[-1]:.1f} µs, "
+                      f"servers {c.server_us[-1]:.1f} µs per env step", file=sys.stderr, flush=True)
+    finally:
+        for c in configs.values():
+            if c.obj is not None:
+                c.obj.close()
+        for s in servers:
+            s.stop()
+    load_after = os.getloadavg()
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in load_before)}; after: "
+          f"{' '.join(f'{x:.2f}' for x in load_after)}; {os.cpu_count()} cores; median of {args.rounds} "
+          f"interleaved rounds of {args.seconds} s")
+    print()
+    print("| configuration | env-steps/s | learner CPU µs/env-step | servers CPU µs/env-step |")
+    print("|---|---:|---:|---:|")
+    for name, c in configs.items():
+        print(f"| {name} | {statistics.median(c.rates):,.0f} ({max(c.rates):,.0f}) | "
+              f"{statistics.median(c.learner_us):.1f} | {statistics.median(c.server_us):.1f} |")
+    if "stragglers-step" in configs and "stragglers-recv" in configs:
+        a, b = configs["stragglers-step"], configs["stragglers-recv"]
+        print(f"\nstragglers recv/step: {statistics.median(b.rates) / statistics.median(a.rates):.2f}x")
+
+
+if __name__ == "__main__":
+    main()

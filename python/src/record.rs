@@ -1,0 +1,224 @@
+//! `_native.Recorder`: the learner side's recording of a vector env
+//! (`RemoteVectorEnv(..., record_dir=DIR)`), one `unienv_data`
+//! `ReplayBuffer` per sub-env, written by the Rust recorder's thread
+//! (`unienv_remote::record::VectorRecorder`).
+//!
+//! The Python hook hands over each call's native results as they are; here
+//! they become one queued record (the arrays copied once, with the GIL
+//! held, since the learner may write them afterwards); everything else
+//! (rows, conversions, files) happens on the writer thread.
+
+use crate::convert::{self, ArrayMode};
+use numpy::PyReadonlyArray1;
+use parking_lot::Mutex;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use unienv_remote::codec::Value;
+use unienv_remote::host::Space;
+use unienv_remote::record::{RowKind, VectorRecord, VectorRecorder};
+
+/// A vector env's recording (`_native.Recorder(dir, observation_space,
+/// action_space, num_envs)`, the spaces as `space_document` gives them).
+#[pyclass(module = "unienv_remote._native", name = "Recorder", frozen)]
+pub struct PyRecorder {
+    recorder: VectorRecorder,
+    num_envs: usize,
+    /// Each sub-env's step in flight: the stacked actions sent and its row.
+    pending: Mutex<Vec<Option<(Value, usize)>>>,
+}
+
+fn space(doc: &Bound<'_, PyAny>, name: &str) -> PyResult<Space> {
+    let value = convert::from_py(doc, ArrayMode::Copy)?;
+    Space::from_value(&value).map_err(|e| PyValueError::new_err(format!("{name}: {e}")))
+}
+
+fn vec1<T: numpy::Element + Copy>(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Vec<T>> {
+    let a: PyReadonlyArray1<'_, T> = obj
+        .extract()
+        .map_err(|_| PyValueError::new_err(format!("{name} is not a 1-D array of its dtype")))?;
+    Ok(a.as_array().iter().copied().collect())
+}
+
+/// The env indices of a native call's `errors` list (`(index, kind, exc)`).
+fn failed(errors: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    let mut out = Vec::new();
+    for item in errors.cast::<PyList>()?.iter() {
+        out.push(item.get_item(0)?.extract::<usize>()?);
+    }
+    Ok(out)
+}
+
+impl PyRecorder {
+    /// Queues a record; only when the queue is full (the disk is behind)
+    /// does it wait, and then without the GIL.
+    fn queue(&self, py: Python<'_>, record: VectorRecord) {
+        if let Some(record) = self.recorder.try_record(record) {
+            py.detach(move || self.recorder.record(record));
+        }
+    }
+}
+
+#[pymethods]
+impl PyRecorder {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        dir: PathBuf,
+        observation_space: &Bound<'_, PyAny>,
+        action_space: &Bound<'_, PyAny>,
+        num_envs: usize,
+    ) -> PyResult<Self> {
+        let observation = space(observation_space, "observation_space")?;
+        let action = space(action_space, "action_space")?;
+        let recorder = py
+            .detach(move || VectorRecorder::start(&dir, observation, action, num_envs))
+            .map_err(PyRuntimeError::new_err)?;
+        Ok(PyRecorder {
+            recorder,
+            num_envs,
+            pending: Mutex::new(vec![None; num_envs]),
+        })
+    }
+
+    /// A `reset`'s results: `observation` (stacked, every env), `used`
+    /// (the envs that were reset) and the `errors` list.
+    fn reset(
+        &self,
+        py: Python<'_>,
+        observation: &Bound<'_, PyAny>,
+        used: &Bound<'_, PyAny>,
+        errors: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let used: Vec<bool> = match vec1::<bool>(used, "used") {
+            Ok(v) => v,
+            Err(_) => used.extract()?,
+        };
+        let failed = failed(errors)?;
+        let kind = (0..self.num_envs)
+            .map(|i| {
+                if failed.contains(&i) {
+                    RowKind::Failed
+                } else if used.get(i).copied().unwrap_or(false) {
+                    RowKind::Reset
+                } else {
+                    RowKind::Skip
+                }
+            })
+            .collect();
+        let n = self.num_envs;
+        let record = VectorRecord {
+            env_id: (0..n).collect(),
+            observation: convert::from_py(observation, ArrayMode::Copy)?,
+            reward: vec![0.0; n],
+            terminated: vec![false; n],
+            truncated: vec![false; n],
+            kind,
+        };
+        self.queue(py, record);
+        Ok(())
+    }
+
+    /// The actions sent to the sub-envs `env_id` (all when `None`), stacked
+    /// in that order.
+    #[pyo3(signature = (actions, env_id = None))]
+    fn sent(&self, actions: &Bound<'_, PyAny>, env_id: Option<Vec<usize>>) -> PyResult<()> {
+        let actions = convert::from_py(actions, ArrayMode::Copy)?;
+        let ids = env_id.unwrap_or_else(|| (0..self.num_envs).collect());
+        let mut pending = self.pending.lock();
+        for (row, env) in ids.into_iter().enumerate() {
+            if let Some(p) = pending.get_mut(env) {
+                *p = Some((actions.clone(), row));
+            }
+        }
+        Ok(())
+    }
+
+    /// A step's (or `recv`'s) native results, the 9-tuple of
+    /// `VectorEnv.step_wait`.
+    fn stepped(&self, py: Python<'_>, native: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let observation = native.get_item(0)?;
+        let reward: Vec<f64> = vec1(&native.get_item(1)?, "rewards")?;
+        let terminated: Vec<bool> = vec1(&native.get_item(2)?, "terminations")?;
+        let truncated: Vec<bool> = vec1(&native.get_item(3)?, "truncations")?;
+        let autoreset: Vec<bool> = vec1(&native.get_item(5)?, "autoreset")?;
+        let mut finals: HashMap<usize, Value> = HashMap::new();
+        for item in native.get_item(6)?.cast::<PyList>()?.iter() {
+            let position: usize = item.get_item(0)?.extract()?;
+            finals.insert(
+                position,
+                convert::from_py(&item.get_item(1)?, ArrayMode::Copy)?,
+            );
+        }
+        let failed = failed(&native.get_item(7)?)?;
+        let ids: Vec<usize> = vec1::<i64>(&native.get_item(8)?, "env_id")?
+            .into_iter()
+            .map(|i| usize::try_from(i).unwrap_or(usize::MAX))
+            .collect();
+        let mut pending = self.pending.lock();
+        let mut kind = Vec::with_capacity(ids.len());
+        for (k, &env) in ids.iter().enumerate() {
+            let sent = pending.get_mut(env).and_then(Option::take);
+            kind.push(if failed.contains(&env) {
+                RowKind::Failed
+            } else if autoreset.get(k).copied().unwrap_or(false) {
+                RowKind::Reset
+            } else {
+                match (sent, finals.remove(&k)) {
+                    (None, _) => RowKind::Reset,
+                    (Some((actions, row)), None) => RowKind::Step { actions, row },
+                    (Some((actions, row)), Some(final_obs)) => RowKind::StepFinal {
+                        actions,
+                        row,
+                        final_obs,
+                    },
+                }
+            });
+        }
+        drop(pending);
+        let observation = if observation.is_none() {
+            Value::Null
+        } else {
+            convert::from_py(&observation, ArrayMode::Copy)?
+        };
+        let record = VectorRecord {
+            env_id: ids,
+            observation,
+            reward,
+            terminated,
+            truncated,
+            kind,
+        };
+        self.queue(py, record);
+        Ok(())
+    }
+
+    /// Waits until everything recorded before is written.
+    fn flush(&self, py: Python<'_>) {
+        py.detach(|| self.recorder.flush());
+    }
+
+    /// Commits every open episode and stops the writer (idempotent).
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| self.recorder.close());
+    }
+
+    /// The counters: `transitions`, `episodes`, `queue_waits`, `errors`.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.recorder.stats();
+        let d = PyDict::new(py);
+        d.set_item("transitions", s.transitions.load(Ordering::Relaxed))?;
+        d.set_item("episodes", s.episodes.load(Ordering::Relaxed))?;
+        d.set_item("queue_waits", s.queue_waits.load(Ordering::Relaxed))?;
+        d.set_item("errors", s.errors.load(Ordering::Relaxed))?;
+        Ok(d)
+    }
+}
+
+/// Registers `Recorder`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyRecorder>()
+}

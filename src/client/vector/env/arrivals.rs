@@ -1,0 +1,168 @@
+//! Step outcomes as they arrive: the tasks that carry a vector env's
+//! requests deliver here, [`VectorEnv::step_wait`](super::VectorEnv::step_wait)
+//! and [`VectorEnv::recv`](super::VectorEnv::recv) take from here.
+//!
+//! One task carries all the resources of one `send` (their requests are
+//! polled, hence queued on their connections, in one go, so the connection's
+//! writer sends them with one write), and the waiting caller is woken once,
+//! when enough sub-envs' results have arrived for it, not once per result.
+
+use super::resource::{step_resource, EnvStep, Resource};
+use crate::client::{ClientError, CloseReason};
+use crate::codec::Value;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+use crate::client::vector::AutoresetMode;
+
+/// What a resource's step request came to.
+pub(super) enum Outcome {
+    /// One result per sub-env.
+    Stepped(Vec<EnvStep>),
+    /// The request failed: every sub-env of the resource failed with it.
+    Failed(ClientError),
+    /// Not sent: a sub-env of the resource failed earlier and was not reset.
+    NotSent,
+}
+
+/// Outcomes delivered and not yet taken, in arrival order.
+#[derive(Default)]
+struct Queue {
+    outcomes: VecDeque<(usize, usize, Outcome)>,
+    /// Sub-envs in `outcomes` (resources count their width).
+    width: usize,
+    /// How many sub-envs the waiting caller needs (`usize::MAX`: nobody
+    /// waits).
+    wanted: usize,
+}
+
+/// The outcomes shared by the request tasks and the vector env.
+pub(super) struct Arrivals {
+    queue: Mutex<Queue>,
+    notify: Notify,
+}
+
+impl Arrivals {
+    pub(super) fn new() -> Arc<Arrivals> {
+        Arc::new(Arrivals {
+            queue: Mutex::new(Queue {
+                wanted: usize::MAX,
+                ..Queue::default()
+            }),
+            notify: Notify::new(),
+        })
+    }
+
+    /// Delivers resource `k`'s outcome (`width` sub-envs); wakes the caller
+    /// when it now has what it waits for.
+    pub(super) fn deliver(&self, k: usize, width: usize, outcome: Outcome) {
+        let wake = {
+            let mut q = self.queue.lock();
+            q.outcomes.push_back((k, width, outcome));
+            q.width += width;
+            q.width >= q.wanted
+        };
+        if wake {
+            self.notify.notify_one();
+        }
+    }
+
+    /// Waits until at least `min` sub-envs' outcomes are here (the caller
+    /// makes sure that many are on their way) and takes the first ones
+    /// that make `min`, whole resources, in arrival order.
+    pub(super) async fn take(&self, min: usize) -> Vec<(usize, Outcome)> {
+        loop {
+            {
+                let mut q = self.queue.lock();
+                if q.width >= min {
+                    q.wanted = usize::MAX;
+                    let mut out = Vec::new();
+                    let mut taken = 0;
+                    while taken < min {
+                        let Some((k, w, o)) = q.outcomes.pop_front() else {
+                            break;
+                        };
+                        taken += w;
+                        out.push((k, o));
+                    }
+                    q.width -= taken;
+                    return out;
+                }
+                q.wanted = min;
+            }
+            self.notify.notified().await;
+        }
+    }
+
+    /// Forgets every outcome (the vector env is closing).
+    pub(super) fn clear(&self) {
+        let mut q = self.queue.lock();
+        q.outcomes.clear();
+        q.width = 0;
+        q.wanted = usize::MAX;
+    }
+}
+
+/// One resource's step to carry: its index, the resource, its actions and
+/// which of its sub-envs to reset instead (`NextStep`).
+pub(super) struct Job {
+    pub(super) k: usize,
+    pub(super) resource: Resource,
+    pub(super) actions: Vec<Value>,
+    pub(super) ended: Vec<bool>,
+}
+
+/// Resources of a task whose outcome was not delivered: when the task ends
+/// without delivering (it panicked, or was aborted), each fails as a lost
+/// reply (uncertain: its request may have executed).
+struct Undelivered {
+    arrivals: Arc<Arrivals>,
+    left: Vec<(usize, usize)>,
+}
+
+impl Undelivered {
+    fn deliver(&mut self, k: usize, outcome: Outcome) {
+        if let Some(pos) = self.left.iter().position(|&(j, _)| j == k) {
+            let (_, width) = self.left.swap_remove(pos);
+            self.arrivals.deliver(k, width, outcome);
+        }
+    }
+}
+
+impl Drop for Undelivered {
+    fn drop(&mut self) {
+        for (k, width) in self.left.drain(..) {
+            let error =
+                ClientError::Uncertain(Box::new(ClientError::Closed(CloseReason::TaskEnded {
+                    detail: "the task carrying the request ended before its reply".into(),
+                })));
+            self.arrivals.deliver(k, width, Outcome::Failed(error));
+        }
+    }
+}
+
+/// The task that carries `jobs`' requests: all of them are started in its
+/// first poll, and each outcome is delivered as it arrives.
+pub(super) async fn carry(arrivals: Arc<Arrivals>, jobs: Vec<Job>, mode: AutoresetMode) {
+    let mut undelivered = Undelivered {
+        arrivals,
+        left: jobs.iter().map(|j| (j.k, j.resource.width())).collect(),
+    };
+    let mut requests: FuturesUnordered<_> = jobs
+        .into_iter()
+        .map(|j| async move {
+            let result = step_resource(j.resource, j.actions, j.ended, mode).await;
+            (j.k, result)
+        })
+        .collect();
+    while let Some((k, result)) = requests.next().await {
+        let outcome = match result {
+            Ok(steps) => Outcome::Stepped(steps),
+            Err(e) => Outcome::Failed(e),
+        };
+        undelivered.deliver(k, outcome);
+    }
+}

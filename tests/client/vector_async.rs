@@ -1,0 +1,183 @@
+//! The vector client's asynchronous paths: `recv` returns the sub-envs whose
+//! results arrived without waiting for a straggler, every env exactly once
+//! per `send`; in `NextStep` mode the reset of a batched resource's finished
+//! sub-envs leaves right behind the step (pipelined), not after its reply.
+
+use crate::common::faults::Gate;
+use std::sync::Arc;
+use std::time::Duration;
+use unienv_remote::client::vector::{AutoresetMode, EnvAddress, VectorEnv, VectorStep};
+use unienv_remote::client::ClientConfig;
+use unienv_remote::host::{
+    BatchedEnv, Env, HostError, HostResult, ResetArgs, ResetResult, Space, StepResult,
+};
+use unienv_remote::server::{Server, ServerConfig};
+use unienv_remote::{Dict, NdArray, Value};
+
+/// One number of state: reset sets it to the seed, step adds the action
+/// and terminates the episode when the action is 9; action 5 waits at the
+/// gate first.
+struct Held {
+    gate: Arc<Gate>,
+    value: f64,
+}
+
+impl Env for Held {
+    fn reset(&mut self, args: ResetArgs) -> HostResult<ResetResult> {
+        self.value = args.seed.unwrap_or(100) as f64;
+        Ok(ResetResult::new(
+            (),
+            NdArray::from_vec(vec![self.value]),
+            Dict::new(),
+        ))
+    }
+    fn step(&mut self, action: Value) -> HostResult<StepResult> {
+        let a = action
+            .as_scalar_f64()
+            .or_else(|| action.as_array().and_then(|x| x.get_f64(0)))
+            .ok_or_else(|| HostError::new("action must be a number"))?;
+        if a == 5.0 {
+            self.gate.pass();
+        }
+        self.value += a;
+        Ok(StepResult::new(
+            NdArray::from_vec(vec![self.value]),
+            self.value,
+            a == 9.0,
+            false,
+            Dict::new(),
+        ))
+    }
+    fn action_space(&self) -> Option<Space> {
+        Some(Space::unbounded_f32(vec![]))
+    }
+    fn observation_space(&self) -> Option<Space> {
+        Some(Space::unbounded_f32(vec![1]))
+    }
+}
+
+fn numbers(actions: &[f32]) -> Vec<Value> {
+    actions
+        .iter()
+        .map(|&a| Value::from(NdArray::scalar(a)))
+        .collect()
+}
+
+fn observations(s: &VectorStep) -> Vec<f64> {
+    s.observation
+        .as_array()
+        .map(NdArray::to_f64_vec)
+        .expect("stacked observations")
+}
+
+async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), f)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not return"))
+}
+
+/// Env 0 is held at the gate: `recv(3)` returns the other three (it would
+/// never return if it waited for env 0), then env 0 once the gate opens;
+/// each env once per send.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recv_does_not_wait_for_a_straggler() {
+    let gate = Gate::new();
+    let mut builder = Server::builder(ServerConfig::default());
+    for i in 0..4 {
+        let env = Held {
+            gate: gate.clone(),
+            value: 0.0,
+        };
+        builder
+            .register_env(&format!("h{i}"), env)
+            .expect("register");
+    }
+    let server = builder.start().expect("a valid server configuration");
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let addresses: Vec<EnvAddress> = (0..4)
+        .map(|i| EnvAddress::new(listener.url(), format!("h{i}")))
+        .collect();
+    let mut envs = VectorEnv::connect(&addresses, ClientConfig::default(), AutoresetMode::Disabled)
+        .await
+        .expect("connect");
+    envs.reset(VectorEnv::seeded(Some(0), 4))
+        .await
+        .expect("reset");
+    envs.send(numbers(&[5.0, 1.0, 1.0, 1.0]), &[0, 1, 2, 3])
+        .expect("send");
+    let first = within("recv(3) with env 0 held", envs.recv(3))
+        .await
+        .expect("recv");
+    let mut ids = first.env_id.clone();
+    ids.sort_unstable();
+    assert_eq!(ids, vec![1, 2, 3]);
+    for (pos, &i) in first.env_id.iter().enumerate() {
+        assert_eq!(observations(&first)[pos], i as f64 + 1.0, "env {i}");
+    }
+    assert_eq!(gate.reached(), 1);
+    // The three go again while env 0 is still held.
+    envs.send(numbers(&[2.0, 2.0, 2.0]), &first.env_id)
+        .expect("send again");
+    let second = within("recv(3) again", envs.recv(3)).await.expect("recv");
+    let mut ids = second.env_id.clone();
+    ids.sort_unstable();
+    assert_eq!(ids, vec![1, 2, 3]);
+    gate.open();
+    let last = within("recv of env 0", envs.recv(1)).await.expect("recv");
+    assert_eq!(last.env_id, vec![0]);
+    assert_eq!(observations(&last), vec![5.0]);
+    envs.close().await;
+    server.shutdown().await;
+}
+
+/// A batched resource of 3 whose sub-env 1 ended: in the next step (sub-env
+/// 0 held at the gate inside the batched step) the client has already sent
+/// the masked reset as well: two requests before the step's reply. The
+/// results are Gymnasium's `NEXT_STEP`: sub-env 1 reports its reset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn next_step_reset_of_a_batch_is_pipelined() {
+    let gate = Gate::new();
+    let held = |_| Held {
+        gate: gate.clone(),
+        value: 0.0,
+    };
+    let batch = BatchedEnv::new((0..3).map(held).collect()).expect("a batch");
+    let mut builder = Server::builder(ServerConfig::default());
+    builder.register_env("batch", batch).expect("register");
+    let server = builder.start().expect("a valid server configuration");
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let mut envs = VectorEnv::connect(
+        &[EnvAddress::new(listener.url(), "batch")],
+        ClientConfig::default(),
+        AutoresetMode::NextStep,
+    )
+    .await
+    .expect("connect");
+    envs.reset(VectorEnv::seeded(Some(10), 3))
+        .await
+        .expect("reset");
+    let ended = envs.step(numbers(&[1.0, 9.0, 1.0])).await.expect("step");
+    assert_eq!(ended.terminated, vec![false, true, false]);
+    assert_eq!(observations(&ended), vec![11.0, 20.0, 13.0]);
+    let client = envs.envs()[0].client().clone();
+    let before = client.requests_sent();
+    envs.step_async(numbers(&[5.0, 1.0, 1.0])).expect("send");
+    within("the batched step at the gate", gate.wait_reached(1)).await;
+    assert_eq!(
+        client.requests_sent() - before,
+        2,
+        "the step and the masked reset, before the step's reply"
+    );
+    gate.open();
+    let next = within("step_wait", envs.step_wait())
+        .await
+        .expect("step_wait");
+    assert!(next.errors.iter().all(Option::is_none), "{:?}", next.errors);
+    assert_eq!(next.autoreset, vec![false, true, false]);
+    // Sub-env 1 was reset without a seed (Held resets to 100).
+    assert_eq!(observations(&next), vec![16.0, 100.0, 14.0]);
+    assert_eq!(next.reward, vec![16.0, 0.0, 14.0]);
+    assert_eq!(client.requests_sent() - before, 2);
+    envs.close().await;
+    server.shutdown().await;
+}
