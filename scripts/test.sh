@@ -172,9 +172,9 @@ echo "==> building the Python package (python/): the abi3 wheel and the sdist, i
 # What a package index would serve. The wheel is installed into $VENV (for
 # the tests) and into a clean venv (below); `maturin build --sdist` is not
 # used, as it compiles the wheel again from the unpacked sdist. The test
-# wheel is built in the dev profile, whose dependencies the tests above
-# compiled already (a release build compiles everything again, with
-# optimisations, for minutes: the packaging it proves is the same).
+# wheel is built in the dev profile (maturin build's default, said here):
+# a release build would compile everything again, with optimisations, for
+# minutes, and prove the same packaging.
 WHEELS=target/wheels
 rm -rf "$WHEELS"
 "$VENV/bin/maturin" sdist -m python/Cargo.toml -o "$WHEELS" 2>&1 | { grep "Built source distribution" || true; }
