@@ -108,8 +108,8 @@ echo "==> cargo clippy (python crate, C ABI crate)"
 cargo clippy -p unienv-remote-py -p unienv-remote-capi --all-targets --quiet -- -D warnings
 echo "==> cargo check --no-default-features --lib (the library without the command line)"
 cargo check --no-default-features --lib --quiet
-# The test binaries and the doc tests are compiled while the setup may still
-# run; they run once it is done (the interop tests need the reference).
+# The test binaries are compiled while the setup may still run; they run once
+# it is done (the interop tests need the reference).
 # Our server binary for the Python tests is the one built here for the
 # integration tests (`cargo build --bin` would build it again: without the
 # dev-dependencies, some dependencies have other features).
@@ -126,8 +126,6 @@ export UNIENV_REMOTE_BIN
 # capi/ is a workspace member outside the default members: the commands at the
 # root do not build it.
 cargo test -p unienv-remote-capi --no-run --quiet
-echo "==> doc tests"
-cargo test --doc --quiet
 echo "==> cargo doc (warnings are errors: broken links in the public API docs)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
@@ -144,19 +142,22 @@ export UNIENV_REF_PYTHON="$PWD/$VENV/bin/python"
 run_cargo_tests() {
   ROUNDTRIP_STEPS=20 ROUNDTRIP_SECONDS=0.02 REQUEST_PATH_SECONDS=0.02 REQUEST_PATH_ROUNDS=1 \
     REQUEST_PATH_CPU_STEPS=200 TLS_ROUNDS=1 TLS_CONNECTS=5 TLS_REF_CONNECTS=10 \
-    cargo test --all-targets --quiet "$@"
+    cargo test --all-targets --quiet "$@" || return
+  # Each doc test is compiled when it runs (every time, with rustdoc).
+  echo "doc tests:"
+  cargo test --doc --quiet || return
 }
 CARGO_TESTS=""
 if [ "${UNIENV_TEST_SERIAL:-}" = 1 ]; then
-  echo "==> cargo test"
+  echo "==> cargo test, the doc tests"
   run_cargo_tests "$@"
 else
-  echo "==> cargo test: started in the background (its output comes at the end)"
+  echo "==> cargo test and the doc tests: started in the background (their output comes at the end)"
   (
     t0=$(date +%s)
     status=0
     run_cargo_tests "$@" || status=$?
-    echo "(cargo test took $(( $(date +%s) - t0 )) s in the background)"
+    echo "(cargo test and the doc tests took $(( $(date +%s) - t0 )) s in the background)"
     exit "$status"
   ) > "$SETUP_LOGS/cargo-test.log" 2>&1 &
   CARGO_TESTS=$!
@@ -205,7 +206,7 @@ fi
 echo "==> pytest python/tests"
 "$VENV/bin/python" -m pytest -q -n 3 --dist loadfile python/tests
 if [ -n "$CARGO_TESTS" ]; then
-  echo "==> cargo test (waiting for it to finish)"
+  echo "==> cargo test and the doc tests (waiting for them to finish)"
   status=0
   wait "$CARGO_TESTS" || status=$?
   SETUP_PIDS=()
