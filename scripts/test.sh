@@ -133,10 +133,11 @@ echo "==> waiting for the background setup (venv, Debian packages)"
 wait_for_setup
 export UNIENV_REF_PYTHON="$PWD/$VENV/bin/python"
 
-# The cargo tests run in the background while the wheel is built, checked and
-# tested with pytest: both wait on processes and sockets much of the time
-# (servers starting, the reference in Python, Chromium, timeouts), which two
-# cores overlap. UNIENV_TEST_SERIAL=1 runs them one after the other.
+# UNIENV_TEST_PARALLEL=1: the cargo tests run in the background while the
+# wheel is built, checked and tested with pytest in three processes
+# (pytest-xdist): both wait on processes and sockets much of the time, which
+# two cores overlap. Not the default: on a loaded machine one such run had two
+# Python tests fail and one stall (BENCHMARKS.md, "Test command time").
 # The benchmarks (benches/) run once each, as smoke tests: every part of them,
 # with a few steps per measurement instead of seconds (`cargo bench` measures).
 run_cargo_tests() {
@@ -148,7 +149,7 @@ run_cargo_tests() {
   cargo test --doc --quiet || return
 }
 CARGO_TESTS=""
-if [ "${UNIENV_TEST_SERIAL:-}" = 1 ]; then
+if [ "${UNIENV_TEST_PARALLEL:-}" != 1 ]; then
   echo "==> cargo test, the doc tests"
   run_cargo_tests "$@"
 else
@@ -201,10 +202,15 @@ fi
 "$CLEAN/bin/pip" uninstall --quiet --disable-pip-version-check -y unienv-remote 2>/dev/null || true
 "$CLEAN/bin/pip" install --quiet --disable-pip-version-check -c "$CONSTRAINTS" "$WHEEL"
 "$CLEAN/bin/python" python/tests/wheel_smoke.py "$UNIENV_REMOTE_BIN"
-# pytest-xdist: three processes, each test file in one of them (a file's
-# module-scoped servers start once; test_capi.py builds the examples once).
+# With UNIENV_TEST_PARALLEL=1, three processes, each test file in one of them
+# (a file's module-scoped servers start once; test_capi.py builds the
+# examples once).
 echo "==> pytest python/tests"
-"$VENV/bin/python" -m pytest -q -n 3 --dist loadfile python/tests
+if [ -n "$CARGO_TESTS" ]; then
+  "$VENV/bin/python" -m pytest -q -n 3 --dist loadfile python/tests
+else
+  "$VENV/bin/python" -m pytest -q python/tests
+fi
 if [ -n "$CARGO_TESTS" ]; then
   echo "==> cargo test and the doc tests (waiting for them to finish)"
   status=0
