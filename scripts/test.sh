@@ -133,11 +133,12 @@ echo "==> waiting for the background setup (venv, Debian packages)"
 wait_for_setup
 export UNIENV_REF_PYTHON="$PWD/$VENV/bin/python"
 
-# UNIENV_TEST_PARALLEL=1: the cargo tests run in the background while the
-# wheel is built, checked and tested with pytest in three processes
-# (pytest-xdist): both wait on processes and sockets much of the time, which
-# two cores overlap. Not the default: on a loaded machine one such run had two
-# Python tests fail and one stall (BENCHMARKS.md, "Test command time").
+# The cargo tests run in the background while the wheel is built, checked and
+# tested with pytest in three processes (pytest-xdist): both wait on
+# processes and sockets much of the time (servers starting, the reference in
+# Python, Chromium, timeouts), which two cores overlap (BENCHMARKS.md, "Test
+# command time"). UNIENV_TEST_SERIAL=1: one after the other, pytest in one
+# process.
 # The benchmarks (benches/) run once each, as smoke tests: every part of them,
 # with a few steps per measurement instead of seconds (`cargo bench` measures).
 run_cargo_tests() {
@@ -149,11 +150,15 @@ run_cargo_tests() {
   cargo test --doc --quiet || return
 }
 CARGO_TESTS=""
-if [ "${UNIENV_TEST_PARALLEL:-}" != 1 ]; then
+if [ "${UNIENV_TEST_SERIAL:-}" = 1 ]; then
   echo "==> cargo test, the doc tests"
   run_cargo_tests "$@"
 else
   echo "==> cargo test and the doc tests: started in the background (their output comes at the end)"
+  # Job control on for this job: a shell without it starts background jobs
+  # with SIGINT ignored, and the tests that stop a command with Ctrl-C
+  # (tests/cli/client.rs) would then wait for it in vain.
+  set -m
   (
     t0=$(date +%s)
     status=0
@@ -162,6 +167,7 @@ else
     exit "$status"
   ) > "$SETUP_LOGS/cargo-test.log" 2>&1 &
   CARGO_TESTS=$!
+  set +m
   SETUP_PIDS+=("$CARGO_TESTS")
 fi
 # Its unit tests include `header_is_current` (include/unienv_remote.h equals
@@ -202,9 +208,8 @@ fi
 "$CLEAN/bin/pip" uninstall --quiet --disable-pip-version-check -y unienv-remote 2>/dev/null || true
 "$CLEAN/bin/pip" install --quiet --disable-pip-version-check -c "$CONSTRAINTS" "$WHEEL"
 "$CLEAN/bin/python" python/tests/wheel_smoke.py "$UNIENV_REMOTE_BIN"
-# With UNIENV_TEST_PARALLEL=1, three processes, each test file in one of them
-# (a file's module-scoped servers start once; test_capi.py builds the
-# examples once).
+# Three processes, each test file in one of them (a file's module-scoped
+# servers start once; test_capi.py builds the examples once).
 echo "==> pytest python/tests"
 if [ -n "$CARGO_TESTS" ]; then
   "$VENV/bin/python" -m pytest -q -n 3 --dist loadfile python/tests
