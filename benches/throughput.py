@@ -20,7 +20,8 @@ measured in the same run, with the machine's load average before and after:
 * ``BatchedEnv`` of 8 in process, sequential against 2 threads (what its
   default follows);
 * the batched configuration again over Unix domain sockets (``ws+unix://``)
-  instead of loopback TCP.
+  instead of loopback TCP, and again stepped with ``send``/``recv``
+  (``batch_size=8``: one server's batch at a time, the other stepping).
 
 The servers are this script run as ``--serve`` (our Python
 ``unienv_remote.RemoteServer`` on 127.0.0.1, port picked by the OS).
@@ -92,6 +93,9 @@ def serve(index: int, unix: bool) -> None:
             server.close()  # removes the socket file
             os.rmdir(socket_dir)
         return
+    # The batches again for send/recv (one controller per resource).
+    server.register("pendulum_batch_recv", BatchedEnv([lambda: gymnasium.make("Pendulum-v1")] * PER_SERVER))
+    server.register("cheetah_batch_recv", BatchedEnv([lambda: gymnasium.make("HalfCheetah-v5")] * PER_SERVER))
     for i in range(PER_SERVER):
         server.register(f"pendulum{i}", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
         server.register(f"cheetah{i}", FromGymnasiumEnv(gymnasium.make("HalfCheetah-v5")))
@@ -250,6 +254,12 @@ def main() -> None:
         configs[f"{sim} remote 2x BatchedEnv(8)"] = Config("batched", remote(prefix, True), lockstep, servers)
         configs[f"{sim} remote 2x BatchedEnv(8), Unix sockets"] = Config(
             "batched-unix", remote(prefix, True, unix=True), lockstep, unix_servers)
+        # The same fleet stepped EnvPool's way: while the learner handles one
+        # batch's results, the other server steps its own.
+        recv_fleet = [(u, f"{prefix}_batch_recv") for u in urls]
+        configs[f"{sim} remote 2x BatchedEnv(8), send/recv M=8"] = Config(
+            "batched-recv", (lambda a: lambda: RemoteVectorEnv(a, batch_size=PER_SERVER))(recv_fleet), send_recv,
+            servers)
     configs["stragglers lockstep step"] = Config("lockstep", lambda: RemoteVectorEnv(stragglers), lockstep, servers)
     configs["stragglers send/recv M=16"] = Config(
         "recv", lambda: RemoteVectorEnv(stragglers_recv, batch_size=16), send_recv, servers)
@@ -284,7 +294,7 @@ def main() -> None:
         sync, asyn = configs[f"{sim} SyncVectorEnv"], configs[f"{sim} AsyncVectorEnv"]
         own_us = 1e6 * statistics.median(sync.own_cpu_per_step)
         for label in ("SyncVectorEnv", "AsyncVectorEnv", "remote 16 single", "remote 2x BatchedEnv(8)",
-                      "remote 2x BatchedEnv(8), Unix sockets"):
+                      "remote 2x BatchedEnv(8), Unix sockets", "remote 2x BatchedEnv(8), send/recv M=8"):
             c = configs[f"{sim} {label}"]
             cpu = f"{1e6 * statistics.median(c.cpu_per_step):.1f}" if c.cpu_per_step else f"({own_us:.1f} in process)" \
                 if label == "SyncVectorEnv" else ""
