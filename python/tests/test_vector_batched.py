@@ -220,6 +220,32 @@ def test_step_is_unchanged_with_a_batch_size(server: Tuple[str, Any]) -> None:
 
 
 
+def test_send_converts_nested_lists_as_step_does(server: Tuple[str, Any]) -> None:
+    """``send`` takes a nested list for a batched resource (``[[0.5], [-0.5]]``
+    for a pair of ``Box(1)`` envs), as ``step_async`` does, and the envs
+    step exactly as with the array."""
+    url, _ = server
+    envs = RemoteVectorEnv([(url, "pair2"), (url, "single2")], batch_size=2)
+    local = SyncVectorEnv([pendulum] * 3)
+    try:
+        assert np.array_equal(envs.reset(seed=11)[0], local.reset(seed=11)[0])
+        envs.send([[0.5], [-0.5], [1.0]])
+        want = local.step(np.array([[0.5], [-0.5], [1.0]], np.float32))
+        got: Dict[int, Any] = {}
+        while len(got) < 3:
+            obs, rewards, _, _, infos = envs.recv()
+            for pos, i in enumerate(infos["env_id"]):
+                got[int(i)] = (obs[pos], rewards[pos])
+        for i in range(3):
+            assert np.array_equal(got[i][0], want[0][i]) and got[i][1] == want[1][i]
+        envs.send([[0.25], [0.25]], [0, 1])  # one whole resource, as a nested list
+        obs, *_, infos = envs.recv()
+        assert [int(i) for i in infos["env_id"]] == [0, 1]
+    finally:
+        envs.close()
+        local.close()
+
+
 def test_any_seeds_reach_a_batched_resource(server: Tuple[str, Any]) -> None:
     """Seeds that are not ``s + i`` travel to the batch as a list."""
     url, _ = server

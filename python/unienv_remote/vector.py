@@ -466,8 +466,11 @@ class RemoteVectorEnv(VectorEnv):
         """Sends the step of the sub-envs ``env_id`` (all when ``None``;
         ``actions`` stacked in that order) and returns at once. The ids must
         cover whole resources (a batched resource's sub-envs go together),
-        none of them in flight: send back what ``recv`` returned."""
+        none of them in flight: send back what ``recv`` returned. A nested
+        list or scalars become the stacked array, as in ``step_async``."""
         ids = list(range(self.num_envs)) if env_id is None else [int(i) for i in np.asarray(env_id).reshape(-1)]
+        if type(actions) in _actions.PLAIN:
+            actions = _actions.coerce_batched(actions, self._native.space_document("action_space"), len(ids))
         self._native.send(actions, ids)
         if self._recorder is not None:
             self._recorder.sent(actions, ids)
