@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional
@@ -142,3 +143,20 @@ def our_server() -> Iterator[Server]:
     server = start_server("ours")
     yield server
     server.stop()
+
+
+def wait_stopped(pid: int, deadline_s: float = 60.0) -> None:
+    """Returns once every thread of ``pid`` is stopped (state T): kill()
+    returns before a group stop has reached them all."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        states = []
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+            except FileNotFoundError:  # a thread that ended meanwhile
+                pass
+        if states and all(state == "T" for state in states):
+            return
+        assert time.monotonic() < deadline, f"process {pid} not stopped: {states}"
+        time.sleep(0.01)

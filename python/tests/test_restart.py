@@ -22,7 +22,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -36,7 +35,7 @@ from unienv_remote import (  # noqa: E402
     RemoteError, RemoteServer, RemoteVectorEnv, RestartError, RestartPolicy, UncertainOutcomeError, VectorEnvError,
 )
 
-from conftest import REPO, our_binary  # noqa: E402
+from conftest import REPO, our_binary, wait_stopped  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tests" / "py"))
 from ref_fixture_server import CounterEnv  # noqa: E402
@@ -388,23 +387,6 @@ def test_a_faulted_env_is_reset_and_reported(caplog: pytest.LogCaptureFixture) -
         envs.close()
     finally:
         server.close()
-
-
-def wait_stopped(pid: int, deadline_s: float = 60.0) -> None:
-    """Returns once every thread of ``pid`` is stopped (state T): kill()
-    returns before a group stop has reached them all."""
-    deadline = time.monotonic() + deadline_s
-    while True:
-        states = []
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            try:
-                states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
-            except FileNotFoundError:  # a thread that ended meanwhile
-                pass
-        if states and all(state == "T" for state in states):
-            return
-        assert time.monotonic() < deadline, f"process {pid} not stopped: {states}"
-        time.sleep(0.01)
 
 
 def test_a_hung_server_times_out_and_is_replaced(socket_dir: Path) -> None:

@@ -20,7 +20,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv  # noqa: E402
 
 from unienv_remote import RemoteVectorEnv, UncertainOutcomeError, VectorEnvError  # noqa: E402
 
-from conftest import Server  # noqa: E402
+from conftest import Server, wait_stopped  # noqa: E402
 
 SERVER = Path(__file__).resolve().parent / "vector_server.py"
 NUM_SERVERS = 4
@@ -217,6 +217,7 @@ def test_failing_server_keeps_the_others_results() -> None:
         np.testing.assert_array_equal(envs.step(actions)[0], local.step(actions)[0])
 
         os.kill(own[3].process.pid, signal.SIGSTOP)
+        wait_stopped(own[3].process.pid)  # kill() returns before every thread is stopped
         actions = local.action_space.sample()
         with pytest.raises(VectorEnvError) as caught:
             envs.step(actions)
