@@ -25,39 +25,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from throughput import N, STRAGGLERS, ServerProcess  # noqa: E402
-
-
-def lockstep(envs: Any, seconds: float) -> int:
-    actions = np.random.default_rng(0).uniform(-1, 1, size=(64,) + envs.action_space.shape).astype(np.float32)
-    envs.reset(seed=0)
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        envs.step(actions[steps % 64])
-        steps += 1
-    return steps * envs.num_envs
-
-
-def send_recv(envs: Any, seconds: float) -> int:
-    single = envs.single_action_space.shape
-    envs.reset(seed=0)
-    envs.send(np.zeros((envs.num_envs,) + single, np.float32))
-    count, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        obs, *_, infos = envs.recv()
-        ids = infos["env_id"]
-        count += len(ids)
-        envs.send(np.zeros((len(ids),) + single, np.float32), ids)
-    while envs._native.step_pending():
-        envs.recv()
-    return count
+from throughput import N, STRAGGLERS, Measured, ServerProcess, lockstep, send_recv  # noqa: E402
 
 
 class Config:
-    def __init__(self, make: Callable[[], Any], run: Callable[[Any, float], int], servers: List[ServerProcess]) -> None:
+    def __init__(self, make: Callable[[], Any], run: Callable[[Any, float], Measured],
+                 servers: List[ServerProcess]) -> None:
         self.make, self.run_fn, self.servers = make, run, servers
         self.obj: Any = None
         self.rates: List[float] = []
@@ -70,7 +44,7 @@ class Config:
             self.run_fn(self.obj, 0.3)
         before = sum(s.cpu_seconds() for s in self.servers)
         start, cpu = time.perf_counter(), time.process_time()
-        steps = self.run_fn(self.obj, seconds)
+        steps, _ = self.run_fn(self.obj, seconds)
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         used = sum(s.cpu_seconds() for s in self.servers) - before
         self.rates.append(steps / elapsed)
@@ -110,7 +84,7 @@ def main() -> None:
             c.run_fn(c.obj, 0.3)
             profile = cProfile.Profile()
             profile.enable()
-            steps = c.run_fn(c.obj, args.seconds)
+            steps, _ = c.run_fn(c.obj, args.seconds)
             profile.disable()
             print(f"{steps} env steps")
             pstats.Stats(profile).sort_stats("tottime").print_stats(18)

@@ -141,10 +141,10 @@ class ServerProcess:
 # -- the measurements -------------------------------------------------------------
 
 class Config:
-    """A configuration: ``make()`` builds it once, ``run(seconds)`` returns
+    """A configuration: ``make()`` builds it once, ``run(seconds)`` records
     env steps per second, ``close()`` ends it."""
 
-    def __init__(self, name: str, make: Callable[[], Any], run: Callable[[Any, float], float],
+    def __init__(self, name: str, make: Callable[[], Any], run: Callable[[Any, float], Measured],
                  servers: Optional[List[ServerProcess]] = None) -> None:
         self.name, self.make, self.run_fn, self.servers = name, make, run, servers or []
         self.obj: Any = None
@@ -158,7 +158,8 @@ class Config:
             self.run_fn(self.obj, 0.3)  # warm-up
         before = sum(s.cpu_seconds() for s in self.servers)
         start, cpu_start = time.perf_counter(), time.process_time()
-        rate = self.run_fn(self.obj, seconds)
+        steps, window = self.run_fn(self.obj, seconds)
+        rate = steps / window
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         self.rates.append(rate)
         self.own_cpu_per_step.append(cpu / (rate * elapsed))
@@ -179,17 +180,22 @@ class Config:
             self.obj.close()
 
 
-def lockstep(envs: Any, seconds: float) -> float:
+#: What a measuring loop returns: env steps taken, and the seconds they took
+#: (the loop's own window: resetting before and draining after left out).
+Measured = Tuple[int, float]
+
+
+def lockstep(envs: Any, seconds: float) -> Measured:
     actions = np.random.default_rng(0).uniform(-1, 1, size=(64,) + envs.action_space.shape).astype(np.float32)
     envs.reset(seed=0)
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         envs.step(actions[steps % 64])
         steps += 1
-    return steps * envs.num_envs / (time.perf_counter() - start)
+    return steps * envs.num_envs, time.perf_counter() - start
 
 
-def send_recv(envs: Any, seconds: float) -> float:
+def send_recv(envs: Any, seconds: float) -> Measured:
     single = envs.single_action_space.shape
     envs.reset(seed=0)
     envs.send(np.zeros((envs.num_envs,) + single, np.float32))
@@ -199,20 +205,20 @@ def send_recv(envs: Any, seconds: float) -> float:
         ids = infos["env_id"]
         count += len(ids)
         envs.send(np.zeros((len(ids),) + single, np.float32), ids)
-    rate = count / (time.perf_counter() - start)
+    window = time.perf_counter() - start
     while envs._native.step_pending():
         envs.recv()
-    return rate
+    return count, window
 
 
-def batched_local(env: Any, seconds: float) -> float:
+def batched_local(env: Any, seconds: float) -> Measured:
     env.reset(seed=0)
     action = np.zeros(env.action_space.shape, np.float32)
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         env.step(action)
         steps += 1
-    return steps * env.batch_size / (time.perf_counter() - start)
+    return steps * env.batch_size, time.perf_counter() - start
 
 
 def main() -> None:
