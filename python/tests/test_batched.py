@@ -144,7 +144,7 @@ def test_episode_ends_reset_by_mask_and_seeds_per_env() -> None:
 
 
 class Exploding(gymnasium.Wrapper):
-    """Raises on its ``at``-th step."""
+    """Raises on its ``at``-th step (counted over its life)."""
 
     def __init__(self, env: gymnasium.Env, at: int) -> None:
         super().__init__(env)

@@ -17,6 +17,8 @@ from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv  # noqa: E402
 import unienv_remote  # noqa: E402
 from unienv_remote import BatchedEnv, RemoteVectorEnv, VectorEnvError  # noqa: E402
 
+from test_batched import Exploding  # noqa: E402
+
 
 def pendulum() -> gymnasium.Env:
     return gymnasium.make("Pendulum-v1")
@@ -24,20 +26,6 @@ def pendulum() -> gymnasium.Env:
 
 def cartpole() -> gymnasium.Env:
     return gymnasium.make("CartPole-v1")
-
-
-class Exploding(gymnasium.Wrapper):
-    """Raises on its ``at``-th step (counted over its life)."""
-
-    def __init__(self, env: gymnasium.Env, at: int) -> None:
-        super().__init__(env)
-        self.at, self.count = at, 0
-
-    def step(self, action: Any) -> Any:
-        self.count += 1
-        if self.count == self.at:
-            raise ValueError("the simulator broke")
-        return self.env.step(action)
 
 
 @pytest.fixture(scope="module")
