@@ -421,8 +421,10 @@ class RemoteVectorEnv(VectorEnv):
         return self._results(native, self, extra=extra)
 
     def _track_ended(self, native: Tuple[Any, ...], extra: Dict[int, Dict[str, Any]]) -> None:
-        """NEXT_STEP: which envs' next step is an autoreset (for a restart's report)."""
-        if self._autoreset_mode != AutoresetMode.NEXT_STEP:
+        """NEXT_STEP: which envs' next step is an autoreset (for a restart's
+        report, so kept only with a restart policy: not on every learner's
+        step)."""
+        if self._healer is None or self._autoreset_mode != AutoresetMode.NEXT_STEP:
             return
         ids = np.asarray(native[8], dtype=np.int64)
         if len(ids) != len(native[2]):  # a full step (step_wait) names every env
