@@ -1,9 +1,10 @@
 """Our Python host: `unienv_remote.RemoteServer` hosting, as `pendulum`,
 either one `FromGymnasiumEnv(gymnasium.make("Pendulum-v1"))` (the default)
 or, with `batched`, a `BatchedEnv` of 8 `gymnasium.make("Pendulum-v1")`;
-listening on the Unix socket PATH until killed. Prints the URL.
+listening on the Unix socket PATH (or, given `tcp:PORT`, on 127.0.0.1:PORT) until
+killed. Prints the URL.
 
-  python pendulum_server.py PATH [single|batched]
+  python pendulum_server.py PATH|tcp:PORT [single|batched]
 """
 import sys
 import time
@@ -19,7 +20,12 @@ if kind == "batched":
     server.register("pendulum", BatchedEnv([lambda: gymnasium.make("Pendulum-v1")] * 8))
 else:
     server.register("pendulum", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
-print(server.listen_unix(sys.argv[1]), flush=True)
+where = sys.argv[1]
+if where.startswith("tcp:"):
+    port = server.listen("127.0.0.1", int(where[4:]))
+    print(f"ws://127.0.0.1:{port}", flush=True)
+else:
+    print(server.listen_unix(where), flush=True)
 try:
     while True:
         time.sleep(3600)

@@ -16,7 +16,8 @@
 # and for `rust` a release build of the CLI. The client (step_n.py) runs
 # outside valgrind. N1/N2 (default 200/1200) and ANNOTATE=1 (top functions
 # of the second interval), PROFILE_OUT=FILE (keep that profile) and SIM_IR
-# (the simulator's figure from an earlier run) are read from the environment.
+# (the simulator's figure from an earlier run) are read from the environment;
+# BIN overrides the CLI for `rust` (to compare two builds).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 what=${1:-rust}
@@ -31,7 +32,7 @@ case $what in
   rust)
     env_id=bench_state
     valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p" \
-      target/release/unienv-remote serve --fixtures --unix "$sock" >/dev/null 2>"$dir/valgrind.log" &
+      "${BIN:-target/release/unienv-remote}" serve --fixtures --unix "$sock" >/dev/null 2>"$dir/valgrind.log" &
     ;;
   python|batched)
     env_id=pendulum

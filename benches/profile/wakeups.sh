@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Wake-ups and CPU per request of a server process, per thread, from
+# /proc/PID/task/*/{status,schedstat}: the server runs natively (no
+# valgrind), a client (step_n.py) makes N1 steps, then N2 steps, and each
+# thread's voluntary and involuntary context switches and run time are
+# read before and after each interval; per step = (B - A) / (N2 - N1),
+# which cancels connecting, hello, discover and reset. Timings depend on
+# the machine's load (printed); the switch counts much less so.
+#
+#   benches/profile/wakeups.sh rust     # target/release/unienv-remote serve --fixtures, env bench_state
+#   benches/profile/wakeups.sh python   # RemoteServer hosting Pendulum-v1
+#   benches/profile/wakeups.sh batched  # a BatchedEnv of 8 Pendulum-v1
+#
+# N1/N2 (default 500/2500) and TRANSPORT (unix, the default, or tcp: a
+# loopback port) are read from the environment; BIN overrides the CLI for
+# `rust`.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+what=${1:-rust}
+PY=${UNIENV_REF_PYTHON:-$PWD/.venv-ref/bin/python}
+N1=${N1:-500}
+N2=${N2:-2500}
+dir=$(mktemp -d /tmp/ue-wake-XXXXXX)
+sock=$dir/s.sock
+TRANSPORT=${TRANSPORT:-unix}
+port=$((20000 + RANDOM % 20000))
+if [ "$TRANSPORT" = tcp ]; then
+  listen=(--addr "127.0.0.1:$port"); where=tcp:$port; url="ws://127.0.0.1:$port"
+else
+  listen=(--unix "$sock"); where=$sock; url="ws+unix://$sock"
+fi
+trap 'kill -INT $pid 2>/dev/null || true; sleep 1; kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+case $what in
+  rust)
+    env_id=bench_state
+    "${BIN:-target/release/unienv-remote}" serve --fixtures "${listen[@]}" >/dev/null 2>"$dir/log" &
+    ;;
+  python|batched)
+    env_id=pendulum
+    kind=single; [ "$what" = batched ] && kind=batched
+    "$PY" benches/profile/pendulum_server.py "$where" "$kind" >"$dir/out" 2>"$dir/log" &
+    ;;
+  *) echo "usage: $0 rust|python|batched" >&2; exit 2 ;;
+esac
+pid=$!
+up() {
+  if [ "$TRANSPORT" = tcp ]; then (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; else [ -S "$sock" ]; fi
+}
+for _ in $(seq 600); do up && break; sleep 0.1; done
+up || { echo "the server did not start"; cat "$dir/log"; exit 1; }
+"$PY" benches/profile/step_n.py "$url" "$env_id" 100   # warm-up
+
+# One line per thread: tid name voluntary involuntary run_ns
+sample() {
+  for t in /proc/"$pid"/task/*; do
+    local tid=${t##*/} name vol inv run
+    name=$(tr ' ' '_' < "$t/comm")
+    vol=$(awk '/^voluntary_ctxt_switches/{print $2}' "$t/status")
+    inv=$(awk '/^nonvoluntary_ctxt_switches/{print $2}' "$t/status")
+    run=$(awk '{print $1}' "$t/schedstat")
+    echo "$tid $name $vol $inv $run"
+  done
+}
+interval() {
+  sample > "$dir/before"
+  "$PY" benches/profile/step_n.py "$url" "$env_id" "$1"
+  sample > "$dir/after"
+  # tid name dvol dinv drun
+  join <(sort -k1,1 "$dir/before") <(sort -k1,1 "$dir/after") |
+    awk '{print $1, $2, $7-$3, $8-$4, $9-$5}'
+}
+interval "$N1" > "$dir/a"
+interval "$N2" > "$dir/b"
+echo "load: $(uptime)"
+echo "per step ($what over $TRANSPORT, (N2-N1) = $((N2 - N1)) steps): thread, voluntary, involuntary switches, CPU us"
+join <(sort -k1,1 "$dir/a") <(sort -k1,1 "$dir/b") | awk -v n=$((N2 - N1)) '
+  { v=($7-$3)/n; i=($8-$4)/n; c=($9-$5)/n/1000;
+    if (v > 0.005 || i > 0.005 || c > 0.05) printf "  %-8s %-18s %6.3f %6.3f %8.2f\n", $1, $2, v, i, c;
+    tv+=v; ti+=i; tc+=c }
+  END { printf "  total                       %6.3f %6.3f %8.2f\n", tv, ti, tc }'
