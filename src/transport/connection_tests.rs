@@ -9,13 +9,29 @@ use tokio::net::TcpStream;
 /// the peer sees two whole frames.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn control_frames_wait_for_a_torn_frame() {
-    use tokio::io::AsyncReadExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let mut peer = TcpStream::connect(listener.local_addr().unwrap())
+    let peer = TcpStream::connect(listener.local_addr().unwrap())
         .await
         .unwrap();
     let (server_side, _) = listener.accept().await.unwrap();
-    let (mut reader, mut writer) = pair(server_side.into(), BytesMut::new(), Role::Server, 1 << 30);
+    torn_frame_then_pong(server_side.into(), peer).await;
+}
+
+/// The same over a Unix socket, whose halves register for writability only
+/// while a write waits (`unix_io`): the direct send's rest, written by the
+/// writer through a full buffer, and the held pong still arrive in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_frames_wait_for_a_torn_frame_over_unix() {
+    let (server_side, peer) = tokio::net::UnixStream::pair().unwrap();
+    torn_frame_then_pong(Stream::Unix(server_side), peer).await;
+}
+
+async fn torn_frame_then_pong<P>(server_side: Stream, mut peer: P)
+where
+    P: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use tokio::io::AsyncReadExt;
+    let (mut reader, mut writer) = pair(server_side, BytesMut::new(), Role::Server, 1 << 30);
     let message: Vec<u8> = (0..32usize << 20).map(|i| (i % 251) as u8).collect();
     let rest = match writer.direct().try_send(&message) {
         Direct::Partial(rest) => rest,

@@ -13,6 +13,7 @@ pub mod frame;
 mod handshake;
 mod keepalive;
 pub mod tls;
+mod unix_io;
 pub(crate) mod ws;
 
 pub use error::TransportError;

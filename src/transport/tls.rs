@@ -219,10 +219,15 @@ impl Stream {
                 let (r, w) = tokio::io::split(*s);
                 (ReadHalf::Tls(r), WriteHalf::Tls(w))
             }
-            Stream::Unix(s) => {
-                let (r, w) = s.into_split();
-                (ReadHalf::Unix(r), WriteHalf::Unix(w))
-            }
+            // Without a standing write registration when possible
+            // (`unix_io`: no wake-up each time the peer reads).
+            Stream::Unix(s) => match super::unix_io::split(s) {
+                Ok((r, w)) => (ReadHalf::UnixFd(Box::new(r)), WriteHalf::UnixFd(w)),
+                Err(s) => {
+                    let (r, w) = s.into_split();
+                    (ReadHalf::Unix(r), WriteHalf::Unix(w))
+                }
+            },
         }
     }
 }
@@ -232,6 +237,9 @@ pub(crate) enum ReadHalf {
     Tcp(OwnedReadHalf),
     Tls(tokio::io::ReadHalf<tokio_rustls::TlsStream<TcpStream>>),
     Unix(tokio::net::unix::OwnedReadHalf),
+    /// A Unix socket read without a write registration (`unix_io`; boxed:
+    /// its registration is larger than the other halves).
+    UnixFd(Box<super::unix_io::UnixRead>),
 }
 
 /// The sending half of a [`Stream`].
@@ -239,6 +247,8 @@ pub(crate) enum WriteHalf {
     Tcp(OwnedWriteHalf),
     Tls(tokio::io::WriteHalf<tokio_rustls::TlsStream<TcpStream>>),
     Unix(tokio::net::unix::OwnedWriteHalf),
+    /// A Unix socket written without a standing registration (`unix_io`).
+    UnixFd(super::unix_io::UnixWrite),
 }
 
 impl WriteHalf {
@@ -248,13 +258,14 @@ impl WriteHalf {
         match self {
             WriteHalf::Tcp(w) => w.try_write_vectored(parts),
             WriteHalf::Unix(w) => w.try_write_vectored(parts),
+            WriteHalf::UnixFd(w) => w.try_write_vectored(parts),
             WriteHalf::Tls(_) => Err(io::ErrorKind::WouldBlock.into()),
         }
     }
 }
 
 macro_rules! delegate_read {
-    ($t:ty) => {
+    ($t:ty, $($v:ident),+) => {
         impl AsyncRead for $t {
             fn poll_read(
                 self: Pin<&mut Self>,
@@ -262,9 +273,7 @@ macro_rules! delegate_read {
                 buf: &mut ReadBuf<'_>,
             ) -> Poll<io::Result<()>> {
                 match self.get_mut() {
-                    Self::Tcp(s) => Pin::new(s).poll_read(cx, buf),
-                    Self::Tls(s) => Pin::new(s).poll_read(cx, buf),
-                    Self::Unix(s) => Pin::new(s).poll_read(cx, buf),
+                    $(Self::$v(s) => Pin::new(s).poll_read(cx, buf),)+
                 }
             }
         }
@@ -272,7 +281,7 @@ macro_rules! delegate_read {
 }
 
 macro_rules! delegate_write {
-    ($t:ty) => {
+    ($t:ty, $($v:ident),+) => {
         impl AsyncWrite for $t {
             fn poll_write(
                 self: Pin<&mut Self>,
@@ -280,9 +289,7 @@ macro_rules! delegate_write {
                 buf: &[u8],
             ) -> Poll<io::Result<usize>> {
                 match self.get_mut() {
-                    Self::Tcp(s) => Pin::new(s).poll_write(cx, buf),
-                    Self::Tls(s) => Pin::new(s).poll_write(cx, buf),
-                    Self::Unix(s) => Pin::new(s).poll_write(cx, buf),
+                    $(Self::$v(s) => Pin::new(s).poll_write(cx, buf),)+
                 }
             }
 
@@ -292,43 +299,35 @@ macro_rules! delegate_write {
                 bufs: &[io::IoSlice<'_>],
             ) -> Poll<io::Result<usize>> {
                 match self.get_mut() {
-                    Self::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-                    Self::Tls(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-                    Self::Unix(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+                    $(Self::$v(s) => Pin::new(s).poll_write_vectored(cx, bufs),)+
                 }
             }
 
             fn is_write_vectored(&self) -> bool {
                 match self {
-                    Self::Tcp(s) => s.is_write_vectored(),
-                    Self::Tls(s) => s.is_write_vectored(),
-                    Self::Unix(s) => s.is_write_vectored(),
+                    $(Self::$v(s) => s.is_write_vectored(),)+
                 }
             }
 
             fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
                 match self.get_mut() {
-                    Self::Tcp(s) => Pin::new(s).poll_flush(cx),
-                    Self::Tls(s) => Pin::new(s).poll_flush(cx),
-                    Self::Unix(s) => Pin::new(s).poll_flush(cx),
+                    $(Self::$v(s) => Pin::new(s).poll_flush(cx),)+
                 }
             }
 
             fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
                 match self.get_mut() {
-                    Self::Tcp(s) => Pin::new(s).poll_shutdown(cx),
-                    Self::Tls(s) => Pin::new(s).poll_shutdown(cx),
-                    Self::Unix(s) => Pin::new(s).poll_shutdown(cx),
+                    $(Self::$v(s) => Pin::new(s).poll_shutdown(cx),)+
                 }
             }
         }
     };
 }
 
-delegate_read!(Stream);
-delegate_read!(ReadHalf);
-delegate_write!(Stream);
-delegate_write!(WriteHalf);
+delegate_read!(Stream, Tcp, Tls, Unix);
+delegate_read!(ReadHalf, Tcp, Tls, Unix, UnixFd);
+delegate_write!(Stream, Tcp, Tls, Unix);
+delegate_write!(WriteHalf, Tcp, Tls, Unix, UnixFd);
 
 /// The rustls error inside an I/O error from a TLS handshake, if any.
 pub(crate) fn rustls_error(e: &io::Error) -> Option<&rustls::Error> {

@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use unienv_remote::client::{Client, ClientConfig};
 use unienv_remote::host::ResetArgs;
 use unienv_remote::server::{ListenError, ServerConfig};
-use unienv_remote::{NdArray, Value};
+use unienv_remote::{Dict, NdArray, Value};
 
 /// A fresh directory for socket files, removed on drop.
 struct TempDir(PathBuf);
@@ -218,4 +218,229 @@ async fn a_missing_socket_is_a_connection_error_naming_it() {
         panic!("no path");
     };
     assert!(empty.to_string().contains("ws+unix://PATH"), "{empty}");
+}
+
+type UnixWs = tokio_tungstenite::WebSocketStream<tokio::net::UnixStream>;
+
+/// A raw WebSocket over the Unix socket at `path`, after hello; the session ID.
+async fn raw_unix(path: &std::path::Path) -> (UnixWs, Value) {
+    use futures_util::SinkExt;
+    let stream = tokio::net::UnixStream::connect(path)
+        .await
+        .expect("connect");
+    let (mut ws, _) = tokio_tungstenite::client_async("ws://localhost/", stream)
+        .await
+        .expect("upgrade");
+    ws.send(raw_request("h", &Value::Null, "hello", None, Dict::new()))
+        .await
+        .unwrap();
+    let (hello, _) = next_binary(&mut ws).await;
+    let session = hello
+        .get("result")
+        .and_then(|r| r.get("session_id"))
+        .cloned()
+        .expect("a session");
+    (ws, session)
+}
+
+fn raw_request(
+    id: &str,
+    session: &Value,
+    op: &str,
+    resource: Option<&str>,
+    extra: Dict,
+) -> tokio_tungstenite::tungstenite::Message {
+    let mut d = unienv_remote::protocol::request_envelope(op, id, session, resource);
+    for (k, v) in extra {
+        d.insert(k, v);
+    }
+    let bytes = unienv_remote::Codec::default()
+        .encode(&Value::Dict(d))
+        .unwrap();
+    tokio_tungstenite::tungstenite::Message::Binary(bytes.into())
+}
+
+fn raw_call(method: &str, args: Vec<Value>, operation: &str) -> Dict {
+    let mut d = Dict::new();
+    d.insert("method", method);
+    d.insert("args", Value::Tuple(args));
+    d.insert("operation_id", operation);
+    d
+}
+
+/// The next binary message (every frame arrives whole, or tungstenite
+/// fails), and how many pings came before it.
+async fn next_binary(ws: &mut UnixWs) -> (Value, usize) {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let mut pings = 0;
+    loop {
+        let m = tokio::time::timeout(std::time::Duration::from_secs(10), ws.next())
+            .await
+            .expect("a message within 10 s")
+            .expect("open")
+            .expect("a valid frame");
+        match m {
+            Message::Binary(b) => {
+                return (unienv_remote::Codec::default().decode(b).unwrap(), pings)
+            }
+            Message::Ping(_) => pings += 1,
+            _ => {}
+        }
+    }
+}
+
+/// Over Unix sockets (whose halves register for writability only while a
+/// write waits): a controller's pipelined responses, written by the domain
+/// thread while nothing is queued, partly when the socket fills and by the
+/// writer after that, arrive whole and in request order with heartbeat
+/// pings between them; an observer that reads late gets whole snapshots in
+/// increasing order, the last boundary's last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_unix_responses_snapshots_and_pings_keep_their_order() {
+    use futures_util::SinkExt;
+    let dir = TempDir::new();
+    let path = dir.path("order.sock");
+    let config = ServerConfig {
+        heartbeat_interval: Some(std::time::Duration::from_millis(30)),
+        heartbeat_timeout: std::time::Duration::from_secs(30),
+        ..ServerConfig::default()
+    };
+    let server = common::fixture_server_with(config, |_| Ok(()));
+    let unix = server.listen_unix(&path).await.expect("listen_unix");
+    let (mut ctl, ctl_session) = raw_unix(&path).await;
+    let (mut obs, obs_session) = raw_unix(&path).await;
+    ctl.send(raw_request(
+        "reset",
+        &ctl_session,
+        "call",
+        Some("counter"),
+        raw_call("reset", vec![], "o-reset"),
+    ))
+    .await
+    .unwrap();
+    next_binary(&mut ctl).await;
+    let mut sub = Dict::new();
+    sub.insert("subscription_id", "s");
+    sub.insert("fields", Value::List(vec![Value::from("observation")]));
+    obs.send(raw_request(
+        "sub",
+        &obs_session,
+        "subscribe",
+        Some("counter"),
+        sub,
+    ))
+    .await
+    .unwrap();
+    let (subscribed, _) = next_binary(&mut obs).await;
+    assert_eq!(
+        subscribed.get("type").and_then(Value::as_str),
+        Some("response")
+    );
+    let n = 48;
+    for i in 0..n {
+        // Large renders (196 KiB, more than a Unix socket buffers) alternate
+        // with describes of the same domain, and with steps of another
+        // (each a boundary published to the observer).
+        let m = match i % 4 {
+            0 | 2 => {
+                let render = raw_call("render", vec![], &format!("o{i}"));
+                raw_request(
+                    &format!("r{i}"),
+                    &ctl_session,
+                    "call",
+                    Some("large_render"),
+                    render,
+                )
+            }
+            1 => raw_request(
+                &format!("r{i}"),
+                &ctl_session,
+                "describe",
+                Some("large_render"),
+                Dict::new(),
+            ),
+            _ => {
+                let action = Value::Array(NdArray::from_vec(vec![1.0f32, 1.0]));
+                let step = raw_call("step", vec![action], &format!("o{i}"));
+                raw_request(
+                    &format!("r{i}"),
+                    &ctl_session,
+                    "call",
+                    Some("counter"),
+                    step,
+                )
+            }
+        };
+        ctl.feed(m).await.unwrap();
+    }
+    ctl.flush().await.unwrap();
+    // Neither reads for a while: the controller's socket fills, and both
+    // sessions are pinged.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let mut pings = 0;
+    let mut last_sequence = 0;
+    // Each domain answers in request order; the two domains interleave.
+    let mut large = (0..n).filter(|i| i % 4 != 3);
+    let mut counter = (0..n).filter(|i| i % 4 == 3);
+    for k in 0..n {
+        let (m, p) = next_binary(&mut ctl).await;
+        pings += p;
+        assert_eq!(
+            m.get("type").and_then(Value::as_str),
+            Some("response"),
+            "{m:?}"
+        );
+        let id = m.get("request_id").and_then(Value::as_str).unwrap();
+        let i: usize = id[1..].parse().unwrap();
+        let expected = if i % 4 == 3 {
+            counter.next()
+        } else {
+            large.next()
+        };
+        assert_eq!(Some(i), expected, "{id} out of order");
+        let result = m.get("result").expect("a result");
+        match i % 4 {
+            0 | 2 => match result.get("value") {
+                Some(Value::Array(a)) => assert_eq!(a.shape(), &[256, 256, 3]),
+                other => panic!("not an image: {other:?}"),
+            },
+            1 => assert!(result.as_seq().is_some(), "descriptors: {result:?}"),
+            _ => {
+                last_sequence = result.get("descriptors").unwrap().as_seq().unwrap()[0]
+                    .get("sequence")
+                    .and_then(Value::as_i64)
+                    .unwrap();
+            }
+        }
+        if k % 8 == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+    assert!(pings > 0, "no heartbeat ping reached the silent controller");
+    let mut sequences = Vec::new();
+    loop {
+        let (ev, _) = next_binary(&mut obs).await;
+        assert_eq!(
+            ev.get("type").and_then(Value::as_str),
+            Some("snapshot"),
+            "{ev:?}"
+        );
+        let sequence = ev.get("sequence").and_then(Value::as_i64).unwrap();
+        sequences.push(sequence);
+        if sequence == last_sequence {
+            let position = ev.get("data").and_then(|d| d.get("observation"));
+            let position = position.and_then(|o| o.get("position")).unwrap();
+            let position = position.as_array().unwrap().to_vec::<f32>().unwrap();
+            assert_eq!(position, vec![(n / 4) as f32; 2]);
+            break;
+        }
+    }
+    assert!(
+        sequences.windows(2).all(|w| w[0] < w[1]),
+        "sequences increase: {sequences:?}"
+    );
+    assert_eq!(server.session_count(), 2);
+    unix.stop().await;
+    server.shutdown().await;
 }
