@@ -11,7 +11,8 @@
 #   benches/profile/wakeups.sh python   # RemoteServer hosting Pendulum-v1
 #   benches/profile/wakeups.sh batched  # a BatchedEnv of 8 Pendulum-v1
 #
-# N1/N2 (default 500/2500) and TRANSPORT (unix, the default, or tcp: a
+# SERVER_PYTHONPATH puts another build of the package first for the server
+# only (the client keeps the venv's). N1/N2 (default 500/2500) and TRANSPORT (unix, the default, or tcp: a
 # loopback port) are read from the environment; BIN overrides the CLI for
 # `rust`.
 set -euo pipefail
@@ -38,7 +39,7 @@ case $what in
   python|batched)
     env_id=pendulum
     kind=single; [ "$what" = batched ] && kind=batched
-    "$PY" benches/profile/pendulum_server.py "$where" "$kind" >"$dir/out" 2>"$dir/log" &
+    PYTHONPATH=${SERVER_PYTHONPATH:-${PYTHONPATH:-}} "$PY" benches/profile/pendulum_server.py "$where" "$kind" >"$dir/out" 2>"$dir/log" &
     ;;
   *) echo "usage: $0 rust|python|batched" >&2; exit 2 ;;
 esac
