@@ -114,6 +114,9 @@ async fn recv_does_not_wait_for_a_straggler() {
     for (pos, &i) in first.env_id.iter().enumerate() {
         assert_eq!(observations(&first)[pos], i as f64 + 1.0, "env {i}");
     }
+    // recv(3) returns when the other three replied, which may be before env
+    // 0's step has reached the gate on its server: wait for it (bounded).
+    gate.wait_reached(1).await;
     assert_eq!(gate.reached(), 1);
     // The three go again while env 0 is still held.
     envs.send(numbers(&[2.0, 2.0, 2.0]), &first.env_id)
