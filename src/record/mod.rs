@@ -37,6 +37,7 @@
 //! (logged at `warn`).
 
 mod buffer;
+mod format;
 mod json;
 mod npz;
 mod slot;
@@ -44,6 +45,7 @@ mod transition;
 mod vector;
 
 pub use buffer::RESERVED_LENGTH;
+pub use format::{Column, ExternalBuffer, ExternalFormat, RecordFormat};
 pub use slot::RecordStats;
 pub use vector::{RowKind, VectorRecord};
 
@@ -107,8 +109,8 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    /// Creates `dir` and starts the writer thread.
-    pub(crate) fn start(dir: &Path) -> std::io::Result<Recorder> {
+    /// Creates `dir` and starts the writer thread, which writes `format`.
+    pub(crate) fn start(dir: &Path, format: RecordFormat) -> std::io::Result<Recorder> {
         std::fs::create_dir_all(dir)?;
         let (tx, rx) = mpsc::sync_channel(QUEUE_EVENTS);
         let stats = Arc::new(RecordStats::default());
@@ -116,6 +118,7 @@ impl Recorder {
             dir: dir.to_path_buf(),
             envs: HashMap::new(),
             vector: None,
+            format,
             stats: stats.clone(),
         };
         let thread = std::thread::Builder::new()
@@ -188,17 +191,19 @@ pub struct VectorRecorder {
 }
 
 impl VectorRecorder {
-    /// Creates (or continues, for the same transition space) one buffer per
-    /// sub-env under `dir` and starts the writer thread. `observation` and
-    /// `action` are one sub-env's spaces.
+    /// Creates (or continues, for the same transition space and format)
+    /// one buffer per sub-env under `dir` and starts the writer thread.
+    /// `observation` and `action` are one sub-env's spaces.
     pub fn start(
         dir: &Path,
         observation: Space,
         action: Space,
         num_envs: usize,
+        format: RecordFormat,
     ) -> Result<VectorRecorder, String> {
-        let recording = vector::VectorRecording::open(dir, observation, action, num_envs)?;
-        let recorder = Recorder::start(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let recording = vector::VectorRecording::open(dir, observation, action, num_envs, &format)?;
+        let recorder =
+            Recorder::start(dir, format).map_err(|e| format!("{}: {e}", dir.display()))?;
         recorder.send(Event::Vector(Box::new(vector::VectorEvent::Open(
             Box::new(recording),
         ))));
@@ -249,6 +254,8 @@ struct Writer {
     /// The learner side's recording, when this writer is a
     /// [`VectorRecorder`]'s.
     vector: Option<vector::VectorRecording>,
+    /// The storage format of the buffers it opens.
+    format: RecordFormat,
     stats: Arc<RecordStats>,
 }
 
@@ -297,7 +304,7 @@ impl Writer {
                     }
                     return;
                 }
-                match open(&self.dir, &id, &spaces) {
+                match open(&self.dir, &id, &spaces, &self.format) {
                     Ok(env) => {
                         self.envs.insert(id, env);
                     }
@@ -362,7 +369,12 @@ fn dir_name(id: &str) -> String {
     out
 }
 
-fn open(dir: &Path, id: &str, spaces: &EnvSpaces) -> Result<EnvRecording, String> {
+fn open(
+    dir: &Path,
+    id: &str,
+    spaces: &EnvSpaces,
+    format: &RecordFormat,
+) -> Result<EnvRecording, String> {
     let root = dir.join(dir_name(id));
     let mut layout = Vec::new();
     let mut slots = Vec::new();
@@ -390,7 +402,7 @@ fn open(dir: &Path, id: &str, spaces: &EnvSpaces) -> Result<EnvRecording, String
             )?,
         };
         let space_json = json::to_string(&l.space.to_value());
-        let buffer = BufferDir::open(&path, &l.keys, space_json, l.flat)
+        let buffer = BufferDir::open(&path, &l.keys, &l.leaf_specs(), space_json, l.flat, format)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         layout.push(l);
         slots.push(Slot {
