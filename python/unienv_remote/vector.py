@@ -265,6 +265,8 @@ class RemoteVectorEnv(VectorEnv):
     ) -> None:
         if on_error not in ("raise", "info"):
             raise ValueError("on_error must be 'raise' or 'info'")
+        # Before connecting: a missing pyarrow is an ImportError here.
+        record_writer = native_format(record_format, record_dir is not None)
         mode = _mode(autoreset_mode)
         self._on_error = on_error
         self.addresses: List[Tuple[str, str]] = [(str(u), str(r)) for u, r in envs]
@@ -291,7 +293,6 @@ class RemoteVectorEnv(VectorEnv):
         # NEXT_STEP: the envs whose last step ended (their next step is an autoreset).
         self._ended = np.zeros(self.num_envs, dtype=np.bool_)
         # Learner-side recording (README, "Record every transition"): one call per reset/send/result.
-        record_writer = native_format(record_format, record_dir is not None)
         self._recorder = None if record_dir is None else _native.Recorder(
             os.fspath(record_dir), self._native.space_document("observation_space"),
             self._native.space_document("action_space"), self.num_envs,
