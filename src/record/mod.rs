@@ -11,6 +11,10 @@
 //! `action`, `reward`, `terminated`, `truncated`, `next_obs`, and `context`
 //! when the env has a context space). A batched env records one buffer per
 //! sub-env, `DIR/<resource_id>/<i>/`. See [`buffer`](self) for the files.
+//! Its storages are `NPZStorage`s by default; with
+//! [`ServerConfig::record_format`](crate::server::ServerConfig::record_format)
+//! [`RecordFormat::External`] another writer (the Python package's Parquet
+//! writer) stores the rows, at each episode's end.
 //!
 //! # Where the work happens
 //! The domain thread only clones the call's action and result (arrays are
