@@ -213,3 +213,30 @@ def test_parquet_without_pyarrow_is_a_clear_import_error(tmp_path: Path) -> None
         assert "pip install pyarrow" in line and "record_format='parquet'" in line
     with pytest.raises(ValueError, match="record_format"):
         unienv_remote.RemoteServer(record_format="hdf5")
+
+
+def test_rows_handed_over_early_then_aborted_stay_uncommitted(tmp_path: Path, small_pieces: None) -> None:
+    """The writer's own contract (an episode beyond 4 MiB is handed over in
+    parts; a failed one is aborted): full pieces written early hold rows
+    beyond ``num_rows``, which an abort forgets and the next commit
+    overwrites; unienv_data reads the committed rows."""
+    from unienv_data.storages.parquet import ParquetStorage
+    from unienv_interface.backends import NumpyComputeBackend
+    from unienv_interface.space import BoxSpace
+
+    def rows(a: np.ndarray) -> List[np.ndarray]:
+        return [np.frombuffer(a.tobytes(), np.uint8)]
+
+    data = np.arange(60 * 3, dtype=np.float32).reshape(60, 3)
+    columns = _record_parquet.ParquetColumns([(str(tmp_path), "float32", [3])], 0)
+    columns.write(rows(data[:10]), 10, True)
+    columns.write(rows(-data[10:40]), 30, False)  # pieces 0 and 1 written, not committed
+    assert pieces(tmp_path) == ["part-000000.parquet", "part-000001.parquet"]
+    columns.abort()
+    columns.write(rows(data[10:15]), 5, True)
+    columns.close()
+    assert sorted(os.listdir(tmp_path))[0] == "_metadata.json" and not (tmp_path / ".tmp").exists()
+    space = BoxSpace(NumpyComputeBackend, -np.inf, np.inf, np.float32, shape=(3,))
+    storage = ParquetStorage.load_from(tmp_path, space, read_only=True)
+    assert len(storage) == 15
+    np.testing.assert_array_equal(storage.get(slice(0, 15)), data[:15])

@@ -110,6 +110,8 @@ pub(crate) struct Recorder {
     tx: Mutex<Option<mpsc::SyncSender<Event>>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     pub stats: Arc<RecordStats>,
+    /// Whether the format is external (see `Drop`).
+    external: bool,
 }
 
 impl Recorder {
@@ -118,6 +120,7 @@ impl Recorder {
         std::fs::create_dir_all(dir)?;
         let (tx, rx) = mpsc::sync_channel(QUEUE_EVENTS);
         let stats = Arc::new(RecordStats::default());
+        let external = matches!(format, RecordFormat::External(_));
         let mut writer = Writer {
             dir: dir.to_path_buf(),
             envs: HashMap::new(),
@@ -132,6 +135,7 @@ impl Recorder {
             tx: Mutex::new(Some(tx)),
             thread: Mutex::new(Some(thread)),
             stats,
+            external,
         })
     }
 
@@ -182,8 +186,17 @@ impl Recorder {
 }
 
 impl Drop for Recorder {
+    /// Stops the writer. An external writer (Python's) may need the GIL to
+    /// commit, which the dropping thread may hold (a server collected by
+    /// Python without `close()`): its thread is then left to finish on its
+    /// own rather than waited for.
     fn drop(&mut self) {
-        self.stop();
+        if self.external {
+            drop(self.tx.lock().take());
+            drop(self.thread.lock().take());
+        } else {
+            self.stop();
+        }
     }
 }
 
