@@ -1,8 +1,10 @@
 """The Parquet format of recordings (``record_format="parquet"``): the storages
 of a recorded ``ReplayBuffer`` as ``unienv_data.storages.parquet.ParquetStorage``
-directories, written with unienv_data's own helpers (``_write_piece_to_disk``,
-``_write_metadata``), so that ``ReplayBuffer.load_from(path,
-backend=NumpyComputeBackend)`` opens them with unienv_data and pyarrow alone.
+directories, written with unienv_data's own helpers (its Arrow tables,
+``_numpy_arrays_to_arrow_table``, written as its ``_write_piece_to_disk`` does
+but leaner, see :data:`FAST_WRITER`; ``_write_metadata``), so that
+``ReplayBuffer.load_from(path, backend=NumpyComputeBackend)`` opens them with
+unienv_data and pyarrow alone.
 
 The Rust recorder (``unienv_remote::record``, ``RecordFormat::External``)
 calls this module from its writer thread, never from a stepping thread: it
@@ -46,21 +48,32 @@ STORAGE_CLASS = "unienv_data.storages.parquet.ParquetStorage"
 COMPRESSION = "snappy"
 
 #: Bytes a piece is sized for (see :func:`piece_size`).
-PIECE_BYTES = 256 * 1024
+PIECE_BYTES = 64 * 1024
+
+#: Whether pieces are written without dictionary encoding and column
+#: statistics: unienv_data's table (``_numpy_arrays_to_arrow_table``: the same
+#: schema and ``column_shapes``) and ``pq.write_table`` as in its
+#: ``_write_piece_to_disk``, minus two features its reader never uses that
+#: cost most of the write for float data (dictionary encoding is tried, then
+#: abandoned, for every column chunk). False: ``_write_piece_to_disk`` itself.
+FAST_WRITER = True
 
 ColumnSpec = Tuple[str, np.dtype[Any], Tuple[int, ...]]
 
 
 def piece_size(row_bytes: int) -> int:
     """Rows per piece for rows of ``row_bytes`` bytes: a power of two near
-    :data:`PIECE_BYTES` per piece, from 16 to 4096 rows.
+    :data:`PIECE_BYTES` (64 KiB) per piece, from 16 to 4096 rows.
 
-    Each commit (an episode's end) rewrites the last, partial piece: half a
-    piece on average, about 128 KiB here, a fraction of a millisecond with
-    snappy. Smaller pieces rewrite less but create more files (the cost
-    recording had with one file per transition); with 256 KiB pieces a file
-    is created per some hundreds to thousands of transitions of the usual
-    state-vector sizes, and a commit stays cheap for any episode length."""
+    A commit (an episode's end) creates at least two files (the partial
+    piece, ``_metadata.json``), whatever the piece size; creating a file is
+    what costs (0.25 to 0.5 ms on the loaded test machine's ``/tmp``, BENCHMARKS.md,
+    "h28p: Parquet recording"). The partial piece it rewrites holds half a
+    piece on average: at 64 KiB, 32 KiB of rows, which pyarrow writes in
+    about the time of one file creation. Larger pieces would make every
+    commit dearer for fewer files only on long episodes; smaller ones create
+    a file per few dozen rows again. Pendulum's transitions (10 float64)
+    get 512-row pieces."""
     rows = max(1, PIECE_BYTES // max(1, row_bytes))
     size = 16
     while size * 2 <= rows and size < 4096:
@@ -151,9 +164,19 @@ class ParquetColumns:
         index = self._tail_start // self._piece
         name = _parquet._piece_filename(index)
         for d, spec, shapes, data in zip(self._dirs, self._specs, self._shapes, rows):
-            tmp = os.path.join(d, ".tmp")
-            _parquet._write_piece_to_disk(tmp, index, {spec[0]: data}, [spec], len(data), shapes, COMPRESSION)
-            os.replace(os.path.join(tmp, name), os.path.join(d, name))
+            tmp = os.path.join(d, ".tmp", name)
+            if FAST_WRITER:
+                # unienv_data's own table (schema, column_shapes metadata),
+                # written without dictionary encoding and statistics (see
+                # FAST_WRITER).
+                table = _parquet._numpy_arrays_to_arrow_table(
+                    {spec[0]: data}, [spec], len(data), {k: list(v) for k, v in shapes.items()})
+                _parquet.pq.write_table(table, tmp, compression=COMPRESSION, use_dictionary=False,
+                                        write_statistics=False)
+            else:
+                _parquet._write_piece_to_disk(os.path.dirname(tmp), index, {spec[0]: data}, [spec], len(data),
+                                              shapes, COMPRESSION)
+            os.replace(tmp, os.path.join(d, name))
 
     def _commit_metadata(self) -> None:
         for d, spec, shapes in zip(self._dirs, self._specs, self._shapes):

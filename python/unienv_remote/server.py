@@ -101,9 +101,10 @@ class RemoteServer:
     * ``record_format``: how ``record_dir``'s buffers store their elements:
       ``"npz"`` (default: one ``NPZStorage`` file per transition, loadable
       with unienv alone) or ``"parquet"`` (``unienv_data``'s
-      ``ParquetStorage``, pieces of many transitions, about 20 times cheaper
-      to write; loading it needs pyarrow, and so does recording: without it,
-      ``ImportError``). See README, "Record every transition".
+      ``ParquetStorage``, pieces of many transitions, a few files per
+      episode instead of one per transition; loading it needs pyarrow, and
+      so does recording: without it, ``ImportError``). See README, "Record
+      every transition".
     * ``metrics``: an address (``"127.0.0.1:9464"``, port 0 for any) at which
       the server's metrics are served in the Prometheus text format, from the
       first ``listen``/``connect`` on; ``metrics_url`` is then
