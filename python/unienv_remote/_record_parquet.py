@@ -14,8 +14,9 @@ rows over when the episode ends (earlier, without committing them, beyond
 4 MiB). The GIL is held only during these calls.
 
 A commit (``write(..., commit=True)``) writes, per storage: the pieces that
-changed (each to ``.tmp/`` inside the storage, then renamed over
-``part-NNNNNN.parquet``), then ``_metadata.json`` (also via ``.tmp/``). The
+changed (each to ``.tmp/`` inside the storage, then swapped with or renamed
+over ``part-NNNNNN.parquet``, see :func:`_publish`), then ``_metadata.json``
+(also via ``.tmp/``). The
 recorder then replaces the buffer's ``metadata.json``, the one commit point:
 until then the buffer loads with its previous ``count``, since every piece
 still holds its earlier rows and ``ParquetStorage`` reads the first
@@ -27,8 +28,11 @@ partial, is kept in memory and rewritten at each commit.
 
 from __future__ import annotations
 
+import ctypes
 import os
-from typing import Any, Dict, List, Sequence, Tuple
+import shutil
+import sys
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -59,6 +63,29 @@ PIECE_BYTES = 64 * 1024
 FAST_WRITER = True
 
 ColumnSpec = Tuple[str, np.dtype[Any], Tuple[int, ...]]
+
+# Linux's renameat2 (glibc 2.28+), for _publish.
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+_renameat2: Optional[Callable[..., int]] = None
+if sys.platform == "linux":
+    try:
+        _renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # pragma: no cover - an old libc
+        _renameat2 = None
+
+
+def _publish(tmp: str, dst: str) -> None:
+    """Puts the file at ``tmp`` at ``dst`` atomically. Where the system can
+    swap the two (Linux, ``renameat2(RENAME_EXCHANGE)``, ``dst`` existing),
+    the file that was at ``dst`` is left at ``tmp``, to be overwritten by the
+    next write: a commit then allocates no inode, which is most of what
+    creating a file costs on a busy ext4 (BENCHMARKS.md, "h28p: Parquet
+    recording"). Otherwise ``os.replace``."""
+    if _renameat2 is not None and os.path.exists(dst):
+        if _renameat2(_AT_FDCWD, os.fsencode(tmp), _AT_FDCWD, os.fsencode(dst), _RENAME_EXCHANGE) == 0:
+            return
+    os.replace(tmp, dst)
 
 
 def piece_size(row_bytes: int) -> int:
@@ -155,16 +182,13 @@ class ParquetColumns:
     def close(self) -> None:
         """Removes the temporary directories (everything is committed)."""
         for d in self._dirs:
-            try:
-                os.rmdir(os.path.join(d, ".tmp"))
-            except OSError:
-                pass
+            shutil.rmtree(os.path.join(d, ".tmp"), ignore_errors=True)
 
     def _write_piece(self, rows: Sequence[np.ndarray]) -> None:
         index = self._tail_start // self._piece
         name = _parquet._piece_filename(index)
         for d, spec, shapes, data in zip(self._dirs, self._specs, self._shapes, rows):
-            tmp = os.path.join(d, ".tmp", name)
+            tmp = os.path.join(d, ".tmp", "piece.parquet" if FAST_WRITER else name)
             if FAST_WRITER:
                 # unienv_data's own table (schema, column_shapes metadata),
                 # written without dictionary encoding and statistics (see
@@ -176,14 +200,14 @@ class ParquetColumns:
             else:
                 _parquet._write_piece_to_disk(os.path.dirname(tmp), index, {spec[0]: data}, [spec], len(data),
                                               shapes, COMPRESSION)
-            os.replace(tmp, os.path.join(d, name))
+            _publish(tmp, os.path.join(d, name))
 
     def _commit_metadata(self) -> None:
         for d, spec, shapes in zip(self._dirs, self._specs, self._shapes):
             tmp = os.path.join(d, ".tmp")
             _parquet._write_metadata(tmp, self._piece, self._written, shapes, COMPRESSION,
                                      column_dtypes=_parquet._serialize_column_dtypes([spec]))
-            os.replace(os.path.join(tmp, "_metadata.json"), os.path.join(d, "_metadata.json"))
+            _publish(os.path.join(tmp, "_metadata.json"), os.path.join(d, "_metadata.json"))
 
 
 class ParquetFormat:

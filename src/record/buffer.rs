@@ -428,7 +428,7 @@ impl BufferDir {
             },
             self.space_json
         );
-        write_atomic(&self.path.join("metadata.json"), text.as_bytes())
+        write_swapped(&self.path.join("metadata.json"), text.as_bytes())
     }
 }
 
@@ -437,7 +437,49 @@ impl Drop for BufferDir {
         if let Some(external) = &mut self.external {
             external.close();
         }
+        // The previous metadata.json, kept by `write_swapped`.
+        let _ = std::fs::remove_file(tmp_path(&self.path.join("metadata.json")));
     }
+}
+
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    PathBuf::from(tmp)
+}
+
+/// As [`write_atomic`], but the file it replaces is kept as the temporary
+/// file (swapped in one `renameat2(RENAME_EXCHANGE)` on Linux), which the
+/// next call overwrites: a commit then allocates no inode (what creating a
+/// file mostly costs on a busy ext4, BENCHMARKS.md, "h28p: Parquet
+/// recording"). Elsewhere, or where the file system cannot swap, a rename.
+fn write_swapped(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = tmp_path(path);
+    std::fs::write(&tmp, bytes)?;
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let (Ok(from), Ok(to)) = (
+            std::ffi::CString::new(tmp.as_os_str().as_bytes()),
+            std::ffi::CString::new(path.as_os_str().as_bytes()),
+        ) else {
+            return std::fs::rename(&tmp, path);
+        };
+        // SAFETY: two NUL-terminated paths, valid for the call.
+        let swapped = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                from.as_ptr(),
+                libc::AT_FDCWD,
+                to.as_ptr(),
+                libc::RENAME_EXCHANGE,
+            )
+        };
+        if swapped == 0 {
+            return Ok(());
+        }
+    }
+    std::fs::rename(&tmp, path)
 }
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it over
