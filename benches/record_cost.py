@@ -19,7 +19,10 @@ the run. Prints env steps per second of each run, the median of each mode, and
 their ratio; and the CPU time per env step over the timed steps (the servers'
 processes and the learner's, user + system: less sensitive to a loaded machine
 than wall time), with its ratio; the recordings are checked to hold every
-transition. The load average is printed before and after.
+transition. The load average is printed before and after. The writer
+threads' own CPU per env step (``unienv-recorder``: the servers' on the host
+side, the learner's on its side) is printed too: what recording costs
+directly, least sensitive to the load.
 """
 
 import argparse
@@ -88,7 +91,24 @@ def cpu_seconds(procs: List[subprocess.Popen]) -> float:
     return total + own.ru_utime + own.ru_stime
 
 
-def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tuple[float, float]:
+def recorder_seconds(pids: List[int]) -> float:
+    """User + system CPU of the recorders' writer threads (``unienv-recorder``)
+    in the processes ``pids``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                if (task / "comm").read_text().strip() != "unienv-recorder":
+                    continue
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tuple[float, float, float]:
     from unienv_remote import RemoteVectorEnv
 
     procs = start(record if side == "host" else None, fmt)
@@ -100,19 +120,20 @@ def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tupl
         envs.reset(seed=0)
         for a in acts[:50]:
             envs.step(a)
-        cpu = cpu_seconds(procs)
+        pids = [p.pid for p in procs] if side == "host" else [os.getpid()]
+        cpu, writer = cpu_seconds(procs), recorder_seconds(pids)
         begin = time.perf_counter()
         for a in acts[50:]:
             envs.step(a)
         rate = steps * N / (time.perf_counter() - begin)
-        cpu = cpu_seconds(procs) - cpu
+        cpu, writer = cpu_seconds(procs) - cpu, recorder_seconds(pids) - writer
         envs.close()
     finally:
         for p in procs:
             assert p.stdin is not None
             p.stdin.close()  # a clean stop: close() commits the open episodes
             p.wait(timeout=60)
-    return rate, cpu * 1e6 / (steps * N)
+    return rate, cpu * 1e6 / (steps * N), writer * 1e6 / (steps * N)
 
 
 def recorded_transitions(record: Path) -> int:
@@ -142,17 +163,19 @@ def main() -> None:
     plain_cpu: List[float] = []
     recording: Dict[str, List[float]] = {f: [] for f in formats}
     recording_cpu: Dict[str, List[float]] = {f: [] for f in formats}
+    writer_cpu: Dict[str, List[float]] = {f: [] for f in formats}
     for r in range(args.rounds):
-        rate, cpu = run(args.steps, None, args.side)
+        rate, cpu, _ = run(args.steps, None, args.side)
         plain.append(rate)
         plain_cpu.append(cpu)
         line = f"round {r + 1}: plain {plain[-1]:,.0f} steps/s {plain_cpu[-1]:.1f} us CPU/step"
         for fmt in formats:
             record = Path(tempfile.mkdtemp(prefix="uvr-record-bench-", dir=args.dir))
             try:
-                rate, cpu = run(args.steps, record, args.side, fmt)
+                rate, cpu, writer = run(args.steps, record, args.side, fmt)
                 recording[fmt].append(rate)
                 recording_cpu[fmt].append(cpu)
+                writer_cpu[fmt].append(writer)
                 # Every step of every env (warm-up included), committed at close();
                 # Pendulum truncates after 200 steps, and the vector env's next
                 # step of that env is its autoreset (a reset, no transition).
@@ -161,20 +184,21 @@ def main() -> None:
                 assert recorded_transitions(record) == expected, (recorded_transitions(record), expected)
             finally:
                 shutil.rmtree(record)
-            line += f", {fmt} {rate:,.0f} steps/s {cpu:.1f} us CPU/step"
+            line += f", {fmt} {rate:,.0f} steps/s {cpu:.1f} us CPU/step (writer thread {writer:.1f})"
         print(line, flush=True)
     print("load average after:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     p, pc = float(np.median(plain)), float(np.median(plain_cpu))
     print(f"recording on the {args.side} side, medians of {args.rounds} runs")
-    print("| mode | env steps/s | CPU us per env step |")
-    print("|---|---|---|")
-    print(f"| plain | {p:,.0f} | {pc:.1f} |")
+    print("| mode | env steps/s | CPU us per env step | of which the writer thread |")
+    print("|---|---|---|---|")
+    print(f"| plain | {p:,.0f} | {pc:.1f} | |")
     for fmt in formats:
         q, qc = float(np.median(recording[fmt])), float(np.median(recording_cpu[fmt]))
-        print(f"| recording every transition, {fmt} | {q:,.0f} | {qc:.1f} |")
-        print(f"| ratio {fmt} / plain | {q / p:.3f} | {qc / pc:.3f} |")
+        w = float(np.median(writer_cpu[fmt]))
+        print(f"| recording every transition, {fmt} | {q:,.0f} | {qc:.1f} | {w:.1f} |")
+        print(f"| ratio {fmt} / plain | {q / p:.3f} | {qc / pc:.3f} | writer / plain CPU {w / pc:.3f} |")
         ratios = sorted(b / a for a, b in zip(plain, recording[fmt]))
-        print(f"| per-round ratios {fmt} (throughput) | {' '.join(f'{x:.3f}' for x in ratios)} | |")
+        print(f"| per-round throughput ratios {fmt} | {' '.join(f'{x:.3f}' for x in ratios)} | | |")
 
 
 if __name__ == "__main__":
