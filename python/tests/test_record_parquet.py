@@ -240,3 +240,12 @@ def test_rows_handed_over_early_then_aborted_stay_uncommitted(tmp_path: Path, sm
     storage = ParquetStorage.load_from(tmp_path, space, read_only=True)
     assert len(storage) == 15
     np.testing.assert_array_equal(storage.get(slice(0, 15)), data[:15])
+
+
+def test_metadata_is_written_as_unienv_data_writes_it(tmp_path: Path) -> None:
+    from unienv_data.storages import parquet
+
+    shapes = {"data": (3, 2)}
+    parquet._write_metadata(str(tmp_path), 512, 1234, shapes, "snappy", column_dtypes={"data": "float32"})
+    ours = _record_parquet.metadata_bytes(512, 1234, shapes, "snappy", {"data": "float32"})
+    assert (tmp_path / "_metadata.json").read_bytes() == ours

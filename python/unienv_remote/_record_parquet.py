@@ -29,6 +29,7 @@ partial, is kept in memory and rewritten at each commit.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
 import sys
@@ -59,7 +60,10 @@ PIECE_BYTES = 64 * 1024
 #: schema and ``column_shapes``) and ``pq.write_table`` as in its
 #: ``_write_piece_to_disk``, minus two features its reader never uses that
 #: cost most of the write for float data (dictionary encoding is tried, then
-#: abandoned, for every column chunk). False: ``_write_piece_to_disk`` itself.
+#: abandoned, for every column chunk); and files (pieces, ``_metadata.json``
+#: as :func:`metadata_bytes` makes it) overwritten in place, not truncated
+#: (see :func:`_write_file`). False: ``_write_piece_to_disk`` and
+#: ``_write_metadata`` themselves.
 FAST_WRITER = True
 
 ColumnSpec = Tuple[str, np.dtype[Any], Tuple[int, ...]]
@@ -73,6 +77,36 @@ if sys.platform == "linux":
         _renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
     except (OSError, AttributeError):  # pragma: no cover - an old libc
         _renameat2 = None
+
+
+def _write_file(path: str, data: Any) -> None:
+    """Writes ``data`` (bytes-like) over the file at ``path`` in place
+    (created if missing, then cut to its length). Unlike opening it with
+    truncation, this frees and allocates no blocks: on the busy ext4 of the
+    test machine a truncating open cost 2 ms (150 us of CPU), this 10 us."""
+    view = memoryview(data).cast("B")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        done = 0
+        while done < len(view):
+            done += os.pwrite(fd, view[done:], done)
+        os.ftruncate(fd, len(view))
+    finally:
+        os.close(fd)
+
+
+def metadata_bytes(piece_size: int, num_rows: int, column_shapes: Dict[str, Tuple[int, ...]],
+                   compression: Any, column_dtypes: Dict[str, str]) -> bytes:
+    """``_metadata.json`` as unienv_data's ``_write_metadata`` writes it
+    (tests/test_record_parquet.py checks they agree), as bytes."""
+    metadata: Dict[str, Any] = {
+        "piece_size": piece_size,
+        "num_rows": num_rows,
+        "column_shapes": {k: list(v) for k, v in column_shapes.items()},
+        "compression": compression,
+        "column_dtypes": column_dtypes,
+    }
+    return json.dumps(metadata, indent=2).encode()
 
 
 def _publish(tmp: str, dst: str) -> None:
@@ -192,11 +226,13 @@ class ParquetColumns:
             if FAST_WRITER:
                 # unienv_data's own table (schema, column_shapes metadata),
                 # written without dictionary encoding and statistics (see
-                # FAST_WRITER).
+                # FAST_WRITER), into memory, then over the temporary file.
                 table = _parquet._numpy_arrays_to_arrow_table(
                     {spec[0]: data}, [spec], len(data), {k: list(v) for k, v in shapes.items()})
-                _parquet.pq.write_table(table, tmp, compression=COMPRESSION, use_dictionary=False,
+                out = _parquet.pa.BufferOutputStream()
+                _parquet.pq.write_table(table, out, compression=COMPRESSION, use_dictionary=False,
                                         write_statistics=False)
+                _write_file(tmp, out.getvalue())
             else:
                 _parquet._write_piece_to_disk(os.path.dirname(tmp), index, {spec[0]: data}, [spec], len(data),
                                               shapes, COMPRESSION)
@@ -205,8 +241,12 @@ class ParquetColumns:
     def _commit_metadata(self) -> None:
         for d, spec, shapes in zip(self._dirs, self._specs, self._shapes):
             tmp = os.path.join(d, ".tmp")
-            _parquet._write_metadata(tmp, self._piece, self._written, shapes, COMPRESSION,
-                                     column_dtypes=_parquet._serialize_column_dtypes([spec]))
+            dtypes = _parquet._serialize_column_dtypes([spec])
+            if FAST_WRITER:
+                _write_file(os.path.join(tmp, "_metadata.json"),
+                            metadata_bytes(self._piece, self._written, shapes, COMPRESSION, dtypes))
+            else:
+                _parquet._write_metadata(tmp, self._piece, self._written, shapes, COMPRESSION, column_dtypes=dtypes)
             _publish(os.path.join(tmp, "_metadata.json"), os.path.join(d, "_metadata.json"))
 
 

@@ -16,8 +16,9 @@
 //! Elements are encoded as they arrive and kept in memory (at most
 //! [`PENDING_BYTES`] per buffer; beyond that they are written early) until
 //! their episode ends; its files are then written in one pass (no `fsync`)
-//! and the episode is committed by replacing `metadata.json` (written to a temporary file,
-//! then renamed: the one commit point). Until then the buffer on disk, as
+//! and the episode is committed by replacing `metadata.json` (written to a
+//! temporary file, then swapped in or renamed, see `write_swapped`: the one
+//! commit point). Until then the buffer on disk, as
 //! `ReplayBuffer.load_from` reads it, ends with the last committed episode,
 //! so a crash loses at most the episodes still open. The sub-storages
 //! declare a reserved length ([`RESERVED_LENGTH`]) that never changes, so
@@ -329,7 +330,12 @@ impl BufferDir {
         let Some(external) = &mut self.external else {
             return Ok(());
         };
-        let columns = self.rows.iter_mut().map(std::mem::take).collect();
+        // The next rows get as much room as these took (no regrowing).
+        let columns = self
+            .rows
+            .iter_mut()
+            .map(|r| std::mem::replace(r, Vec::with_capacity(r.len())))
+            .collect();
         let rows = std::mem::take(&mut self.row_count);
         external.write(columns, rows, commit)
     }
@@ -450,12 +456,23 @@ fn tmp_path(path: &Path) -> PathBuf {
 
 /// As [`write_atomic`], but the file it replaces is kept as the temporary
 /// file (swapped in one `renameat2(RENAME_EXCHANGE)` on Linux), which the
-/// next call overwrites: a commit then allocates no inode (what creating a
+/// next call overwrites in place: a commit then allocates no inode and no
+/// blocks (what creating a
 /// file mostly costs on a busy ext4, BENCHMARKS.md, "h28p: Parquet
 /// recording"). Elsewhere, or where the file system cannot swap, a rename.
 fn write_swapped(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
     let tmp = tmp_path(path);
-    std::fs::write(&tmp, bytes)?;
+    // Overwritten in place, then cut: opening it with truncation frees and
+    // allocates its blocks again, 2 ms on the test machine's busy ext4.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&tmp)?;
+    file.write_all(bytes)?;
+    file.set_len(bytes.len() as u64)?;
+    drop(file);
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::ffi::OsStrExt;

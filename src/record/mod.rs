@@ -69,6 +69,10 @@ use transition::{Layout, Transition};
 /// Events the queue holds before a domain thread waits.
 pub const QUEUE_EVENTS: usize = 4096;
 
+/// How long the writer waits, once it has drained the queue, before it
+/// looks again (then blocks until an event comes).
+const BATCH_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// An env's spaces as its descriptor declares them.
 #[derive(Debug, Clone)]
 pub(crate) struct EnvSpaces {
@@ -288,7 +292,26 @@ struct EnvRecording {
 
 impl Writer {
     fn run(&mut self, rx: mpsc::Receiver<Event>) {
-        for event in rx {
+        loop {
+            let event = match rx.try_recv() {
+                Ok(event) => event,
+                Err(mpsc::TryRecvError::Disconnected) => break,
+                Err(mpsc::TryRecvError::Empty) => {
+                    // Drained: the events of the next millisecond are taken
+                    // in one go rather than one wake-up (a context switch,
+                    // and a futex wake for the sender) per event; an idle
+                    // writer then sleeps until the next one.
+                    std::thread::sleep(BATCH_WAIT);
+                    match rx.try_recv() {
+                        Ok(event) => event,
+                        Err(mpsc::TryRecvError::Disconnected) => break,
+                        Err(mpsc::TryRecvError::Empty) => match rx.recv() {
+                            Ok(event) => event,
+                            Err(_) => break,
+                        },
+                    }
+                }
+            };
             self.handle(event);
         }
         for (id, env) in &mut self.envs {
