@@ -17,7 +17,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The storage a recording writes (see the [module docs](self)).
+/// The storage a recording writes: NPZ files, or rows handed to another
+/// writer (see [`ExternalFormat`]; the replay buffer around the storage is
+/// written by the recorder either way, its `metadata.json` the commit point).
 #[derive(Clone, Default)]
 pub enum RecordFormat {
     /// One `NPZStorage` file per element, written by the recorder's thread.
