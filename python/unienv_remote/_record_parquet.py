@@ -126,15 +126,15 @@ def piece_size(row_bytes: int) -> int:
     """Rows per piece for rows of ``row_bytes`` bytes: a power of two near
     :data:`PIECE_BYTES` (64 KiB) per piece, from 16 to 4096 rows.
 
-    A commit (an episode's end) creates at least two files (the partial
-    piece, ``_metadata.json``), whatever the piece size; creating a file is
-    what costs (0.25 to 0.5 ms on the loaded test machine's ``/tmp``, BENCHMARKS.md,
-    "h28p: Parquet recording"). The partial piece it rewrites holds half a
-    piece on average: at 64 KiB, 32 KiB of rows, which pyarrow writes in
-    about the time of one file creation. Larger pieces would make every
-    commit dearer for fewer files only on long episodes; smaller ones create
-    a file per few dozen rows again. Pendulum's transitions (10 float64)
-    get 512-row pieces."""
+    A commit (an episode's end) writes at least two files (the partial
+    piece, ``_metadata.json``) whatever the piece size, each at a fixed cost
+    (pyarrow's writer, the system calls). The partial piece holds half a
+    piece on average: at 64 KiB, 32 KiB of rows, which pyarrow encodes in
+    about that fixed cost. Larger pieces would make every commit dearer
+    (a 2,048-row float64 piece took 1 ms, BENCHMARKS.md, "h28p: Parquet
+    recording") and save files only on long episodes; smaller ones write a
+    file per few dozen rows again. Pendulum's transitions (10 float64) get
+    512-row pieces."""
     rows = max(1, PIECE_BYTES // max(1, row_bytes))
     size = 16
     while size * 2 <= rows and size < 4096:
