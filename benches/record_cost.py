@@ -5,6 +5,11 @@
 learner's side (``RemoteVectorEnv(..., record_dir=...)``, ``--side learner``).
 
     .venv-ref/bin/python benches/record_cost.py [--steps 1500] [--rounds 3] [--dir DIR] [--side host|learner]
+        [--format npz|parquet|npz,parquet]
+
+``--format``: the recording's storage (``record_format``), default ``npz``;
+several, comma-separated, are measured in the same rounds (plain, npz,
+parquet, plain, ...), each against the same plain runs.
 
 Runs alternate (plain, recording, plain, recording, ...) so that both see the
 same machine load; each run starts fresh servers, resets, takes 50 warm-up
@@ -14,7 +19,10 @@ the run. Prints env steps per second of each run, the median of each mode, and
 their ratio; and the CPU time per env step over the timed steps (the servers'
 processes and the learner's, user + system: less sensitive to a loaded machine
 than wall time), with its ratio; the recordings are checked to hold every
-transition. The load average is printed before and after.
+transition. The load average is printed before and after. The writer
+threads' own CPU per env step (``unienv-recorder``: the servers' on the host
+side, the learner's on its side) is printed too: what recording costs
+directly, least sensitive to the load.
 """
 
 import argparse
@@ -28,7 +36,7 @@ import os
 import resource
 import time
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -36,13 +44,13 @@ N, SERVERS = 16, 2
 URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
 
 
-def serve(count: int, record: Optional[str]) -> None:
+def serve(count: int, record: Optional[str], fmt: str) -> None:
     import gymnasium
     from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
 
     from unienv_remote import RemoteServer
 
-    server = RemoteServer(idle_timeout=None, record_dir=record)
+    server = RemoteServer(idle_timeout=None, record_dir=record, record_format=fmt)
     for i in range(count):
         server.register(f"pendulum{i}", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
     print(server.listen("127.0.0.1", 0), flush=True)
@@ -52,12 +60,12 @@ def serve(count: int, record: Optional[str]) -> None:
         server.close()
 
 
-def start(record: Optional[Path]) -> List[subprocess.Popen]:
+def start(record: Optional[Path], fmt: str) -> List[subprocess.Popen]:
     procs = []
     for s in range(SERVERS):
         cmd = [sys.executable, __file__, "--serve", str(N // SERVERS)]
         if record is not None:
-            cmd += ["--record", str(record / f"server{s}")]
+            cmd += ["--record", str(record / f"server{s}"), "--format", fmt]
         procs.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
     return procs
 
@@ -83,31 +91,49 @@ def cpu_seconds(procs: List[subprocess.Popen]) -> float:
     return total + own.ru_utime + own.ru_stime
 
 
-def run(steps: int, record: Optional[Path], side: str) -> Tuple[float, float]:
+def recorder_seconds(pids: List[int]) -> float:
+    """User + system CPU of the recorders' writer threads (``unienv-recorder``)
+    in the processes ``pids``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                if (task / "comm").read_text().strip() != "unienv-recorder":
+                    continue
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tuple[float, float, float]:
     from unienv_remote import RemoteVectorEnv
 
-    procs = start(record if side == "host" else None)
+    procs = start(record if side == "host" else None, fmt)
     try:
         urls = [url_of(p) for p in procs]
         addresses = [(urls[j % SERVERS], f"pendulum{j // SERVERS}") for j in range(N)]
-        envs = RemoteVectorEnv(addresses, record_dir=record if side == "learner" else None)
+        envs = RemoteVectorEnv(addresses, record_dir=record if side == "learner" else None, record_format=fmt)
         acts = np.random.default_rng(0).uniform(-2, 2, size=(steps + 50, N, 1)).astype(np.float32)
         envs.reset(seed=0)
         for a in acts[:50]:
             envs.step(a)
-        cpu = cpu_seconds(procs)
+        pids = [p.pid for p in procs] if side == "host" else [os.getpid()]
+        cpu, writer = cpu_seconds(procs), recorder_seconds(pids)
         begin = time.perf_counter()
         for a in acts[50:]:
             envs.step(a)
         rate = steps * N / (time.perf_counter() - begin)
-        cpu = cpu_seconds(procs) - cpu
+        cpu, writer = cpu_seconds(procs) - cpu, recorder_seconds(pids) - writer
         envs.close()
     finally:
         for p in procs:
             assert p.stdin is not None
             p.stdin.close()  # a clean stop: close() commits the open episodes
             p.wait(timeout=60)
-    return rate, cpu * 1e6 / (steps * N)
+    return rate, cpu * 1e6 / (steps * N), writer * 1e6 / (steps * N)
 
 
 def recorded_transitions(record: Path) -> int:
@@ -125,40 +151,54 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dir", help="where recordings go (default: the system's temporary directory)")
     parser.add_argument("--side", choices=["host", "learner"], default="host")
+    parser.add_argument("--format", default="npz", help="npz, parquet, or both comma-separated (interleaved)")
     args = parser.parse_args()
     if args.serve is not None:
-        serve(args.serve, args.record)
+        serve(args.serve, args.record, args.format)
         return
+    formats = args.format.split(",")
+    assert formats and all(f in ("npz", "parquet") for f in formats), args.format
     print("load average before:", " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)
-    plain, recording, plain_cpu, recording_cpu = [], [], [], []
+    plain: List[float] = []
+    plain_cpu: List[float] = []
+    recording: Dict[str, List[float]] = {f: [] for f in formats}
+    recording_cpu: Dict[str, List[float]] = {f: [] for f in formats}
+    writer_cpu: Dict[str, List[float]] = {f: [] for f in formats}
     for r in range(args.rounds):
-        rate, cpu = run(args.steps, None, args.side)
+        rate, cpu, _ = run(args.steps, None, args.side)
         plain.append(rate)
         plain_cpu.append(cpu)
-        record = Path(tempfile.mkdtemp(prefix="uvr-record-bench-", dir=args.dir))
-        try:
-            rate, cpu = run(args.steps, record, args.side)
-            recording.append(rate)
-            recording_cpu.append(cpu)
-            # Every step of every env (warm-up included), committed at close();
-            # Pendulum truncates after 200 steps, and the vector env's next
-            # step of that env is its autoreset (a reset, no transition).
-            total = args.steps + 50
-            expected = (total - total // 201) * N
-            assert recorded_transitions(record) == expected, (recorded_transitions(record), expected)
-        finally:
-            shutil.rmtree(record)
-        print(f"round {r + 1}: plain {plain[-1]:,.0f} steps/s {plain_cpu[-1]:.1f} us CPU/step, "
-              f"recording {recording[-1]:,.0f} steps/s {recording_cpu[-1]:.1f} us CPU/step", flush=True)
+        line = f"round {r + 1}: plain {plain[-1]:,.0f} steps/s {plain_cpu[-1]:.1f} us CPU/step"
+        for fmt in formats:
+            record = Path(tempfile.mkdtemp(prefix="uvr-record-bench-", dir=args.dir))
+            try:
+                rate, cpu, writer = run(args.steps, record, args.side, fmt)
+                recording[fmt].append(rate)
+                recording_cpu[fmt].append(cpu)
+                writer_cpu[fmt].append(writer)
+                # Every step of every env (warm-up included), committed at close();
+                # Pendulum truncates after 200 steps, and the vector env's next
+                # step of that env is its autoreset (a reset, no transition).
+                total = args.steps + 50
+                expected = (total - total // 201) * N
+                assert recorded_transitions(record) == expected, (recorded_transitions(record), expected)
+            finally:
+                shutil.rmtree(record)
+            line += f", {fmt} {rate:,.0f} steps/s {cpu:.1f} us CPU/step (writer thread {writer:.1f})"
+        print(line, flush=True)
     print("load average after:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
-    p, q = float(np.median(plain)), float(np.median(recording))
-    pc, qc = float(np.median(plain_cpu)), float(np.median(recording_cpu))
+    p, pc = float(np.median(plain)), float(np.median(plain_cpu))
     print(f"recording on the {args.side} side, medians of {args.rounds} runs")
-    print("| mode | env steps/s | CPU us per env step |")
-    print("|---|---|---|")
-    print(f"| plain | {p:,.0f} | {pc:.1f} |")
-    print(f"| recording every transition | {q:,.0f} | {qc:.1f} |")
-    print(f"| ratio recording / plain | {q / p:.3f} | {qc / pc:.3f} |")
+    print("| mode | env steps/s | CPU us per env step | of which the writer thread |")
+    print("|---|---|---|---|")
+    print(f"| plain | {p:,.0f} | {pc:.1f} | |")
+    for fmt in formats:
+        q, qc = float(np.median(recording[fmt])), float(np.median(recording_cpu[fmt]))
+        w = float(np.median(writer_cpu[fmt]))
+        print(f"| recording every transition, {fmt} | {q:,.0f} | {qc:.1f} | {w:.1f} |")
+        print(f"| ratio {fmt} / plain | {q / p:.3f} | {qc / pc:.3f} | writer / plain CPU {w / pc:.3f} |")
+        ratios = sorted(b / a for a, b in zip(plain, recording[fmt]))
+        print(f"| per-round throughput ratios {fmt} | {' '.join(f'{x:.3f}' for x in ratios)} | | |")
 
 
 if __name__ == "__main__":

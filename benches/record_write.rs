@@ -59,7 +59,8 @@ struct Figures {
 fn record(dir: &Path, steps: usize) -> Figures {
     let observation = Space::boxed(DType::F32, vec![3], -8.0, 8.0);
     let action = Space::boxed(DType::F32, vec![1], -2.0, 2.0);
-    let recorder = VectorRecorder::start(dir, observation, action, ENVS).expect("recorder");
+    let recorder = VectorRecorder::start(dir, observation, action, ENVS, Default::default())
+        .expect("recorder");
     let ids: Vec<usize> = (0..ENVS).collect();
     let reset = VectorRecord {
         env_id: ids.clone(),

@@ -45,7 +45,7 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import unienv_interfa
     rm -f "$VENV/constraints-test.txt"
     python3 -m venv "$VENV"
     "$VENV/bin/pip" install --quiet --disable-pip-version-check -c "$CONSTRAINTS" \
-      "unienv[network]==0.0.1b14" "gymnasium[mujoco]" pytest pytest-xdist maturin ray mypy prometheus_client
+      "unienv[network]==0.0.1b14" "gymnasium[mujoco]" pytest pytest-xdist maturin ray mypy prometheus_client pyarrow
     cp "$CONSTRAINTS" "$VENV/constraints-test.txt"
   ) > "$SETUP_LOGS/venv.log" 2>&1 &
   SETUP_PIDS+=($!)

@@ -19,10 +19,94 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use unienv_remote::codec::Value;
 use unienv_remote::host::Space;
-use unienv_remote::record::{RowKind, VectorRecord, VectorRecorder};
+use unienv_remote::record::{
+    Column, ExternalBuffer, ExternalFormat, RecordFormat, RowKind, VectorRecord, VectorRecorder,
+};
+
+/// A recording format written by a Python object (the `record_format`
+/// argument: `unienv_remote._record_parquet.ParquetFormat`): its
+/// `storage_class` names the storage, `open(columns, committed)` returns
+/// the writer of one buffer's columns (`write(arrays, rows, commit)`,
+/// `abort()`, `close()`). It is called on the recorder's thread, which
+/// holds the GIL only for these calls.
+struct PyFormat {
+    factory: Py<PyAny>,
+    class: String,
+}
+
+/// One buffer's columns, written by the Python object `open` returned.
+struct PyColumns {
+    writer: Py<PyAny>,
+}
+
+/// Runs `f` attached to the interpreter (an error once it is shutting down).
+fn attached<R>(f: impl FnOnce(Python<'_>) -> PyResult<R>) -> Result<R, String> {
+    match Python::try_attach(|py| f(py).map_err(|e| e.to_string())) {
+        Some(outcome) => outcome,
+        None => Err("the Python interpreter is shutting down".into()),
+    }
+}
+
+impl ExternalFormat for PyFormat {
+    fn storage_class(&self) -> &str {
+        &self.class
+    }
+
+    fn open(&self, columns: &[Column], committed: u64) -> Result<Box<dyn ExternalBuffer>, String> {
+        attached(|py| {
+            let list = PyList::empty(py);
+            for c in columns {
+                list.append((c.dir.clone(), c.dtype.name(), c.shape.clone()))?;
+            }
+            let writer = self.factory.call_method1(py, "open", (list, committed))?;
+            Ok(Box::new(PyColumns { writer }) as Box<dyn ExternalBuffer>)
+        })
+    }
+}
+
+impl ExternalBuffer for PyColumns {
+    fn write(&mut self, columns: Vec<Vec<u8>>, rows: usize, commit: bool) -> std::io::Result<()> {
+        attached(|py| {
+            // Each column's bytes become a uint8 array without a copy.
+            let arrays = PyList::empty(py);
+            for c in columns {
+                arrays.append(numpy::PyArray1::from_vec(py, c))?;
+            }
+            self.writer
+                .call_method1(py, "write", (arrays, rows, commit))
+                .map(drop)
+        })
+        .map_err(std::io::Error::other)
+    }
+
+    fn abort(&mut self) -> std::io::Result<()> {
+        attached(|py| self.writer.call_method0(py, "abort").map(drop))
+            .map_err(std::io::Error::other)
+    }
+
+    fn close(&mut self) {
+        if let Err(e) = attached(|py| self.writer.call_method0(py, "close").map(drop)) {
+            tracing::warn!(error = %e, "recording: closing the storage writer failed");
+        }
+    }
+}
+
+/// The [`RecordFormat`] for a `record_format` argument: NPZ for `None`,
+/// else the Python object's (see [`PyFormat`]).
+pub fn format(factory: Option<&Bound<'_, PyAny>>) -> PyResult<RecordFormat> {
+    let Some(factory) = factory.filter(|f| !f.is_none()) else {
+        return Ok(RecordFormat::Npz);
+    };
+    let class: String = factory.getattr("storage_class")?.extract()?;
+    Ok(RecordFormat::External(std::sync::Arc::new(PyFormat {
+        factory: factory.clone().unbind(),
+        class,
+    })))
+}
 
 /// A vector env's recording (`_native.Recorder(dir, observation_space,
-/// action_space, num_envs)`, the spaces as `space_document` gives them).
+/// action_space, num_envs, record_format=None)`, the spaces as
+/// `space_document` gives them; `record_format` as [`format`] takes it).
 #[pyclass(module = "unienv_remote._native", name = "Recorder", frozen)]
 pub struct PyRecorder {
     recorder: VectorRecorder,
@@ -65,17 +149,20 @@ impl PyRecorder {
 #[pymethods]
 impl PyRecorder {
     #[new]
+    #[pyo3(signature = (dir, observation_space, action_space, num_envs, record_format = None))]
     fn new(
         py: Python<'_>,
         dir: PathBuf,
         observation_space: &Bound<'_, PyAny>,
         action_space: &Bound<'_, PyAny>,
         num_envs: usize,
+        record_format: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let observation = space(observation_space, "observation_space")?;
         let action = space(action_space, "action_space")?;
+        let format = format(record_format)?;
         let recorder = py
-            .detach(move || VectorRecorder::start(&dir, observation, action, num_envs))
+            .detach(move || VectorRecorder::start(&dir, observation, action, num_envs, format))
             .map_err(PyRuntimeError::new_err)?;
         Ok(PyRecorder {
             recorder,
@@ -215,6 +302,18 @@ impl PyRecorder {
         d.set_item("queue_waits", s.queue_waits.load(Ordering::Relaxed))?;
         d.set_item("errors", s.errors.load(Ordering::Relaxed))?;
         Ok(d)
+    }
+}
+
+impl Drop for PyRecorder {
+    /// A recorder collected without `close()`: the writer thread commits
+    /// what is open and may need the GIL for it (Parquet), so it is waited
+    /// for with the GIL released.
+    fn drop(&mut self) {
+        let recorder = &self.recorder;
+        if Python::try_attach(|py| py.detach(|| recorder.close())).is_none() {
+            recorder.close();
+        }
     }
 }
 

@@ -481,7 +481,7 @@ impl PyServer {
         max_in_flight = 64, max_subscriptions_per_session = 1024, env_boundary_snapshots = false,
         shutdown_timeout = 10.0, handshake_timeout = 10.0, tls_cert = None, tls_key = None,
         validate_actions = true, record_dir = None, max_connection_bytes = None,
-        max_server_bytes = None))]
+        max_server_bytes = None, record_format = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -504,6 +504,8 @@ impl PyServer {
         record_dir: Option<std::path::PathBuf>,
         max_connection_bytes: Option<usize>,
         max_server_bytes: Option<usize>,
+        // h28p (issue 28): the recording's storage writer (`None`: NPZ), see python/src/record.rs.
+        record_format: Option<Bound<'_, PyAny>>,
     ) -> PyResult<PyServer> {
         if let Some(dir) = &record_dir {
             std::fs::create_dir_all(dir)
@@ -540,6 +542,7 @@ impl PyServer {
                 .unwrap_or_default(),
             tls,
             record_dir,
+            record_format: crate::record::format(record_format.as_ref())?,
             // The byte budgets (None: the crate's defaults).
             max_connection_bytes: max_connection_bytes
                 .unwrap_or(ServerConfig::default().max_connection_bytes),

@@ -199,6 +199,7 @@ class Server:
         record_dir: Optional[str | os.PathLike[str]] = None,
         max_connection_bytes: Optional[int] = None,
         max_server_bytes: Optional[int] = None,
+        record_format: Optional[object] = None,
     ) -> Server: ...
     def serve_metrics(self, addr: str) -> str:
         """Serves the metrics (Prometheus text format) on ``addr``; returns its URL."""
@@ -276,6 +277,7 @@ class Recorder:
         observation_space: Any,
         action_space: Any,
         num_envs: int,
+        record_format: Optional[object] = None,
     ) -> Recorder: ...
     def reset(self, observation: Any, used: Any, errors: _VectorErrors) -> None:
         """A reset's results (``used``: the envs that were reset)."""

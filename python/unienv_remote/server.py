@@ -27,6 +27,7 @@ from unienv_interface.world.node import WorldNode
 from unienv_interface.world.world import World
 
 from . import _logging, _native
+from ._record import native_format
 
 if TYPE_CHECKING:
     from .client import RemoteClient
@@ -97,6 +98,13 @@ class RemoteServer:
       a thread of its own and committed at each episode's end; ``close()``
       commits the open episodes. Open it with ``ReplayBuffer.load_from(path,
       backend=NumpyComputeBackend)``.
+    * ``record_format``: how ``record_dir``'s buffers store their elements:
+      ``"npz"`` (default: one ``NPZStorage`` file per transition, loadable
+      with unienv alone) or ``"parquet"`` (``unienv_data``'s
+      ``ParquetStorage``, pieces of many transitions, a few files per
+      episode instead of one per transition; loading it needs pyarrow, and
+      so does recording: without it, ``ImportError``). See README, "Record
+      every transition".
     * ``metrics``: an address (``"127.0.0.1:9464"``, port 0 for any) at which
       the server's metrics are served in the Prometheus text format, from the
       first ``listen``/``connect`` on; ``metrics_url`` is then
@@ -117,6 +125,7 @@ class RemoteServer:
                  tls_key: Optional[Union[str, os.PathLike[str]]] = None,
                  validate_actions: bool = True,
                  record_dir: Optional[Union[str, os.PathLike[str]]] = None,
+                 record_format: str = "npz",
                  metrics: Optional[str] = None,
                  max_connection_bytes: Optional[int] = None,
                  max_server_bytes: Optional[int] = None) -> None:
@@ -138,7 +147,8 @@ class RemoteServer:
             tls_cert=None if tls_cert is None else os.fspath(tls_cert),
             tls_key=None if tls_key is None else os.fspath(tls_key),
             validate_actions=bool(validate_actions),
-            record_dir=None if record_dir is None else os.fspath(record_dir))
+            record_dir=None if record_dir is None else os.fspath(record_dir),
+            record_format=native_format(record_format, record_dir is not None))
         for name, budget in (("max_connection_bytes", max_connection_bytes),
                              ("max_server_bytes", max_server_bytes)):
             if budget is not None and (type(budget) is not int or budget <= 0):

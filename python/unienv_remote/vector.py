@@ -84,6 +84,7 @@ from unienv_interface.space.space_utils.serialization_utils import json_to_space
 from unienv_interface.wrapper.gym_compat import gym_utils
 
 from . import _actions, _native
+from ._record import native_format
 from .restart import (Failure, Healer, RestartError, RestartPolicy, Restarted, classify, concat_results, put, take,
                       zeros_rows)
 
@@ -241,7 +242,9 @@ class RemoteVectorEnv(VectorEnv):
 
     ``record_dir``: records each sub-env's transitions as the learner sees
     them into a ``unienv_data`` ``ReplayBuffer`` of its own,
-    ``record_dir/<index>/``, from a Rust thread (SPEC.md section 10.2).
+    ``record_dir/<index>/``, from a Rust thread (SPEC.md section 10.2);
+    ``record_format``: ``"npz"`` (default) or ``"parquet"`` (needs pyarrow),
+    as for ``RemoteServer``.
     """
 
     def __init__(
@@ -258,9 +261,12 @@ class RemoteVectorEnv(VectorEnv):
         batch_size: Optional[int] = None,
         restart: Optional[RestartPolicy] = None,
         record_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+        record_format: str = "npz",
     ) -> None:
         if on_error not in ("raise", "info"):
             raise ValueError("on_error must be 'raise' or 'info'")
+        # Before connecting: a missing pyarrow is an ImportError here.
+        record_writer = native_format(record_format, record_dir is not None)
         mode = _mode(autoreset_mode)
         self._on_error = on_error
         self.addresses: List[Tuple[str, str]] = [(str(u), str(r)) for u, r in envs]
@@ -289,7 +295,8 @@ class RemoteVectorEnv(VectorEnv):
         # Learner-side recording (README, "Record every transition"): one call per reset/send/result.
         self._recorder = None if record_dir is None else _native.Recorder(
             os.fspath(record_dir), self._native.space_document("observation_space"),
-            self._native.space_document("action_space"), self.num_envs)
+            self._native.space_document("action_space"), self.num_envs,
+            record_writer)
 
     def _gym_space(self, name: str) -> gymnasium.Space[Any]:
         document = self._native.space_document(name)

@@ -176,7 +176,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
     /// Record every env transition into DIR/<resource_id>/: a unienv_data
-    /// ReplayBuffer per env (per sub-env of a batched env), one segment per episode.
+    /// ReplayBuffer per env (per sub-env of a batched env), one segment per episode,
+    /// in the NPZ format (one file per transition; the Python package's
+    /// RemoteServer(record_format="parquet") writes the cheaper Parquet format).
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
     /// Serve metrics in the Prometheus text format at http://ADDR/metrics

@@ -16,14 +16,22 @@
 //! Elements are encoded as they arrive and kept in memory (at most
 //! [`PENDING_BYTES`] per buffer; beyond that they are written early) until
 //! their episode ends; its files are then written in one pass (no `fsync`)
-//! and the episode is committed by replacing `metadata.json` (written to a temporary file,
-//! then renamed: the one commit point). Until then the buffer on disk, as
+//! and the episode is committed by replacing `metadata.json` (written to a
+//! temporary file, then swapped in or renamed, see `write_swapped`: the one
+//! commit point). Until then the buffer on disk, as
 //! `ReplayBuffer.load_from` reads it, ends with the last committed episode,
 //! so a crash loses at most the episodes still open. The sub-storages
 //! declare a reserved length ([`RESERVED_LENGTH`]) that never changes, so
 //! that no other file has to change with a commit; `ReplayBuffer` reads
 //! only its first `count` elements.
+//!
+//! With an external format ([`RecordFormat::External`], e.g. Parquet) the
+//! storages (`<key>/` or `inner_storage/`) are the external writer's; the
+//! rows wait here (as NPZ files do) and are handed over at the episode's
+//! end, committed by the writer (its files, then its storage metadata)
+//! before `metadata.json` is replaced.
 
+use super::format::{self, Column, ExternalBuffer, RecordFormat};
 use super::json;
 use super::npz;
 use crate::codec::{DType, NdArray};
@@ -66,6 +74,12 @@ pub(crate) struct BufferDir {
     pending_files: Vec<(usize, u64, usize)>,
     /// A flattened element being built.
     scratch: Vec<u8>,
+    /// The external writer, when the format is not NPZ.
+    external: Option<Box<dyn ExternalBuffer>>,
+    /// External format: per column, the rows not handed over yet.
+    rows: Vec<Vec<u8>>,
+    /// External format: how many rows `rows` holds.
+    row_count: usize,
 }
 
 /// Encoded elements wait in memory until their episode ends, or until this
@@ -75,29 +89,54 @@ pub const PENDING_BYTES: usize = 4 << 20;
 
 impl BufferDir {
     /// Creates the buffer at `path` (`keys`: the `DictStorage` keys of the
-    /// leaves, `/`-separated), or resumes the one already there if it
-    /// records the same space.
+    /// leaves, `/`-separated; `leaves`: their dtypes and shapes), or resumes
+    /// the one already there if it records the same space in the same
+    /// format.
     pub(crate) fn open(
         path: &Path,
         keys: &[String],
+        leaves: &[(DType, Vec<usize>)],
         space_json: String,
         flat: bool,
+        format: &RecordFormat,
     ) -> io::Result<BufferDir> {
         let storage = path.join("storage");
-        let leaf_dirs: Vec<PathBuf> = if flat {
-            vec![storage.join("inner_storage")]
+        let columns: Vec<Column> = if flat {
+            let width = leaves
+                .iter()
+                .map(|(_, s)| s.iter().product::<usize>())
+                .sum();
+            vec![Column {
+                dir: format::column_dir(path, None),
+                dtype: DType::F64,
+                shape: vec![width],
+            }]
         } else {
             keys.iter()
-                .map(|k| storage.join(k.replace('/', ".")))
+                .zip(leaves)
+                .map(|(k, (dtype, shape))| Column {
+                    dir: format::column_dir(path, Some(k)),
+                    dtype: dtype.to_native(),
+                    shape: shape.clone(),
+                })
                 .collect()
         };
+        let leaf_dirs: Vec<PathBuf> = columns.iter().map(|c| c.dir.clone()).collect();
         let headers = leaf_dirs.iter().map(|_| None).collect();
+        let class = match format {
+            RecordFormat::Npz => NPZ_STORAGE,
+            RecordFormat::External(e) => e.storage_class(),
+        }
+        .to_string();
         let mut buffer = BufferDir {
             path: path.to_path_buf(),
             headers,
             pending: Vec::new(),
             pending_files: Vec::new(),
             scratch: Vec::new(),
+            external: None,
+            rows: columns.iter().map(|_| Vec::new()).collect(),
+            row_count: 0,
             leaf_dirs,
             flat,
             space_json,
@@ -109,18 +148,46 @@ impl BufferDir {
         let metadata = path.join("metadata.json");
         if metadata.exists() {
             buffer.resume(&std::fs::read_to_string(&metadata)?)?;
+            let inner = storage.join(if flat {
+                "flattened_metadata.json"
+            } else {
+                "dict_storage_metadata.json"
+            });
+            let mut quoted = String::new();
+            json::string(&class, &mut quoted);
+            if !std::fs::read_to_string(inner)?.contains(&quoted) {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!(
+                        "{} holds a recording in another storage format than {class}",
+                        path.display()
+                    ),
+                ));
+            }
+            if let RecordFormat::External(e) = format {
+                buffer.external = Some(e.open(&columns, buffer.count).map_err(io::Error::other)?);
+            }
             return Ok(buffer);
         }
-        for dir in &buffer.leaf_dirs {
-            std::fs::create_dir_all(dir)?;
-            let meta = format!(
-                "{{\"storage_type\": \"NPZStorage\", \"compressed\": false, \"capacity\": null, \"length\": {RESERVED_LENGTH}}}"
-            );
-            write_atomic(&dir.join("npz_metadata.json"), meta.as_bytes())?;
+        match format {
+            RecordFormat::Npz => {
+                for dir in &buffer.leaf_dirs {
+                    std::fs::create_dir_all(dir)?;
+                    let meta = format!(
+                        "{{\"storage_type\": \"NPZStorage\", \"compressed\": false, \"capacity\": null, \"length\": {RESERVED_LENGTH}}}"
+                    );
+                    write_atomic(&dir.join("npz_metadata.json"), meta.as_bytes())?;
+                }
+            }
+            RecordFormat::External(e) => {
+                buffer.external = Some(e.open(&columns, 0).map_err(io::Error::other)?);
+            }
         }
+        let mut class_json = String::new();
+        json::string(&class, &mut class_json);
         if flat {
             let meta = format!(
-                "{{\"storage_type\": \"FlattenedStorage\", \"inner_storage_type\": \"{NPZ_STORAGE}\", \"inner_storage_path\": \"inner_storage\"}}"
+                "{{\"storage_type\": \"FlattenedStorage\", \"inner_storage_type\": {class_json}, \"inner_storage_path\": \"inner_storage\"}}"
             );
             write_atomic(&storage.join("flattened_metadata.json"), meta.as_bytes())?;
             buffer.commit()?;
@@ -133,7 +200,7 @@ impl BufferDir {
             }
             json::string(key, &mut map);
             map.push_str(": {\"type\": ");
-            json::string(NPZ_STORAGE, &mut map);
+            map.push_str(&class_json);
             map.push_str(", \"path\": ");
             json::string(&key.replace('/', "."), &mut map);
             map.push('}');
@@ -196,6 +263,9 @@ impl BufferDir {
         if self.open.is_none() {
             self.open = Some(self.next);
         }
+        if self.external.is_some() {
+            return self.append_row(leaves);
+        }
         let total: usize = leaves.iter().map(|a| a.as_bytes().len()).sum();
         if !npz::fits(if self.flat { total * 8 } else { total }) {
             return Err(io::Error::new(
@@ -231,6 +301,45 @@ impl BufferDir {
         Ok(())
     }
 
+    /// [`BufferDir::append`] for an external format: the row's bytes wait in
+    /// `rows` (handed over early beyond [`PENDING_BYTES`]).
+    fn append_row(&mut self, leaves: &[NdArray]) -> io::Result<()> {
+        let bad = |e: String| io::Error::new(io::ErrorKind::InvalidData, e);
+        if self.flat {
+            for leaf in leaves {
+                let f = super::transition::cast(leaf, DType::F64).map_err(bad)?;
+                self.rows[0].extend_from_slice(f.as_bytes());
+            }
+        } else {
+            for (d, leaf) in leaves.iter().enumerate() {
+                let a = super::transition::cast(leaf, leaf.dtype().to_native()).map_err(bad)?;
+                self.rows[d].extend_from_slice(a.as_bytes());
+            }
+        }
+        self.row_count += 1;
+        self.next += 1;
+        if self.rows.iter().map(Vec::len).sum::<usize>() >= PENDING_BYTES {
+            self.hand_over(false)?;
+        }
+        Ok(())
+    }
+
+    /// Hands the waiting rows to the external writer (committing them and
+    /// every row before with `commit`).
+    fn hand_over(&mut self, commit: bool) -> io::Result<()> {
+        let Some(external) = &mut self.external else {
+            return Ok(());
+        };
+        // The next rows get as much room as these took (no regrowing).
+        let columns = self
+            .rows
+            .iter_mut()
+            .map(|r| std::mem::replace(r, Vec::with_capacity(r.len())))
+            .collect();
+        let rows = std::mem::take(&mut self.row_count);
+        external.write(columns, rows, commit)
+    }
+
     /// Writes the files encoded so far (forgotten on failure: the caller
     /// aborts the segment).
     fn write_pending(&mut self) -> io::Result<()> {
@@ -259,8 +368,16 @@ impl BufferDir {
         let Some(start) = self.open.take() else {
             return Ok(());
         };
-        if let Err(e) = self.write_pending() {
+        let written = if self.external.is_some() {
+            self.hand_over(true)
+        } else {
+            self.write_pending()
+        };
+        if let Err(e) = written {
             self.next = self.count;
+            if let Some(external) = &mut self.external {
+                let _ = external.abort();
+            }
             return Err(e);
         }
         self.segments.push((start, self.next - 1));
@@ -273,6 +390,13 @@ impl BufferDir {
     pub(crate) fn abort_segment(&mut self) {
         self.pending.clear();
         self.pending_files.clear();
+        self.rows.iter_mut().for_each(Vec::clear);
+        self.row_count = 0;
+        if let Some(external) = &mut self.external {
+            if let Err(e) = external.abort() {
+                tracing::warn!(buffer = %self.path.display(), error = %e, "recording: abort failed");
+            }
+        }
         self.open = None;
         self.next = self.count;
     }
@@ -310,8 +434,69 @@ impl BufferDir {
             },
             self.space_json
         );
-        write_atomic(&self.path.join("metadata.json"), text.as_bytes())
+        write_swapped(&self.path.join("metadata.json"), text.as_bytes())
     }
+}
+
+impl Drop for BufferDir {
+    fn drop(&mut self) {
+        if let Some(external) = &mut self.external {
+            external.close();
+        }
+        // The previous metadata.json, kept by `write_swapped`.
+        let _ = std::fs::remove_file(tmp_path(&self.path.join("metadata.json")));
+    }
+}
+
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    PathBuf::from(tmp)
+}
+
+/// As [`write_atomic`], but the file it replaces is kept as the temporary
+/// file (swapped in one `renameat2(RENAME_EXCHANGE)` on Linux), which the
+/// next call overwrites in place: a commit then allocates no inode and no
+/// blocks (what creating a
+/// file mostly costs on a busy ext4, BENCHMARKS.md, "h28p: Parquet
+/// recording"). Elsewhere, or where the file system cannot swap, a rename.
+fn write_swapped(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let tmp = tmp_path(path);
+    // Overwritten in place, then cut: opening it with truncation frees and
+    // allocates its blocks again, 2 ms on the test machine's busy ext4.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&tmp)?;
+    file.write_all(bytes)?;
+    file.set_len(bytes.len() as u64)?;
+    drop(file);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let (Ok(from), Ok(to)) = (
+            std::ffi::CString::new(tmp.as_os_str().as_bytes()),
+            std::ffi::CString::new(path.as_os_str().as_bytes()),
+        ) else {
+            return std::fs::rename(&tmp, path);
+        };
+        // SAFETY: two NUL-terminated paths, valid for the call.
+        let swapped = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                from.as_ptr(),
+                libc::AT_FDCWD,
+                to.as_ptr(),
+                libc::RENAME_EXCHANGE,
+            )
+        };
+        if swapped == 0 {
+            return Ok(());
+        }
+    }
+    std::fs::rename(&tmp, path)
 }
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it over
@@ -332,7 +517,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let keys = vec!["obs".to_string(), "next_obs/x".to_string()];
         let space = "{\"type\": \"DictSpace\"}".to_string();
-        let mut b = BufferDir::open(dir.path(), &keys, space.clone(), false).unwrap();
+        let leaves = vec![(DType::F32, vec![1]), (DType::F32, vec![1])];
+        let npz = RecordFormat::Npz;
+        let mut b =
+            BufferDir::open(dir.path(), &keys, &leaves, space.clone(), false, &npz).unwrap();
         let a = NdArray::from_vec(vec![1.0f32]);
         b.append(&[a.clone(), a.clone()]).unwrap();
         b.append(&[a.clone(), a.clone()]).unwrap();
@@ -343,13 +531,14 @@ mod tests {
         assert!(dir.path().join("storage/next_obs.x/1.npz").exists());
         assert!(!dir.path().join("storage/next_obs.x/2.npz").exists());
         drop(b);
-        let mut r = BufferDir::open(dir.path(), &keys, space.clone(), false).unwrap();
+        let mut r =
+            BufferDir::open(dir.path(), &keys, &leaves, space.clone(), false, &npz).unwrap();
         assert_eq!((r.count(), r.segments()), (2, &[(0, 1)][..]));
         r.append(&[a.clone(), a.clone()]).unwrap();
         r.end_segment().unwrap();
-        let r = BufferDir::open(dir.path(), &keys, space, false).unwrap();
+        let r = BufferDir::open(dir.path(), &keys, &leaves, space, false, &npz).unwrap();
         assert_eq!((r.count(), r.segments()), (3, &[(0, 1), (2, 2)][..]));
-        let other = BufferDir::open(dir.path(), &keys, "{}".into(), false);
+        let other = BufferDir::open(dir.path(), &keys, &leaves, "{}".into(), false, &npz);
         assert!(other.is_err());
     }
 }

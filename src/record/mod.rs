@@ -11,6 +11,10 @@
 //! `action`, `reward`, `terminated`, `truncated`, `next_obs`, and `context`
 //! when the env has a context space). A batched env records one buffer per
 //! sub-env, `DIR/<resource_id>/<i>/`. See [`buffer`](self) for the files.
+//! Its storages are `NPZStorage`s by default; with
+//! [`ServerConfig::record_format`](crate::server::ServerConfig::record_format)
+//! [`RecordFormat::External`] another writer (the Python package's Parquet
+//! writer) stores the rows, at each episode's end.
 //!
 //! # Where the work happens
 //! The domain thread only clones the call's action and result (arrays are
@@ -37,6 +41,7 @@
 //! (logged at `warn`).
 
 mod buffer;
+mod format;
 mod json;
 mod npz;
 mod slot;
@@ -44,6 +49,7 @@ mod transition;
 mod vector;
 
 pub use buffer::RESERVED_LENGTH;
+pub use format::{Column, ExternalBuffer, ExternalFormat, RecordFormat};
 pub use slot::RecordStats;
 pub use vector::{RowKind, VectorRecord};
 
@@ -62,6 +68,10 @@ use transition::{Layout, Transition};
 
 /// Events the queue holds before a domain thread waits.
 pub const QUEUE_EVENTS: usize = 4096;
+
+/// How long the writer waits, once it has drained the queue, before it
+/// looks again (then blocks until an event comes).
+const BATCH_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// An env's spaces as its descriptor declares them.
 #[derive(Debug, Clone)]
@@ -104,18 +114,22 @@ pub(crate) struct Recorder {
     tx: Mutex<Option<mpsc::SyncSender<Event>>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     pub stats: Arc<RecordStats>,
+    /// Whether the format is external (see `Drop`).
+    external: bool,
 }
 
 impl Recorder {
-    /// Creates `dir` and starts the writer thread.
-    pub(crate) fn start(dir: &Path) -> std::io::Result<Recorder> {
+    /// Creates `dir` and starts the writer thread, which writes `format`.
+    pub(crate) fn start(dir: &Path, format: RecordFormat) -> std::io::Result<Recorder> {
         std::fs::create_dir_all(dir)?;
         let (tx, rx) = mpsc::sync_channel(QUEUE_EVENTS);
         let stats = Arc::new(RecordStats::default());
+        let external = matches!(format, RecordFormat::External(_));
         let mut writer = Writer {
             dir: dir.to_path_buf(),
             envs: HashMap::new(),
             vector: None,
+            format,
             stats: stats.clone(),
         };
         let thread = std::thread::Builder::new()
@@ -125,6 +139,7 @@ impl Recorder {
             tx: Mutex::new(Some(tx)),
             thread: Mutex::new(Some(thread)),
             stats,
+            external,
         })
     }
 
@@ -175,8 +190,17 @@ impl Recorder {
 }
 
 impl Drop for Recorder {
+    /// Stops the writer. An external writer (Python's) may need the GIL to
+    /// commit, which the dropping thread may hold (a server collected by
+    /// Python without `close()`): its thread is then left to finish on its
+    /// own rather than waited for.
     fn drop(&mut self) {
-        self.stop();
+        if self.external {
+            drop(self.tx.lock().take());
+            drop(self.thread.lock().take());
+        } else {
+            self.stop();
+        }
     }
 }
 
@@ -188,17 +212,19 @@ pub struct VectorRecorder {
 }
 
 impl VectorRecorder {
-    /// Creates (or continues, for the same transition space) one buffer per
-    /// sub-env under `dir` and starts the writer thread. `observation` and
-    /// `action` are one sub-env's spaces.
+    /// Creates (or continues, for the same transition space and format)
+    /// one buffer per sub-env under `dir` and starts the writer thread.
+    /// `observation` and `action` are one sub-env's spaces.
     pub fn start(
         dir: &Path,
         observation: Space,
         action: Space,
         num_envs: usize,
+        format: RecordFormat,
     ) -> Result<VectorRecorder, String> {
-        let recording = vector::VectorRecording::open(dir, observation, action, num_envs)?;
-        let recorder = Recorder::start(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let recording = vector::VectorRecording::open(dir, observation, action, num_envs, &format)?;
+        let recorder =
+            Recorder::start(dir, format).map_err(|e| format!("{}: {e}", dir.display()))?;
         recorder.send(Event::Vector(Box::new(vector::VectorEvent::Open(
             Box::new(recording),
         ))));
@@ -249,6 +275,8 @@ struct Writer {
     /// The learner side's recording, when this writer is a
     /// [`VectorRecorder`]'s.
     vector: Option<vector::VectorRecording>,
+    /// The storage format of the buffers it opens.
+    format: RecordFormat,
     stats: Arc<RecordStats>,
 }
 
@@ -264,7 +292,26 @@ struct EnvRecording {
 
 impl Writer {
     fn run(&mut self, rx: mpsc::Receiver<Event>) {
-        for event in rx {
+        loop {
+            let event = match rx.try_recv() {
+                Ok(event) => event,
+                Err(mpsc::TryRecvError::Disconnected) => break,
+                Err(mpsc::TryRecvError::Empty) => {
+                    // Drained: the events of the next millisecond are taken
+                    // in one go rather than one wake-up (a context switch,
+                    // and a futex wake for the sender) per event; an idle
+                    // writer then sleeps until the next one.
+                    std::thread::sleep(BATCH_WAIT);
+                    match rx.try_recv() {
+                        Ok(event) => event,
+                        Err(mpsc::TryRecvError::Disconnected) => break,
+                        Err(mpsc::TryRecvError::Empty) => match rx.recv() {
+                            Ok(event) => event,
+                            Err(_) => break,
+                        },
+                    }
+                }
+            };
             self.handle(event);
         }
         for (id, env) in &mut self.envs {
@@ -297,7 +344,7 @@ impl Writer {
                     }
                     return;
                 }
-                match open(&self.dir, &id, &spaces) {
+                match open(&self.dir, &id, &spaces, &self.format) {
                     Ok(env) => {
                         self.envs.insert(id, env);
                     }
@@ -362,7 +409,12 @@ fn dir_name(id: &str) -> String {
     out
 }
 
-fn open(dir: &Path, id: &str, spaces: &EnvSpaces) -> Result<EnvRecording, String> {
+fn open(
+    dir: &Path,
+    id: &str,
+    spaces: &EnvSpaces,
+    format: &RecordFormat,
+) -> Result<EnvRecording, String> {
     let root = dir.join(dir_name(id));
     let mut layout = Vec::new();
     let mut slots = Vec::new();
@@ -390,7 +442,7 @@ fn open(dir: &Path, id: &str, spaces: &EnvSpaces) -> Result<EnvRecording, String
             )?,
         };
         let space_json = json::to_string(&l.space.to_value());
-        let buffer = BufferDir::open(&path, &l.keys, space_json, l.flat)
+        let buffer = BufferDir::open(&path, &l.keys, &l.leaf_specs(), space_json, l.flat, format)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         layout.push(l);
         slots.push(Slot {

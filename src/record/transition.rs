@@ -98,6 +98,24 @@ pub(crate) struct Transition {
     pub context: Option<Value>,
 }
 
+impl Layout {
+    /// Each leaf's dtype and shape, in key order.
+    pub(crate) fn leaf_specs(&self) -> Vec<(DType, Vec<usize>)> {
+        let mut out = Vec::with_capacity(self.keys.len());
+        leaf_specs(&self.space, &mut out);
+        out
+    }
+}
+
+fn leaf_specs(space: &Space, out: &mut Vec<(DType, Vec<usize>)>) {
+    match space {
+        Space::Dict(d) => d.entries().iter().for_each(|(_, s)| leaf_specs(s, out)),
+        Space::Box(b) => out.push((b.dtype, b.shape.clone())),
+        Space::Binary(b) => out.push((b.dtype, b.shape.clone())),
+        _ => {}
+    }
+}
+
 fn leaf_dtypes(space: &Space, out: &mut Vec<DType>) {
     match space {
         Space::Dict(d) => d.entries().iter().for_each(|(_, s)| leaf_dtypes(s, out)),

@@ -23,6 +23,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::buffer::BufferDir;
+use super::format::RecordFormat;
 use super::transition::{self, Layout, Transition};
 
 /// What one row of a [`VectorRecord`] is.
@@ -93,14 +94,23 @@ impl VectorRecording {
         observation: Space,
         action: Space,
         num_envs: usize,
+        format: &RecordFormat,
     ) -> Result<VectorRecording, String> {
         let layout = Layout::new(observation, action, None)?;
         let space_json = json::to_string(&layout.space.to_value());
+        let leaves = layout.leaf_specs();
         let mut slots = Vec::with_capacity(num_envs);
         for i in 0..num_envs {
             let path = dir.join(i.to_string());
-            let buffer = BufferDir::open(&path, &layout.keys, space_json.clone(), layout.flat)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let buffer = BufferDir::open(
+                &path,
+                &layout.keys,
+                &leaves,
+                space_json.clone(),
+                layout.flat,
+                format,
+            )
+            .map_err(|e| format!("{}: {e}", path.display()))?;
             slots.push(Slot {
                 buffer,
                 obs: None,

@@ -92,7 +92,7 @@ fn validate_id(id: &str) -> Result<(), RegisterError> {
 impl ServerBuilder {
     fn new(config: ServerConfig) -> ServerBuilder {
         let recorder = config.record_dir.as_deref().and_then(|dir| {
-            crate::record::Recorder::start(dir)
+            crate::record::Recorder::start(dir, config.record_format.clone())
                 .map(Arc::new)
                 .map_err(|e| {
                     tracing::error!(dir = %dir.display(), error = %e, "cannot record");

@@ -1,0 +1,89 @@
+//! Which storage a recording's elements go to: `NPZStorage` files written
+//! here (the default, [`RecordFormat::Npz`]: loadable with `unienv` alone),
+//! or rows handed to another writer ([`RecordFormat::External`]; the Python
+//! package's `record_format="parquet"` is one, writing `unienv_data`'s
+//! `ParquetStorage` pieces with pyarrow).
+//!
+//! The replay buffer around the storage (`metadata.json`, the
+//! `FlattenedStorage` or `DictStorage` metadata) is written here either
+//! way, and `metadata.json` stays the one commit point: at an episode's
+//! end the external writer makes its rows readable first
+//! ([`ExternalBuffer::write`] with `commit`), then `metadata.json` is
+//! replaced.
+
+use crate::codec::DType;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The storage a recording writes: NPZ files, or rows handed to another
+/// writer (see [`ExternalFormat`]; the replay buffer around the storage is
+/// written by the recorder either way, its `metadata.json` the commit point).
+#[derive(Clone, Default)]
+pub enum RecordFormat {
+    /// One `NPZStorage` file per element, written by the recorder's thread.
+    #[default]
+    Npz,
+    /// Rows handed to an external writer, on the recorder's thread.
+    External(Arc<dyn ExternalFormat>),
+}
+
+impl fmt::Debug for RecordFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecordFormat::Npz => f.write_str("Npz"),
+            RecordFormat::External(e) => write!(f, "External({})", e.storage_class()),
+        }
+    }
+}
+
+/// One storage column of a buffer: a leaf of the transition (or the whole
+/// flattened transition), one row per element.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    /// The storage's directory (`<buffer>/storage/<key>`, or
+    /// `<buffer>/storage/inner_storage` when flattened).
+    pub dir: PathBuf,
+    /// The element's dtype (native byte order).
+    pub dtype: DType,
+    /// The element's shape.
+    pub shape: Vec<usize>,
+}
+
+/// A writer of storages other than NPZ (called on the recorder's thread).
+pub trait ExternalFormat: Send + Sync {
+    /// The storage class the buffer's metadata names for each column, e.g.
+    /// `unienv_data.storages.parquet.ParquetStorage`.
+    fn storage_class(&self) -> &str;
+
+    /// Creates the columns' storages, or resumes them with their first
+    /// `committed` rows (rows beyond are overwritten), and makes them
+    /// loadable with `committed` rows before it returns.
+    fn open(&self, columns: &[Column], committed: u64) -> Result<Box<dyn ExternalBuffer>, String>;
+}
+
+/// One buffer's columns in an external storage.
+pub trait ExternalBuffer: Send {
+    /// Appends `rows` rows: per column, the rows' bytes back to back (C
+    /// order, the column's dtype). Without `commit` the rows may be kept or
+    /// written, but the storages on disk still load as they did; with
+    /// `commit` every row appended so far is readable when it returns.
+    fn write(&mut self, columns: Vec<Vec<u8>>, rows: usize, commit: bool) -> io::Result<()>;
+
+    /// Forgets the rows appended since the last commit.
+    fn abort(&mut self) -> io::Result<()>;
+
+    /// Releases what the writer holds (the recording is closed; every
+    /// episode is committed).
+    fn close(&mut self) {}
+}
+
+/// The directory of column `i` of a buffer at `path` (see [`Column::dir`]).
+pub(crate) fn column_dir(path: &Path, key: Option<&str>) -> PathBuf {
+    let storage = path.join("storage");
+    match key {
+        None => storage.join("inner_storage"),
+        Some(k) => storage.join(k.replace('/', ".")),
+    }
+}
