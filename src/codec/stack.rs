@@ -104,7 +104,13 @@ pub fn stack_filled(items: &[Option<Value>]) -> Value {
     let Some(template) = items.iter().flatten().next() else {
         return Value::Null;
     };
-    let filler = zeros_like(template);
+    // The zeros are built only when an entry is missing (not on every
+    // vector step: h25l, learner CPU per env step).
+    let filler = if items.iter().any(Option::is_none) {
+        zeros_like(template)
+    } else {
+        Value::Null
+    };
     let refs: Vec<&Value> = items
         .iter()
         .map(|v| v.as_ref().unwrap_or(&filler))
