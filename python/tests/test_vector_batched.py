@@ -47,6 +47,11 @@ def server() -> Iterator[Tuple[str, unienv_remote.RemoteServer]]:
     for k in range(3):
         s.register(f"pair{k}", BatchedEnv([pendulum] * 2))
         s.register(f"single{k}", FromGymnasiumEnv(pendulum()))
+    # Two more identical mixed fleets (the step paths' comparison).
+    for fleet in ("a", "b"):
+        s.register(f"{fleet}_pair", BatchedEnv([pendulum] * 2))
+        s.register(f"{fleet}_single", FromGymnasiumEnv(pendulum()))
+        s.register(f"{fleet}_triple", BatchedEnv([pendulum] * 3))
     url = s.listen("127.0.0.1", 0)
     yield url, s
     s.close()
@@ -248,3 +253,31 @@ def test_any_seeds_reach_a_batched_resource(server: Tuple[str, Any]) -> None:
     finally:
         envs.close()
         local.close()
+
+
+def test_the_short_step_path_equals_the_full_one(server: Tuple[str, Any]) -> None:
+    """``step_wait`` returns at once when there is nothing to merge (no
+    info, final observation, failure, recorder or restart policy); with a
+    restart policy every step takes the full path. Two identical mixed
+    fleets, same seeds and actions, in every autoreset mode's shape (NEXT_STEP
+    here: Pendulum truncates at 200, so autoreset steps are included):
+    the same arrays bit for bit, dtypes and infos included."""
+    url, _ = server
+    fast = RemoteVectorEnv([(url, "a_pair"), (url, "a_single"), (url, "a_triple")])
+    full = RemoteVectorEnv([(url, "b_pair"), (url, "b_single"), (url, "b_triple")],
+                           restart=unienv_remote.RestartPolicy(max_restarts=1, window=60.0, timeout=5.0))
+    try:
+        got, want = fast.reset(seed=5), full.reset(seed=5)
+        assert np.array_equal(got[0], want[0]) and got[0].dtype == want[0].dtype
+        actions = np.random.default_rng(5).uniform(-2, 2, size=(205, 6, 1)).astype(np.float32)
+        for t in range(205):
+            a, b = fast.step(actions[t]), full.step(actions[t])
+            for x, y in zip(a[:4], b[:4]):
+                assert x.dtype == y.dtype and x.shape == y.shape
+                assert x.tobytes() == y.tobytes(), t
+            same_infos(a[4], b[4])
+            assert a[4] == {}
+        assert fast._healer is None and full._healer is not None
+    finally:
+        fast.close()
+        full.close()

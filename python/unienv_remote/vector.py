@@ -418,6 +418,10 @@ class RemoteVectorEnv(VectorEnv):
         """Waits for the pending step and returns the stacked results (with
         a restart policy, after restarting the lost or faulted envs)."""
         native = self._native.step_wait()
+        if not (native[4] or native[6] or native[7]) and self._healer is None and self._recorder is None:
+            # The common step: no info, no final observation, no failure,
+            # nothing to record or heal: what _results would return.
+            return native[0], native[1], native[2], native[3], {}
         if self._recorder is not None:
             self._recorder.stepped(native)
         extra: Dict[int, Dict[str, Any]] = {}

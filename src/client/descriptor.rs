@@ -4,7 +4,7 @@
 use crate::codec::{Dict, Value};
 use crate::host::{Phase, Space};
 use crate::protocol::ResourceKind;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A resource descriptor, as last received from the server.
 ///
@@ -16,7 +16,14 @@ use std::sync::Arc;
 /// [`Arc::ptr_eq`] tells whether a space changed).
 #[derive(Debug, Clone)]
 pub struct Descriptor {
-    raw: Dict,
+    /// The fields as received; for a descriptor recognised by its text
+    /// ([`Descriptor::with_sequence`]) those of the one first parsed, whose
+    /// `sequence` is then stale ([`Descriptor::raw`] patches it).
+    raw: Arc<Dict>,
+    /// `raw` with the current `sequence`, built when first asked for.
+    patched: OnceLock<Dict>,
+    /// Whether `raw`'s `sequence` is not this descriptor's.
+    stale: bool,
     id: String,
     kind: ResourceKind,
     world_id: Option<String>,
@@ -129,7 +136,9 @@ impl Descriptor {
         }
         Ok((
             Descriptor {
-                raw,
+                raw: Arc::new(raw),
+                patched: OnceLock::new(),
+                stale: false,
                 id,
                 kind,
                 world_id,
@@ -207,12 +216,55 @@ impl Descriptor {
 
     /// Any field as received (the `snapshot` field excluded).
     pub fn get(&self, key: &str) -> Option<&Value> {
+        if key == "sequence" {
+            return self.raw().get(key);
+        }
         self.raw.get(key)
     }
 
     /// Every field as received (the `snapshot` field excluded).
     pub fn raw(&self) -> &Dict {
-        &self.raw
+        if !self.stale {
+            return &self.raw;
+        }
+        self.patched.get_or_init(|| {
+            let mut raw = (*self.raw).clone();
+            let sequence = match raw.get("sequence") {
+                Some(Value::UInt(_)) => Value::UInt(self.sequence),
+                _ => i64::try_from(self.sequence).map_or(Value::UInt(self.sequence), Value::Int),
+            };
+            raw.insert("sequence", sequence);
+            raw
+        })
+    }
+
+    /// This descriptor at another `sequence`, every other field the same
+    /// (a reply whose descriptor text differed from this one's only in its
+    /// sequence number; see `client/known.rs`). Shares the fields.
+    pub(crate) fn with_sequence(&self, sequence: u64) -> Descriptor {
+        let mut d = self.clone_fields();
+        d.stale = self.stale || sequence != self.sequence;
+        d.sequence = sequence;
+        d
+    }
+
+    /// A copy sharing `raw` (the patched copy is not kept).
+    fn clone_fields(&self) -> Descriptor {
+        Descriptor {
+            raw: self.raw.clone(),
+            patched: OnceLock::new(),
+            stale: self.stale,
+            id: self.id.clone(),
+            kind: self.kind,
+            world_id: self.world_id.clone(),
+            node_id: self.node_id.clone(),
+            children: self.children.clone(),
+            revision: self.revision,
+            sequence: self.sequence,
+            domain_id: self.domain_id.clone(),
+            operations: self.operations.clone(),
+            spaces: self.spaces.clone(),
+        }
     }
 
     fn text(&self, key: &str) -> Option<&str> {

@@ -83,6 +83,7 @@ mod connection;
 mod descriptor;
 mod error;
 pub mod interrupt;
+mod known;
 mod operation;
 mod proxy;
 mod shared;

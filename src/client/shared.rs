@@ -11,6 +11,7 @@
 use super::config::ClientConfig;
 use super::descriptor::{BoundarySnapshot, Descriptor};
 use super::error::{ClientError, ClientResult, CloseReason, ProtocolViolation};
+use super::known::KnownDescriptors;
 use super::sub_queue::SubShared;
 use crate::codec::{Codec, Dict, Value};
 use crate::protocol::{Op, ProtocolError, PROTOCOL_VERSION};
@@ -144,6 +145,8 @@ pub(crate) struct Shared {
     requests_sent: AtomicU64,
     ids: IdSource,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Descriptors recognised in replies by their text (the reader's).
+    known: Mutex<KnownDescriptors>,
 }
 
 impl Shared {
@@ -164,6 +167,7 @@ impl Shared {
             requests_sent: AtomicU64::new(0),
             ids: IdSource::new(),
             tasks: Mutex::new(Vec::new()),
+            known: Mutex::new(KnownDescriptors::default()),
         });
         // [transport: heartbeat hook] pings a silent server; a server that
         // stays silent past the timeout is a lost connection.
@@ -449,6 +453,10 @@ impl Shared {
 
     /// Routes one received envelope; an error closes the connection.
     fn dispatch(&self, frame: Bytes) -> ClientResult<()> {
+        // A call reply carrying an unchanged descriptor is decoded without
+        // it, and the remembered one applied (`known`); others teach it.
+        let (frame, recognised) = self.known.lock().strip(frame);
+        let decoded = recognised.is_none().then(|| frame.clone());
         let Value::Dict(message) = self.codec()?.decode(frame)? else {
             return Err(ClientError::Protocol(ProtocolViolation::NotADict));
         };
@@ -463,7 +471,18 @@ impl Shared {
             }
         }
         match message.get("type").and_then(Value::as_str) {
-            Some("response" | "error") => {
+            Some(kind @ ("response" | "error")) => {
+                if kind == "response" {
+                    match (recognised, decoded) {
+                        (Some(d), _) => drop(self.state.lock().accept(d, None)),
+                        (None, Some(frame)) => self.known.lock().learn(
+                            &frame,
+                            message.get("result").and_then(|r| r.get("descriptors")),
+                            |id| self.state.lock().descriptors.get(id).cloned(),
+                        ),
+                        (None, None) => {}
+                    }
+                }
                 let id = message
                     .get("request_id")
                     .and_then(Value::as_str)

@@ -81,16 +81,20 @@ pub fn stack(items: &[&Value]) -> Value {
 }
 
 fn stack_arrays(arrays: &[&NdArray]) -> Option<NdArray> {
-    let first = arrays.first()?.to_native();
-    let dtype: DType = first.dtype();
+    let first = arrays.first()?;
+    let dtype: DType = first.dtype().to_native();
     let row = first.as_bytes().len();
     let mut data = Vec::with_capacity(row.checked_mul(arrays.len())?);
     for a in arrays {
-        let a = a.to_native();
-        if a.dtype() != dtype || a.shape() != first.shape() {
+        if a.dtype().to_native() != dtype || a.shape() != first.shape() {
             return None;
         }
-        data.extend_from_slice(a.as_bytes());
+        // Native rows are copied as they are (no per-row clone: h25l).
+        if a.dtype().is_native() {
+            data.extend_from_slice(a.as_bytes());
+        } else {
+            data.extend_from_slice(a.to_native().as_bytes());
+        }
     }
     let mut shape = Vec::with_capacity(first.ndim() + 1);
     shape.push(arrays.len());
@@ -104,7 +108,13 @@ pub fn stack_filled(items: &[Option<Value>]) -> Value {
     let Some(template) = items.iter().flatten().next() else {
         return Value::Null;
     };
-    let filler = zeros_like(template);
+    // The zeros are built only when an entry is missing (not on every
+    // vector step: h25l, learner CPU per env step).
+    let filler = if items.iter().any(Option::is_none) {
+        zeros_like(template)
+    } else {
+        Value::Null
+    };
     let refs: Vec<&Value> = items
         .iter()
         .map(|v| v.as_ref().unwrap_or(&filler))

@@ -219,3 +219,48 @@ async fn without_discovery_resources_are_described_on_first_use() {
         client.close().await;
     }
 }
+
+/// Replies whose descriptor differs from the last one only in its
+/// sequence are not parsed again (`client/known.rs`): the descriptor the
+/// client holds still follows every step, its raw fields included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn descriptors_follow_every_step_when_recognised_by_their_text() {
+    // Without env boundary snapshots (our server's default; the reference
+    // always sends them, so its replies are decoded in full every time).
+    let config = unienv_remote::server::ServerConfig {
+        env_boundary_snapshots: false,
+        ..Default::default()
+    };
+    let mut all = vec![support::ours_with(config).await];
+    all.extend(targets().await);
+    for t in all {
+        let client = t.client().await;
+        let env = client.env("counter").await.expect("counter proxy");
+        env.reset(ResetArgs::with_seed(1)).await.expect("reset");
+        let space = env.observation_space().expect("observation space");
+        let first = env.descriptor().sequence();
+        for k in 1..=5u64 {
+            env.step(NdArray::from_vec(vec![1.0f32, 2.0]))
+                .await
+                .expect("step");
+            let d = env.descriptor();
+            assert_eq!(d.sequence(), first + k, "{:?}", t.kind);
+            assert_eq!(
+                d.get("sequence").and_then(Value::as_u64),
+                Some(first + k),
+                "{:?}",
+                t.kind
+            );
+            assert_eq!(
+                d.raw().get("sequence").and_then(Value::as_u64),
+                Some(first + k)
+            );
+            assert_eq!(d.revision(), env.descriptor().revision());
+            assert!(Arc::ptr_eq(
+                &space,
+                &env.observation_space().expect("observation space")
+            ));
+        }
+        client.close().await;
+    }
+}

@@ -572,20 +572,28 @@ impl VectorEnv {
     /// [`step_async`](Self::step_async) with the actions stacked along the
     /// first axis (split by [`unstack`]).
     pub fn step_async_stacked(&mut self, actions: &Value) -> Result<(), VectorError> {
-        let split = unstack(actions, self.num_envs()).map_err(VectorError::InvalidUse)?;
+        let n = self.num_envs();
+        if let Value::Array(a) = actions {
+            if a.shape().first() == Some(&n) && !self.is_step_pending() {
+                // Not split into rows (see `send_stacked`).
+                let ids: Vec<usize> = (0..n).collect();
+                return self.send_stacked(actions, &ids);
+            }
+        }
+        let split = unstack(actions, n).map_err(VectorError::InvalidUse)?;
         self.step_async(split)
     }
 
-    /// Starts the steps of resources `chosen` (each with its sub-envs'
-    /// actions): one task carries all of their requests, so they leave in
+    /// Starts the steps of resources `chosen` (each with its action: a
+    /// batched resource's stacked along the first axis): one task carries all of their requests, so they leave in
     /// one write per connection. A resource with a failed sub-env is not
     /// sent to (its outcome is known at once).
-    fn launch(&mut self, chosen: Vec<(usize, Vec<Value>)>) {
+    fn launch(&mut self, chosen: Vec<(usize, Value)>) {
         // Reap the tasks of earlier sends (their outcomes are delivered).
         while self.in_flight.try_join_next().is_some() {}
         let next_step = self.mode == AutoresetMode::NextStep;
         let mut jobs = Vec::with_capacity(chosen.len());
-        for (k, actions) in chosen {
+        for (k, action) in chosen {
             self.busy[k] = true;
             let r = &self.resources[k];
             self.busy_width += r.width();
@@ -600,7 +608,7 @@ impl VectorEnv {
             jobs.push(Job {
                 k,
                 resource: r.clone(),
-                actions,
+                action,
                 ended,
             });
         }

@@ -106,12 +106,13 @@ impl Arrivals {
     }
 }
 
-/// One resource's step to carry: its index, the resource, its actions and
-/// which of its sub-envs to reset instead (`NextStep`).
+/// One resource's step to carry: its index, the resource, its action (a
+/// batched resource's stacked) and which of its sub-envs to reset instead
+/// (`NextStep`).
 pub(super) struct Job {
     pub(super) k: usize,
     pub(super) resource: Resource,
-    pub(super) actions: Vec<Value>,
+    pub(super) action: Value,
     pub(super) ended: Vec<bool>,
 }
 
@@ -154,7 +155,7 @@ pub(super) async fn carry(arrivals: Arc<Arrivals>, jobs: Vec<Job>, mode: Autores
     let mut requests: FuturesUnordered<_> = jobs
         .into_iter()
         .map(|j| async move {
-            let result = step_resource(j.resource, j.actions, j.ended, mode).await;
+            let result = step_resource(j.resource, j.action, j.ended, mode).await;
             (j.k, result)
         })
         .collect();

@@ -13,7 +13,44 @@
 //! ```
 
 use super::{VectorEnv, VectorError, VectorStep};
-use crate::codec::Value;
+use crate::codec::stack::stack;
+use crate::codec::{NdArray, Value};
+
+/// Rows `slots` of a stacked array (native byte order): one row as itself
+/// for an unbatched resource, the rows stacked for a batched one (a slice
+/// sharing the array's memory when they are consecutive).
+fn rows(a: &NdArray, slots: &[usize], batched: bool) -> Value {
+    let n = a.shape().first().copied().unwrap_or(0).max(1);
+    let row = a.as_bytes().len() / n;
+    let tail = &a.shape()[1..];
+    let shape = |count: Option<usize>| -> Vec<usize> {
+        count.into_iter().chain(tail.iter().copied()).collect()
+    };
+    let built = match (batched, slots) {
+        (false, [s]) => NdArray::from_bytes(
+            a.dtype(),
+            shape(None),
+            a.bytes().slice(s * row..(s + 1) * row),
+        ),
+        (true, [first, ..]) if slots.iter().enumerate().all(|(j, &s)| s == first + j) => {
+            let end = (first + slots.len()) * row;
+            NdArray::from_bytes(
+                a.dtype(),
+                shape(Some(slots.len())),
+                a.bytes().slice(first * row..end),
+            )
+        }
+        _ => {
+            let mut data = Vec::with_capacity(row * slots.len());
+            for &s in slots {
+                data.extend_from_slice(&a.as_bytes()[s * row..(s + 1) * row]);
+            }
+            NdArray::from_bytes(a.dtype(), shape(Some(slots.len())), data.into())
+        }
+    };
+    // The shapes and lengths above are the array's own: always valid.
+    built.map_or(Value::Null, Value::Array)
+}
 
 impl VectorEnv {
     /// Sends the step of sub-environments `env_id` (`actions[k]` for
@@ -23,7 +60,6 @@ impl VectorEnv {
     /// none of which is in flight. Collect the results with
     /// [`recv`](Self::recv).
     pub fn send(&mut self, actions: Vec<Value>, env_id: &[usize]) -> Result<(), VectorError> {
-        let n = self.num_envs();
         if actions.len() != env_id.len() {
             return Err(VectorError::InvalidUse(format!(
                 "{} actions for {} env ids",
@@ -31,6 +67,31 @@ impl VectorEnv {
                 env_id.len()
             )));
         }
+        let chosen = self.choose(env_id)?;
+        let mut actions: Vec<Option<Value>> = actions.into_iter().map(Some).collect();
+        let chosen = chosen
+            .into_iter()
+            .map(|(k, slots)| {
+                let mut own = slots.iter().filter_map(|&s| actions[s].take());
+                let action = match self.resources[k].batch {
+                    None => own.next().unwrap_or_default(),
+                    Some(_) => {
+                        let own: Vec<Value> = own.collect();
+                        stack(&own.iter().collect::<Vec<_>>())
+                    }
+                };
+                (k, action)
+            })
+            .collect();
+        self.launch(chosen);
+        Ok(())
+    }
+
+    /// The resources that `env_id` steps, each with the positions of its
+    /// sub-envs in `env_id`, in order; refused unless the ids are valid,
+    /// distinct, cover whole resources and none of them is in flight.
+    fn choose(&self, env_id: &[usize]) -> Result<Vec<(usize, Vec<usize>)>, VectorError> {
+        let n = self.num_envs();
         let mut slot: Vec<Option<usize>> = vec![None; n];
         for (k, &i) in env_id.iter().enumerate() {
             if i >= n {
@@ -44,11 +105,11 @@ impl VectorEnv {
         }
         let mut chosen = Vec::new();
         for (k, r) in self.resources.iter().enumerate() {
-            let covered = r.range().filter(|&i| slot[i].is_some()).count();
-            if covered == 0 {
+            let slots: Vec<usize> = r.range().filter_map(|i| slot[i]).collect();
+            if slots.is_empty() {
                 continue;
             }
-            if covered != r.width() {
+            if slots.len() != r.width() {
                 return Err(VectorError::InvalidUse(format!(
                     "envs {}..{} are one batched resource ({}): send all of them or none",
                     r.offset,
@@ -62,26 +123,29 @@ impl VectorEnv {
                     r.offset
                 )));
             }
-            chosen.push(k);
+            chosen.push((k, slots));
         }
-        let mut actions: Vec<Option<Value>> = actions.into_iter().map(Some).collect();
-        let chosen = chosen
-            .into_iter()
-            .map(|k| {
-                let own: Vec<Value> = self.resources[k]
-                    .range()
-                    .filter_map(|i| slot[i].and_then(|s| actions[s].take()))
-                    .collect();
-                (k, own)
-            })
-            .collect();
-        self.launch(chosen);
-        Ok(())
+        Ok(chosen)
     }
 
     /// [`send`](Self::send) with the actions stacked along the first axis
     /// (split by [`unstack`](super::unstack)), in the order of `env_id`.
+    /// A stacked array (native byte order) is not split into rows: each
+    /// resource gets its rows as they are (a batched resource whose
+    /// sub-envs are consecutive in `env_id` a slice of the array), the
+    /// values `unstack` and a batched resource's `stack` would give.
     pub fn send_stacked(&mut self, actions: &Value, env_id: &[usize]) -> Result<(), VectorError> {
+        if let Value::Array(a) = actions {
+            if a.shape().first() == Some(&env_id.len()) && a.dtype().is_native() {
+                let chosen = self.choose(env_id)?;
+                let chosen = chosen
+                    .into_iter()
+                    .map(|(k, slots)| (k, rows(a, &slots, self.resources[k].batch.is_some())))
+                    .collect();
+                self.launch(chosen);
+                return Ok(());
+            }
+        }
         let split = super::unstack(actions, env_id.len()).map_err(VectorError::InvalidUse)?;
         self.send(split, env_id)
     }
@@ -99,5 +163,29 @@ impl VectorEnv {
         }
         let outcomes = self.outcomes(min).await;
         Ok(self.gather(outcomes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::stack::unstack;
+
+    #[test]
+    fn rows_are_what_unstack_and_stack_give() {
+        let a = NdArray::from_shape_vec(vec![5, 2], (0..10).map(|x| x as f32).collect()).unwrap();
+        let split = unstack(&Value::Array(a.clone()), 5).unwrap();
+        let stacked =
+            |slots: &[usize]| stack(&slots.iter().map(|&s| &split[s]).collect::<Vec<_>>());
+        // One row of an unbatched resource: the row itself.
+        assert_eq!(rows(&a, &[3], false), split[3]);
+        // Consecutive rows: a slice sharing the array's memory.
+        let slice = rows(&a, &[1, 2, 3], true);
+        assert_eq!(slice, stacked(&[1, 2, 3]));
+        let shared = slice.as_array().map(|s| s.as_bytes().as_ptr());
+        assert_eq!(shared, Some(a.as_bytes()[8..].as_ptr()));
+        // Rows out of order (send's env_id in another order): copied.
+        assert_eq!(rows(&a, &[4, 0], true), stacked(&[4, 0]));
+        assert_eq!(rows(&a, &[2], true), stacked(&[2]));
     }
 }

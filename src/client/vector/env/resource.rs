@@ -17,7 +17,7 @@
 
 use super::super::mode::AutoresetMode;
 use crate::client::{ClientError, EnvProxy, ProtocolViolation};
-use crate::codec::stack::{stack, unstack};
+use crate::codec::stack::unstack;
 use crate::codec::{DType, Dict, NdArray, ScalarKind, Value};
 use crate::host::space::{BinarySpace, BoxSpace, DictSpace, DynamicBoxSpace};
 use crate::host::{ResetArgs, ResetResult, Space};
@@ -247,23 +247,22 @@ fn reset_rows(res: ResetResult, b: usize, mask: &[bool]) -> Result<Vec<EnvReset>
     Ok(out)
 }
 
-/// Steps a resource: `ended[k]` marks its sub-envs to reset instead
+/// Steps a resource with its action (a batched resource's stacked along
+/// the first axis): `ended[k]` marks its sub-envs to reset instead
 /// (`NextStep` mode). Returns one outcome per sub-env.
 pub(super) async fn step_resource(
     r: Resource,
-    actions: Vec<Value>,
+    action: Value,
     ended: Vec<bool>,
     mode: AutoresetMode,
 ) -> Result<Vec<EnvStep>, ClientError> {
     let Some(b) = r.batch else {
-        let action = actions.into_iter().next().unwrap_or_default();
         let reset_instead = ended.first().copied().unwrap_or(false);
         return Ok(vec![
             step_single(&r.proxy, action, reset_instead, mode).await?,
         ]);
     };
-    let refs: Vec<&Value> = actions.iter().collect();
-    let step = r.proxy.step(stack(&refs));
+    let step = r.proxy.step(action);
     // NextStep: the reset of the sub-envs whose episode ended goes out
     // right behind the step (pipelined on the connection: the server runs
     // them in order), not after its reply.
