@@ -237,7 +237,7 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
 
     def _gymnasium_space(self, name: str) -> Optional[gymnasium.Space[Any]]:
         """Sub-env 0's Gymnasium space ``name`` when the sub-envs are
-        Gymnasium envs or unienv ``FromGymnasiumEnv``\ s (``None`` otherwise).
+        Gymnasium envs or unienv ``FromGymnasiumEnv``\\ s (``None`` otherwise).
         Our host reads it to publish and check the integer boxes UniEnv makes
         of ``Discrete`` / ``MultiDiscrete`` with the high bound their values
         reach, as it does for a single ``FromGymnasiumEnv`` (SPEC.md)."""
