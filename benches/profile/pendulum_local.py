@@ -4,9 +4,12 @@ this process to callgrind_control, when run under it): `profile_step.sh`
 subtracts it from the hosted cost. `single` (the default) steps one
 `FromGymnasiumEnv(Pendulum-v1)`; `batched` steps 8 `gymnasium.make
 ("Pendulum-v1")` in turn per step (what a `BatchedEnv` of 8 hosts; its own
-Python overhead is counted as the host's).
+Python overhead is counted as the host's); `bare` steps one
+`gymnasium.make("Pendulum-v1")` without unienv's wrapper (what the host's
+fast path for a `FromGymnasiumEnv` calls; for comparison, run by hand:
+`valgrind --tool=callgrind python pendulum_local.py N bare` for two N).
 
-  python pendulum_local.py N [single|batched]
+  python pendulum_local.py N [single|batched|bare]
 """
 import sys
 
@@ -24,6 +27,12 @@ if kind == "batched":
     for _ in range(n):
         for e in envs:
             e.step(action)
+elif kind == "bare":
+    env = gymnasium.make("Pendulum-v1")
+    action = np.zeros((1,), dtype=np.float32)
+    env.reset(seed=0)
+    for _ in range(n):
+        env.step(action)
 else:
     env = FromGymnasiumEnv(gymnasium.make("Pendulum-v1"))
     action = np.zeros(env.action_space.shape, dtype=env.action_space.dtype)

@@ -17,7 +17,10 @@
 # outside valgrind. N1/N2 (default 200/1200) and ANNOTATE=1 (top functions
 # of the second interval), PROFILE_OUT=FILE (keep that profile) and SIM_IR
 # (the simulator's figure from an earlier run) are read from the environment;
-# BIN overrides the CLI for `rust` (to compare two builds).
+# BIN overrides the CLI for `rust` (to compare two builds). BARE=1 (with
+# `python`) also counts the Gymnasium env alone in process (pendulum_local.py
+# bare: no FromGymnasiumEnv, which the host's fast path skips) and prints the
+# server beyond it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 what=${1:-rust}
@@ -69,7 +72,7 @@ fi
 if [ -n "${PROFILE_OUT:-}" ]; then cp "$fb" "$PROFILE_OUT"; fi
 if [ "$what" != rust ]; then
   local_ir() {
-    valgrind --tool=callgrind --callgrind-out-file="$dir/local.$1" "$PY" benches/profile/pendulum_local.py "$1" "$kind" 2>/dev/null
+    valgrind --tool=callgrind --callgrind-out-file="$dir/local.$1" "$PY" benches/profile/pendulum_local.py "$1" "${2:-$kind}" 2>/dev/null
     totals "$dir/local.$1"
   }
   if [ -n "${SIM_IR:-}" ]; then
@@ -80,4 +83,10 @@ if [ "$what" != rust ]; then
   fi
   echo "the simulator in process ($kind: pendulum_local.py): $sim instructions per step (request)"
   echo "the server beyond the simulator: $(( per - sim )) instructions per step"
+  if [ "${BARE:-0}" = 1 ] && [ "$what" = python ]; then
+    la=$(local_ir "$N1" bare); lb=$(local_ir "$N2" bare)
+    bare=$(( (lb - la) / (N2 - N1) ))
+    echo "the Gymnasium env alone in process (pendulum_local.py bare): $bare instructions per step"
+    echo "the server beyond the Gymnasium env alone: $(( per - bare )) instructions per step"
+  fi
 fi

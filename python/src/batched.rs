@@ -19,9 +19,8 @@
 //! threads); a batch faulted by an earlier step goes the plain way, which
 //! refuses it.
 
-use crate::convert::{
-    check_bounded, from_py_bounded, new_array, wire_dtype, ArrayMode, ConvertError,
-};
+use crate::convert::{check_bounded, new_array, wire_dtype, ConvertError};
+use crate::fast::{convert_result, sole_array, StepOutcome};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -33,10 +32,6 @@ use unienv_remote::{DType, Dict, NdArray, Value};
 pub(crate) struct FastBatch {
     envs: Vec<Py<PyAny>>,
 }
-
-/// What a step gives the host: `Ok(Ok(value))`, `Ok(Err(too_large))` (it
-/// ran, but the result is over the message limit), or the Python error.
-pub(crate) type StepOutcome = PyResult<Result<Value, ConvertError>>;
 
 /// NumPy's scalar types an info value may have, looked up once:
 /// `float64`, `float32`, `int64`.
@@ -308,9 +303,7 @@ impl FastBatch {
     ) -> Option<StepOutcome> {
         let py = obj.py();
         let n = self.envs.len();
-        let ([Value::Array(action)], true) = (args, kwargs.is_empty()) else {
-            return None;
-        };
+        let action = sole_array(args, kwargs)?;
         if action.shape().first() != Some(&n) {
             return None;
         }
@@ -385,10 +378,6 @@ impl FastBatch {
             intern!(py, "_complete_step"),
             (PyList::new(py, raw)?, PyList::new(py, errors)?),
         )?;
-        match from_py_bounded(&result, ArrayMode::Copy, max_message_size) {
-            Ok(value) => Ok(Ok(value)),
-            Err(Ok(too_large)) => Ok(Err(too_large)),
-            Err(Err(e)) => Err(e),
-        }
+        convert_result(&result, max_message_size)
     }
 }

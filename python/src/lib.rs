@@ -17,6 +17,7 @@ mod batched;
 pub mod client;
 pub mod convert;
 mod descriptor;
+mod fast;
 pub mod log;
 pub mod record;
 pub mod server;

@@ -15,9 +15,9 @@
 //! (the reference's `CodecError`); a mutation that raised faults its domain.
 
 use crate::actions::ActionGuard;
-use crate::batched::FastBatch;
 use crate::convert::{dict_to_py, from_py_bounded, to_py, ArrayMode, ConvertError};
 use crate::descriptor::{self, attr_str, Probe};
+use crate::fast::{convert_result, FastStep};
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::intern;
@@ -117,8 +117,8 @@ struct PyResource {
     guard: ActionGuard,
     /// What its descriptor was last read from.
     probe: Probe,
-    /// A `BatchedEnv` this host steps itself (`batched.rs`).
-    fast: Option<FastBatch>,
+    /// A `BatchedEnv` or `FromGymnasiumEnv` this host steps itself (`fast.rs`).
+    fast: Option<FastStep>,
 }
 
 /// The Python objects of one domain.
@@ -160,7 +160,7 @@ fn resource_from_layout(entry: &Bound<'_, PyAny>, validate: bool) -> PyResult<Py
         .ok_or_else(|| PyValueError::new_err(format!("unknown resource kind {kind:?}")))?;
     let guard = ActionGuard::new(validate, kind, world_id.is_some() || node_id.is_some());
     let fast = if kind == ResourceKind::Env && numpy {
-        FastBatch::detect(obj.bind(entry.py()))
+        FastStep::detect(obj.bind(entry.py()))
     } else {
         None
     };
@@ -331,11 +331,7 @@ impl ForeignHost for PyHost {
                     .bind(py)
                     .getattr(method)?
                     .call(pargs, (!pkwargs.is_empty()).then_some(&pkwargs))?;
-                match from_py_bounded(&result, ArrayMode::Copy, max_message_size) {
-                    Ok(value) => Ok(Ok(value)),
-                    Err(Ok(too_large)) => Ok(Err(too_large)),
-                    Err(Err(e)) => Err(e),
-                }
+                convert_result(&result, max_message_size)
             };
             let outcome = run();
             // A result too large to send ran as well as one that fits: the

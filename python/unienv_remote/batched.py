@@ -237,7 +237,7 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
 
     def _gymnasium_space(self, name: str) -> Optional[gymnasium.Space[Any]]:
         """Sub-env 0's Gymnasium space ``name`` when the sub-envs are
-        Gymnasium envs or unienv ``FromGymnasiumEnv``\ s (``None`` otherwise).
+        Gymnasium envs or unienv ``FromGymnasiumEnv``\\ s (``None`` otherwise).
         Our host reads it to publish and check the integer boxes UniEnv makes
         of ``Discrete`` / ``MultiDiscrete`` with the high bound their values
         reach, as it does for a single ``FromGymnasiumEnv`` (SPEC.md)."""
@@ -376,3 +376,44 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
 
     def __str__(self) -> str:
         return f"<BatchedEnv of {len(self._subs)}: {self._subs[0].env}>"
+
+
+# -- the host's fast path for one FromGymnasiumEnv (python/src/single.rs) ------------
+
+
+def _native_single_plan(env: Any) -> Optional[Tuple[gymnasium.Env, Space, Space]]:
+    """``(env.env, env.action_space, env.observation_space)`` when our host
+    (``RemoteServer``) may step ``env`` itself: ``env`` is unienv's
+    ``FromGymnasiumEnv`` (not a subclass, ``step`` not replaced on the
+    instance) over a Gymnasium env, with Box action and observation spaces
+    (UniEnv ``BoxSpace``\\ s of the NumPy backend, which ``Box``,
+    ``Discrete`` and ``MultiDiscrete`` become); ``None`` otherwise.
+
+    For such an env, ``FromGymnasiumEnv.step(action)`` with a NumPy array
+    ``action`` is ``env.env.step(action)`` with its observation passed through
+    ``from_gym_data``, which returns a NumPy observation as it is (the NumPy
+    backend's ``to_numpy``/``from_numpy`` are the identity), and its reward,
+    flags and info untouched; it keeps no state of its own. The host then
+    calls ``env.env.step`` with the action array itself and converts the
+    result as it is when it is a tuple of 5 with a NumPy observation, and
+    finishes anything else with :func:`_finish_single_step`. The host checks
+    at every step that ``env.env`` and the two spaces are still these objects
+    (``python/tests/test_single_fast.py``)."""
+    if type(env) is not FromGymnasiumEnv or "step" in vars(env):
+        return None
+    inner = getattr(env, "env", None)
+    if not isinstance(inner, gymnasium.Env):
+        return None
+    action_space, observation_space = env.action_space, env.observation_space
+    for space in (action_space, observation_space):
+        if type(space) is not BoxSpace or space.backend is not NumpyComputeBackend:
+            return None
+    return inner, action_space, observation_space
+
+
+def _finish_single_step(env: FromGymnasiumEnv, result: Any) -> Tuple[Any, Any, Any, Any, Any]:
+    """The rest of ``FromGymnasiumEnv.step`` after our host called
+    ``env.env.step(action)`` itself and it returned ``result``, as that
+    ``step`` finishes it."""
+    obs, rew, terminated, truncated, info = result
+    return gym_utils.from_gym_data(env.observation_space, obs), rew, terminated, truncated, info

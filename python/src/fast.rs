@@ -1,0 +1,168 @@
+//! The Python host's fast paths for `step`: Gymnasium envs stepped from
+//! here instead of through the Python wrapper the resource is.
+//!
+//! * [`FastBatch`] (`batched.rs`): a `unienv_remote.BatchedEnv` of
+//!   Gymnasium sub-envs with Box spaces; the batched result is built here.
+//! * [`FastSingle`]: unienv's `FromGymnasiumEnv` over a Gymnasium env with
+//!   Box-like spaces (what `RemoteServer` hosts for `gymnasium.make(...)`):
+//!   the Gymnasium env's `step` is called with the action array itself, and
+//!   its result converted as it is, instead of `FromGymnasiumEnv.step`'s
+//!   `to_gym_data` / `from_gym_data` (the identity for NumPy arrays of the
+//!   NumPy backend) in Python.
+//!
+//! Both are optimisations of this host only: the Gymnasium envs see the
+//! calls the wrapper makes, on this thread, and the value is the one the
+//! wrapper's result converts to, bit for bit (`python/tests/
+//! test_batched_fast.py`, `test_single_fast.py`); what is not regular is
+//! finished by the wrapper's own Python code (`BatchedEnv._complete_step`,
+//! `unienv_remote.batched._finish_single_step`), and an exception of the
+//! simulator propagates as it would through the wrapper.
+
+use crate::batched::FastBatch;
+use crate::convert::{array_to_py, from_py_bounded, ArrayMode, ConvertError};
+use numpy::PyUntypedArray;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyTuple;
+use unienv_remote::{Dict, NdArray, Value};
+
+/// What a step gives the host: `Ok(Ok(value))`, `Ok(Err(too_large))` (it
+/// ran, but the result is over the message limit), or the Python error.
+pub(crate) type StepOutcome = PyResult<Result<Value, ConvertError>>;
+
+/// A call's Python result converted for the wire as the host converts
+/// every result (bounded by `max_message_size`).
+pub(crate) fn convert_result(result: &Bound<'_, PyAny>, max_message_size: usize) -> StepOutcome {
+    match from_py_bounded(result, ArrayMode::Copy, max_message_size) {
+        Ok(value) => Ok(Ok(value)),
+        Err(Ok(too_large)) => Ok(Err(too_large)),
+        Err(Err(e)) => Err(e),
+    }
+}
+
+/// The action of `step(action)` called with one array and nothing else:
+/// the only call the fast paths take.
+pub(crate) fn sole_array<'a>(args: &'a [Value], kwargs: &Dict) -> Option<&'a NdArray> {
+    match (args, kwargs.is_empty()) {
+        ([Value::Array(action)], true) => Some(action),
+        _ => None,
+    }
+}
+
+/// The fast path of one hosted env.
+pub(crate) enum FastStep {
+    Batch(FastBatch),
+    Single(FastSingle),
+}
+
+impl FastStep {
+    /// The fast path of env `obj` (of the NumPy backend), if one applies.
+    pub(crate) fn detect(obj: &Bound<'_, PyAny>) -> Option<FastStep> {
+        if let Some(batch) = FastBatch::detect(obj) {
+            return Some(FastStep::Batch(batch));
+        }
+        FastSingle::detect(obj).map(FastStep::Single)
+    }
+
+    /// `obj.step(*args, **kwargs)` done here; `None` when the call is not
+    /// one this path takes (then the host calls `step` as usual).
+    pub(crate) fn step(
+        &self,
+        obj: &Bound<'_, PyAny>,
+        args: &[Value],
+        kwargs: &Dict,
+        max_message_size: usize,
+    ) -> Option<StepOutcome> {
+        match self {
+            FastStep::Batch(b) => b.step(obj, args, kwargs, max_message_size),
+            FastStep::Single(s) => s.step(obj, args, kwargs, max_message_size),
+        }
+    }
+}
+
+/// `unienv_remote.batched`'s `_native_single_plan` and
+/// `_finish_single_step`, looked up once.
+static HELPERS: PyOnceLock<[Py<PyAny>; 2]> = PyOnceLock::new();
+
+fn helpers(py: Python<'_>) -> PyResult<&[Py<PyAny>; 2]> {
+    HELPERS.get_or_try_init(py, || {
+        let m = py.import(intern!(py, "unienv_remote.batched"))?;
+        Ok::<_, PyErr>([
+            m.getattr(intern!(py, "_native_single_plan"))?.unbind(),
+            m.getattr(intern!(py, "_finish_single_step"))?.unbind(),
+        ])
+    })
+}
+
+/// A `FromGymnasiumEnv` this host steps itself: its Gymnasium env and its
+/// two spaces when detected, which `FromGymnasiumEnv.step` reads at every
+/// call (a step finding other objects there goes the plain way).
+pub(crate) struct FastSingle {
+    env: Py<PyAny>,
+    action_space: Py<PyAny>,
+    observation_space: Py<PyAny>,
+}
+
+impl FastSingle {
+    /// The fast path of `obj`, when `_native_single_plan(obj)` allows it.
+    fn detect(obj: &Bound<'_, PyAny>) -> Option<FastSingle> {
+        let plan = helpers(obj.py()).ok()?[0]
+            .bind(obj.py())
+            .call1((obj,))
+            .ok()?;
+        let (env, action_space, observation_space) = plan.extract().ok()?;
+        Some(FastSingle {
+            env,
+            action_space,
+            observation_space,
+        })
+    }
+
+    fn step(
+        &self,
+        obj: &Bound<'_, PyAny>,
+        args: &[Value],
+        kwargs: &Dict,
+        max_message_size: usize,
+    ) -> Option<StepOutcome> {
+        let py = obj.py();
+        let action = sole_array(args, kwargs)?;
+        let unchanged = |name: &Bound<'_, pyo3::types::PyString>, held: &Py<PyAny>| {
+            obj.getattr(name).is_ok_and(|v| v.is(held))
+        };
+        if !(unchanged(intern!(py, "env"), &self.env)
+            && unchanged(intern!(py, "action_space"), &self.action_space)
+            && unchanged(intern!(py, "observation_space"), &self.observation_space))
+        {
+            return None;
+        }
+        Some(self.run(obj, action, max_message_size))
+    }
+
+    fn run(
+        &self,
+        obj: &Bound<'_, PyAny>,
+        action: &NdArray,
+        max_message_size: usize,
+    ) -> StepOutcome {
+        let py = obj.py();
+        // A new NumPy array, as the plain path passes the action (which
+        // `to_gym_data` returns as it is).
+        let action = array_to_py(py, action)?;
+        let result = self
+            .env
+            .bind(py)
+            .call_method1(intern!(py, "step"), (action,))?;
+        // `from_gym_data` returns a NumPy observation as it is: a tuple of
+        // five with one is what `FromGymnasiumEnv.step` returns, item for
+        // item.
+        if let Ok(t) = result.cast_exact::<PyTuple>() {
+            if t.len() == 5 && t.get_item(0)?.cast::<PyUntypedArray>().is_ok() {
+                return convert_result(&result, max_message_size);
+            }
+        }
+        let finished = helpers(py)?[1].bind(py).call1((obj, result))?;
+        convert_result(&finished, max_message_size)
+    }
+}
