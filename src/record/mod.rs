@@ -570,7 +570,7 @@ impl EnvRecording {
 
 fn truthy(v: &Value) -> bool {
     match v {
-        Value::Array(a) => a.to_f64_vec().first().is_some_and(|x| *x != 0.0),
+        Value::Array(a) => a.get_f64(0).is_some_and(|x| x != 0.0),
         other => other.truthy().unwrap_or(false),
     }
 }
