@@ -279,9 +279,8 @@ impl BufferDir {
             // checked that every leaf converts to float64 exactly).
             self.scratch.clear();
             for leaf in leaves {
-                let f = super::transition::cast(leaf, DType::F64)
+                super::transition::push_f64(leaf, &mut self.scratch)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                self.scratch.extend_from_slice(f.as_bytes());
             }
             let n = self.scratch.len() / 8;
             let header = npz::header(&mut self.headers[0], DType::F64, &[n]);
@@ -306,14 +305,18 @@ impl BufferDir {
     fn append_row(&mut self, leaves: &[NdArray]) -> io::Result<()> {
         let bad = |e: String| io::Error::new(io::ErrorKind::InvalidData, e);
         if self.flat {
+            // Straight into the episode's row bytes (no array per leaf).
             for leaf in leaves {
-                let f = super::transition::cast(leaf, DType::F64).map_err(bad)?;
-                self.rows[0].extend_from_slice(f.as_bytes());
+                super::transition::push_f64(leaf, &mut self.rows[0]).map_err(bad)?;
             }
         } else {
             for (d, leaf) in leaves.iter().enumerate() {
-                let a = super::transition::cast(leaf, leaf.dtype().to_native()).map_err(bad)?;
-                self.rows[d].extend_from_slice(a.as_bytes());
+                if leaf.dtype().is_native() {
+                    self.rows[d].extend_from_slice(leaf.as_bytes());
+                } else {
+                    let a = super::transition::cast(leaf, leaf.dtype().to_native()).map_err(bad)?;
+                    self.rows[d].extend_from_slice(a.as_bytes());
+                }
             }
         }
         self.row_count += 1;

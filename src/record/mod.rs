@@ -70,8 +70,12 @@ use transition::{Layout, Transition};
 pub const QUEUE_EVENTS: usize = 4096;
 
 /// How long the writer waits, once it has drained the queue, before it
-/// looks again (then blocks until an event comes).
-const BATCH_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
+/// looks again (then blocks until an event comes). Each wake-up costs a
+/// timer and a context switch (a fifth of the writer's CPU at 1 ms, in
+/// `perf` of 8 Pendulum envs, BENCHMARKS.md "h28q"); 4 ms hold some 100
+/// events at 25k env steps/s, far below [`QUEUE_EVENTS`], and delay only
+/// a [`Recorder::flush`] (by at most this).
+const BATCH_WAIT: std::time::Duration = std::time::Duration::from_millis(4);
 
 /// An env's spaces as its descriptor declares them.
 #[derive(Debug, Clone)]
@@ -570,7 +574,7 @@ impl EnvRecording {
 
 fn truthy(v: &Value) -> bool {
     match v {
-        Value::Array(a) => a.to_f64_vec().first().is_some_and(|x| *x != 0.0),
+        Value::Array(a) => a.get_f64(0).is_some_and(|x| x != 0.0),
         other => other.truthy().unwrap_or(false),
     }
 }

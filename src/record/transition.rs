@@ -257,6 +257,51 @@ pub(crate) fn cast(a: &NdArray, dtype: DType) -> Result<NdArray, String> {
     built.map_err(bad)
 }
 
+/// Appends `a`'s elements to `out` as native float64 bytes: exactly what
+/// `cast(a, DType::F64)` holds, without the intermediate vectors and array
+/// for native float, bool and up-to-32-bit integer leaves (a transition's
+/// usual ones; others go through [`cast`]).
+pub(crate) fn push_f64(a: &NdArray, out: &mut Vec<u8>) -> Result<(), String> {
+    let d = a.dtype();
+    let b = a.as_bytes();
+    if d.is_native() {
+        let n = b.len() / d.itemsize().max(1);
+        match (d.kind(), d.itemsize()) {
+            (ScalarKind::Float, 8) => {
+                out.extend_from_slice(b);
+                return Ok(());
+            }
+            (ScalarKind::Float, 4) => {
+                out.reserve(n * 8);
+                for c in b.chunks_exact(4) {
+                    let x = f32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
+                    out.extend_from_slice(&f64::from(x).to_ne_bytes());
+                }
+                return Ok(());
+            }
+            (ScalarKind::Bool, 1) => {
+                out.reserve(n * 8);
+                for &x in b {
+                    out.extend_from_slice(&f64::from(u8::from(x != 0)).to_ne_bytes());
+                }
+                return Ok(());
+            }
+            (ScalarKind::Int, 4) => {
+                out.reserve(n * 8);
+                for c in b.chunks_exact(4) {
+                    let x = i32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
+                    out.extend_from_slice(&f64::from(x).to_ne_bytes());
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
+    }
+    let f = cast(a, DType::F64)?;
+    out.extend_from_slice(f.as_bytes());
+    Ok(())
+}
+
 fn ints<T: Into<i128>>(v: Vec<T>) -> Vec<Num> {
     v.into_iter().map(|x| Num::Int(x.into())).collect()
 }
@@ -397,6 +442,31 @@ mod tests {
         assert_eq!(leaves[0].to_vec::<f32>().unwrap(), [0.5]);
         assert_eq!(leaves[5].to_vec::<f64>().unwrap(), [1.0]);
         assert_eq!(leaves[7].to_vec::<bool>().unwrap(), [true]);
+    }
+
+    #[test]
+    fn push_f64_matches_cast() {
+        let arrays = [
+            NdArray::from_vec(vec![1.5f32, -2.25, f32::MAX, f32::NAN]),
+            NdArray::from_vec(vec![0.1f64, -7.0]),
+            NdArray::from_vec(vec![true, false, true]),
+            NdArray::from_vec(vec![i32::MIN, 0, i32::MAX]),
+            NdArray::from_vec(vec![3u16, 65535]),
+            NdArray::from_vec(vec![-5i8, 127]),
+            NdArray::scalar(1.0f64),
+            NdArray::from_bytes(
+                DType::F32.with_byte_order(crate::codec::ByteOrder::Big),
+                vec![2],
+                bytes::Bytes::from(vec![0x3f, 0x80, 0, 0, 0x40, 0, 0, 0]),
+            )
+            .unwrap(),
+        ];
+        for a in &arrays {
+            let mut out = vec![9u8];
+            push_f64(a, &mut out).unwrap();
+            let want = cast(a, DType::F64).unwrap();
+            assert_eq!(&out[1..], want.as_bytes(), "{:?}", a.dtype());
+        }
     }
 
     #[test]

@@ -81,7 +81,7 @@ impl Recording {
             Method::Step => Event::Step {
                 id,
                 action: pending.argument.unwrap_or_default(),
-                result: value.clone(),
+                result: without_info(value),
             },
             _ => Event::Reset {
                 id,
@@ -99,6 +99,18 @@ impl Recording {
                 recorder.send(Event::Close { id });
             }
         }
+    }
+}
+
+/// A `step` result without its `info` (the recording does not keep it, and
+/// an info dict can be far larger than the rest): `(obs, reward,
+/// terminated, truncated)`; other values as they are.
+fn without_info(value: &Value) -> Value {
+    match value {
+        Value::Tuple(items) | Value::List(items) if items.len() == 5 => {
+            Value::Tuple(items[..4].to_vec())
+        }
+        other => other.clone(),
     }
 }
 
