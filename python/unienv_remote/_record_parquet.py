@@ -43,7 +43,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised in a subprocess
     if e.name is not None and e.name.split(".")[0] == "pyarrow":
         raise ImportError(
             "record_format='parquet' needs pyarrow (unienv_data's ParquetStorage uses it): "
-            "pip install pyarrow") from e
+            "pip install pyarrow (or unienv-remote[parquet])") from e
     raise
 
 #: The storage class a Parquet recording's buffer metadata names.
