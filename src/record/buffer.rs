@@ -505,8 +505,7 @@ fn write_swapped(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Writes `bytes` to a temporary file beside `path`, then renames it over
 /// `path`: readers see the old file or the new one, never a part.
 fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
+    let tmp = tmp_path(path);
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
 }
