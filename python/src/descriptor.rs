@@ -7,24 +7,32 @@
 //! Every call's response carries the domain's descriptors, so these reads
 //! run once per env step. What keeps them cheap:
 //!
-//! - attributes are looked up with `getattr(obj, name, SENTINEL)`, which
-//!   for ordinary objects never creates the `AttributeError` that
-//!   `hasattr` semantics would otherwise cost for each of the (usually
-//!   nine) absent attributes;
-//! - an attribute that is the very object seen last time, of a type whose
-//!   instances cannot change (`None`, `bool`, `int`, `float`, `str`, tuples
-//!   of those), is not converted again; any other value is converted and
-//!   compared with the last conversion;
+//! - an attribute absent last time is looked up with
+//!   `getattr(obj, name, SENTINEL)`, which for ordinary objects never
+//!   creates the `AttributeError` that `hasattr` semantics would otherwise
+//!   cost for each of the (usually nine) absent attributes; one present
+//!   last time with `PyObject_GetAttr` (the same lookup, without the call
+//!   of `builtins.getattr`: an `AttributeError` means absent as well);
+//! - an attribute's value is not converted again: it is walked beside a
+//!   snapshot of what it was ([`snapshot::Snapshot`]: exact types, dicts in
+//!   order, arrays by dtype, shape and bytes; a mutation in place shows),
+//!   and only a value holding other types than the snapshot knows is
+//!   converted and compared with the last conversion, as before;
+//! - the operations change only with an env's optional `reload`: only its
+//!   presence is checked;
 //! - a space is the same while the attribute holds the same object (its
 //!   document is built only for another object, as before);
 //! - when nothing differs, no descriptor is built at all: the domain reuses
 //!   its cached one ([`unienv_remote::server::ForeignHost::descriptor_if_changed`]).
 
+mod snapshot;
+
 use crate::convert::{from_py, ArrayMode};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
+use pyo3::types::{PyDict, PyString};
+use snapshot::Snapshot;
 use unienv_remote::protocol::ResourceKind;
 use unienv_remote::{Dict, Value};
 
@@ -100,6 +108,20 @@ pub(crate) fn attr<'py>(
     Ok((!v.is(sentinel)).then_some(v))
 }
 
+/// [`attr`] for an attribute that was present last time, and most likely
+/// still is: `PyObject_GetAttr`, which gives the same object (or the same
+/// exception) as `getattr(obj, name, SENTINEL)` (both run the type's
+/// attribute lookup; `builtins.getattr` only suppresses an
+/// `AttributeError` earlier, where the generic lookup allows), without
+/// calling `builtins.getattr` through an argument tuple. An
+/// `AttributeError` (the attribute is gone) means absent, as in [`attr`].
+fn attr_present<'py>(
+    obj: &Bound<'py, PyAny>,
+    name: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    obj.getattr_opt(name)
+}
+
 /// [`attr`] by a Rust name.
 pub(crate) fn attr_str<'py>(
     obj: &Bound<'py, PyAny>,
@@ -108,25 +130,14 @@ pub(crate) fn attr_str<'py>(
     attr(obj, &PyString::new(obj.py(), name))
 }
 
-/// Whether `obj` is of a type whose instances never change: then the same
-/// object converts to the same value.
-fn immutable(obj: &Bound<'_, PyAny>) -> bool {
-    obj.is_none()
-        || obj.is_exact_instance_of::<PyBool>()
-        || obj.is_exact_instance_of::<PyInt>()
-        || obj.is_exact_instance_of::<PyFloat>()
-        || obj.is_exact_instance_of::<PyString>()
-        || obj
-            .cast_exact::<PyTuple>()
-            .is_ok_and(|t| t.iter().all(|item| immutable(&item)))
-}
-
 /// What one attribute was when the descriptor was last read.
 enum Seen {
     /// Absent (`hasattr` false).
     Missing,
-    /// Present: the object and its conversion.
-    Value(Py<PyAny>, Value),
+    /// Present: its conversion, and a snapshot of the object when it holds
+    /// only types [`Snapshot`] compares (otherwise the next check converts
+    /// it again).
+    Value(Value, Option<Snapshot>),
     /// Its getter raised, or its value could not be converted: left out
     /// (and logged) each time it is read.
     Failed,
@@ -152,6 +163,8 @@ pub(crate) struct Probe {
     priorities: Vec<Option<Value>>,
     /// The `operations` member.
     operations: Vec<&'static str>,
+    /// Whether `operations` holds an env's optional `reload`.
+    reload: bool,
 }
 
 /// Logs a member left out of a descriptor, as before.
@@ -163,7 +176,6 @@ fn skip(py: Python<'_>, id: &str, name: &str, e: PyErr) {
 /// The reference's `_methods`: every method of the kind, optional ones
 /// (env `reload`) only when callable.
 pub(crate) fn methods(obj: &Bound<'_, PyAny>, kind: ResourceKind) -> Vec<&'static str> {
-    let py = obj.py();
     let mut out: Vec<&'static str> = kind
         .methods()
         .iter()
@@ -173,11 +185,16 @@ pub(crate) fn methods(obj: &Bound<'_, PyAny>, kind: ResourceKind) -> Vec<&'stati
                 || *m != "reload"
                 // Looked up as the other members: an env without `reload`
                 // (most) raised and dropped an AttributeError on every call.
-                || attr(obj, intern!(py, "reload")).is_ok_and(|f| f.is_some_and(|f| f.is_callable()))
+                || has_reload(obj)
         })
         .collect();
     out.sort_unstable();
     out
+}
+
+/// Whether `obj` has a callable `reload` (a getter raising counts as none).
+fn has_reload(obj: &Bound<'_, PyAny>) -> bool {
+    attr(obj, intern!(obj.py(), "reload")).is_ok_and(|f| f.is_some_and(|f| f.is_callable()))
 }
 
 fn space_to_json(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
@@ -212,7 +229,7 @@ impl Probe {
             self.attrs.push(match read {
                 Ok(Some((v, converted))) => {
                     d.insert(*name, converted.clone());
-                    Seen::Value(v.unbind(), converted)
+                    Seen::Value(converted, Snapshot::take(&v))
                 }
                 Ok(None) => Seen::Missing,
                 Err(e) => {
@@ -250,6 +267,7 @@ impl Probe {
             }
         }
         self.operations = methods(obj, kind);
+        self.reload = kind == ResourceKind::Env && self.operations.contains(&"reload");
         d.insert(
             "operations",
             Value::List(self.operations.iter().map(|m| Value::from(*m)).collect()),
@@ -271,12 +289,16 @@ impl Probe {
         }
         let l = lookup(py)?;
         for (i, seen) in self.attrs.iter().enumerate() {
-            let now = attr(obj, l.attrs[i].bind(py))?;
+            let name = l.attrs[i].bind(py);
+            let now = match seen {
+                Seen::Value(..) => attr_present(obj, name)?,
+                Seen::Missing | Seen::Failed => attr(obj, name)?,
+            };
             let same = match (seen, now) {
                 (Seen::Missing, None) => true,
-                (Seen::Value(before, converted), Some(v)) => {
-                    (v.is(before) && immutable(&v))
-                        || from_py(&v, ArrayMode::Copy).is_ok_and(|c| c == *converted)
+                (Seen::Value(_, Some(snapshot)), Some(v)) => snapshot.matches(&v),
+                (Seen::Value(converted, None), Some(v)) => {
+                    from_py(&v, ArrayMode::Copy).is_ok_and(|c| c == *converted)
                 }
                 _ => false,
             };
@@ -286,7 +308,12 @@ impl Probe {
         }
         if kind != ResourceKind::World {
             for (slot, cached) in self.spaces.iter().enumerate() {
-                let now = attr(obj, l.spaces[slot].bind(py))?.filter(|s| !s.is_none());
+                let name = l.spaces[slot].bind(py);
+                let now = match cached {
+                    Some(_) => attr_present(obj, name)?,
+                    None => attr(obj, name)?,
+                };
+                let now = now.filter(|s| !s.is_none());
                 let same = match (cached, now) {
                     (None, None) => true,
                     (Some(c), Some(s)) => s.is(&c.space),
@@ -307,7 +334,8 @@ impl Probe {
                 }
             }
         }
-        Ok(methods(obj, kind) != self.operations)
+        // `methods` depends on the object only through an env's `reload`.
+        Ok(kind == ResourceKind::Env && has_reload(obj) != self.reload)
     }
 
     /// A space's `space_to_json` document (null without a space), rebuilt

@@ -1,0 +1,167 @@
+"""``RemoteServer`` rebuilds a descriptor only when its check after a call
+finds a change (``python/src/descriptor.rs``); the check compares each
+attribute with a snapshot of what it was, without converting it
+(``python/src/descriptor/snapshot.rs``). Every change below is one such a
+check could miss: a value replaced by an equal one of another type (``1`` and
+``1.0``, ``True`` and ``1``), a nested container or an
+array mutated in place, an array's dtype or byte order changed under the
+same values, a dict's key order, types the snapshot does not know (mutated
+in place as well), a property computing a new value, spaces swapped,
+attributes added and deleted. After each step our server must give exactly
+the reference server's descriptors (through the reference client).
+
+Not here: ``0.0`` replaced by ``-0.0``. The check notices it (floats are
+compared by their bits), but the domain's descriptor cache
+(``src/server/descriptors.rs``) compares the rebuilt attributes with ``==``
+on ``Value``, for which ``0.0 == -0.0``, and keeps the old descriptor: the
+reference sends ``-0.0``, we send ``0.0`` (before this check as well).
+"""
+
+import collections
+import os
+import sys
+from typing import Any, Callable, List
+
+import numpy as np
+from unienv_interface.remote import RemoteClient as RefClient
+from unienv_interface.remote import RemoteServer as RefServer
+
+import unienv_remote
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "py"))
+from ref_fixture_server import CounterEnv, box  # noqa: E402
+
+
+class Meta(collections.OrderedDict):  # type: ignore[type-arg]
+    """A dict subclass: no snapshot, converted on every check."""
+
+
+def initial_metadata() -> Any:
+    return {
+        "render_modes": ["rgb_array"],
+        "x": 1,
+        "flag": True,
+        "nested": {"a": {"b": 1}, "list": [1, 2]},
+        "arr": np.arange(4, dtype=np.int32),
+        "z": 0.0,
+    }
+
+
+class SnapshotEnv(CounterEnv):
+    """A counter whose ``step`` number k applies change k to its attributes;
+    ``name`` and ``update_timestep`` are properties computed from the round
+    of changes (new objects on every read, other values in each round: they
+    change on a step that changes nothing else, so they hide no change)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps = 0
+        self.metadata = initial_metadata()
+
+    @property
+    def name(self) -> Any:
+        return ["snap", self.steps // len(CHANGES)]
+
+    @property
+    def update_timestep(self) -> Any:
+        round = self.steps // len(CHANGES)
+        return round * 0.25 if round % 2 == 0 else round
+
+    def step(self, action: Any) -> Any:
+        self.steps += 1
+        CHANGES[self.steps % len(CHANGES)](self)
+        return super().step(action)
+
+
+def _set(env: SnapshotEnv, key: str, value: Any) -> None:
+    env.metadata[key] = value
+
+
+def _reorder(env: SnapshotEnv) -> None:
+    env.metadata["x"] = env.metadata.pop("x")
+
+
+def _drop(env: SnapshotEnv, name: str) -> None:
+    if name in env.__dict__:
+        delattr(env, name)
+
+
+def _swap_byte_order(env: SnapshotEnv) -> None:
+    arr = env.metadata["arr"]
+    env.metadata["arr"] = arr.astype(arr.dtype.newbyteorder())
+
+
+def _subclass_metadata(env: SnapshotEnv) -> None:
+    env.metadata = Meta(env.metadata)
+
+
+CHANGES: List[Callable[[SnapshotEnv], None]] = [
+    lambda env: None,
+    lambda env: _set(env, "x", 1.0),  # int -> float, in place
+    lambda env: _set(env, "x", 1),  # and back
+    lambda env: _set(env, "flag", 1),  # True -> 1
+    lambda env: _set(env, "flag", True),
+    lambda env: _set(env, "z", 0.5),
+    lambda env: _set(env, "z", float("nan")),
+    lambda env: _set(env, "z", float("nan")),  # another NaN object, same bits
+    lambda env: env.metadata["nested"]["a"].__setitem__("b", 2),  # nested dict, in place
+    lambda env: env.metadata["nested"]["list"].append(3),  # nested list, in place
+    lambda env: env.metadata["nested"]["list"].__setitem__(0, [True]),
+    lambda env: env.metadata["nested"]["list"][0].__setitem__(0, 1),  # True -> 1, deeper
+    lambda env: env.metadata["arr"].__setitem__(1, 7),  # array written in place
+    lambda env: _set(env, "arr", env.metadata["arr"].view(np.float32)),  # same bytes, other dtype
+    lambda env: _set(env, "arr", env.metadata["arr"].view(np.int32).reshape(2, 2)),  # other shape
+    _swap_byte_order,  # same values, other byte order
+    lambda env: _set(env, "arr", np.arange(8, dtype=np.int32)[::2]),  # not contiguous
+    lambda env: env.metadata["arr"].__setitem__(0, 9),  # written in place, not contiguous
+    _reorder,  # key order
+    lambda env: _set(env, "big", 2**70),
+    lambda env: _set(env, "big", 2**70 + 1),
+    lambda env: _set(env, "s", "é" * 3),
+    lambda env: _set(env, "s", "".join(["é"] * 3)),  # an equal str, another object
+    lambda env: _set(env, "s", "e" * 3),
+    lambda env: _set(env, "np", np.float64(1.5)),
+    lambda env: _set(env, "np", 1.5),
+    lambda env: _set(env, "np", np.float32(1.5)),
+    _subclass_metadata,  # no snapshot: converted each time
+    lambda env: env.metadata["nested"]["list"].append(4),  # and mutated in place
+    lambda env: setattr(env, "supported_render_modes", ("rgb_array", ["human"])),
+    lambda env: env.supported_render_modes[1].append("ansi"),  # a list in a tuple
+    lambda env: setattr(env, "world_timestep", 0.1),  # added
+    lambda env: _drop(env, "world_timestep"),  # deleted
+    lambda env: setattr(env, "context_space", box((4,))),  # another space
+    lambda env: setattr(env, "context_space", None),
+    lambda env: setattr(env, "context_space", box((2,))),
+    lambda env: setattr(env, "metadata", {"render_modes": []}),
+    lambda env: setattr(env, "metadata", initial_metadata()),
+]
+
+
+def descriptors_after_steps(url: str, steps: int) -> List[str]:
+    client = RefClient.connect(url)
+    env = client.env("snap")
+    env.reset(seed=1)
+    seen = []
+    for _ in range(steps):
+        env.step(np.array([0.1, 0.2], np.float32))
+        seen.append(repr(client.descriptors["snap"]))
+    client.close()
+    return seen
+
+
+def test_every_change_the_snapshot_could_miss_is_noticed() -> None:
+    steps = 2 * len(CHANGES) + 3
+    ours = unienv_remote.RemoteServer()
+    ours.register("snap", SnapshotEnv())
+    reference = RefServer()
+    reference.register("snap", SnapshotEnv())
+    try:
+        got = descriptors_after_steps(ours.listen(), steps)
+        expected = descriptors_after_steps(reference.listen(), steps)
+    finally:
+        ours.close()
+        reference.close()
+    distinct = sum(1 for a, b in zip(expected, expected[1:]) if a != b)
+    assert distinct > len(CHANGES), "the changes show in the descriptors"
+    for step, (a, b) in enumerate(zip(got, expected)):
+        assert a == b, f"after step {step + 1}:\n ours      {a}\n reference {b}"
