@@ -102,11 +102,69 @@ pub(crate) fn attr<'py>(
     obj: &Bound<'py, PyAny>,
     name: &Bound<'py, PyString>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if let Some(lookup_attr) = interpreter_lookup_attr() {
+        let mut found: *mut pyo3::ffi::PyObject = std::ptr::null_mut();
+        // SAFETY: the function has CPython's signature (see
+        // `interpreter_lookup_attr`); `obj` and `name` are live objects and
+        // the GIL is held (bound references); it stores a new reference or
+        // null in `found` and returns -1 only with an exception set.
+        return match unsafe { lookup_attr(obj.as_ptr(), name.as_ptr(), &mut found) } {
+            r if r < 0 => Err(PyErr::fetch(obj.py())),
+            // SAFETY: on success `found` is null (absent) or a new reference.
+            _ => Ok(unsafe { Bound::from_owned_ptr_or_opt(obj.py(), found) }),
+        };
+    }
     let l = lookup(obj.py())?;
     let sentinel = l.sentinel.bind(obj.py());
     let v = l.getattr.bind(obj.py()).call1((obj, name, sentinel))?;
     Ok((!v.is(sentinel)).then_some(v))
 }
+
+/// CPython's own `getattr(obj, name, default)` lookup, called directly:
+/// `builtins.getattr` with a default is exactly this function followed by
+/// returning the default when it finds nothing (`_PyObject_LookupAttr` in
+/// Python 3.7 to 3.12, `PyObject_GetOptionalAttr` from 3.13: -1 with an
+/// exception set, 0 absent with no exception (no `AttributeError` created
+/// for generic attribute lookups), 1 found and a new reference stored).
+/// Neither is in the limited API this extension is built against, so it
+/// is looked up by name in the running interpreter, once; `None` where it
+/// cannot be (another platform, an interpreter without these symbols):
+/// [`attr`] calls `builtins.getattr` then, through an argument tuple.
+fn interpreter_lookup_attr() -> Option<LookupAttr> {
+    static FOUND: std::sync::OnceLock<Option<LookupAttr>> = std::sync::OnceLock::new();
+    *FOUND.get_or_init(|| {
+        #[cfg(any(target_os = "linux", target_os = "macos"))]
+        {
+            use std::ffi::{c_char, c_void};
+            extern "C" {
+                fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+            }
+            // RTLD_DEFAULT: every object loaded globally, the interpreter
+            // included.
+            #[cfg(target_os = "linux")]
+            let everywhere = std::ptr::null_mut();
+            #[cfg(target_os = "macos")]
+            let everywhere = -2isize as *mut c_void;
+            for name in [c"PyObject_GetOptionalAttr", c"_PyObject_LookupAttr"] {
+                // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name.
+                let found = unsafe { dlsym(everywhere, name.as_ptr()) };
+                if !found.is_null() {
+                    // SAFETY: both functions are declared in CPython as
+                    // `int f(PyObject *, PyObject *, PyObject **)`.
+                    return Some(unsafe { std::mem::transmute::<*mut c_void, LookupAttr>(found) });
+                }
+            }
+        }
+        None
+    })
+}
+
+/// The signature of [`interpreter_lookup_attr`]'s function.
+type LookupAttr = unsafe extern "C" fn(
+    *mut pyo3::ffi::PyObject,
+    *mut pyo3::ffi::PyObject,
+    *mut *mut pyo3::ffi::PyObject,
+) -> std::ffi::c_int;
 
 /// [`attr`] for an attribute that was present last time, and most likely
 /// still is: `PyObject_GetAttr`, which gives the same object (or the same

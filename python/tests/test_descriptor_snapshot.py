@@ -165,3 +165,76 @@ def test_every_change_the_snapshot_could_miss_is_noticed() -> None:
     assert distinct > len(CHANGES), "the changes show in the descriptors"
     for step, (a, b) in enumerate(zip(got, expected)):
         assert a == b, f"after step {step + 1}:\n ours      {a}\n reference {b}"
+
+
+class LookupEnv(CounterEnv):
+    """Attributes that come and go through ``__getattr__`` and through a
+    property raising ``AttributeError`` (both mean absent, as for
+    ``hasattr``), and a property raising another exception."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps = 0
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "world_subtimestep" and self.__dict__.get("steps", 0) % 3 == 1:
+            return 0.5
+        raise AttributeError(name)
+
+    @property
+    def control_timestep(self) -> Any:
+        if self.steps % 2:
+            raise AttributeError("not on odd steps")
+        return 0.02
+
+    def step(self, action: Any) -> Any:
+        self.steps += 1
+        return super().step(action)
+
+
+class RaisingEnv(LookupEnv):
+    @property
+    def world_timestep(self) -> Any:
+        if self.steps % 4 == 2:
+            raise RuntimeError("world_timestep is broken")
+        return 0.25
+
+
+def descriptors_of(url: str, steps: int) -> List[Any]:
+    client = RefClient.connect(url)
+    env = client.env("env")
+    env.reset(seed=1)
+    seen = []
+    for _ in range(steps):
+        env.step(np.array([0.1, 0.2], np.float32))
+        seen.append(client.descriptors["env"])
+    client.close()
+    return seen
+
+
+def test_attributes_absent_through_getattr_hooks_and_attribute_errors() -> None:
+    ours = unienv_remote.RemoteServer()
+    ours.register("env", LookupEnv())
+    reference = RefServer()
+    reference.register("env", LookupEnv())
+    try:
+        got = [repr(d) for d in descriptors_of(ours.listen(), 9)]
+        expected = [repr(d) for d in descriptors_of(reference.listen(), 9)]
+    finally:
+        ours.close()
+        reference.close()
+    assert len(set(expected)) >= 4
+    assert got == expected
+
+
+def test_a_getter_raising_leaves_its_member_out_while_it_raises() -> None:
+    # The reference's hasattr lets the exception through (the call fails);
+    # ours leaves the member out and logs it, and puts it back afterwards.
+    ours = unienv_remote.RemoteServer()
+    ours.register("env", RaisingEnv())
+    try:
+        seen = descriptors_of(ours.listen(), 8)
+    finally:
+        ours.close()
+    assert [d.get("world_timestep") for d in seen] == [0.25, None, 0.25, 0.25] * 2
+    assert ["world_timestep" in d for d in seen] == [True, False, True, True] * 2
