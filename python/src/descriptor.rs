@@ -7,12 +7,14 @@
 //! Every call's response carries the domain's descriptors, so these reads
 //! run once per env step. What keeps them cheap:
 //!
-//! - an attribute absent last time is looked up with
-//!   `getattr(obj, name, SENTINEL)`, which for ordinary objects never
-//!   creates the `AttributeError` that `hasattr` semantics would otherwise
-//!   cost for each of the (usually nine) absent attributes; one present
-//!   last time with `PyObject_GetAttr` (the same lookup, without the call
-//!   of `builtins.getattr`: an `AttributeError` means absent as well);
+//! - an attribute absent last time is looked up as
+//!   `getattr(obj, name, SENTINEL)` does (the interpreter's function that
+//!   `builtins.getattr` runs, called directly where it can be found:
+//!   [`attr`]), which for ordinary objects never creates the
+//!   `AttributeError` that `hasattr` semantics would otherwise cost for
+//!   each of the (usually nine) absent attributes; one present last time
+//!   with `PyObject_GetAttr` (the same lookup: an `AttributeError` means
+//!   absent as well);
 //! - an attribute's value is not converted again: it is walked beside a
 //!   snapshot of what it was ([`snapshot::Snapshot`]: exact types, dicts in
 //!   order, arrays by dtype, shape and bytes; a mutation in place shows),
