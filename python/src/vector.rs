@@ -152,7 +152,7 @@ impl PyVectorEnv {
     }
 
     /// [`with`](Self::with) for calls that never wait (`step_async`,
-    /// `send`: they only hand the requests to the runtime): run with the GIL
+    /// `send`: they write the requests and return): run with the GIL
     /// held when the vector env is free, so a lockstep vector step releases
     /// the GIL once (in `step_wait`), not twice. When another thread holds
     /// the vector env (waiting in `recv`), wait for it without the GIL.

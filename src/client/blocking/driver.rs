@@ -16,14 +16,16 @@ const IDLE_AFTER: Duration = Duration::from_millis(200);
 /// calls, by an idle driver thread, so that the connection keeps answering
 /// pings, receiving snapshots and noticing closure between calls. A call
 /// arriving while the idle driver runs takes the runtime back from it.
-pub(super) struct Driver {
+pub(crate) struct Driver {
     runtime: Option<tokio::runtime::Runtime>,
     state: Mutex<DriverState>,
     wake: Condvar,
     kick: tokio::sync::Notify,
+    /// [`IDLE_AFTER`], but in tests.
+    idle_after: Duration,
 }
 
-pub(super) struct DriverState {
+pub(crate) struct DriverState {
     calls: usize,
     idling: bool,
     last_call: Instant,
@@ -31,7 +33,13 @@ pub(super) struct DriverState {
 }
 
 impl Driver {
-    pub(super) fn new() -> ClientResult<Arc<Driver>> {
+    pub(crate) fn new() -> ClientResult<Arc<Driver>> {
+        Driver::with_idle_after(IDLE_AFTER)
+    }
+
+    /// A driver whose idle thread takes over after `idle_after` without
+    /// calls (tests: a very long one keeps it out of the way).
+    pub(crate) fn with_idle_after(idle_after: Duration) -> ClientResult<Arc<Driver>> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -51,6 +59,7 @@ impl Driver {
             }),
             wake: Condvar::new(),
             kick: tokio::sync::Notify::new(),
+            idle_after,
         }))
     }
 
@@ -61,7 +70,7 @@ impl Driver {
         }
     }
 
-    pub(super) fn block_on<F>(&self, future: F) -> F::Output
+    pub(crate) fn block_on<F>(&self, future: F) -> F::Output
     where
         F: Future,
         F::Output: crate::client::interrupt::Interruptible,
@@ -86,7 +95,7 @@ impl Driver {
     }
 
     /// The idle driver thread's loop.
-    pub(super) fn idle(&self) {
+    pub(crate) fn idle(&self) {
         loop {
             {
                 let mut st = self.state.lock();
@@ -95,13 +104,13 @@ impl Driver {
                         return;
                     }
                     let quiet = st.last_call.elapsed();
-                    if st.calls == 0 && quiet >= IDLE_AFTER {
+                    if st.calls == 0 && quiet >= self.idle_after {
                         break;
                     }
                     let wait = if st.calls > 0 {
-                        IDLE_AFTER
+                        self.idle_after
                     } else {
-                        IDLE_AFTER.saturating_sub(quiet)
+                        self.idle_after.saturating_sub(quiet)
                     };
                     self.wake.wait_for(&mut st, wait);
                 }
@@ -112,7 +121,7 @@ impl Driver {
         }
     }
 
-    pub(super) fn stop(&self) {
+    pub(crate) fn stop(&self) {
         let mut st = self.state.lock();
         st.stop = true;
         if st.idling {
