@@ -73,9 +73,29 @@ impl Interruptible for () {
     fn interrupted() -> Self {}
 }
 
+/// A slice timer kept from one wait to the next (see [`block_on_reusing`]).
+pub(crate) type Slice = Option<std::pin::Pin<Box<tokio::time::Sleep>>>;
+
 /// Drives `future` on `runtime` from this thread; with a check installed,
 /// stops when it says so (see the module's documentation).
 pub fn block_on<F>(runtime: &tokio::runtime::Runtime, future: F) -> F::Output
+where
+    F: Future,
+    F::Output: Interruptible,
+{
+    block_on_reusing(runtime, &mut None, future)
+}
+
+/// [`block_on`], timing the slices with `slice`'s timer (made on first
+/// use, kept for the next wait on the same runtime). A timer registered anew
+/// for every wait costs the runtime a wake-up (an `eventfd` write, and a
+/// return from `epoll_wait`) whenever its deadline is the earliest; pushing
+/// a registered timer's deadline later costs nothing.
+pub(crate) fn block_on_reusing<F>(
+    runtime: &tokio::runtime::Runtime,
+    slice: &mut Slice,
+    future: F,
+) -> F::Output
 where
     F: Future,
     F::Output: Interruptible,
@@ -84,15 +104,24 @@ where
         return runtime.block_on(future);
     }
     runtime.block_on(async {
+        let deadline = tokio::time::Instant::now() + SLICE;
+        let sleep = match slice {
+            Some(sleep) => {
+                sleep.as_mut().reset(deadline);
+                sleep
+            }
+            None => slice.insert(Box::pin(tokio::time::sleep_until(deadline))),
+        };
         tokio::pin!(future);
         loop {
             tokio::select! {
                 biased;
                 out = &mut future => return out,
-                _ = tokio::time::sleep(SLICE) => {
+                _ = sleep.as_mut() => {
                     if interrupted() {
                         return F::Output::interrupted();
                     }
+                    sleep.as_mut().reset(tokio::time::Instant::now() + SLICE);
                 }
             }
         }

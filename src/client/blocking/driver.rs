@@ -23,6 +23,8 @@ pub(crate) struct Driver {
     kick: tokio::sync::Notify,
     /// [`IDLE_AFTER`], but in tests.
     idle_after: Duration,
+    /// The interruptible waits' slice timer, kept between calls.
+    slice: Mutex<crate::client::interrupt::Slice>,
 }
 
 pub(crate) struct DriverState {
@@ -60,6 +62,7 @@ impl Driver {
             wake: Condvar::new(),
             kick: tokio::sync::Notify::new(),
             idle_after,
+            slice: Mutex::new(None),
         }))
     }
 
@@ -91,7 +94,14 @@ impl Driver {
             }
         }
         let _call = Call(self);
-        crate::client::interrupt::block_on(self.runtime(), future)
+        if !crate::client::interrupt::installed() {
+            return self.runtime().block_on(future);
+        }
+        // Another thread waiting at the same time makes its own timer.
+        let mut slice = self.slice.lock().take();
+        let out = crate::client::interrupt::block_on_reusing(self.runtime(), &mut slice, future);
+        *self.slice.lock() = slice;
+        out
     }
 
     /// The idle driver thread's loop.
@@ -133,6 +143,8 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        // The timer goes before its runtime.
+        drop(self.slice.lock().take());
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
         }
