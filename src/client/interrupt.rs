@@ -157,4 +157,35 @@ mod tests {
         let out: ClientResult<u8> = block_on(&runtime, async { Ok(3) });
         assert_eq!(out.unwrap(), 3);
     }
+
+    #[test]
+    fn a_kept_slice_timer_still_interrupts_the_next_waits() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let mut slice: Slice = None;
+        let asked = std::rc::Rc::new(std::cell::Cell::new(0));
+        let seen = asked.clone();
+        with_check(
+            move || {
+                seen.set(seen.get() + 1);
+                true
+            },
+            || {
+                // A wait that ends at once makes the timer and keeps it.
+                let out: ClientResult<u8> = block_on_reusing(&runtime, &mut slice, async { Ok(1) });
+                assert_eq!(out.unwrap(), 1);
+                assert!(slice.is_some());
+                // The next waits reuse it (pushed later) and are interrupted
+                // after a slice, also once its first deadline has passed.
+                for _ in 0..2 {
+                    let out: ClientResult<()> =
+                        block_on_reusing(&runtime, &mut slice, std::future::pending());
+                    assert!(matches!(out, Err(ClientError::Interrupted)));
+                }
+            },
+        );
+        assert_eq!(asked.get(), 2);
+    }
 }
