@@ -2,9 +2,12 @@
 //! ([`unienv_remote::client::vector`]) as a Python object, for
 //! `unienv_remote.RemoteVectorEnv` (`unienv_remote/vector.py`).
 //!
-//! Requests go out on the vector env's own runtime thread; waiting and
-//! stacking happen without the GIL. Only the conversion of the stacked
-//! arrays into NumPy arrays (and of the small per-env info dicts) holds it.
+//! `step_async` / `send` write the requests from the calling thread before
+//! they return; `step_wait` / `recv` read the replies on the calling thread
+//! (the vector env's runtime is driven by its callers: no thread hand-off per
+//! step), and wait and stack without the GIL. Only the conversion of the
+//! stacked arrays into NumPy arrays (and of the small per-env info dicts)
+//! holds it.
 
 use crate::client::client_error;
 use crate::convert::{self, ArrayMode};
@@ -152,7 +155,7 @@ impl PyVectorEnv {
     }
 
     /// [`with`](Self::with) for calls that never wait (`step_async`,
-    /// `send`: they only hand the requests to the runtime): run with the GIL
+    /// `send`: they write the requests and return): run with the GIL
     /// held when the vector env is free, so a lockstep vector step releases
     /// the GIL once (in `step_wait`), not twice. When another thread holds
     /// the vector env (waiting in `recv`), wait for it without the GIL.

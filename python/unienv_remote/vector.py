@@ -12,10 +12,10 @@ works, as long as the envs share their action and observation spaces. A
 batched resource (``batch_size`` B, e.g. a :class:`unienv_remote.BatchedEnv`)
 contributes B consecutive sub-environments, stepped by one request; batched
 and unbatched resources mix. A step sends every request at once (envs on one
-server share a connection, their requests pipelined) from a Rust thread;
-``step_wait`` gathers the replies and stacks them in Rust without the GIL.
-``step_async`` returns as soon as the requests are on their way, so the
-learner can compute meanwhile.
+server share a connection, their requests pipelined), written by
+``step_async`` itself, which returns as soon as they are on their way, so the
+learner can compute meanwhile; ``step_wait`` reads the replies and stacks them
+in Rust without the GIL (on the calling thread: no hand-off between threads).
 
 Asynchronous stepping, EnvPool's way: with ``batch_size=M``, ``send(actions,
 env_id)`` steps some sub-envs and ``recv()`` returns the first M (at least M:

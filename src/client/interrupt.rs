@@ -73,9 +73,29 @@ impl Interruptible for () {
     fn interrupted() -> Self {}
 }
 
+/// A slice timer kept from one wait to the next (see [`block_on_reusing`]).
+pub(crate) type Slice = Option<std::pin::Pin<Box<tokio::time::Sleep>>>;
+
 /// Drives `future` on `runtime` from this thread; with a check installed,
 /// stops when it says so (see the module's documentation).
 pub fn block_on<F>(runtime: &tokio::runtime::Runtime, future: F) -> F::Output
+where
+    F: Future,
+    F::Output: Interruptible,
+{
+    block_on_reusing(runtime, &mut None, future)
+}
+
+/// [`block_on`], timing the slices with `slice`'s timer (made on first
+/// use, kept for the next wait on the same runtime). A timer registered anew
+/// for every wait costs the runtime a wake-up (an `eventfd` write, and a
+/// return from `epoll_wait`) whenever its deadline is the earliest; pushing
+/// a registered timer's deadline later costs nothing.
+pub(crate) fn block_on_reusing<F>(
+    runtime: &tokio::runtime::Runtime,
+    slice: &mut Slice,
+    future: F,
+) -> F::Output
 where
     F: Future,
     F::Output: Interruptible,
@@ -84,15 +104,24 @@ where
         return runtime.block_on(future);
     }
     runtime.block_on(async {
+        let deadline = tokio::time::Instant::now() + SLICE;
+        let sleep = match slice {
+            Some(sleep) => {
+                sleep.as_mut().reset(deadline);
+                sleep
+            }
+            None => slice.insert(Box::pin(tokio::time::sleep_until(deadline))),
+        };
         tokio::pin!(future);
         loop {
             tokio::select! {
                 biased;
                 out = &mut future => return out,
-                _ = tokio::time::sleep(SLICE) => {
+                _ = sleep.as_mut() => {
                     if interrupted() {
                         return F::Output::interrupted();
                     }
+                    sleep.as_mut().reset(tokio::time::Instant::now() + SLICE);
                 }
             }
         }
@@ -127,5 +156,36 @@ mod tests {
         // Without a check, a finished future is returned as it is.
         let out: ClientResult<u8> = block_on(&runtime, async { Ok(3) });
         assert_eq!(out.unwrap(), 3);
+    }
+
+    #[test]
+    fn a_kept_slice_timer_still_interrupts_the_next_waits() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let mut slice: Slice = None;
+        let asked = std::rc::Rc::new(std::cell::Cell::new(0));
+        let seen = asked.clone();
+        with_check(
+            move || {
+                seen.set(seen.get() + 1);
+                true
+            },
+            || {
+                // A wait that ends at once makes the timer and keeps it.
+                let out: ClientResult<u8> = block_on_reusing(&runtime, &mut slice, async { Ok(1) });
+                assert_eq!(out.unwrap(), 1);
+                assert!(slice.is_some());
+                // The next waits reuse it (pushed later) and are interrupted
+                // after a slice, also once its first deadline has passed.
+                for _ in 0..2 {
+                    let out: ClientResult<()> =
+                        block_on_reusing(&runtime, &mut slice, std::future::pending());
+                    assert!(matches!(out, Err(ClientError::Interrupted)));
+                }
+            },
+        );
+        assert_eq!(asked.get(), 2);
     }
 }

@@ -16,14 +16,18 @@ const IDLE_AFTER: Duration = Duration::from_millis(200);
 /// calls, by an idle driver thread, so that the connection keeps answering
 /// pings, receiving snapshots and noticing closure between calls. A call
 /// arriving while the idle driver runs takes the runtime back from it.
-pub(super) struct Driver {
+pub(crate) struct Driver {
     runtime: Option<tokio::runtime::Runtime>,
     state: Mutex<DriverState>,
     wake: Condvar,
     kick: tokio::sync::Notify,
+    /// [`IDLE_AFTER`], but in tests.
+    idle_after: Duration,
+    /// The interruptible waits' slice timer, kept between calls.
+    slice: Mutex<crate::client::interrupt::Slice>,
 }
 
-pub(super) struct DriverState {
+pub(crate) struct DriverState {
     calls: usize,
     idling: bool,
     last_call: Instant,
@@ -31,7 +35,13 @@ pub(super) struct DriverState {
 }
 
 impl Driver {
-    pub(super) fn new() -> ClientResult<Arc<Driver>> {
+    pub(crate) fn new() -> ClientResult<Arc<Driver>> {
+        Driver::with_idle_after(IDLE_AFTER)
+    }
+
+    /// A driver whose idle thread takes over after `idle_after` without
+    /// calls (tests: a very long one keeps it out of the way).
+    pub(crate) fn with_idle_after(idle_after: Duration) -> ClientResult<Arc<Driver>> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -51,6 +61,8 @@ impl Driver {
             }),
             wake: Condvar::new(),
             kick: tokio::sync::Notify::new(),
+            idle_after,
+            slice: Mutex::new(None),
         }))
     }
 
@@ -61,7 +73,7 @@ impl Driver {
         }
     }
 
-    pub(super) fn block_on<F>(&self, future: F) -> F::Output
+    pub(crate) fn block_on<F>(&self, future: F) -> F::Output
     where
         F: Future,
         F::Output: crate::client::interrupt::Interruptible,
@@ -82,11 +94,18 @@ impl Driver {
             }
         }
         let _call = Call(self);
-        crate::client::interrupt::block_on(self.runtime(), future)
+        if !crate::client::interrupt::installed() {
+            return self.runtime().block_on(future);
+        }
+        // Another thread waiting at the same time makes its own timer.
+        let mut slice = self.slice.lock().take();
+        let out = crate::client::interrupt::block_on_reusing(self.runtime(), &mut slice, future);
+        *self.slice.lock() = slice;
+        out
     }
 
     /// The idle driver thread's loop.
-    pub(super) fn idle(&self) {
+    pub(crate) fn idle(&self) {
         loop {
             {
                 let mut st = self.state.lock();
@@ -95,13 +114,13 @@ impl Driver {
                         return;
                     }
                     let quiet = st.last_call.elapsed();
-                    if st.calls == 0 && quiet >= IDLE_AFTER {
+                    if st.calls == 0 && quiet >= self.idle_after {
                         break;
                     }
                     let wait = if st.calls > 0 {
-                        IDLE_AFTER
+                        self.idle_after
                     } else {
-                        IDLE_AFTER.saturating_sub(quiet)
+                        self.idle_after.saturating_sub(quiet)
                     };
                     self.wake.wait_for(&mut st, wait);
                 }
@@ -112,7 +131,7 @@ impl Driver {
         }
     }
 
-    pub(super) fn stop(&self) {
+    pub(crate) fn stop(&self) {
         let mut st = self.state.lock();
         st.stop = true;
         if st.idling {
@@ -124,6 +143,8 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        // The timer goes before its runtime.
+        drop(self.slice.lock().take());
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
         }

@@ -51,7 +51,7 @@
 //! ```
 
 mod connection;
-mod driver;
+pub(crate) mod driver;
 mod handles;
 mod proxy;
 mod remote_env;

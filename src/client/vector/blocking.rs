@@ -2,22 +2,38 @@
 //! is not async.
 
 use super::env::{AutoresetMode, EnvAddress, VectorEnv, VectorError, VectorReset, VectorStep};
+use crate::client::blocking::driver::Driver;
 use crate::client::{ClientConfig, ClientError, ConnectFailure};
 use crate::codec::Value;
 use crate::host::ResetArgs;
+use std::sync::Arc;
 
-/// A [`VectorEnv`] for code that is not async: it owns a tokio runtime with
-/// one worker thread, which carries every request (so
-/// [`step_async`](Self::step_async) returns at once and the requests
-/// progress while the caller computes). Do not use it from async code.
+/// A [`VectorEnv`] for code that is not async. It owns a current-thread
+/// tokio runtime, driven by the threads that call into it, as the blocking
+/// [`Client`](crate::client::blocking::Client) is: [`step_async`](Self::step_async)
+/// writes every request before it returns (the requests progress while the
+/// caller computes), and the thread waiting in [`step_wait`](Self::step_wait)
+/// (or [`recv`](Self::recv)) reads the replies itself, so a vector step costs
+/// no hand-off between threads on this side. After 200 ms without calls an
+/// idle thread drives the connections (pings, closure) until the next call.
+/// Do not use it from async code.
 pub struct BlockingVectorEnv {
     env: VectorEnv,
-    runtime: tokio::runtime::Runtime,
+    driver: Arc<Driver>,
+    idler: Option<std::thread::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for BlockingVectorEnv {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.env.fmt(f)
+    }
+}
+
+/// A connection failure of the runtime or of its idle thread.
+fn runtime_error(what: &'static str, detail: String) -> VectorError {
+    VectorError::Connect {
+        url: String::new(),
+        error: ClientError::Connect(ConnectFailure::Runtime { what, detail }),
     }
 }
 
@@ -28,20 +44,41 @@ impl BlockingVectorEnv {
         config: ClientConfig,
         mode: AutoresetMode,
     ) -> Result<BlockingVectorEnv, VectorError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("unienv-vector")
-            .enable_all()
-            .build()
-            .map_err(|e| VectorError::Connect {
-                url: String::new(),
-                error: ClientError::Connect(ConnectFailure::Runtime {
-                    what: " runtime",
-                    detail: e.to_string(),
-                }),
-            })?;
-        let env = runtime.block_on(VectorEnv::connect(addresses, config, mode))?;
-        Ok(BlockingVectorEnv { env, runtime })
+        BlockingVectorEnv::connect_idle_after(addresses, config, mode, None)
+    }
+
+    /// [`connect`](Self::connect), the idle thread taking over after
+    /// `idle_after` without calls (tests) instead of the default.
+    pub(crate) fn connect_idle_after(
+        addresses: &[EnvAddress],
+        config: ClientConfig,
+        mode: AutoresetMode,
+        idle_after: Option<std::time::Duration>,
+    ) -> Result<BlockingVectorEnv, VectorError> {
+        let driver = match idle_after {
+            Some(d) => Driver::with_idle_after(d),
+            None => Driver::new(),
+        };
+        let driver = driver.map_err(|error| VectorError::Connect {
+            url: String::new(),
+            error,
+        })?;
+        let mut env = driver.block_on(VectorEnv::connect(addresses, config, mode))?;
+        let idle = driver.clone();
+        let idler = std::thread::Builder::new()
+            .name("unienv-vector-idle".into())
+            .spawn(move || idle.idle());
+        match idler {
+            Ok(idler) => Ok(BlockingVectorEnv {
+                env,
+                driver,
+                idler: Some(idler),
+            }),
+            Err(e) => {
+                driver.block_on(env.close());
+                Err(runtime_error("'s idle thread", e.to_string()))
+            }
+        }
     }
 
     /// The async vector env inside (for its accessors).
@@ -61,7 +98,7 @@ impl BlockingVectorEnv {
 
     /// See [`VectorEnv::reset`].
     pub fn reset(&mut self, args: Vec<ResetArgs>) -> Result<VectorReset, VectorError> {
-        crate::client::interrupt::block_on(&self.runtime, self.env.reset(args))
+        self.driver.block_on(self.env.reset(args))
     }
 
     /// See [`VectorEnv::reset_masked`].
@@ -70,55 +107,87 @@ impl BlockingVectorEnv {
         args: Vec<ResetArgs>,
         mask: Option<&[bool]>,
     ) -> Result<(VectorReset, Vec<bool>), VectorError> {
-        crate::client::interrupt::block_on(&self.runtime, self.env.reset_masked(args, mask))
+        self.driver.block_on(self.env.reset_masked(args, mask))
     }
 
-    /// See [`VectorEnv::step_async`]; returns without waiting.
+    /// Runs `start` (which spawns the task carrying some requests) on the
+    /// runtime, then lets the runtime run until that task has started and
+    /// the connections' writers it woke have written what they could without
+    /// waiting: the requests are on their way when this returns.
+    fn launch(
+        &mut self,
+        start: impl FnOnce(&mut VectorEnv) -> Result<(), VectorError>,
+    ) -> Result<(), VectorError> {
+        let env = &mut self.env;
+        self.driver.block_on(async move {
+            start(env)?;
+            // Run from this thread, the spawned task, then the writers it
+            // wakes, run before this future is polled again. While the idle
+            // thread still holds the runtime, this future is polled without
+            // it: it yields until the runtime is this thread's and the task
+            // has run.
+            tokio::task::yield_now().await;
+            while !env.requests_started() {
+                tokio::task::yield_now().await;
+            }
+            Ok(())
+        })
+    }
+
+    /// See [`VectorEnv::step_async`]; returns once the requests are written,
+    /// without waiting for replies.
     pub fn step_async(&mut self, actions: Vec<Value>) -> Result<(), VectorError> {
-        self.env.step_async(actions)
+        self.launch(|env| env.step_async(actions))
     }
 
-    /// See [`VectorEnv::step_async_stacked`]; returns without waiting.
+    /// See [`VectorEnv::step_async_stacked`]; returns once the requests are
+    /// written, without waiting for replies.
     pub fn step_async_stacked(&mut self, actions: &Value) -> Result<(), VectorError> {
-        self.env.step_async_stacked(actions)
+        self.launch(|env| env.step_async_stacked(actions))
     }
 
-    /// See [`VectorEnv::send`]; returns without waiting.
+    /// See [`VectorEnv::send`]; returns once the requests are written,
+    /// without waiting for replies.
     pub fn send(&mut self, actions: Vec<Value>, env_id: &[usize]) -> Result<(), VectorError> {
-        self.env.send(actions, env_id)
+        self.launch(|env| env.send(actions, env_id))
     }
 
-    /// See [`VectorEnv::send_stacked`]; returns without waiting.
+    /// See [`VectorEnv::send_stacked`]; returns once the requests are
+    /// written, without waiting for replies.
     pub fn send_stacked(&mut self, actions: &Value, env_id: &[usize]) -> Result<(), VectorError> {
-        self.env.send_stacked(actions, env_id)
+        self.launch(|env| env.send_stacked(actions, env_id))
     }
 
     /// See [`VectorEnv::recv`].
     pub fn recv(&mut self, min: usize) -> Result<VectorStep, VectorError> {
-        self.runtime.block_on(self.env.recv(min))
+        self.driver.block_on(self.env.recv(min))
     }
 
     /// See [`VectorEnv::step_wait`].
     pub fn step_wait(&mut self) -> Result<VectorStep, VectorError> {
-        crate::client::interrupt::block_on(&self.runtime, self.env.step_wait())
+        self.driver.block_on(self.env.step_wait())
     }
 
     /// See [`VectorEnv::step`].
     pub fn step(&mut self, actions: Vec<Value>) -> Result<VectorStep, VectorError> {
-        self.env.step_async(actions)?;
+        self.step_async(actions)?;
         self.step_wait()
     }
 
     /// Closes the connections (see [`VectorEnv::close`]).
     pub fn close(&mut self) {
-        self.runtime.block_on(self.env.close());
+        self.driver.block_on(self.env.close());
     }
 }
 
 impl Drop for BlockingVectorEnv {
     fn drop(&mut self) {
+        self.driver.stop();
+        if let Some(idler) = self.idler.take() {
+            let _ = idler.join();
+        }
         if tokio::runtime::Handle::try_current().is_err() {
-            self.runtime.block_on(self.env.close());
+            self.driver.block_on(self.env.close());
         }
     }
 }
@@ -130,6 +199,6 @@ impl BlockingVectorEnv {
         changes: &[(usize, EnvAddress)],
         config: ClientConfig,
     ) -> Result<(), VectorError> {
-        crate::client::interrupt::block_on(&self.runtime, self.env.reconnect(changes, config))
+        self.driver.block_on(self.env.reconnect(changes, config))
     }
 }

@@ -199,6 +199,8 @@ pub struct VectorEnv {
     busy: Vec<bool>,
     /// Sub-envs of the busy resources.
     busy_width: usize,
+    /// Carrying tasks spawned so far (see [`VectorEnv::requests_started`]).
+    carried: u64,
 }
 
 impl std::fmt::Debug for VectorEnv {
@@ -373,6 +375,7 @@ impl VectorEnv {
             in_flight: JoinSet::new(),
             arrivals: Arrivals::new(),
             busy_width: 0,
+            carried: 0,
         })
     }
 
@@ -614,9 +617,16 @@ impl VectorEnv {
         }
         if !jobs.is_empty() {
             let arrivals = self.arrivals.clone();
+            self.carried += 1;
             self.in_flight
                 .spawn_on(carry(arrivals, jobs, self.mode), &self.handle);
         }
+    }
+
+    /// Whether the task of every send so far has started, i.e. handed its
+    /// requests to the connections' writers.
+    pub(crate) fn requests_started(&self) -> bool {
+        self.arrivals.started() >= self.carried
     }
 
     /// Waits for the outcomes of at least `min` sub-envs (all of those in

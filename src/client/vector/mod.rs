@@ -58,8 +58,10 @@
 //!   then each step reports [`VectorError::NeedsReset`] for it without
 //!   sending anything.
 //!
-//! [`BlockingVectorEnv`] owns its runtime (one worker thread, which carries
-//! the requests while the caller computes) for code that is not async.
+//! [`BlockingVectorEnv`] owns its runtime, for code that is not async: a
+//! current-thread runtime driven by the calling thread (its `step_async`
+//! writes the requests, its `step_wait` reads the replies), so that a
+//! vector step costs no hand-off between threads on the learner's side.
 //!
 //! ```
 //! use unienv_remote::client::vector::{AutoresetMode, BlockingVectorEnv, EnvAddress};

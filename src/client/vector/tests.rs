@@ -269,3 +269,140 @@ async fn batched_host_equals_single_envs_in_every_mode() {
     }
     server.shutdown().await;
 }
+
+/// An env that reports each step on a channel (from the server's domain
+/// thread) before answering it; its observation counts its steps.
+struct Reporting {
+    steps: f32,
+    tx: std::sync::mpsc::Sender<()>,
+}
+
+impl crate::host::Env for Reporting {
+    fn reset(&mut self, args: ResetArgs) -> crate::host::HostResult<crate::host::ResetResult> {
+        self.steps = args.seed.unwrap_or(0) as f32;
+        Ok(crate::host::ResetResult::new(
+            (),
+            NdArray::from_vec(vec![self.steps]),
+            Dict::new(),
+        ))
+    }
+
+    fn step(&mut self, action: Value) -> crate::host::HostResult<crate::host::StepResult> {
+        let _ = self.tx.send(());
+        self.steps += action.as_scalar_f64().unwrap_or(0.0) as f32;
+        Ok(crate::host::StepResult::new(
+            NdArray::from_vec(vec![self.steps]),
+            self.steps as f64,
+            false,
+            false,
+            Dict::new(),
+        ))
+    }
+
+    fn action_space(&self) -> Option<crate::host::Space> {
+        Some(crate::host::Space::unbounded_f32(vec![]))
+    }
+
+    fn observation_space(&self) -> Option<crate::host::Space> {
+        Some(crate::host::Space::unbounded_f32(vec![1]))
+    }
+}
+
+/// `BlockingVectorEnv` runs its runtime on the caller's thread: its
+/// `step_async` and `send` must still put every request on its way before
+/// they return (the simulators step while nobody waits in `step_wait`),
+/// also after the idle thread took the runtime over, and the results are
+/// those of the actions sent.
+#[test]
+fn blocking_step_async_sends_before_returning() {
+    use crate::client::ClientConfig;
+    use crate::server::{Server, ServerConfig};
+    use std::time::Duration;
+
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let n = 4;
+    let mut builder = Server::builder(ServerConfig::default());
+    for i in 0..n {
+        let env = Reporting {
+            steps: 0.0,
+            tx: tx.clone(),
+        };
+        builder
+            .register_env(&format!("r{i}"), env)
+            .expect("register");
+    }
+    let server = builder.start().expect("a valid server configuration");
+    let listener = runtime
+        .block_on(server.listen("127.0.0.1:0"))
+        .expect("listen");
+    let addresses: Vec<EnvAddress> = (0..n)
+        .map(|i| EnvAddress::new(listener.url(), format!("r{i}")))
+        .collect();
+    // First with the idle thread out of the way (only the calls drive the
+    // runtime), then as configured, with a pause long enough for the idle
+    // thread to take over.
+    for idle_after in [Some(Duration::from_secs(24 * 3600)), None] {
+        let mut envs = BlockingVectorEnv::connect_idle_after(
+            &addresses,
+            ClientConfig::default(),
+            AutoresetMode::Disabled,
+            idle_after,
+        )
+        .expect("connect");
+        lockstep_and_recv(&mut envs, &rx, idle_after.is_none());
+        envs.close();
+    }
+    runtime.block_on(server.shutdown());
+}
+
+fn lockstep_and_recv(
+    envs: &mut BlockingVectorEnv,
+    rx: &std::sync::mpsc::Receiver<()>,
+    pause: bool,
+) {
+    use std::time::Duration;
+    let n = envs.num_envs();
+    envs.reset(BlockingVectorEnv::seeded(Some(10), n))
+        .expect("reset");
+    let arrived = |rx: &std::sync::mpsc::Receiver<()>| {
+        for _ in 0..n {
+            // Generous (a loaded machine): a request that step_async did
+            // not send never arrives while the idle thread is out of the way.
+            rx.recv_timeout(Duration::from_secs(60))
+                .expect("every step request reaches its simulator before step_wait");
+        }
+    };
+    let mut expected: Vec<f32> = (0..n).map(|i| 10.0 + i as f32).collect();
+    for t in 0..20 {
+        if t == 10 && pause {
+            // Long enough without calls for the idle thread to drive.
+            std::thread::sleep(Duration::from_millis(400));
+        }
+        let actions: Vec<f32> = (0..n).map(|i| (t * n + i) as f32 * 0.5).collect();
+        let stacked = Value::from(NdArray::from_vec(actions.clone()));
+        envs.step_async_stacked(&stacked).expect("step_async");
+        arrived(rx);
+        let step = envs.step_wait().expect("step_wait");
+        for i in 0..n {
+            expected[i] += actions[i];
+        }
+        let obs = step.observation.as_array().map(NdArray::to_f64_vec);
+        let want: Vec<f64> = expected.iter().map(|&v| v as f64).collect();
+        assert_eq!(obs, Some(want.clone()), "step {t}");
+        assert_eq!(step.reward, want);
+    }
+    // send / recv: the same.
+    let ids: Vec<usize> = (0..n).collect();
+    let ones = (0..n).map(|_| Value::from(1.0f32)).collect();
+    envs.send(ones, &ids).expect("send");
+    arrived(rx);
+    let mut got = 0;
+    while got < n {
+        let step = envs.recv(1).expect("recv");
+        for (pos, &i) in step.env_id.iter().enumerate() {
+            assert_eq!(step.reward[pos], (expected[i] + 1.0) as f64);
+        }
+        got += step.env_id.len();
+    }
+}

@@ -13,6 +13,7 @@ use crate::codec::Value;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::Notify;
 
@@ -43,6 +44,9 @@ struct Queue {
 pub(super) struct Arrivals {
     queue: Mutex<Queue>,
     notify: Notify,
+    /// Carrying tasks that have started (and so handed their requests to
+    /// their connections' writers).
+    started: AtomicU64,
 }
 
 impl Arrivals {
@@ -53,7 +57,13 @@ impl Arrivals {
                 ..Queue::default()
             }),
             notify: Notify::new(),
+            started: AtomicU64::new(0),
         })
+    }
+
+    /// How many carrying tasks have started.
+    pub(super) fn started(&self) -> u64 {
+        self.started.load(Ordering::Acquire)
     }
 
     /// Delivers resource `k`'s outcome (`width` sub-envs); wakes the caller
@@ -148,6 +158,8 @@ impl Drop for Undelivered {
 /// The task that carries `jobs`' requests: all of them are started in its
 /// first poll, and each outcome is delivered as it arrives.
 pub(super) async fn carry(arrivals: Arc<Arrivals>, jobs: Vec<Job>, mode: AutoresetMode) {
+    // Counted in the same poll that hands every request to its writer.
+    arrivals.started.fetch_add(1, Ordering::AcqRel);
     let mut undelivered = Undelivered {
         arrivals,
         left: jobs.iter().map(|j| (j.k, j.resource.width())).collect(),

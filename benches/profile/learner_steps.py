@@ -1,0 +1,143 @@
+"""The learner process of issue 25 over a fixed number of vector steps: what
+one lockstep ``step`` (or one ``recv``) costs the process that drives
+``RemoteVectorEnv``, in syscalls, context switches per thread, CPU, and
+(under callgrind) user-space instructions.
+
+    .venv-ref/bin/python benches/profile/learner_steps.py CONFIG [STEPS]
+    STRACE=1 .venv-ref/bin/python benches/profile/learner_steps.py CONFIG [STEPS]   # + strace -c -f
+    CG=1 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=OUT \\
+        .venv-ref/bin/python benches/profile/learner_steps.py CONFIG [STEPS]
+
+CONFIG is one of ``benches/learner_side.py``'s: pendulum-batched (2 servers x
+BatchedEnv(8)), pendulum-single (16 single envs), stragglers-step (64,
+lockstep), stragglers-recv (64, send/recv with batch_size 16). The servers are
+``benches/throughput.py --serve`` processes (never traced). After 300 warm-up
+steps the script counts STEPS (default 2000) vector calls and prints, per
+vector call: voluntary / involuntary context switches of each of the
+learner's threads, its CPU (user + system, µs), and with STRACE=1 the
+syscalls of every learner thread (``strace -c -f -p``, attached after the
+warm-up; the strace run's CPU and timing are inflated, its counts are not).
+With CG=1 callgrind's instrumentation is switched on around the counted loop
+only (``callgrind_control -i``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, Tuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np  # noqa: E402
+from throughput import N, STRAGGLERS, ServerProcess  # noqa: E402
+
+
+def threads() -> Dict[str, Tuple[int, int]]:
+    """Voluntary and involuntary switches of each thread, by 'name/tid'."""
+    out = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            status = (task / "status").read_text().splitlines()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status if ":\t" in line)
+        out[f"{fields['Name'].strip()}/{task.name}"] = (
+            int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"]))
+    return out
+
+
+def main() -> None:
+    config = sys.argv[1]
+    steps = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
+    from unienv_remote import RemoteVectorEnv
+
+    servers = [ServerProcess(0), ServerProcess(1)]
+    urls = [s.url for s in servers]
+    envs: Any = None
+    try:
+        recv = config == "stragglers-recv"
+        if config == "pendulum-batched":
+            envs = RemoteVectorEnv([(u, "pendulum_batch") for u in urls])
+        elif config == "pendulum-single":
+            envs = RemoteVectorEnv([(urls[j % 2], f"pendulum{j // 2}") for j in range(N)])
+        elif config == "stragglers-step":
+            envs = RemoteVectorEnv([(urls[j % 2], f"straggler{j // 2}") for j in range(STRAGGLERS)])
+        elif recv:
+            envs = RemoteVectorEnv([(urls[j % 2], f"straggler{STRAGGLERS // 2 + j // 2}")
+                                    for j in range(STRAGGLERS)], batch_size=16)
+        else:
+            raise SystemExit(f"unknown configuration {config}")
+        single = envs.single_action_space.shape
+        actions = np.random.default_rng(0).uniform(-1, 1, size=(64, envs.num_envs) + single).astype(np.float32)
+        envs.reset(seed=0)
+        env_steps = 0
+
+        def run(n: int) -> None:
+            nonlocal env_steps
+            if recv:
+                for _ in range(n):
+                    *_, infos = envs.recv()
+                    ids = infos["env_id"]
+                    env_steps += len(ids)
+                    envs.send(np.zeros((len(ids),) + single, np.float32), ids)
+            else:
+                for i in range(n):
+                    envs.step(actions[i % 64])
+                    env_steps += envs.num_envs
+
+        if recv:
+            envs.send(np.zeros((envs.num_envs,) + single, np.float32))
+        run(300)
+        tracer = None
+        trace_out = os.path.join(tempfile.mkdtemp(), "strace.txt")
+        if os.environ.get("STRACE"):
+            tracer = subprocess.Popen(["strace", "-c", "-f", "-p", str(os.getpid()), "-o", trace_out],
+                                      stderr=subprocess.DEVNULL)
+            time.sleep(1.5)
+        if os.environ.get("CG"):
+            subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], check=True,
+                           stdout=subprocess.DEVNULL)
+        env_steps = 0
+        before, cpu, start = threads(), time.process_time(), time.perf_counter()
+        run(steps)
+        cpu, wall, after = time.process_time() - cpu, time.perf_counter() - start, threads()
+        if os.environ.get("CG"):
+            subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], check=True,
+                           stdout=subprocess.DEVNULL)
+        if tracer is not None:
+            tracer.send_signal(signal.SIGINT)
+            tracer.wait()
+        if recv:
+            while envs._native.step_pending():
+                envs.recv()
+        print(f"{config}: {steps} vector calls, {env_steps} env steps, {wall:.2f} s, "
+              f"load {os.getloadavg()[0]:.2f}")
+        print(f"learner CPU {1e6 * cpu / steps:.1f} µs per vector call, {1e6 * cpu / env_steps:.2f} µs per env step")
+        print("context switches per vector call (voluntary / involuntary), per thread:")
+        for name, (v, i) in sorted(after.items()):
+            v0, i0 = before.get(name, (0, 0))
+            if v - v0 or i - i0:
+                print(f"  {name:28} {(v - v0) / steps:7.3f} / {(i - i0) / steps:.3f}")
+        if tracer is not None:
+            print(f"syscalls per vector call (strace -c -f; {trace_out}):")
+            for line in Path(trace_out).read_text().splitlines():
+                parts = line.split()
+                if len(parts) >= 5 and parts[3].isdigit() and parts[-1] != "total":
+                    print(f"  {parts[-1]:20} {int(parts[3]) / steps:7.3f}"
+                          + (f"  (errors {int(parts[4]) / steps:.3f})" if len(parts) == 6 else ""))
+                elif parts and parts[-1] == "total" and len(parts) >= 4:
+                    print(f"  {'total':20} {int(parts[3]) / steps:7.3f}")
+    finally:
+        if envs is not None:
+            envs.close()
+        for s in servers:
+            s.stop()
+
+
+if __name__ == "__main__":
+    main()
