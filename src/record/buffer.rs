@@ -355,12 +355,10 @@ impl BufferDir {
         if self.rows.iter().map(Vec::len).sum::<usize>() >= PENDING_BYTES {
             if let Some(staged) = self.take_staged() {
                 let outcome = staged.buffer.write(staged.columns, staged.rows, true);
+                // On failure the open episode goes with the staged ones (the
+                // caller aborts it).
                 let episodes = self.staged_done(outcome)?;
                 stats.episodes.fetch_add(episodes, Ordering::Relaxed);
-                if self.open.is_none() {
-                    // The commit failed and took the open episode with it.
-                    return Ok(());
-                }
             }
             self.hand_over()?;
         }
@@ -665,5 +663,64 @@ mod tests {
         assert_eq!((r.count(), r.segments()), (3, &[(0, 1), (2, 2)][..]));
         let other = BufferDir::open(dir.path(), &keys, &leaves, "{}".into(), false, &npz);
         assert!(other.is_err());
+    }
+
+    /// An external writer that logs each `write` (rows, commit).
+    #[derive(Clone, Default)]
+    struct Logged(std::sync::Arc<parking_lot::Mutex<Vec<(usize, bool)>>>);
+
+    impl ExternalBuffer for Logged {
+        fn write(&mut self, _: Vec<Vec<u8>>, rows: usize, commit: bool) -> io::Result<()> {
+            self.0.lock().push((rows, commit));
+            Ok(())
+        }
+        fn abort(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+            self
+        }
+    }
+
+    impl ExternalFormat for Logged {
+        fn storage_class(&self) -> &str {
+            "test.Storage"
+        }
+        fn open(&self, _: &[Column], _: u64) -> Result<Box<dyn ExternalBuffer>, String> {
+            Ok(Box::new(self.clone()))
+        }
+    }
+
+    #[test]
+    fn staged_episodes_are_committed_before_rows_handed_over_early() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Logged::default();
+        let format = RecordFormat::External(std::sync::Arc::new(log.clone()));
+        let stats = RecordStats::default();
+        // 1 MiB rows: the fourth row waiting reaches PENDING_BYTES.
+        let leaves = vec![(DType::F32, vec![PENDING_BYTES / 16])];
+        let keys = vec!["obs".to_string()];
+        // (the external writer makes the storage directories)
+        std::fs::create_dir_all(dir.path().join("storage")).unwrap();
+        let mut b =
+            BufferDir::open(dir.path(), &keys, &leaves, "{}".into(), false, &format).unwrap();
+        let row = NdArray::from_vec(vec![0.5f32; PENDING_BYTES / 16]);
+        b.append(std::slice::from_ref(&row), &stats).unwrap();
+        assert_eq!(b.end_segment().unwrap(), Ended::Staged);
+        assert!(log.0.lock().is_empty() && b.count() == 0);
+        for _ in 0..4 {
+            b.append(std::slice::from_ref(&row), &stats).unwrap();
+        }
+        // The staged episode is committed alone, then the open one's rows
+        // are handed over uncommitted, in that order.
+        assert_eq!(*log.0.lock(), [(1, true), (4, false)]);
+        assert_eq!((b.count(), b.segments()), (1, &[(0, 0)][..]));
+        assert_eq!(stats.episodes.load(Ordering::Relaxed), 1);
+        assert_eq!(b.end_segment().unwrap(), Ended::Staged);
+        commit_staged(&log, std::iter::once(&mut b), &stats);
+        assert_eq!(*log.0.lock(), [(1, true), (4, false), (0, true)]);
+        assert_eq!((b.count(), b.segments()), (5, &[(0, 0), (1, 4)][..]));
+        let meta = std::fs::read_to_string(dir.path().join("metadata.json")).unwrap();
+        assert!(meta.contains("\"count\": 5,"), "{meta}");
     }
 }
