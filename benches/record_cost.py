@@ -22,7 +22,15 @@ than wall time), with its ratio; the recordings are checked to hold every
 transition. The load average is printed before and after. The writer
 threads' own CPU per env step (``unienv-recorder``: the servers' on the host
 side, the learner's on its side) is printed too: what recording costs
-directly, least sensitive to the load.
+directly, least sensitive to the load. With them, recording's CPU share:
+(writer + hook) CPU / the recording run's total CPU, per env step, where
+the hook is the learner thread's own recording calls (``--side learner``:
+``Recorder.reset/sent/stepped``, timed with ``time.thread_time`` around each
+call, which over-counts by two clock reads per call); on the host side the
+hook runs on the domain threads, inside the Rust server, and is not timed
+here (its instructions per step: BENCHMARKS.md "h28w", callgrind), so the
+host's share is the writer's alone. The share is what resolves 5 % on a
+loaded machine: the throughput ratio of two runs swings by more than that.
 """
 
 import argparse
@@ -108,7 +116,35 @@ def recorder_seconds(pids: List[int]) -> float:
     return total
 
 
-def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tuple[float, float, float]:
+class TimedRecorder:
+    """The learner's ``_native.Recorder`` with the thread CPU time spent in
+    its calls summed (the recording hook's cost on the learner thread)."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+
+    def _timed(self, name: str, *args: object) -> object:
+        start = time.thread_time()
+        try:
+            return getattr(self.inner, name)(*args)
+        finally:
+            self.seconds += time.thread_time() - start
+
+    def reset(self, *args: object) -> object:
+        return self._timed("reset", *args)
+
+    def sent(self, *args: object) -> object:
+        return self._timed("sent", *args)
+
+    def stepped(self, *args: object) -> object:
+        return self._timed("stepped", *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tuple[float, float, float, float]:
     from unienv_remote import RemoteVectorEnv
 
     procs = start(record if side == "host" else None, fmt)
@@ -116,24 +152,29 @@ def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tupl
         urls = [url_of(p) for p in procs]
         addresses = [(urls[j % SERVERS], f"pendulum{j // SERVERS}") for j in range(N)]
         envs = RemoteVectorEnv(addresses, record_dir=record if side == "learner" else None, record_format=fmt)
+        hook = None
+        if envs._recorder is not None:
+            hook = envs._recorder = TimedRecorder(envs._recorder)
         acts = np.random.default_rng(0).uniform(-2, 2, size=(steps + 50, N, 1)).astype(np.float32)
         envs.reset(seed=0)
         for a in acts[:50]:
             envs.step(a)
         pids = [p.pid for p in procs] if side == "host" else [os.getpid()]
         cpu, writer = cpu_seconds(procs), recorder_seconds(pids)
+        hooked = hook.seconds if hook is not None else 0.0
         begin = time.perf_counter()
         for a in acts[50:]:
             envs.step(a)
         rate = steps * N / (time.perf_counter() - begin)
         cpu, writer = cpu_seconds(procs) - cpu, recorder_seconds(pids) - writer
+        hooked = hook.seconds - hooked if hook is not None else 0.0
         envs.close()
     finally:
         for p in procs:
             assert p.stdin is not None
             p.stdin.close()  # a clean stop: close() commits the open episodes
             p.wait(timeout=60)
-    return rate, cpu * 1e6 / (steps * N), writer * 1e6 / (steps * N)
+    return rate, cpu * 1e6 / (steps * N), writer * 1e6 / (steps * N), hooked * 1e6 / (steps * N)
 
 
 def recorded_transitions(record: Path) -> int:
@@ -164,18 +205,22 @@ def main() -> None:
     recording: Dict[str, List[float]] = {f: [] for f in formats}
     recording_cpu: Dict[str, List[float]] = {f: [] for f in formats}
     writer_cpu: Dict[str, List[float]] = {f: [] for f in formats}
+    hook_cpu: Dict[str, List[float]] = {f: [] for f in formats}
+    share: Dict[str, List[float]] = {f: [] for f in formats}
     for r in range(args.rounds):
-        rate, cpu, _ = run(args.steps, None, args.side)
+        rate, cpu, _, _ = run(args.steps, None, args.side)
         plain.append(rate)
         plain_cpu.append(cpu)
         line = f"round {r + 1}: plain {plain[-1]:,.0f} steps/s {plain_cpu[-1]:.1f} us CPU/step"
         for fmt in formats:
             record = Path(tempfile.mkdtemp(prefix="uvr-record-bench-", dir=args.dir))
             try:
-                rate, cpu, writer = run(args.steps, record, args.side, fmt)
+                rate, cpu, writer, hooked = run(args.steps, record, args.side, fmt)
                 recording[fmt].append(rate)
                 recording_cpu[fmt].append(cpu)
                 writer_cpu[fmt].append(writer)
+                hook_cpu[fmt].append(hooked)
+                share[fmt].append((writer + hooked) / cpu)
                 # Every step of every env (warm-up included), committed at close();
                 # Pendulum truncates after 200 steps, and the vector env's next
                 # step of that env is its autoreset (a reset, no transition).
@@ -184,21 +229,26 @@ def main() -> None:
                 assert recorded_transitions(record) == expected, (recorded_transitions(record), expected)
             finally:
                 shutil.rmtree(record)
-            line += f", {fmt} {rate:,.0f} steps/s {cpu:.1f} us CPU/step (writer thread {writer:.1f})"
+            line += (f", {fmt} {rate:,.0f} steps/s {cpu:.1f} us CPU/step (writer thread {writer:.1f}, hook {hooked:.1f},"
+                     f" share {share[fmt][-1]:.3f})")
         print(line, flush=True)
     print("load average after:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     p, pc = float(np.median(plain)), float(np.median(plain_cpu))
     print(f"recording on the {args.side} side, medians of {args.rounds} runs")
-    print("| mode | env steps/s | CPU us per env step | of which the writer thread |")
-    print("|---|---|---|---|")
-    print(f"| plain | {p:,.0f} | {pc:.1f} | |")
+    print("| mode | env steps/s | CPU us per env step | of which the writer thread | and the hook | recording's CPU share |")
+    print("|---|---|---|---|---|---|")
+    print(f"| plain | {p:,.0f} | {pc:.1f} | | | |")
     for fmt in formats:
         q, qc = float(np.median(recording[fmt])), float(np.median(recording_cpu[fmt]))
         w = float(np.median(writer_cpu[fmt]))
-        print(f"| recording every transition, {fmt} | {q:,.0f} | {qc:.1f} | {w:.1f} |")
-        print(f"| ratio {fmt} / plain | {q / p:.3f} | {qc / pc:.3f} | writer / plain CPU {w / pc:.3f} |")
+        h = float(np.median(hook_cpu[fmt]))
+        sh = float(np.median(share[fmt]))
+        hook_text = f"{h:.1f}" if args.side == "learner" else "(not timed: host)"
+        print(f"| recording every transition, {fmt} | {q:,.0f} | {qc:.1f} | {w:.1f} | {hook_text} | **{sh:.3f}** |")
+        print(f"| ratio {fmt} / plain | {q / p:.3f} | {qc / pc:.3f} | writer / plain CPU {w / pc:.3f} | | |")
         ratios = sorted(b / a for a, b in zip(plain, recording[fmt]))
-        print(f"| per-round throughput ratios {fmt} | {' '.join(f'{x:.3f}' for x in ratios)} | | |")
+        shares = " ".join(f"{x:.3f}" for x in sorted(share[fmt]))
+        print(f"| per-round throughput ratios {fmt} | {' '.join(f'{x:.3f}' for x in ratios)} | | | | {shares} |")
 
 
 if __name__ == "__main__":

@@ -20,15 +20,18 @@ use std::sync::atomic::Ordering;
 use unienv_remote::codec::Value;
 use unienv_remote::host::Space;
 use unienv_remote::record::{
-    Column, ExternalBuffer, ExternalFormat, RecordFormat, RowKind, VectorRecord, VectorRecorder,
+    Column, ExternalBuffer, ExternalFormat, RecordFormat, RowKind, Staged, VectorRecord,
+    VectorRecorder,
 };
 
 /// A recording format written by a Python object (the `record_format`
 /// argument: `unienv_remote._record_parquet.ParquetFormat`): its
 /// `storage_class` names the storage, `open(columns, committed)` returns
 /// the writer of one buffer's columns (`write(arrays, rows, commit)`,
-/// `abort()`, `close()`). It is called on the recorder's thread, which
-/// holds the GIL only for these calls.
+/// `abort()`, `close()`), and `commit_many([(writer, arrays, rows), ...])`
+/// commits several buffers' rows in one call (a list of `None` or an error
+/// message per buffer). It is called on the recorder's thread, which holds
+/// the GIL only for these calls.
 struct PyFormat {
     factory: Py<PyAny>,
     class: String,
@@ -37,6 +40,15 @@ struct PyFormat {
 /// One buffer's columns, written by the Python object `open` returned.
 struct PyColumns {
     writer: Py<PyAny>,
+}
+
+/// Per column, its bytes as a `uint8` array (no copy).
+fn arrays<'py>(py: Python<'py>, columns: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyList>> {
+    let arrays = PyList::empty(py);
+    for c in columns {
+        arrays.append(numpy::PyArray1::from_vec(py, c))?;
+    }
+    Ok(arrays)
 }
 
 /// Runs `f` attached to the interpreter (an error once it is shutting down).
@@ -62,18 +74,44 @@ impl ExternalFormat for PyFormat {
             Ok(Box::new(PyColumns { writer }) as Box<dyn ExternalBuffer>)
         })
     }
+
+    fn commit_many(&self, batch: Vec<Staged<'_>>) -> Vec<std::io::Result<()>> {
+        let n = batch.len();
+        let outcome = attached(|py| {
+            let items = PyList::empty(py);
+            for staged in batch {
+                let Some(columns) = staged.buffer.as_any_mut().downcast_ref::<PyColumns>() else {
+                    return Err(PyRuntimeError::new_err("a buffer of another format"));
+                };
+                let writer = columns.writer.clone_ref(py);
+                items.append((writer, arrays(py, staged.columns)?, staged.rows))?;
+            }
+            let errors = self.factory.call_method1(py, "commit_many", (items,))?;
+            let errors: Vec<Option<String>> = errors.extract(py)?;
+            if errors.len() != n {
+                return Err(PyRuntimeError::new_err(
+                    "commit_many returned a list of another length",
+                ));
+            }
+            Ok(errors)
+        });
+        match outcome {
+            Ok(errors) => errors
+                .into_iter()
+                .map(|e| e.map_or(Ok(()), |e| Err(std::io::Error::other(e))))
+                .collect(),
+            Err(e) => (0..n)
+                .map(|_| Err(std::io::Error::other(e.clone())))
+                .collect(),
+        }
+    }
 }
 
 impl ExternalBuffer for PyColumns {
     fn write(&mut self, columns: Vec<Vec<u8>>, rows: usize, commit: bool) -> std::io::Result<()> {
         attached(|py| {
-            // Each column's bytes become a uint8 array without a copy.
-            let arrays = PyList::empty(py);
-            for c in columns {
-                arrays.append(numpy::PyArray1::from_vec(py, c))?;
-            }
             self.writer
-                .call_method1(py, "write", (arrays, rows, commit))
+                .call_method1(py, "write", (arrays(py, columns)?, rows, commit))
                 .map(drop)
         })
         .map_err(std::io::Error::other)
@@ -88,6 +126,10 @@ impl ExternalBuffer for PyColumns {
         if let Err(e) = attached(|py| self.writer.call_method0(py, "close").map(drop)) {
             tracing::warn!(error = %e, "recording: closing the storage writer failed");
         }
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
     }
 }
 

@@ -13,6 +13,8 @@ builds the buffer around the storages (``metadata.json``, the
 rows over when the episode ends (earlier, without committing them, beyond
 4 MiB). The GIL is held only during these calls.
 
+The recorder commits the episodes that ended while it drained its queue
+in one :meth:`ParquetFormat.commit_many` call, one buffer after the other.
 A commit (``write(..., commit=True)``) writes, per storage: the pieces that
 changed (each to ``.tmp/`` inside the storage, then swapped with or renamed
 over ``part-NNNNNN.parquet``, see :func:`_publish`), then ``_metadata.json``
@@ -33,6 +35,7 @@ import json
 import os
 import shutil
 import sys
+from math import prod
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -149,7 +152,12 @@ class ParquetColumns:
     ``columns``: per storage, its directory, NumPy dtype name and element
     shape. An existing storage is resumed with its ``piece_size`` and first
     ``committed`` rows; a new one is created empty (``_metadata.json``
-    with no rows)."""
+    with no rows).
+
+    What a commit costs is kept to what changes: per column, the Arrow
+    schema (with its ``column_shapes`` metadata) and ``_metadata.json``
+    around its ``num_rows`` are made once; the rows of the partial piece
+    wait in one preallocated array per column, appended to in place."""
 
     def __init__(self, columns: Sequence[Tuple[str, str, Sequence[int]]], committed: int) -> None:
         self._dirs = [os.fspath(d) for d, _, _ in columns]
@@ -166,40 +174,55 @@ class ParquetColumns:
             self._piece = piece_size(row_bytes)
         for d in self._dirs:
             os.makedirs(os.path.join(d, ".tmp"), exist_ok=True)
+        self._schemas = [_schema(spec, shapes) for spec, shapes in zip(self._specs, self._shapes)]
+        self._metadata = [
+            _MetadataTemplate(self._piece, shapes, COMPRESSION, _parquet._serialize_column_dtypes([spec]))
+            for spec, shapes in zip(self._specs, self._shapes)]
+        self._tmp_piece = [os.path.join(d, ".tmp", "piece.parquet") for d in self._dirs]
+        self._tmp_metadata = [os.path.join(d, ".tmp", "_metadata.json") for d in self._dirs]
+        self._metadata_path = [os.path.join(d, "_metadata.json") for d in self._dirs]
+        # The piece holding row `_tail_start + _fill`: its first `_fill` rows.
+        self._buf = [np.empty((self._piece, *shape), dtype) for _, dtype, shape in self._specs]
         self._count = committed
         self._written = committed
-        self._tail_start, self._tail = self._load_tail(committed)
+        self._tail_start, self._fill = self._load_tail(committed)
         if not os.path.exists(existing):
             self._commit_metadata()
 
-    def _load_tail(self, count: int) -> Tuple[int, List[np.ndarray]]:
-        """The rows of the piece holding row ``count`` that come before it."""
+    def _load_tail(self, count: int) -> Tuple[int, int]:
+        """Reads the rows of the piece holding row ``count`` that come
+        before it into the piece arrays; returns the piece's first row and
+        how many."""
         start = count - count % self._piece
-        tail = []
-        for d, (name, dtype, shape), shapes in zip(self._dirs, self._specs, self._shapes):
-            if count == start:
-                tail.append(np.empty((0, *shape), dtype))
-                continue
+        if count == start:
+            return start, 0
+        for d, (name, dtype, shape), shapes, buf in zip(self._dirs, self._specs, self._shapes, self._buf):
             table = _parquet.pq.read_table(os.path.join(d, _parquet._piece_filename(start // self._piece)))
             rows = _parquet._arrow_table_to_numpy_arrays(table, shapes)[name]
-            tail.append(np.ascontiguousarray(rows[:count - start], dtype=dtype))
-        return start, tail
+            buf[:count - start] = rows[:count - start]
+        return start, count - start
 
     def write(self, columns: Sequence[np.ndarray], rows: int, commit: bool) -> None:
         """Appends ``rows`` rows (per column, its bytes as a ``uint8`` array):
         full pieces are written as they fill; with ``commit``, the partial
         piece and every storage's ``_metadata.json`` too."""
-        for c, (raw, (_, dtype, shape)) in enumerate(zip(columns, self._specs)):
-            new = np.asarray(raw).view(dtype).reshape(rows, *shape)
-            self._tail[c] = np.concatenate([self._tail[c], new]) if len(self._tail[c]) else new
+        new = [np.asarray(raw).view(dtype).reshape(rows, *shape)
+               for raw, (_, dtype, shape) in zip(columns, self._specs)]
+        done = 0
+        while done < rows:
+            take = min(rows - done, self._piece - self._fill)
+            for buf, data in zip(self._buf, new):
+                buf[self._fill:self._fill + take] = data[done:done + take]
+            self._fill += take
+            done += take
+            if self._fill == self._piece:
+                self._write_piece(self._buf)
+                self._tail_start += self._piece
+                self._fill = 0
         self._written += rows
-        while len(self._tail[0]) >= self._piece:
-            self._write_piece([t[:self._piece] for t in self._tail])
-            self._tail = [t[self._piece:] for t in self._tail]
-            self._tail_start += self._piece
         if commit:
-            if len(self._tail[0]):
-                self._write_piece(self._tail)
+            if self._fill:
+                self._write_piece([buf[:self._fill] for buf in self._buf])
             self._commit_metadata()
             self._count = self._written
 
@@ -207,11 +230,11 @@ class ParquetColumns:
         """Forgets the rows appended since the last commit."""
         self._written = self._count
         if self._tail_start <= self._count:
-            self._tail = [t[:self._count - self._tail_start] for t in self._tail]
+            self._fill = self._count - self._tail_start
         else:
             # Full pieces were written past the commit: the committed rows of
             # the piece holding row `count` are read back.
-            self._tail_start, self._tail = self._load_tail(self._count)
+            self._tail_start, self._fill = self._load_tail(self._count)
 
     def close(self) -> None:
         """Removes the temporary directories (everything is committed)."""
@@ -221,33 +244,72 @@ class ParquetColumns:
     def _write_piece(self, rows: Sequence[np.ndarray]) -> None:
         index = self._tail_start // self._piece
         name = _parquet._piece_filename(index)
-        for d, spec, shapes, data in zip(self._dirs, self._specs, self._shapes, rows):
-            tmp = os.path.join(d, ".tmp", "piece.parquet" if FAST_WRITER else name)
+        for d, spec, shapes, schema, tmp, data in zip(self._dirs, self._specs, self._shapes, self._schemas,
+                                                      self._tmp_piece, rows):
             if FAST_WRITER:
                 # unienv_data's own table (schema, column_shapes metadata),
                 # written without dictionary encoding and statistics (see
                 # FAST_WRITER), into memory, then over the temporary file.
-                table = _parquet._numpy_arrays_to_arrow_table(
-                    {spec[0]: data}, [spec], len(data), {k: list(v) for k, v in shapes.items()})
+                table = _table(spec, schema, data)
                 out = _parquet.pa.BufferOutputStream()
                 _parquet.pq.write_table(table, out, compression=COMPRESSION, use_dictionary=False,
                                         write_statistics=False)
                 _write_file(tmp, out.getvalue())
             else:
+                tmp = os.path.join(d, ".tmp", name)
                 _parquet._write_piece_to_disk(os.path.dirname(tmp), index, {spec[0]: data}, [spec], len(data),
                                               shapes, COMPRESSION)
             _publish(tmp, os.path.join(d, name))
 
     def _commit_metadata(self) -> None:
-        for d, spec, shapes in zip(self._dirs, self._specs, self._shapes):
-            tmp = os.path.join(d, ".tmp")
-            dtypes = _parquet._serialize_column_dtypes([spec])
+        for d, spec, shapes, template, tmp, path in zip(self._dirs, self._specs, self._shapes, self._metadata,
+                                                         self._tmp_metadata, self._metadata_path):
             if FAST_WRITER:
-                _write_file(os.path.join(tmp, "_metadata.json"),
-                            metadata_bytes(self._piece, self._written, shapes, COMPRESSION, dtypes))
+                _write_file(tmp, template.bytes(self._written))
             else:
-                _parquet._write_metadata(tmp, self._piece, self._written, shapes, COMPRESSION, column_dtypes=dtypes)
-            _publish(os.path.join(tmp, "_metadata.json"), os.path.join(d, "_metadata.json"))
+                dtypes = _parquet._serialize_column_dtypes([spec])
+                _parquet._write_metadata(os.path.dirname(tmp), self._piece, self._written, shapes, COMPRESSION,
+                                         column_dtypes=dtypes)
+            _publish(tmp, path)
+
+
+def _schema(spec: ColumnSpec, shapes: Dict[str, Tuple[int, ...]]) -> Any:
+    """The Arrow schema ``_numpy_arrays_to_arrow_table`` gives a piece of
+    column ``spec`` (its ``column_shapes`` metadata included)."""
+    metadata = {b"column_shapes": json.dumps({k: list(v) for k, v in shapes.items()}).encode("utf-8")}
+    return _parquet._build_arrow_schema([spec]).with_metadata(metadata)
+
+
+def _table(spec: ColumnSpec, schema: Any, data: np.ndarray) -> Any:
+    """The Arrow table ``_numpy_arrays_to_arrow_table({name: data}, [spec],
+    len(data), shapes)`` makes, on the ready ``schema`` (a test checks the
+    two write the same bytes)."""
+    _, dtype, shape = spec
+    arrow_type = _parquet._numpy_dtype_to_arrow_type(dtype)
+    n_elements = prod(shape) if shape else 0
+    if n_elements >= 1:
+        flat = data.reshape(len(data) * n_elements)
+        array = _parquet.pa.FixedSizeListArray.from_arrays(_parquet.pa.array(flat, type=arrow_type),
+                                                           list_size=n_elements)
+    else:
+        array = _parquet.pa.array(data, type=arrow_type)
+    return _parquet.pa.table([array], schema=schema)
+
+
+class _MetadataTemplate:
+    """:func:`metadata_bytes` of one storage, made once: only ``num_rows``
+    changes from one commit to the next."""
+
+    _MARK = 7_364_917_265_103_845_529
+
+    def __init__(self, piece: int, shapes: Dict[str, Tuple[int, ...]], compression: Any,
+                 dtypes: Dict[str, str]) -> None:
+        whole = metadata_bytes(piece, self._MARK, shapes, compression, dtypes)
+        self._head, self._tail = whole.split(str(self._MARK).encode())
+
+    def bytes(self, num_rows: int) -> bytes:
+        """``_metadata.json`` with ``num_rows`` rows."""
+        return b"%s%d%s" % (self._head, num_rows, self._tail)
 
 
 class ParquetFormat:
@@ -258,3 +320,19 @@ class ParquetFormat:
     def open(self, columns: Sequence[Tuple[str, str, Sequence[int]]], committed: int) -> ParquetColumns:
         """The storages of one buffer (see :class:`ParquetColumns`)."""
         return ParquetColumns(columns, committed)
+
+    def commit_many(self, items: Sequence[Tuple[ParquetColumns, Sequence[np.ndarray], int]]) -> List[Optional[str]]:
+        """Commits several buffers' rows (``(columns, arrays, rows)`` each,
+        as :meth:`ParquetColumns.write` takes them) in one call from the
+        recorder, one buffer after the other: per buffer, ``None`` or the
+        error that stopped its commit (the others are committed all the
+        same)."""
+        errors: List[Optional[str]] = []
+        for columns, arrays, rows in items:
+            try:
+                columns.write(arrays, rows, True)
+            except Exception as e:  # reported to the recorder, which logs it
+                errors.append(f"{type(e).__name__}: {e}")
+            else:
+                errors.append(None)
+        return errors

@@ -27,16 +27,23 @@
 //!
 //! With an external format ([`RecordFormat::External`], e.g. Parquet) the
 //! storages (`<key>/` or `inner_storage/`) are the external writer's; the
-//! rows wait here (as NPZ files do) and are handed over at the episode's
-//! end, committed by the writer (its files, then its storage metadata)
-//! before `metadata.json` is replaced.
+//! rows wait here (as NPZ files do). An episode that ends is *staged*
+//! ([`Ended::Staged`]): the writer thread commits the staged episodes of
+//! all its buffers in one [`ExternalFormat::commit_many`] call
+//! ([`commit_staged`]) once it has drained its queue (or after
+//! `BATCH_WAIT` at the latest), each buffer's rows committed by the
+//! external writer (its files, then its storage metadata) before that
+//! buffer's `metadata.json` is replaced. A crash before then loses the
+//! staged episodes as it would lose the events still queued.
 
-use super::format::{self, Column, ExternalBuffer, RecordFormat};
+use super::format::{self, Column, ExternalBuffer, ExternalFormat, RecordFormat, Staged};
 use super::json;
 use super::npz;
+use super::slot::RecordStats;
 use crate::codec::{DType, NdArray};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
 /// The `length` every `NPZStorage` of a recording declares: elements at or
 /// beyond the buffer's `count` are never read (a file that is missing reads
@@ -80,6 +87,24 @@ pub(crate) struct BufferDir {
     rows: Vec<Vec<u8>>,
     /// External format: how many rows `rows` holds.
     row_count: usize,
+    /// External format: per column, the rows of the episodes that ended
+    /// and wait for [`commit_staged`].
+    staged: Vec<Vec<u8>>,
+    /// How many rows `staged` holds.
+    staged_rows: usize,
+    /// The segments of the staged episodes, inclusive.
+    staged_segments: Vec<(u64, u64)>,
+}
+
+/// What [`BufferDir::end_segment`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// No segment was open.
+    Nothing,
+    /// The episode is committed (`metadata.json` replaced).
+    Committed,
+    /// External format: the episode waits for [`commit_staged`].
+    Staged,
 }
 
 /// Encoded elements wait in memory until their episode ends, or until this
@@ -137,6 +162,9 @@ impl BufferDir {
             external: None,
             rows: columns.iter().map(|_| Vec::new()).collect(),
             row_count: 0,
+            staged: columns.iter().map(|_| Vec::new()).collect(),
+            staged_rows: 0,
+            staged_segments: Vec::new(),
             leaf_dirs,
             flat,
             space_json,
@@ -259,12 +287,14 @@ impl BufferDir {
     /// Encodes one element (the leaves' arrays, in [`BufferDir::open`]'s
     /// key order), opening a segment if none is open; its files are written
     /// with the episode's others (see [`PENDING_BYTES`]).
-    pub(crate) fn append(&mut self, leaves: &[NdArray]) -> io::Result<()> {
+    /// (`stats` counts an episode committed on the way, see
+    /// [`BufferDir::append_row`].)
+    pub(crate) fn append(&mut self, leaves: &[NdArray], stats: &RecordStats) -> io::Result<()> {
         if self.open.is_none() {
             self.open = Some(self.next);
         }
         if self.external.is_some() {
-            return self.append_row(leaves);
+            return self.append_row(leaves, stats);
         }
         let total: usize = leaves.iter().map(|a| a.as_bytes().len()).sum();
         if !npz::fits(if self.flat { total * 8 } else { total }) {
@@ -301,8 +331,9 @@ impl BufferDir {
     }
 
     /// [`BufferDir::append`] for an external format: the row's bytes wait in
-    /// `rows` (handed over early beyond [`PENDING_BYTES`]).
-    fn append_row(&mut self, leaves: &[NdArray]) -> io::Result<()> {
+    /// `rows` (handed over early beyond [`PENDING_BYTES`], after the staged
+    /// episodes are committed: the external writer takes rows in order).
+    fn append_row(&mut self, leaves: &[NdArray], stats: &RecordStats) -> io::Result<()> {
         let bad = |e: String| io::Error::new(io::ErrorKind::InvalidData, e);
         if self.flat {
             // Straight into the episode's row bytes (no array per leaf).
@@ -322,14 +353,20 @@ impl BufferDir {
         self.row_count += 1;
         self.next += 1;
         if self.rows.iter().map(Vec::len).sum::<usize>() >= PENDING_BYTES {
-            self.hand_over(false)?;
+            if let Some(staged) = self.take_staged() {
+                let outcome = staged.buffer.write(staged.columns, staged.rows, true);
+                // On failure the open episode goes with the staged ones (the
+                // caller aborts it).
+                let episodes = self.staged_done(outcome)?;
+                stats.episodes.fetch_add(episodes, Ordering::Relaxed);
+            }
+            self.hand_over()?;
         }
         Ok(())
     }
 
-    /// Hands the waiting rows to the external writer (committing them and
-    /// every row before with `commit`).
-    fn hand_over(&mut self, commit: bool) -> io::Result<()> {
+    /// Hands the waiting rows to the external writer, uncommitted.
+    fn hand_over(&mut self) -> io::Result<()> {
         let Some(external) = &mut self.external else {
             return Ok(());
         };
@@ -340,7 +377,7 @@ impl BufferDir {
             .map(|r| std::mem::replace(r, Vec::with_capacity(r.len())))
             .collect();
         let rows = std::mem::take(&mut self.row_count);
-        external.write(columns, rows, commit)
+        external.write(columns, rows, false)
     }
 
     /// Writes the files encoded so far (forgotten on failure: the caller
@@ -361,35 +398,84 @@ impl BufferDir {
         outcome
     }
 
-    /// Whether a segment is open.
-    pub(crate) fn is_open(&self) -> bool {
-        self.open.is_some()
-    }
-
-    /// Ends the open segment (an episode) and commits it.
-    pub(crate) fn end_segment(&mut self) -> io::Result<()> {
+    /// Ends the open segment (an episode) and commits it (NPZ), or stages
+    /// it for [`commit_staged`] (external format).
+    pub(crate) fn end_segment(&mut self) -> io::Result<Ended> {
         let Some(start) = self.open.take() else {
-            return Ok(());
+            return Ok(Ended::Nothing);
         };
-        let written = if self.external.is_some() {
-            self.hand_over(true)
-        } else {
-            self.write_pending()
-        };
-        if let Err(e) = written {
-            self.next = self.count;
-            if let Some(external) = &mut self.external {
-                let _ = external.abort();
+        if self.external.is_some() {
+            for (staged, rows) in self.staged.iter_mut().zip(&mut self.rows) {
+                if staged.is_empty() {
+                    // The next rows get as much room as these took.
+                    *staged = std::mem::replace(rows, Vec::with_capacity(rows.len()));
+                } else {
+                    staged.extend_from_slice(rows);
+                    rows.clear();
+                }
             }
+            self.staged_rows += std::mem::take(&mut self.row_count);
+            self.staged_segments.push((start, self.next - 1));
+            return Ok(Ended::Staged);
+        }
+        if let Err(e) = self.write_pending() {
+            self.next = self.count;
             return Err(e);
         }
         self.segments.push((start, self.next - 1));
         self.count = self.next;
-        self.commit()
+        self.commit()?;
+        Ok(Ended::Committed)
+    }
+
+    /// Whether episodes wait for [`commit_staged`].
+    pub(crate) fn has_staged(&self) -> bool {
+        !self.staged_segments.is_empty() && self.external.is_some()
+    }
+
+    /// The staged episodes' rows, handed to the external writer's commit
+    /// (`None` when none wait); [`BufferDir::staged_done`] takes the outcome.
+    fn take_staged(&mut self) -> Option<Staged<'_>> {
+        if self.staged_segments.is_empty() {
+            return None;
+        }
+        let buffer = self.external.as_deref_mut()?;
+        Some(Staged {
+            buffer,
+            columns: self.staged.iter_mut().map(std::mem::take).collect(),
+            rows: std::mem::take(&mut self.staged_rows),
+        })
+    }
+
+    /// Finishes the commit of the staged episodes: on success they join
+    /// the committed segments and `metadata.json` is replaced (the commit
+    /// point; returns how many episodes); on failure they are forgotten, and
+    /// so is the open episode (its rows would have followed theirs).
+    fn staged_done(&mut self, outcome: io::Result<()>) -> io::Result<u64> {
+        let segments = std::mem::take(&mut self.staged_segments);
+        if let Err(e) = outcome {
+            self.abort_segment();
+            self.next = self.count;
+            return Err(e);
+        }
+        let episodes = segments.len() as u64;
+        if let Some(&(_, end)) = segments.last() {
+            self.count = end + 1;
+        }
+        self.segments.extend(segments);
+        self.commit()?;
+        Ok(episodes)
+    }
+
+    /// The first index after the committed and staged episodes.
+    fn ended(&self) -> u64 {
+        self.staged_segments
+            .last()
+            .map_or(self.count, |&(_, end)| end + 1)
     }
 
     /// Forgets the open segment (elements already written are overwritten
-    /// later).
+    /// later; staged episodes stay staged).
     pub(crate) fn abort_segment(&mut self) {
         self.pending.clear();
         self.pending_files.clear();
@@ -401,7 +487,7 @@ impl BufferDir {
             }
         }
         self.open = None;
-        self.next = self.count;
+        self.next = self.ended();
     }
 
     /// Committed elements.
@@ -438,6 +524,40 @@ impl BufferDir {
             self.space_json
         );
         write_swapped(&self.path.join("metadata.json"), text.as_bytes())
+    }
+}
+
+/// Commits the staged episodes of `buffers` (see [`Ended::Staged`]) in one
+/// [`ExternalFormat::commit_many`] call, then each buffer's `metadata.json`.
+/// Counts the episodes committed and the buffers that failed in `stats`
+/// (each failure logged).
+pub(crate) fn commit_staged<'a>(
+    format: &dyn ExternalFormat,
+    buffers: impl Iterator<Item = &'a mut BufferDir>,
+    stats: &RecordStats,
+) {
+    let mut buffers: Vec<&mut BufferDir> = buffers.filter(|b| b.has_staged()).collect();
+    if buffers.is_empty() {
+        return;
+    }
+    let outcomes = {
+        let batch: Vec<Staged<'_>> = buffers.iter_mut().filter_map(|b| b.take_staged()).collect();
+        format.commit_many(batch)
+    };
+    let mut outcomes = outcomes.into_iter();
+    for buffer in buffers {
+        let outcome = outcomes
+            .next()
+            .unwrap_or_else(|| Err(io::Error::other("the external writer returned no outcome")));
+        match buffer.staged_done(outcome) {
+            Ok(episodes) => {
+                stats.episodes.fetch_add(episodes, Ordering::Relaxed);
+            }
+            Err(e) => {
+                stats.errors.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(buffer = %buffer.path.display(), error = %e, "recording: commit failed");
+            }
+        }
     }
 }
 
@@ -521,13 +641,14 @@ mod tests {
         let space = "{\"type\": \"DictSpace\"}".to_string();
         let leaves = vec![(DType::F32, vec![1]), (DType::F32, vec![1])];
         let npz = RecordFormat::Npz;
+        let stats = RecordStats::default();
         let mut b =
             BufferDir::open(dir.path(), &keys, &leaves, space.clone(), false, &npz).unwrap();
         let a = NdArray::from_vec(vec![1.0f32]);
-        b.append(&[a.clone(), a.clone()]).unwrap();
-        b.append(&[a.clone(), a.clone()]).unwrap();
+        b.append(&[a.clone(), a.clone()], &stats).unwrap();
+        b.append(&[a.clone(), a.clone()], &stats).unwrap();
         b.end_segment().unwrap();
-        b.append(&[a.clone(), a.clone()]).unwrap();
+        b.append(&[a.clone(), a.clone()], &stats).unwrap();
         assert_eq!(b.count(), 2);
         // The open episode's elements wait in memory until it ends.
         assert!(dir.path().join("storage/next_obs.x/1.npz").exists());
@@ -536,11 +657,70 @@ mod tests {
         let mut r =
             BufferDir::open(dir.path(), &keys, &leaves, space.clone(), false, &npz).unwrap();
         assert_eq!((r.count(), r.segments()), (2, &[(0, 1)][..]));
-        r.append(&[a.clone(), a.clone()]).unwrap();
+        r.append(&[a.clone(), a.clone()], &stats).unwrap();
         r.end_segment().unwrap();
         let r = BufferDir::open(dir.path(), &keys, &leaves, space, false, &npz).unwrap();
         assert_eq!((r.count(), r.segments()), (3, &[(0, 1), (2, 2)][..]));
         let other = BufferDir::open(dir.path(), &keys, &leaves, "{}".into(), false, &npz);
         assert!(other.is_err());
+    }
+
+    /// An external writer that logs each `write` (rows, commit).
+    #[derive(Clone, Default)]
+    struct Logged(std::sync::Arc<parking_lot::Mutex<Vec<(usize, bool)>>>);
+
+    impl ExternalBuffer for Logged {
+        fn write(&mut self, _: Vec<Vec<u8>>, rows: usize, commit: bool) -> io::Result<()> {
+            self.0.lock().push((rows, commit));
+            Ok(())
+        }
+        fn abort(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+            self
+        }
+    }
+
+    impl ExternalFormat for Logged {
+        fn storage_class(&self) -> &str {
+            "test.Storage"
+        }
+        fn open(&self, _: &[Column], _: u64) -> Result<Box<dyn ExternalBuffer>, String> {
+            Ok(Box::new(self.clone()))
+        }
+    }
+
+    #[test]
+    fn staged_episodes_are_committed_before_rows_handed_over_early() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Logged::default();
+        let format = RecordFormat::External(std::sync::Arc::new(log.clone()));
+        let stats = RecordStats::default();
+        // 1 MiB rows: the fourth row waiting reaches PENDING_BYTES.
+        let leaves = vec![(DType::F32, vec![PENDING_BYTES / 16])];
+        let keys = vec!["obs".to_string()];
+        // (the external writer makes the storage directories)
+        std::fs::create_dir_all(dir.path().join("storage")).unwrap();
+        let mut b =
+            BufferDir::open(dir.path(), &keys, &leaves, "{}".into(), false, &format).unwrap();
+        let row = NdArray::from_vec(vec![0.5f32; PENDING_BYTES / 16]);
+        b.append(std::slice::from_ref(&row), &stats).unwrap();
+        assert_eq!(b.end_segment().unwrap(), Ended::Staged);
+        assert!(log.0.lock().is_empty() && b.count() == 0);
+        for _ in 0..4 {
+            b.append(std::slice::from_ref(&row), &stats).unwrap();
+        }
+        // The staged episode is committed alone, then the open one's rows
+        // are handed over uncommitted, in that order.
+        assert_eq!(*log.0.lock(), [(1, true), (4, false)]);
+        assert_eq!((b.count(), b.segments()), (1, &[(0, 0)][..]));
+        assert_eq!(stats.episodes.load(Ordering::Relaxed), 1);
+        assert_eq!(b.end_segment().unwrap(), Ended::Staged);
+        commit_staged(&log, std::iter::once(&mut b), &stats);
+        assert_eq!(*log.0.lock(), [(1, true), (4, false), (0, true)]);
+        assert_eq!((b.count(), b.segments()), (5, &[(0, 0), (1, 4)][..]));
+        let meta = std::fs::read_to_string(dir.path().join("metadata.json")).unwrap();
+        assert!(meta.contains("\"count\": 5,"), "{meta}");
     }
 }

@@ -61,6 +61,31 @@ pub trait ExternalFormat: Send + Sync {
     /// `committed` rows (rows beyond are overwritten), and makes them
     /// loadable with `committed` rows before it returns.
     fn open(&self, columns: &[Column], committed: u64) -> Result<Box<dyn ExternalBuffer>, String>;
+
+    /// Commits several buffers' rows at once, as [`ExternalBuffer::write`]
+    /// with `commit` would one by one (in order: a failure of one leaves
+    /// the others committed), and returns each one's outcome. The writer
+    /// thread gathers the episodes that ended while it drained its queue
+    /// (a vector env's sub-envs often end on the same step) into one call,
+    /// which an implementation may make cheaper than one call per buffer
+    /// (one acquisition of Python's GIL, one call into Python).
+    fn commit_many(&self, batch: Vec<Staged<'_>>) -> Vec<io::Result<()>> {
+        batch
+            .into_iter()
+            .map(|s| s.buffer.write(s.columns, s.rows, true))
+            .collect()
+    }
+}
+
+/// One buffer's share of [`ExternalFormat::commit_many`]: its rows (as
+/// [`ExternalBuffer::write`] takes them), to be written and committed.
+pub struct Staged<'a> {
+    /// The buffer's writer (as [`ExternalFormat::open`] returned it).
+    pub buffer: &'a mut dyn ExternalBuffer,
+    /// Per column, the rows' bytes back to back.
+    pub columns: Vec<Vec<u8>>,
+    /// How many rows `columns` holds.
+    pub rows: usize,
 }
 
 /// One buffer's columns in an external storage.
@@ -77,6 +102,10 @@ pub trait ExternalBuffer: Send {
     /// Releases what the writer holds (the recording is closed; every
     /// episode is committed).
     fn close(&mut self) {}
+
+    /// The writer as [`Any`](std::any::Any), for an
+    /// [`ExternalFormat::commit_many`] that reaches its own buffers' state.
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
 }
 
 /// The directory of column `i` of a buffer at `path` (see [`Column::dir`]).

@@ -49,7 +49,7 @@ mod transition;
 mod vector;
 
 pub use buffer::RESERVED_LENGTH;
-pub use format::{Column, ExternalBuffer, ExternalFormat, RecordFormat};
+pub use format::{Column, ExternalBuffer, ExternalFormat, RecordFormat, Staged};
 pub use slot::RecordStats;
 pub use vector::{RowKind, VectorRecord};
 
@@ -61,9 +61,10 @@ use buffer::BufferDir;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
+use std::time::Instant;
 use transition::{Layout, Transition};
 
 /// Events the queue holds before a domain thread waits.
@@ -111,11 +112,20 @@ pub(crate) enum Event {
     Flush(mpsc::Sender<()>),
     /// The learner side's recording ([`VectorRecorder`]).
     Vector(Box<vector::VectorEvent>),
+    /// [`Recorder::stop`]: commit every open episode and end the thread.
+    Stop,
 }
 
 /// The writer thread and the queue to it.
+///
+/// The sender is shared as it is (`SyncSender` is `Sync`): a push takes no
+/// lock and clones nothing (a `Mutex` and a sender clone per push before,
+/// BENCHMARKS.md "h28w"). [`Recorder::stop`] queues [`Event::Stop`]; events
+/// queued after it are dropped with the queue when the thread ends.
 pub(crate) struct Recorder {
-    tx: Mutex<Option<mpsc::SyncSender<Event>>>,
+    tx: mpsc::SyncSender<Event>,
+    /// Whether [`Recorder::stop`] was called.
+    stopped: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     pub stats: Arc<RecordStats>,
     /// Whether the format is external (see `Drop`).
@@ -135,12 +145,14 @@ impl Recorder {
             vector: None,
             format,
             stats: stats.clone(),
+            staged_since: None,
         };
         let thread = std::thread::Builder::new()
             .name("unienv-recorder".into())
             .spawn(move || writer.run(rx))?;
         Ok(Recorder {
-            tx: Mutex::new(Some(tx)),
+            tx,
+            stopped: AtomicBool::new(false),
             thread: Mutex::new(Some(thread)),
             stats,
             external,
@@ -149,9 +161,7 @@ impl Recorder {
 
     /// Queues an event; waits while the queue is full.
     pub(crate) fn send(&self, event: Event) {
-        let Some(tx) = self.tx.lock().clone() else {
-            return;
-        };
+        let tx = &self.tx;
         match tx.try_send(event) {
             Ok(()) => {}
             Err(mpsc::TrySendError::Full(event)) => {
@@ -170,8 +180,7 @@ impl Recorder {
     /// Queues an event if there is room; gives it back when the queue is
     /// full (dropped when the writer is gone).
     pub(crate) fn try_send(&self, event: Event) -> Option<Event> {
-        let tx = self.tx.lock().clone()?;
-        match tx.try_send(event) {
+        match self.tx.try_send(event) {
             Err(mpsc::TrySendError::Full(event)) => Some(event),
             _ => None,
         }
@@ -186,7 +195,10 @@ impl Recorder {
 
     /// Commits every open episode and stops the writer (idempotent).
     pub(crate) fn stop(&self) {
-        drop(self.tx.lock().take());
+        if !self.stopped.swap(true, Ordering::AcqRel) {
+            // Lossless as any event: waits for room (the writer drains).
+            let _ = self.tx.send(Event::Stop);
+        }
         if let Some(thread) = self.thread.lock().take() {
             let _ = thread.join();
         }
@@ -197,10 +209,10 @@ impl Drop for Recorder {
     /// Stops the writer. An external writer (Python's) may need the GIL to
     /// commit, which the dropping thread may hold (a server collected by
     /// Python without `close()`): its thread is then left to finish on its
-    /// own rather than waited for.
+    /// own rather than waited for (it ends when the queue, disconnected
+    /// once this drops the sender, is drained).
     fn drop(&mut self) {
         if self.external {
-            drop(self.tx.lock().take());
             drop(self.thread.lock().take());
         } else {
             self.stop();
@@ -282,6 +294,9 @@ struct Writer {
     /// The storage format of the buffers it opens.
     format: RecordFormat,
     stats: Arc<RecordStats>,
+    /// When the oldest episode waiting for [`Writer::commit_staged`] was
+    /// seen staged.
+    staged_since: Option<Instant>,
 }
 
 /// One env resource being recorded.
@@ -298,25 +313,39 @@ impl Writer {
     fn run(&mut self, rx: mpsc::Receiver<Event>) {
         loop {
             let event = match rx.try_recv() {
+                Ok(Event::Stop) => break,
                 Ok(event) => event,
                 Err(mpsc::TryRecvError::Disconnected) => break,
                 Err(mpsc::TryRecvError::Empty) => {
-                    // Drained: the events of the next millisecond are taken
-                    // in one go rather than one wake-up (a context switch,
-                    // and a futex wake for the sender) per event; an idle
-                    // writer then sleeps until the next one.
+                    // Drained: the episodes that ended are committed together
+                    // (one call into an external writer for all of them).
+                    self.commit_staged();
+                    // The events of the next milliseconds are taken in one
+                    // go rather than one wake-up (a context switch, and a
+                    // futex wake for the sender) per event; an idle writer
+                    // then sleeps until the next one.
                     std::thread::sleep(BATCH_WAIT);
                     match rx.try_recv() {
+                        Ok(Event::Stop) => break,
                         Ok(event) => event,
                         Err(mpsc::TryRecvError::Disconnected) => break,
                         Err(mpsc::TryRecvError::Empty) => match rx.recv() {
+                            Ok(Event::Stop) | Err(_) => break,
                             Ok(event) => event,
-                            Err(_) => break,
                         },
                     }
                 }
             };
             self.handle(event);
+            if self.stats.staged.load(Ordering::Relaxed) {
+                // A writer that never drains (the queue fills as fast as it
+                // empties) still commits within BATCH_WAIT of an episode's end.
+                match self.staged_since {
+                    None => self.staged_since = Some(Instant::now()),
+                    Some(t) if t.elapsed() >= BATCH_WAIT => self.commit_staged(),
+                    Some(_) => {}
+                }
+            }
         }
         for (id, env) in &mut self.envs {
             close(id, env, &self.stats);
@@ -324,11 +353,34 @@ impl Writer {
         if let Some(v) = &mut self.vector {
             v.close(&self.stats);
         }
+        self.commit_staged();
+    }
+
+    /// Commits the episodes staged since the last call (external formats;
+    /// NPZ commits each episode as it ends), in one
+    /// [`ExternalFormat::commit_many`] call.
+    fn commit_staged(&mut self) {
+        self.staged_since = None;
+        if !self.stats.staged.swap(false, Ordering::Relaxed) {
+            return;
+        }
+        let RecordFormat::External(format) = &self.format else {
+            return;
+        };
+        let hosts = self
+            .envs
+            .values_mut()
+            .flat_map(|env| env.slots.iter_mut().map(|slot| &mut slot.buffer));
+        let learner = self.vector.iter_mut().flat_map(|v| v.buffers());
+        buffer::commit_staged(format.as_ref(), hosts.chain(learner), &self.stats);
     }
 
     fn handle(&mut self, event: Event) {
         match event {
+            // Handled by `run`.
+            Event::Stop => {}
             Event::Flush(done) => {
+                self.commit_staged();
                 let _ = done.send(());
             }
             Event::Vector(event) => match *event {
@@ -383,13 +435,8 @@ fn close(id: &str, env: &mut EnvRecording, stats: &RecordStats) {
     for slot in &mut env.slots {
         slot.obs = None;
         slot.context = None;
-        if slot.buffer.is_open() {
-            match slot.buffer.end_segment() {
-                Ok(()) => {
-                    stats.episodes.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(e) => tracing::error!(resource = %id, error = %e, "recording: commit failed"),
-            }
+        if let Err(e) = end_episode(slot, stats) {
+            tracing::error!(resource = %id, error = %e, "recording: commit failed");
         }
     }
 }
@@ -557,7 +604,7 @@ impl EnvRecording {
                     return Err(e);
                 }
             };
-            if let Err(e) = slot.buffer.append(&leaves) {
+            if let Err(e) = slot.buffer.append(&leaves, stats) {
                 slot.buffer.abort_segment();
                 slot.obs = Some(t.next_obs);
                 return Err(e.to_string());

@@ -200,7 +200,7 @@ impl VectorRecording {
                 let leaves = self.layout.leaves(&t);
                 slot.obs = restart.or(Some(t.next_obs));
                 let leaves = leaves?;
-                if let Err(e) = slot.buffer.append(&leaves) {
+                if let Err(e) = slot.buffer.append(&leaves, stats) {
                     slot.buffer.abort_segment();
                     return Err(e.to_string());
                 }
@@ -211,6 +211,11 @@ impl VectorRecording {
                 Ok(())
             }
         }
+    }
+
+    /// The sub-envs' buffers.
+    pub(super) fn buffers(&mut self) -> impl Iterator<Item = &mut BufferDir> {
+        self.slots.iter_mut().map(|slot| &mut slot.buffer)
     }
 
     /// Commits every open episode.
