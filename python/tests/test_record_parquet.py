@@ -377,7 +377,7 @@ def test_a_failed_commit_of_one_buffer_leaves_the_others_committed(tmp_path: Pat
 
 
 KILLED_IN_A_BATCH = r"""
-import os, signal, sys
+import json, os, signal, sys
 import numpy as np
 sys.path.insert(0, sys.argv[2])
 from unienv_remote import _record_parquet
@@ -387,7 +387,15 @@ def dying(self, items):
     global calls
     calls += 1
     if calls == 2:
+        # What the first call committed (every buffer's metadata.json is
+        # written before the next call), and which storage is written next.
         columns, arrays, rows = items[0]
+        committed = {}
+        for i in range(3):
+            path = os.path.join(sys.argv[1], str(i), "metadata.json")
+            committed[i] = open(path).read() if os.path.exists(path) else None
+        with open(sys.argv[3], "w") as f:
+            json.dump({"committed": committed, "first": columns._dirs[0]}, f)
         columns.write(arrays, rows, True)  # the first buffer's storage committed...
         os.kill(os.getpid(), signal.SIGKILL)  # ...and the process killed before the others
     return commit_many(self, items)
@@ -400,14 +408,27 @@ drive_pendulums(server.listen("127.0.0.1", 0), sys.argv[1], "parquet", 17)
 
 def test_a_crash_between_the_buffers_of_one_batched_commit(tmp_path: Path) -> None:
     """Killed inside a batched commit, after the first buffer's storage was
-    committed and before the others': every buffer loads with its episodes
-    committed before (the first storage's extra rows are beyond its
-    buffer's count, which only ``metadata.json`` advances)."""
-    done = subprocess.run([sys.executable, "-c", KILLED_IN_A_BATCH, str(tmp_path), str(Path(__file__).parent)],
+    committed and before the others': every buffer loads with the episodes
+    committed before that call (the first storage's extra rows are beyond
+    its buffer's count, which only ``metadata.json`` advances). How many
+    episodes each call holds depends on how fast the learner steps, so the
+    script writes down what was committed when the second call began."""
+    record, side = tmp_path / "rec", tmp_path / "killed.json"
+    done = subprocess.run([sys.executable, "-c", KILLED_IN_A_BATCH, str(record), str(Path(__file__).parent), str(side)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == -signal.SIGKILL, done.stderr
-    loaded = load(*[tmp_path / str(i) for i in range(3)])
-    for i in range(3):
-        assert loaded[str(tmp_path / str(i))]["segments"] == [[0, 5]]
-    inner = tmp_path / "0" / "storage" / "inner_storage"
-    assert json.loads((inner / "_metadata.json").read_text())["num_rows"] == 10
+    killed = json.loads(side.read_text())
+    paths = [record / str(i) for i in range(3)]
+    loaded = load(*paths)
+    first = None
+    for i, path in enumerate(paths):
+        before = killed["committed"][str(i)]
+        assert before is not None and (path / "metadata.json").read_text() == before  # nothing advanced
+        count = json.loads(before)["count"]
+        assert count % 5 == 0
+        assert loaded[str(path)]["segments"] == [[k, k + 5] for k in range(0, count, 5)]
+        if Path(killed["first"]).is_relative_to(path):
+            first = count
+    assert first is not None
+    # The first storage holds more rows than its buffer's committed count.
+    assert json.loads((Path(killed["first"]) / "_metadata.json").read_text())["num_rows"] > first
