@@ -13,6 +13,13 @@ use super::error::CodecError;
 use super::limits::MAX_DEPTH;
 use super::value::Value;
 
+mod text;
+pub(crate) use text::DictText;
+
+/// Dicts of a message to write from their kept text: each dict value (by
+/// address) and its text.
+type Texts<'v> = &'v [(&'v Value, &'v DictText)];
+
 /// Where the encoder writes: a byte counter, or the output buffer.
 trait Sink {
     fn put(&mut self, bytes: &[u8]);
@@ -88,6 +95,8 @@ struct Writer<'v, S> {
     /// Attachment slices in traversal order, when the caller wants them.
     attachments: Option<Vec<&'v [u8]>>,
     max_message_size: usize,
+    /// Dicts written from their kept text.
+    texts: Texts<'v>,
 }
 
 impl<'v, S: Sink> Writer<'v, S> {
@@ -147,7 +156,10 @@ impl<'v, S: Sink> Writer<'v, S> {
                 self.seq(items, depth)?;
                 self.sink.byte(b'}');
             }
-            Value::Dict(d) => self.dict(d.iter(), depth)?,
+            Value::Dict(d) => match text::find(self.texts, v, d, depth) {
+                Some(t) => self.text(t, d, depth)?,
+                None => self.dict(d.iter(), depth)?,
+            },
             Value::ObjectArray(o) => {
                 let pointer_bytes = o.values().len().saturating_mul(8);
                 if pointer_bytes > self.max_message_size {
@@ -251,7 +263,7 @@ impl<'v, S: Sink> Writer<'v, S> {
 
 /// What a walk of the tree learns before anything is formatted.
 #[derive(Default)]
-struct Plan {
+struct Plan<'t> {
     /// Total attachment bytes.
     attachments: usize,
     /// Number of attachments.
@@ -260,9 +272,11 @@ struct Plan {
     strings: usize,
     /// A rough guess of the header length, to size the output buffer.
     header_estimate: usize,
+    /// Dicts written from their kept text.
+    texts: Texts<'t>,
 }
 
-impl Plan {
+impl Plan<'_> {
     /// Walks `v` at `depth`, with the encoder's depth rule.
     fn walk(&mut self, v: &Value, depth: usize) -> Result<(), CodecError> {
         if depth > MAX_DEPTH {
@@ -299,14 +313,20 @@ impl Plan {
                 }
                 32 + 4 * o.shape().len() + o.values().len()
             }
-            Value::Dict(d) => {
-                for (k, item) in d.iter() {
-                    self.strings = self.strings.saturating_add(k.len());
-                    self.header_estimate = self.header_estimate.saturating_add(k.len() + 6);
-                    self.walk(item, depth + 1)?;
+            Value::Dict(d) => match text::find(self.texts, v, d, depth) {
+                Some(t) => {
+                    self.strings = self.strings.saturating_add(t.strings());
+                    t.len() + 16
                 }
-                20
-            }
+                None => {
+                    for (k, item) in d.iter() {
+                        self.strings = self.strings.saturating_add(k.len());
+                        self.header_estimate = self.header_estimate.saturating_add(k.len() + 6);
+                        self.walk(item, depth + 1)?;
+                    }
+                    20
+                }
+            },
             Value::Graph(g) => {
                 if depth + 1 > MAX_DEPTH {
                     return Err(CodecError::TooDeep { max: MAX_DEPTH });
@@ -332,6 +352,7 @@ pub(crate) fn measure(value: &Value, max_message_size: usize) -> Result<usize, C
         offset: 0,
         attachments: None,
         max_message_size,
+        texts: &[],
     };
     measure.value(value, 0)?;
     Ok(4usize
@@ -346,6 +367,7 @@ pub(crate) fn encode(value: &Value, max_message_size: usize) -> Result<Vec<u8>, 
     encode_planned(
         plan,
         max_message_size,
+        &[],
         |w| w.value(value, 0),
         || measure(value, max_message_size),
     )
@@ -357,7 +379,20 @@ pub(crate) fn encode_entries(
     entries: &[(&str, &Value)],
     max_message_size: usize,
 ) -> Result<Vec<u8>, CodecError> {
-    let mut plan = Plan::default();
+    encode_entries_with(entries, &[], max_message_size)
+}
+
+/// [`encode_entries`], the dicts named in `texts` written from their kept
+/// text when they fit it (the same bytes, as [`DictText`] explains).
+pub(crate) fn encode_entries_with<'v>(
+    entries: &[(&str, &'v Value)],
+    texts: Texts<'v>,
+    max_message_size: usize,
+) -> Result<Vec<u8>, CodecError> {
+    let mut plan = Plan {
+        texts,
+        ..Plan::default()
+    };
     for (k, v) in entries {
         plan.strings = plan.strings.saturating_add(k.len());
         plan.header_estimate = plan.header_estimate.saturating_add(k.len() + 6);
@@ -370,6 +405,7 @@ pub(crate) fn encode_entries(
             offset: 0,
             attachments: None,
             max_message_size,
+            texts,
         };
         m.dict(entries.iter().copied(), 0)?;
         Ok(4usize.saturating_add(m.sink.0).saturating_add(m.offset))
@@ -377,6 +413,7 @@ pub(crate) fn encode_entries(
     encode_planned(
         plan,
         max_message_size,
+        texts,
         |w| w.dict(entries.iter().copied(), 0),
         measure_entries,
     )
@@ -387,8 +424,9 @@ pub(crate) fn encode_entries(
 /// attachments are appended. A message over the limit is refused before the
 /// buffer is allocated whenever its strings and attachments alone exceed it.
 fn encode_planned<'v>(
-    plan: Plan,
+    plan: Plan<'_>,
     max_message_size: usize,
+    texts: Texts<'v>,
     write_header: impl FnOnce(&mut Writer<'v, Bounded>) -> Result<(), CodecError>,
     measure: impl FnOnce() -> Result<usize, CodecError>,
 ) -> Result<Vec<u8>, CodecError> {
@@ -416,6 +454,7 @@ fn encode_planned<'v>(
         offset: 0,
         attachments: (plan.count > 0).then(|| Vec::with_capacity(plan.count)),
         max_message_size,
+        texts,
     };
     let written = write_header(&mut write);
     if write.sink.over {
@@ -480,6 +519,7 @@ pub(crate) fn encode_fragment(
         offset: 0,
         attachments: Some(Vec::new()),
         max_message_size,
+        texts: &[],
     };
     w.entries(entries.iter().copied(), 0)?;
     let slices = w.attachments.take().unwrap_or_default();
@@ -506,6 +546,7 @@ pub(crate) fn assemble(
         offset: 0,
         attachments: None,
         max_message_size,
+        texts: &[],
     };
     w.sink.extend_from_slice(&[0; 4]);
     w.sink.put(br#"{"t":"dict","v":["#);
@@ -541,6 +582,7 @@ pub(crate) fn encode_header(value: &Value) -> Result<String, CodecError> {
         offset: 0,
         attachments: None,
         max_message_size: usize::MAX,
+        texts: &[],
     };
     w.value(value, 0)?;
     // The writer only emits ASCII.
@@ -862,6 +904,7 @@ mod tests {
             offset: 0,
             attachments: None,
             max_message_size: max,
+            texts: &[],
         };
         assert!(w.value(&floats, 0).is_err());
         assert!(w.sink.over && w.sink.out.len() <= max);
