@@ -12,93 +12,34 @@
 //! checked at. Whether the other entries are unchanged is the caller's
 //! knowledge (a generation of the value), never guessed here.
 
-use super::{write_str, Plan, Sink, Writer};
-use crate::codec::limits::MAX_DEPTH;
 use crate::codec::value::{Dict, Value};
 
 /// A value dict written once, with holes for integer entries that change.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct DictText {
     /// The dict's JSON text without the holes' values.
-    text: Vec<u8>,
+    pub(super) text: Vec<u8>,
     /// The holes, in text order.
-    holes: Vec<Hole>,
+    pub(super) holes: Vec<Hole>,
     /// The dict's number of entries.
-    len: usize,
+    pub(super) len: usize,
     /// What the size check counts for the dict (its strings and keys).
-    strings: usize,
+    pub(super) strings: usize,
     /// The deepest position the dict was checked to encode at.
-    depth: usize,
+    pub(super) depth: usize,
 }
 
+/// Where one integer member's value goes.
 #[derive(Debug, Clone, PartialEq)]
-struct Hole {
+pub(super) struct Hole {
     /// Where the value goes in the text.
-    at: usize,
+    pub(super) at: usize,
     /// The entry's index in the dict.
-    index: usize,
-    key: String,
+    pub(super) index: usize,
+    pub(super) key: String,
 }
 
 impl DictText {
-    /// The text of dict `value` encoded at `depth` (at most), with holes for
-    /// the values of the entries named in `holes`, which must be integers.
-    /// `None` when the dict cannot be kept as text: not a dict, an
-    /// attachment (bytes or array) anywhere in it, a hole entry that is not
-    /// an integer, or an encoding error (depth) at `depth`.
-    pub(crate) fn new(value: &Value, holes: &[&str], depth: usize) -> Option<DictText> {
-        let Value::Dict(d) = value else {
-            return None;
-        };
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        let mut w = Writer {
-            sink: Vec::with_capacity(1024),
-            offset: 0,
-            attachments: Some(Vec::new()),
-            max_message_size: usize::MAX,
-            texts: &[],
-        };
-        let mut found = Vec::with_capacity(holes.len());
-        // As `Writer::dict` writes it.
-        w.sink.put(br#"{"t":"dict","v":["#);
-        for (i, (k, v)) in d.iter().enumerate() {
-            if i > 0 {
-                w.sink.byte(b',');
-            }
-            w.sink.byte(b'[');
-            write_str(&mut w.sink, k);
-            w.sink.byte(b',');
-            if holes.contains(&k) {
-                if !matches!(v, Value::Int(_) | Value::UInt(_)) {
-                    return None;
-                }
-                found.push(Hole {
-                    at: w.sink.len(),
-                    index: i,
-                    key: k.to_string(),
-                });
-            } else {
-                w.value(v, depth + 1).ok()?;
-            }
-            w.sink.byte(b']');
-        }
-        w.sink.put(b"]}");
-        if w.offset != 0 || w.attachments.as_ref().is_some_and(|a| !a.is_empty()) {
-            return None;
-        }
-        let mut plan = Plan::default();
-        plan.walk(value, depth).ok()?;
-        Some(DictText {
-            text: w.sink,
-            holes: found,
-            len: d.len(),
-            strings: plan.strings,
-            depth,
-        })
-    }
-
     /// Text bytes, holes excluded.
     pub(crate) fn len(&self) -> usize {
         self.text.len()
@@ -135,31 +76,11 @@ pub(super) fn find<'t>(
     t.fits(d, depth).then_some(*t)
 }
 
-impl<'v, S: Sink> Writer<'v, S> {
-    /// Writes dict `d` (at `depth`) as `t`, its holes filled from `d`.
-    pub(super) fn text(
-        &mut self,
-        t: &DictText,
-        d: &'v Dict,
-        depth: usize,
-    ) -> Result<(), super::CodecError> {
-        let mut from = 0;
-        for h in &t.holes {
-            self.sink.put(&t.text[from..h.at]);
-            if let Some((_, v)) = d.iter().nth(h.index) {
-                self.value(v, depth + 1)?;
-            }
-            from = h.at;
-        }
-        self.sink.put(&t.text[from..]);
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::{encode_entries, encode_entries_with};
     use super::*;
+    use crate::codec::limits::MAX_DEPTH;
     use crate::codec::{BigInt, CodecError, NdArray};
 
     const HOLES: [&str; 2] = ["revision", "sequence"];
