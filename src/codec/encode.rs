@@ -11,7 +11,17 @@
 
 use super::error::CodecError;
 use super::limits::MAX_DEPTH;
-use super::value::Value;
+use super::value::{Dict, Value};
+
+mod float;
+mod text;
+pub(crate) use float::python_float_repr;
+pub(crate) use text::DictText;
+use text::Hole;
+
+/// Dicts of a message to write from their kept text: each dict value (by
+/// address) and its text.
+type Texts<'v> = &'v [(&'v Value, &'v DictText)];
 
 /// Where the encoder writes: a byte counter, or the output buffer.
 trait Sink {
@@ -88,6 +98,8 @@ struct Writer<'v, S> {
     /// Attachment slices in traversal order, when the caller wants them.
     attachments: Option<Vec<&'v [u8]>>,
     max_message_size: usize,
+    /// Dicts written from their kept text.
+    texts: Texts<'v>,
 }
 
 impl<'v, S: Sink> Writer<'v, S> {
@@ -147,7 +159,10 @@ impl<'v, S: Sink> Writer<'v, S> {
                 self.seq(items, depth)?;
                 self.sink.byte(b'}');
             }
-            Value::Dict(d) => self.dict(d.iter(), depth)?,
+            Value::Dict(d) => match text::find(self.texts, v, d, depth) {
+                Some(t) => self.text(t, d, depth)?,
+                None => self.dict(d.iter(), depth)?,
+            },
             Value::ObjectArray(o) => {
                 let pointer_bytes = o.values().len().saturating_mul(8);
                 if pointer_bytes > self.max_message_size {
@@ -249,9 +264,85 @@ impl<'v, S: Sink> Writer<'v, S> {
     }
 }
 
+impl DictText {
+    /// The text of dict `value` encoded at `depth` (at most), with holes for
+    /// the values of the entries named in `holes`, which must be integers.
+    /// `None` when the dict cannot be kept as text: not a dict, an
+    /// attachment (bytes or array) anywhere in it, a hole entry that is not
+    /// an integer, or an encoding error (depth) at `depth`.
+    pub(crate) fn new(value: &Value, holes: &[&str], depth: usize) -> Option<DictText> {
+        let Value::Dict(d) = value else {
+            return None;
+        };
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let mut w = Writer {
+            sink: Vec::with_capacity(1024),
+            offset: 0,
+            attachments: Some(Vec::new()),
+            max_message_size: usize::MAX,
+            texts: &[],
+        };
+        let mut found = Vec::with_capacity(holes.len());
+        // As `Writer::dict` writes it.
+        w.sink.put(br#"{"t":"dict","v":["#);
+        for (i, (k, v)) in d.iter().enumerate() {
+            if i > 0 {
+                w.sink.byte(b',');
+            }
+            w.sink.byte(b'[');
+            write_str(&mut w.sink, k);
+            w.sink.byte(b',');
+            if holes.contains(&k) {
+                if !matches!(v, Value::Int(_) | Value::UInt(_)) {
+                    return None;
+                }
+                found.push(Hole {
+                    at: w.sink.len(),
+                    index: i,
+                    key: k.to_string(),
+                });
+            } else {
+                w.value(v, depth + 1).ok()?;
+            }
+            w.sink.byte(b']');
+        }
+        w.sink.put(b"]}");
+        if w.offset != 0 || w.attachments.as_ref().is_some_and(|a| !a.is_empty()) {
+            return None;
+        }
+        let mut plan = Plan::default();
+        plan.walk(value, depth).ok()?;
+        Some(DictText {
+            text: w.sink,
+            holes: found,
+            len: d.len(),
+            strings: plan.strings,
+            depth,
+        })
+    }
+}
+
+impl<'v, S: Sink> Writer<'v, S> {
+    /// Writes dict `d` (at `depth`) as `t`, its holes filled from `d`.
+    fn text(&mut self, t: &DictText, d: &'v Dict, depth: usize) -> Result<(), CodecError> {
+        let mut from = 0;
+        for h in &t.holes {
+            self.sink.put(&t.text[from..h.at]);
+            if let Some((_, v)) = d.iter().nth(h.index) {
+                self.value(v, depth + 1)?;
+            }
+            from = h.at;
+        }
+        self.sink.put(&t.text[from..]);
+        Ok(())
+    }
+}
+
 /// What a walk of the tree learns before anything is formatted.
 #[derive(Default)]
-struct Plan {
+struct Plan<'t> {
     /// Total attachment bytes.
     attachments: usize,
     /// Number of attachments.
@@ -260,9 +351,11 @@ struct Plan {
     strings: usize,
     /// A rough guess of the header length, to size the output buffer.
     header_estimate: usize,
+    /// Dicts written from their kept text.
+    texts: Texts<'t>,
 }
 
-impl Plan {
+impl Plan<'_> {
     /// Walks `v` at `depth`, with the encoder's depth rule.
     fn walk(&mut self, v: &Value, depth: usize) -> Result<(), CodecError> {
         if depth > MAX_DEPTH {
@@ -299,14 +392,20 @@ impl Plan {
                 }
                 32 + 4 * o.shape().len() + o.values().len()
             }
-            Value::Dict(d) => {
-                for (k, item) in d.iter() {
-                    self.strings = self.strings.saturating_add(k.len());
-                    self.header_estimate = self.header_estimate.saturating_add(k.len() + 6);
-                    self.walk(item, depth + 1)?;
+            Value::Dict(d) => match text::find(self.texts, v, d, depth) {
+                Some(t) => {
+                    self.strings = self.strings.saturating_add(t.strings());
+                    t.len() + 16
                 }
-                20
-            }
+                None => {
+                    for (k, item) in d.iter() {
+                        self.strings = self.strings.saturating_add(k.len());
+                        self.header_estimate = self.header_estimate.saturating_add(k.len() + 6);
+                        self.walk(item, depth + 1)?;
+                    }
+                    20
+                }
+            },
             Value::Graph(g) => {
                 if depth + 1 > MAX_DEPTH {
                     return Err(CodecError::TooDeep { max: MAX_DEPTH });
@@ -332,6 +431,7 @@ pub(crate) fn measure(value: &Value, max_message_size: usize) -> Result<usize, C
         offset: 0,
         attachments: None,
         max_message_size,
+        texts: &[],
     };
     measure.value(value, 0)?;
     Ok(4usize
@@ -346,6 +446,7 @@ pub(crate) fn encode(value: &Value, max_message_size: usize) -> Result<Vec<u8>, 
     encode_planned(
         plan,
         max_message_size,
+        &[],
         |w| w.value(value, 0),
         || measure(value, max_message_size),
     )
@@ -357,7 +458,20 @@ pub(crate) fn encode_entries(
     entries: &[(&str, &Value)],
     max_message_size: usize,
 ) -> Result<Vec<u8>, CodecError> {
-    let mut plan = Plan::default();
+    encode_entries_with(entries, &[], max_message_size)
+}
+
+/// [`encode_entries`], the dicts named in `texts` written from their kept
+/// text when they fit it (the same bytes, as [`DictText`] explains).
+pub(crate) fn encode_entries_with<'v>(
+    entries: &[(&str, &'v Value)],
+    texts: Texts<'v>,
+    max_message_size: usize,
+) -> Result<Vec<u8>, CodecError> {
+    let mut plan = Plan {
+        texts,
+        ..Plan::default()
+    };
     for (k, v) in entries {
         plan.strings = plan.strings.saturating_add(k.len());
         plan.header_estimate = plan.header_estimate.saturating_add(k.len() + 6);
@@ -370,6 +484,7 @@ pub(crate) fn encode_entries(
             offset: 0,
             attachments: None,
             max_message_size,
+            texts,
         };
         m.dict(entries.iter().copied(), 0)?;
         Ok(4usize.saturating_add(m.sink.0).saturating_add(m.offset))
@@ -377,6 +492,7 @@ pub(crate) fn encode_entries(
     encode_planned(
         plan,
         max_message_size,
+        texts,
         |w| w.dict(entries.iter().copied(), 0),
         measure_entries,
     )
@@ -387,8 +503,9 @@ pub(crate) fn encode_entries(
 /// attachments are appended. A message over the limit is refused before the
 /// buffer is allocated whenever its strings and attachments alone exceed it.
 fn encode_planned<'v>(
-    plan: Plan,
+    plan: Plan<'_>,
     max_message_size: usize,
+    texts: Texts<'v>,
     write_header: impl FnOnce(&mut Writer<'v, Bounded>) -> Result<(), CodecError>,
     measure: impl FnOnce() -> Result<usize, CodecError>,
 ) -> Result<Vec<u8>, CodecError> {
@@ -416,6 +533,7 @@ fn encode_planned<'v>(
         offset: 0,
         attachments: (plan.count > 0).then(|| Vec::with_capacity(plan.count)),
         max_message_size,
+        texts,
     };
     let written = write_header(&mut write);
     if write.sink.over {
@@ -480,6 +598,7 @@ pub(crate) fn encode_fragment(
         offset: 0,
         attachments: Some(Vec::new()),
         max_message_size,
+        texts: &[],
     };
     w.entries(entries.iter().copied(), 0)?;
     let slices = w.attachments.take().unwrap_or_default();
@@ -506,6 +625,7 @@ pub(crate) fn assemble(
         offset: 0,
         attachments: None,
         max_message_size,
+        texts: &[],
     };
     w.sink.extend_from_slice(&[0; 4]);
     w.sink.put(br#"{"t":"dict","v":["#);
@@ -541,6 +661,7 @@ pub(crate) fn encode_header(value: &Value) -> Result<String, CodecError> {
         offset: 0,
         attachments: None,
         max_message_size: usize::MAX,
+        texts: &[],
     };
     w.value(value, 0)?;
     // The writer only emits ASCII.
@@ -610,162 +731,9 @@ fn write_str<S: Sink>(sink: &mut S, s: &str) {
     sink.byte(b'"');
 }
 
-/// Formats a finite float exactly as Python's `repr(float)`: the shortest
-/// round-trip digits, fixed notation when the decimal exponent is in
-/// [-4, 16), otherwise `d.ddde+XX`. Always reads back as a float (`1.0`, never
-/// `1`). Returns the number of bytes written.
-pub(crate) fn python_float_repr(f: f64, out: &mut [u8; 32]) -> usize {
-    let mut n = 0;
-    let mut push = |b: u8, n: &mut usize| {
-        out[*n] = b;
-        *n += 1;
-    };
-    if f == 0.0 {
-        let s: &[u8] = if f.is_sign_negative() {
-            b"-0.0"
-        } else {
-            b"0.0"
-        };
-        out[..s.len()].copy_from_slice(s);
-        return s.len();
-    }
-    let mut ryu_buf = ryu::Buffer::new();
-    let text = ryu_buf.format_finite(f).as_bytes();
-    // Split ryu's output into sign, digits and a decimal exponent.
-    let (negative, text) = match text.first() {
-        Some(b'-') => (true, &text[1..]),
-        _ => (false, text),
-    };
-    let (mantissa, exp) = match text.iter().position(|&b| b == b'e') {
-        Some(i) => {
-            let e = std::str::from_utf8(&text[i + 1..])
-                .ok()
-                .and_then(|s| s.parse::<i32>().ok())
-                .unwrap_or(0);
-            (&text[..i], e)
-        }
-        None => (text, 0),
-    };
-    let mut digits = [0u8; 24];
-    let mut nd = 0usize;
-    let mut int_digits = 0i32;
-    let mut seen_point = false;
-    for &b in mantissa {
-        if b == b'.' {
-            seen_point = true;
-            continue;
-        }
-        if nd == 0 && b == b'0' {
-            // Leading zero: shifts the decimal point.
-            if !seen_point {
-                continue;
-            }
-            int_digits -= 1;
-            continue;
-        }
-        if nd < digits.len() {
-            digits[nd] = b;
-            nd += 1;
-        }
-        if !seen_point {
-            int_digits += 1;
-        }
-    }
-    while nd > 1 && digits[nd - 1] == b'0' {
-        nd -= 1;
-    }
-    let digits = &digits[..nd];
-    // Decimal exponent of the first significant digit.
-    let e = int_digits - 1 + exp;
-    if negative {
-        push(b'-', &mut n);
-    }
-    if (-4..16).contains(&e) {
-        if e >= 0 {
-            let int_len = (e + 1) as usize;
-            for i in 0..int_len {
-                push(*digits.get(i).unwrap_or(&b'0'), &mut n);
-            }
-            push(b'.', &mut n);
-            if nd > int_len {
-                for &d in &digits[int_len..] {
-                    push(d, &mut n);
-                }
-            } else {
-                push(b'0', &mut n);
-            }
-        } else {
-            push(b'0', &mut n);
-            push(b'.', &mut n);
-            for _ in 0..(-e - 1) {
-                push(b'0', &mut n);
-            }
-            for &d in digits {
-                push(d, &mut n);
-            }
-        }
-    } else {
-        push(digits[0], &mut n);
-        if nd > 1 {
-            push(b'.', &mut n);
-            for &d in &digits[1..] {
-                push(d, &mut n);
-            }
-        }
-        push(b'e', &mut n);
-        push(if e < 0 { b'-' } else { b'+' }, &mut n);
-        let a = e.unsigned_abs();
-        if a >= 100 {
-            push(b'0' + (a / 100) as u8, &mut n);
-        }
-        push(b'0' + ((a / 10) % 10) as u8, &mut n);
-        push(b'0' + (a % 10) as u8, &mut n);
-    }
-    n
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn repr(f: f64) -> String {
-        let mut buf = [0u8; 32];
-        let n = python_float_repr(f, &mut buf);
-        String::from_utf8(buf[..n].to_vec()).unwrap()
-    }
-
-    #[test]
-    fn floats_match_python_repr() {
-        let cases = [
-            (1.0, "1.0"),
-            (-1.0, "-1.0"),
-            (0.0, "0.0"),
-            (-0.0, "-0.0"),
-            (0.1, "0.1"),
-            (100.0, "100.0"),
-            (1e15, "1000000000000000.0"),
-            (1e16, "1e+16"),
-            (1.5e16, "1.5e+16"),
-            (1234567890123456.0, "1234567890123456.0"),
-            (12345678901234567.0, "1.2345678901234568e+16"),
-            (0.0001, "0.0001"),
-            (0.00012, "0.00012"),
-            (0.00001, "1e-05"),
-            (1.5e-7, "1.5e-07"),
-            (5e-324, "5e-324"),
-            (1.7976931348623157e308, "1.7976931348623157e+308"),
-            (0.1f32 as f64, "0.10000000149011612"),
-            (123.456, "123.456"),
-            (2.5, "2.5"),
-            (1e100, "1e+100"),
-            (3.0e-100, "3e-100"),
-            (0.5, "0.5"),
-            (10.0, "10.0"),
-        ];
-        for (f, s) in cases {
-            assert_eq!(repr(f), s, "{f:e}");
-        }
-    }
 
     #[test]
     fn assembled_messages_equal_whole_encodings() {
@@ -862,6 +830,7 @@ mod tests {
             offset: 0,
             attachments: None,
             max_message_size: max,
+            texts: &[],
         };
         assert!(w.value(&floats, 0).is_err());
         assert!(w.sink.over && w.sink.out.len() <= max);

@@ -2,7 +2,7 @@
 //! header inspection.
 
 use super::decode;
-use super::encode::{self, Fragment};
+use super::encode::{self, DictText, Fragment};
 use super::error::CodecError;
 use super::limits::{DEFAULT_MAX_MESSAGE_SIZE, MIN_MAX_MESSAGE_SIZE};
 use super::value::Value;
@@ -51,6 +51,18 @@ impl Codec {
     /// building a [`Dict`](super::Dict); equivalent to encoding the dict.
     pub fn encode_entries(&self, entries: &[(&str, &Value)]) -> Result<Vec<u8>, CodecError> {
         encode::encode_entries(entries, self.max_message_size)
+    }
+
+    /// [`Codec::encode_entries`], writing each dict named in `texts` (by
+    /// address) from its kept text when it still fits it: the same bytes as
+    /// long as the caller names a dict only with the text made from it
+    /// (holes aside), which is the caller's to know.
+    pub(crate) fn encode_entries_with<'v>(
+        &self,
+        entries: &[(&str, &'v Value)],
+        texts: &'v [(&'v Value, &'v DictText)],
+    ) -> Result<Vec<u8>, CodecError> {
+        encode::encode_entries_with(entries, texts, self.max_message_size)
     }
 
     /// Encodes trailing dict entries once, to be shared by many messages

@@ -33,6 +33,7 @@ mod value;
 
 pub use array::{ArrayError, NdArray, MAX_DIMS};
 pub use dtype::{ByteOrder, DType, DTypeError, Element, ScalarKind};
+pub(crate) use encode::DictText;
 pub use encode::Fragment;
 pub use envelope::{envelope_header, header_json, Codec};
 pub use error::CodecError;

@@ -3,7 +3,7 @@
 
 use super::hosted::{Hosted, ResourceMeta};
 use super::outbound::SessionShared;
-use crate::codec::{Dict, NdArray, Value};
+use crate::codec::{Dict, DictText, NdArray, Value};
 use crate::protocol::{err, response_head, ErrorCode, ProtocolError};
 
 /// A call's `args` and `kwargs`, arrays in native byte order.
@@ -83,11 +83,14 @@ fn native(v: &Value) -> Value {
 
 /// Encodes a response envelope around `result` without copying it; if it
 /// does not fit, drops the optional snapshots from its descriptors and tries
-/// again.
+/// again. `texts` are the kept texts of the result's descriptors, by index,
+/// which are written instead of encoding a descriptor that still fits its
+/// text (the same bytes).
 pub(crate) fn encode_response(
     session: &SessionShared,
     request: &Dict,
     result: &mut Value,
+    texts: &[Option<&DictText>],
 ) -> Result<Vec<u8>, String> {
     let codec = session.codec();
     let attempt = |result: &Value| {
@@ -101,7 +104,15 @@ pub(crate) fn encode_response(
         );
         let mut entries: Vec<(&str, &Value)> = head.iter().map(|(k, v)| (*k, v)).collect();
         entries.push(("result", result));
-        codec.encode_entries(&entries)
+        let kept: Vec<(&Value, &DictText)> = match descriptor_list(result) {
+            Some(list) if list.len() == texts.len() => list
+                .iter()
+                .zip(texts)
+                .filter_map(|(d, t)| Some((d, (*t)?)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        codec.encode_entries_with(&entries, &kept)
     };
     match attempt(result) {
         Ok(bytes) => Ok(bytes),
@@ -111,6 +122,19 @@ pub(crate) fn encode_response(
             }
             attempt(result).map_err(|e| e.to_string())
         }
+    }
+}
+
+/// A result's descriptors: the result itself (a boundary's list) or its
+/// `descriptors` member (a call's).
+fn descriptor_list(result: &Value) -> Option<&[Value]> {
+    match result {
+        Value::List(d) => Some(d),
+        Value::Dict(d) => match d.get("descriptors") {
+            Some(Value::List(d)) => Some(d),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -5,7 +5,7 @@
 use super::control::{Scope, Target};
 use super::descriptors::{DescriptorCache, Stamp};
 use super::hosted::{Attrs, Hosted, ResourceMeta};
-use crate::codec::{Codec, Dict, Value};
+use crate::codec::{Codec, Dict, DictText, Value};
 use crate::host::{Field, HostError};
 use crate::protocol::ResourceKind;
 use std::collections::HashMap;
@@ -135,6 +135,17 @@ impl Instance {
             self.refresh_descriptor(i, revision, sequence);
         }
         self.descriptors.take()
+    }
+
+    /// Keeps the encoded text of the descriptors just taken (see
+    /// [`DescriptorCache::keep_texts`]).
+    pub(crate) fn keep_descriptor_texts(&mut self, descriptors: &[Value]) {
+        self.descriptors.keep_texts(descriptors);
+    }
+
+    /// Per resource, the kept text of its taken descriptor, if any.
+    pub(crate) fn descriptor_texts(&self) -> Vec<Option<&DictText>> {
+        self.descriptors.texts()
     }
 
     /// Returns descriptors to the cache, without any boundary snapshot.

@@ -49,9 +49,11 @@ impl Domain {
         let mut descriptors = self
             .instance
             .take_descriptors(self.control.revision(), sequence);
+        self.instance.keep_descriptor_texts(&descriptors);
         self.controller_snapshots(session, &mut descriptors, &mut publish);
         let mut result = Value::List(descriptors);
-        let bytes = call::encode_response(session, request, &mut result);
+        let texts = self.instance.descriptor_texts();
+        let bytes = call::encode_response(session, request, &mut result, &texts);
         if let Value::List(descriptors) = result {
             self.instance.restore_descriptors(descriptors);
         }
@@ -80,6 +82,7 @@ impl Domain {
         let mut descriptors = self
             .instance
             .take_descriptors(self.control.revision(), sequence);
+        self.instance.keep_descriptor_texts(&descriptors);
         if let Some(publish) = boundary.as_mut() {
             self.controller_snapshots(session, &mut descriptors, publish);
         }
@@ -87,7 +90,8 @@ impl Domain {
         result.insert("value", value);
         result.insert("descriptors", Value::List(descriptors));
         let mut result = Value::Dict(result);
-        let encoded = call::encode_response(session, request, &mut result);
+        let texts = self.instance.descriptor_texts();
+        let encoded = call::encode_response(session, request, &mut result, &texts);
         if let Value::Dict(mut d) = result {
             if let Some(Value::List(descriptors)) = d.remove("descriptors") {
                 self.instance.restore_descriptors(descriptors);
