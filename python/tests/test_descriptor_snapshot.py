@@ -10,11 +10,11 @@ in place as well), a property computing a new value, spaces swapped,
 attributes added and deleted. After each step our server must give exactly
 the reference server's descriptors (through the reference client).
 
-Not here: ``0.0`` replaced by ``-0.0``. The check notices it (floats are
-compared by their bits), but the domain's descriptor cache
-(``src/server/descriptors.rs``) compares the rebuilt attributes with ``==``
-on ``Value``, for which ``0.0 == -0.0``, and keeps the old descriptor: the
-reference sends ``-0.0``, we send ``0.0`` (before this check as well).
+``0.0`` replaced by ``-0.0`` is among them: the check compares floats by
+their bits, and the domain's descriptor cache (``src/server/descriptors.rs``)
+compares the rebuilt attributes with ``Value``'s ``==``, under which the two
+zeros differ (they encode differently), so ``-0.0`` is sent as the reference
+sends it.
 """
 
 import collections
@@ -101,6 +101,8 @@ CHANGES: List[Callable[[SnapshotEnv], None]] = [
     lambda env: _set(env, "x", 1),  # and back
     lambda env: _set(env, "flag", 1),  # True -> 1
     lambda env: _set(env, "flag", True),
+    lambda env: _set(env, "z", -0.0),  # the other zero
+    lambda env: _set(env, "z", 0.0),
     lambda env: _set(env, "z", 0.5),
     lambda env: _set(env, "z", float("nan")),
     lambda env: _set(env, "z", float("nan")),  # another NaN object, same bits

@@ -236,6 +236,9 @@ impl Value {
     }
 }
 
+/// Structural equality, as the values would be encoded: integers by value
+/// whatever their Rust type, floats by value with the sign of zero (`0.0` and
+/// `-0.0` differ, every NaN is equal to every NaN).
 impl PartialEq for Value {
     fn eq(&self, other: &Value) -> bool {
         use Value::*;
@@ -246,7 +249,12 @@ impl PartialEq for Value {
                 self.as_i64() == other.as_i64() && self.as_u64() == other.as_u64()
             }
             (BigInt(a), BigInt(b)) => a == b,
-            (Float(a), Float(b)) => a == b || (a.is_nan() && b.is_nan()),
+            // Equal when they encode alike: NaNs are one `NaN`, and `0.0`
+            // and `-0.0` are two texts.
+            (Float(a), Float(b)) => {
+                (a == b && a.is_sign_negative() == b.is_sign_negative())
+                    || (a.is_nan() && b.is_nan())
+            }
             (Str(a), Str(b)) => a == b,
             (Bytes(a), Bytes(b)) => a == b,
             (Array(a), Array(b)) => a == b,

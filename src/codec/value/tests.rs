@@ -71,3 +71,21 @@ fn truthiness() {
     assert_eq!(Value::from(NdArray::scalar(0.0f32)).truthy(), Some(false));
     assert_eq!(Value::from(NdArray::from_vec(vec![1, 2])).truthy(), None);
 }
+
+#[test]
+fn floats_are_equal_when_they_encode_alike() {
+    use crate::codec::encode::encode_header;
+    let zero = Value::Float(0.0);
+    let negative_zero = Value::Float(-0.0);
+    assert_ne!(zero, negative_zero);
+    assert_ne!(
+        encode_header(&zero).ok(),
+        encode_header(&negative_zero).ok()
+    );
+    assert_eq!(Value::Float(f64::NAN), Value::Float(-f64::NAN));
+    assert_eq!(Value::Float(1.5), Value::Float(1.5));
+    assert_ne!(
+        Value::List(vec![Value::Float(0.0)]),
+        Value::List(vec![Value::Float(-0.0)])
+    );
+}
