@@ -39,7 +39,7 @@
 use super::format::{self, Column, ExternalBuffer, ExternalFormat, RecordFormat, Staged};
 use super::json;
 use super::npz;
-use super::slot::RecordStats;
+use super::stats::RecordStats;
 use crate::codec::{DType, NdArray};
 use std::io;
 use std::path::{Path, PathBuf};

@@ -45,12 +45,13 @@ mod format;
 mod json;
 mod npz;
 mod slot;
+mod stats;
 mod transition;
 mod vector;
 
 pub use buffer::RESERVED_LENGTH;
 pub use format::{Column, ExternalBuffer, ExternalFormat, RecordFormat, Staged};
-pub use slot::RecordStats;
+pub use stats::RecordStats;
 pub use vector::{RowKind, VectorRecord};
 
 use slot::{end_episode, Slot};

@@ -1,25 +1,10 @@
-//! What the host's and the learner's recordings share: the counters and one
+//! What the host's and the learner's recordings share: one
 //! (sub-)env's buffer with the observation its next transition starts from.
 
 use super::buffer::{BufferDir, Ended};
+use super::stats::RecordStats;
 use crate::codec::Value;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
-/// Counters of a recorder.
-#[derive(Debug, Default)]
-pub struct RecordStats {
-    /// Transitions written (one per sub-env step).
-    pub transitions: AtomicU64,
-    /// Episodes committed.
-    pub episodes: AtomicU64,
-    /// Times a domain thread (or the learner) waited for room in the queue.
-    pub queue_waits: AtomicU64,
-    /// Events that could not be recorded (logged).
-    pub errors: AtomicU64,
-    /// Whether an episode was staged since the writer last committed the
-    /// staged ones (external formats, see `buffer::Ended::Staged`).
-    pub(crate) staged: AtomicBool,
-}
+use std::sync::atomic::Ordering;
 
 /// One sub-env (or the env): its buffer and the observation and context
 /// the next transition starts from.

@@ -16,7 +16,8 @@
 //! the next episode).
 
 use super::json;
-use super::slot::{end_episode, RecordStats, Slot};
+use super::slot::{end_episode, Slot};
+use super::stats::RecordStats;
 use crate::codec::Value;
 use crate::host::Space;
 use std::path::Path;
