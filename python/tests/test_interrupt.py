@@ -157,6 +157,35 @@ def test_an_interrupted_vector_step_raises(hung):
     vector.close()
 
 
+class InRecv(MainThreadIn):
+    """The main thread is inside ``RemoteVectorEnv.recv``, and has had a
+    moment to reach the native wait under it (a signal that arrived earlier,
+    in recv's Python code, would interrupt it too, and prove less)."""
+
+    def __init__(self):
+        super().__init__("recv")
+
+    def wait(self, timeout):
+        found = super().wait(timeout)
+        time.sleep(0.1)
+        return found
+
+
+def test_an_interrupted_vector_recv_raises(hung):
+    """EnvPool-style ``recv`` waits like ``step_wait``: Ctrl-C ends it while
+    the hung env holds back the batch it waits for."""
+    env, server, url = hung
+    timer = watchdog(env)
+    vector = unienv_remote.RemoteVectorEnv([(url, "free"), (url, "hung")], timeout=None, batch_size=2)
+    vector.reset(seed=0)
+    vector.send(np.ones((2, 2), np.float32))
+    assert env.entered.wait(20)  # the hung env's step runs: recv will wait for it
+    _, took = interrupted(vector.recv, InRecv())
+    timer.cancel()
+    assert took < 2.0, took
+    vector.close()
+
+
 def test_an_interrupted_close_returns_and_finishes_in_the_background():
     env = Gated()
     server = unienv_remote.RemoteServer(idle_timeout=None, shutdown_timeout=60.0)
