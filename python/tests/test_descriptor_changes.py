@@ -9,6 +9,7 @@ descriptors the reference server gives (through the reference client).
 
 import os
 import sys
+from typing import Any, Callable, Tuple
 
 import numpy as np
 from unienv_interface.remote import RemoteClient as RefClient
@@ -60,30 +61,37 @@ CHANGES = [
 ]
 
 
-def descriptors_after_steps(url: str, steps: int) -> list:
+def descriptors_after_steps(url: str, name: str, steps: int, keep: Callable[[Any], Any] = repr) -> list:
     client = RefClient.connect(url)
-    env = client.env("mutant")
+    env = client.env(name)
     env.reset(seed=1)
     seen = []
     for _ in range(steps):
         env.step(np.array([0.1, 0.2], np.float32))
-        seen.append(repr(client.descriptors["mutant"]))
+        seen.append(keep(client.descriptors[name]))
     client.close()
     return seen
 
 
-def test_every_change_of_a_descriptor_is_noticed() -> None:
-    steps = 2 * len(CHANGES) + 3
+def ours_and_reference(name: str, make_env: Callable[[], Any], steps: int) -> Tuple[list, list]:
+    """The descriptors the reference client holds after each of ``steps``
+    steps of an env made by ``make_env``, hosted by our server and by the
+    reference's."""
     ours = unienv_remote.RemoteServer()
-    ours.register("mutant", MutatingEnv())
+    ours.register(name, make_env())
     reference = RefServer()
-    reference.register("mutant", MutatingEnv())
+    reference.register(name, make_env())
     try:
-        got = descriptors_after_steps(ours.listen(), steps)
-        expected = descriptors_after_steps(reference.listen(), steps)
+        got = descriptors_after_steps(ours.listen(), name, steps)
+        expected = descriptors_after_steps(reference.listen(), name, steps)
     finally:
         ours.close()
         reference.close()
+    return got, expected
+
+
+def test_every_change_of_a_descriptor_is_noticed() -> None:
+    got, expected = ours_and_reference("mutant", MutatingEnv, 2 * len(CHANGES) + 3)
     assert len(set(expected)) > len(CHANGES) // 2, "the changes show in the descriptors"
     for step, (a, b) in enumerate(zip(got, expected)):
         assert a == b, f"after step {step + 1}:\n ours      {a}\n reference {b}"

@@ -23,13 +23,11 @@ import sys
 from typing import Any, Callable, List
 
 import numpy as np
-from unienv_interface.remote import RemoteClient as RefClient
-from unienv_interface.remote import RemoteServer as RefServer
-
 import unienv_remote
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "py"))
 from ref_fixture_server import CounterEnv, box  # noqa: E402
+from test_descriptor_changes import descriptors_after_steps, ours_and_reference  # noqa: E402
 
 
 class Meta(collections.OrderedDict):  # type: ignore[type-arg]
@@ -139,30 +137,8 @@ CHANGES: List[Callable[[SnapshotEnv], None]] = [
 ]
 
 
-def descriptors_after_steps(url: str, steps: int) -> List[str]:
-    client = RefClient.connect(url)
-    env = client.env("snap")
-    env.reset(seed=1)
-    seen = []
-    for _ in range(steps):
-        env.step(np.array([0.1, 0.2], np.float32))
-        seen.append(repr(client.descriptors["snap"]))
-    client.close()
-    return seen
-
-
 def test_every_change_the_snapshot_could_miss_is_noticed() -> None:
-    steps = 2 * len(CHANGES) + 3
-    ours = unienv_remote.RemoteServer()
-    ours.register("snap", SnapshotEnv())
-    reference = RefServer()
-    reference.register("snap", SnapshotEnv())
-    try:
-        got = descriptors_after_steps(ours.listen(), steps)
-        expected = descriptors_after_steps(reference.listen(), steps)
-    finally:
-        ours.close()
-        reference.close()
+    got, expected = ours_and_reference("snap", SnapshotEnv, 2 * len(CHANGES) + 3)
     distinct = sum(1 for a, b in zip(expected, expected[1:]) if a != b)
     assert distinct > len(CHANGES), "the changes show in the descriptors"
     for step, (a, b) in enumerate(zip(got, expected)):
@@ -202,29 +178,8 @@ class RaisingEnv(LookupEnv):
         return 0.25
 
 
-def descriptors_of(url: str, steps: int) -> List[Any]:
-    client = RefClient.connect(url)
-    env = client.env("env")
-    env.reset(seed=1)
-    seen = []
-    for _ in range(steps):
-        env.step(np.array([0.1, 0.2], np.float32))
-        seen.append(client.descriptors["env"])
-    client.close()
-    return seen
-
-
 def test_attributes_absent_through_getattr_hooks_and_attribute_errors() -> None:
-    ours = unienv_remote.RemoteServer()
-    ours.register("env", LookupEnv())
-    reference = RefServer()
-    reference.register("env", LookupEnv())
-    try:
-        got = [repr(d) for d in descriptors_of(ours.listen(), 9)]
-        expected = [repr(d) for d in descriptors_of(reference.listen(), 9)]
-    finally:
-        ours.close()
-        reference.close()
+    got, expected = ours_and_reference("env", LookupEnv, 9)
     assert len(set(expected)) >= 4
     assert got == expected
 
@@ -235,7 +190,7 @@ def test_a_getter_raising_leaves_its_member_out_while_it_raises() -> None:
     ours = unienv_remote.RemoteServer()
     ours.register("env", RaisingEnv())
     try:
-        seen = descriptors_of(ours.listen(), 8)
+        seen = descriptors_after_steps(ours.listen(), "env", 8, keep=lambda d: d)
     finally:
         ours.close()
     assert [d.get("world_timestep") for d in seen] == [0.25, None, 0.25, 0.25] * 2
