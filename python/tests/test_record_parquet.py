@@ -15,8 +15,9 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Any, Iterator, List
+from typing import Any, Callable, Iterator, List, Optional
 
 import numpy as np
 import pytest
@@ -294,13 +295,38 @@ def pendulums(count: int, steps: int) -> unienv_remote.RemoteServer:
     return server
 
 
-def drive_pendulums(url: str, record: Path, fmt: str, vector_steps: int) -> None:
+def drive_pendulums(url: str, record: Path, fmt: str, vector_steps: int,
+                    episode_ended: Optional[Callable[[], None]] = None) -> None:
+    """Steps the three pendulums; ``episode_ended`` is called after each step
+    on which episodes ended (see :func:`one_call_per_end`)."""
     envs = RemoteVectorEnv([(url, f"pendulum{i}") for i in range(3)], record_dir=record, record_format=fmt)
     actions = np.random.default_rng(5).uniform(-2, 2, size=(vector_steps, 3, 1)).astype(np.float32)
     envs.reset(seed=0)
     for a in actions:
-        envs.step(a)
+        _, _, terminated, truncated, _ = envs.step(a)
+        if episode_ended is not None and (np.any(terminated) or np.any(truncated)):
+            episode_ended()
     envs.close()
+
+
+def one_call_per_end(calls: Callable[[], int]) -> Callable[[], None]:
+    """An ``episode_ended`` for :func:`drive_pendulums` that waits until the
+    writer has made one more ``commit_many`` call (``calls()`` counts them):
+    each step's episode ends are then committed in a call of their own,
+    however fast the learner steps (the writer commits what ended during one
+    drain of its queue together, so a learner running ahead would put two
+    episodes of a buffer in one call)."""
+    ends = 0
+
+    def wait() -> None:
+        nonlocal ends
+        ends += 1
+        deadline = time.monotonic() + 20
+        while calls() < ends:
+            assert time.monotonic() < deadline, f"no commit for episode end {ends}"
+            time.sleep(0.001)
+
+    return wait
 
 
 def test_one_call_commits_the_sub_envs_that_end_together(tmp_path: Path, small_pieces: None,
@@ -319,8 +345,8 @@ def test_one_call_commits_the_sub_envs_that_end_together(tmp_path: Path, small_p
     server = pendulums(3, 5)
     try:
         url = server.listen("127.0.0.1", 0)
-        for fmt in ("npz", "parquet"):
-            drive_pendulums(url, tmp_path / fmt, fmt, 17)  # 3 episodes of 5 steps (and autoresets)
+        drive_pendulums(url, tmp_path / "npz", "npz", 17)  # 3 episodes of 5 steps (and autoresets)
+        drive_pendulums(url, tmp_path / "parquet", "parquet", 17, one_call_per_end(lambda: len(calls)))
     finally:
         server.close()
     assert calls and max(calls) == 3 and sum(calls) == 9, calls
@@ -361,8 +387,8 @@ def test_a_failed_commit_of_one_buffer_leaves_the_others_committed(tmp_path: Pat
     server = pendulums(3, 5)
     try:
         url = server.listen("127.0.0.1", 0)
-        for fmt in ("npz", "parquet"):  # the same run (NPZ commits without commit_many)
-            drive_pendulums(url, tmp_path / fmt, fmt, 17)
+        drive_pendulums(url, tmp_path / "npz", "npz", 17)  # the same run (NPZ commits without commit_many)
+        drive_pendulums(url, tmp_path / "parquet", "parquet", 17, one_call_per_end(lambda: calls))
     finally:
         server.close()
     assert calls == 3
@@ -381,7 +407,7 @@ import json, os, signal, sys
 import numpy as np
 sys.path.insert(0, sys.argv[2])
 from unienv_remote import _record_parquet
-from test_record_parquet import drive_pendulums, pendulums
+from test_record_parquet import drive_pendulums, one_call_per_end, pendulums
 calls = 0
 def dying(self, items):
     global calls
@@ -402,7 +428,7 @@ def dying(self, items):
 commit_many = _record_parquet.ParquetFormat.commit_many
 _record_parquet.ParquetFormat.commit_many = dying
 server = pendulums(3, 5)
-drive_pendulums(server.listen("127.0.0.1", 0), sys.argv[1], "parquet", 17)
+drive_pendulums(server.listen("127.0.0.1", 0), sys.argv[1], "parquet", 17, one_call_per_end(lambda: calls))
 """
 
 
