@@ -137,10 +137,15 @@ impl Instance {
         self.descriptors.take()
     }
 
-    /// Keeps the encoded text of the descriptors just taken (see
-    /// [`DescriptorCache::keep_texts`]).
-    pub(crate) fn keep_descriptor_texts(&mut self, descriptors: &[Value]) {
-        self.descriptors.keep_texts(descriptors);
+    /// [`Instance::take_descriptors`] for a response: also keeps the
+    /// encoded text of each descriptor whose build was already sent (see
+    /// [`DescriptorCache::keep_texts`]), before any boundary snapshot is
+    /// added to them; the response's encoder writes them from
+    /// [`Instance::descriptor_texts`].
+    pub(crate) fn take_descriptors_to_send(&mut self, revision: u64, sequence: u64) -> Vec<Value> {
+        let descriptors = self.take_descriptors(revision, sequence);
+        self.descriptors.keep_texts(&descriptors);
+        descriptors
     }
 
     /// Per resource, the kept text of its taken descriptor, if any.

@@ -48,8 +48,7 @@ impl Domain {
         let sequence = self.control.next_sequence();
         let mut descriptors = self
             .instance
-            .take_descriptors(self.control.revision(), sequence);
-        self.instance.keep_descriptor_texts(&descriptors);
+            .take_descriptors_to_send(self.control.revision(), sequence);
         self.controller_snapshots(session, &mut descriptors, &mut publish);
         let mut result = Value::List(descriptors);
         let texts = self.instance.descriptor_texts();
@@ -81,8 +80,7 @@ impl Domain {
         };
         let mut descriptors = self
             .instance
-            .take_descriptors(self.control.revision(), sequence);
-        self.instance.keep_descriptor_texts(&descriptors);
+            .take_descriptors_to_send(self.control.revision(), sequence);
         if let Some(publish) = boundary.as_mut() {
             self.controller_snapshots(session, &mut descriptors, publish);
         }
