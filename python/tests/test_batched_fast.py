@@ -9,6 +9,7 @@ The plain path is the same batch class with ``step`` overridden (calling the
 base class): ``_native_step_plan`` refuses a class that overrides ``step``.
 """
 
+import re
 from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
@@ -130,6 +131,32 @@ def test_irregular_results_fast_equal_plain_bit_for_bit() -> None:
     run_both(Irregular, 3, 40, seed=5)
 
 
+def fault_and_recovery(server: unienv_remote.RemoteServer, name: str,
+                       action: np.ndarray) -> Tuple[RemoteError, Optional[RemoteError], bytes]:
+    """Drives env ``name`` of ``server`` (closed afterwards), whose simulator
+    raises on its second step: a step, the step that raises (its error), one
+    more step (its error, or ``None`` when it stepped), then a reset and a
+    step (its observation's bytes)."""
+    try:
+        client = server.connect()
+        remote = client.env(name)
+        remote.reset(seed=0)
+        remote.step(action)
+        with pytest.raises(RemoteError) as raised:
+            remote.step(action)
+        after: Optional[RemoteError] = None
+        try:
+            remote.step(action)
+        except RemoteError as e:
+            after = e
+        remote.reset(seed=1)
+        obs = remote.step(action)[0]
+        client.close()
+    finally:
+        server.close()
+    return raised.value, after, np.asarray(obs).tobytes()
+
+
 def test_a_raising_sub_env_faults_the_fast_batch() -> None:
     """The same error, fault and recovery as the plain path."""
     outcomes: List[List[str]] = []
@@ -137,35 +164,21 @@ def test_a_raising_sub_env_faults_the_fast_batch() -> None:
         factories = [lambda: gymnasium.make("Pendulum-v1")] * 2 + [lambda: Exploding(gymnasium.make("Pendulum-v1"), 2)]
         server = unienv_remote.RemoteServer(idle_timeout=None)
         server.register("b", cls(factories))
-        seen: List[str] = []
-        try:
-            client = server.connect()
-            remote = client.env("b")
-            remote.reset(seed=0)
-            action = np.zeros((3, 1), np.float32)
-            remote.step(action)
-            with pytest.raises(RemoteError) as raised:
-                remote.step(action)
-            assert raised.value.uncertain
-            seen.append(str(raised.value))
-            with pytest.raises(RemoteError, match="fault"):
-                remote.step(action)
-            remote.reset(seed=1)
-            obs = remote.step(action)[0]
-            seen.append(repr(np.asarray(obs).tobytes()))
-            client.close()
-        finally:
-            server.close()
-        outcomes.append(seen)
+        first, after, obs = fault_and_recovery(server, "b", np.zeros((3, 1), np.float32))
+        assert first.uncertain
+        assert after is not None and re.search("fault", str(after)), after
+        outcomes.append([str(first), repr(obs)])
     assert "sub-env 2 raised ValueError: the simulator broke" in outcomes[0][0]
     assert outcomes[0] == outcomes[1]
 
 
-def test_the_reference_client_drives_the_fast_path() -> None:
-    n = 3
+def reference_client_equals_in_process(make: Callable[[], Any], action: Callable[[np.random.Generator], Any]) -> None:
+    """The reference client drives an env made by ``make`` on our server
+    (reset, then 10 steps of ``action(rng)``): every result equals that of
+    another env made by ``make``, stepped in process."""
     server = unienv_remote.RemoteServer(idle_timeout=None)
-    server.register("fast", BatchedEnv([lambda: gymnasium.make("HalfCheetah-v5")] * n))
-    expected = BatchedEnv([lambda: gymnasium.make("HalfCheetah-v5")] * n)
+    server.register("fast", make())
+    expected = make()
     try:
         client: Any = RefClient.connect(server.listen("127.0.0.1", 0))
         try:
@@ -173,8 +186,8 @@ def test_the_reference_client_drives_the_fast_path() -> None:
             same(remote.reset(seed=4)[1], expected.reset(seed=4)[1])
             rng = np.random.default_rng(4)
             for _ in range(10):
-                action = rng.uniform(-1, 1, size=(n, 6))
-                got, want = remote.step(action), expected.step(action)
+                a = action(rng)
+                got, want = remote.step(a), expected.step(a)
                 for k in range(5):
                     same(got[k], want[k], f"step[{k}]")
         finally:
@@ -182,6 +195,12 @@ def test_the_reference_client_drives_the_fast_path() -> None:
     finally:
         server.close()
         expected.close()
+
+
+def test_the_reference_client_drives_the_fast_path() -> None:
+    n = 3
+    reference_client_equals_in_process(lambda: BatchedEnv([lambda: gymnasium.make("HalfCheetah-v5")] * n),
+                                       lambda rng: rng.uniform(-1, 1, size=(n, 6)))
 
 
 def test_regular_steps_never_reach_python_and_irregular_ones_do() -> None:

@@ -18,14 +18,13 @@ import numpy as np
 import pytest
 
 gymnasium = pytest.importorskip("gymnasium")
-from unienv_interface.remote import RemoteClient as RefClient  # noqa: E402
 from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv  # noqa: E402
 
 import unienv_remote  # noqa: E402
-from unienv_remote import RemoteError  # noqa: E402
 from unienv_remote.batched import _native_single_plan  # noqa: E402
 
 from test_batched import Exploding, same  # noqa: E402
+from test_batched_fast import fault_and_recovery, reference_client_equals_in_process  # noqa: E402
 
 
 class PlainFromGymnasiumEnv(FromGymnasiumEnv):  # type: ignore[misc]  # unienv is untyped
@@ -166,52 +165,16 @@ def test_a_raising_env_fails_and_recovers_as_on_the_plain_path() -> None:
     for cls in (FromGymnasiumEnv, PlainFromGymnasiumEnv):
         server = unienv_remote.RemoteServer(idle_timeout=None)
         server.register("e", cls(Exploding(gymnasium.make("Pendulum-v1"), 2)))
-        seen: List[str] = []
-        try:
-            client = server.connect()
-            remote = client.env("e")
-            remote.reset(seed=0)
-            action = np.zeros(1, np.float32)
-            remote.step(action)
-            with pytest.raises(RemoteError) as raised:
-                remote.step(action)
-            seen.append(f"{raised.value.uncertain} {raised.value}")
-            try:
-                remote.step(action)
-                seen.append("stepped")
-            except RemoteError as e:
-                seen.append(f"{e.uncertain} {e}")
-            remote.reset(seed=1)
-            obs = remote.step(action)[0]
-            seen.append(repr(np.asarray(obs).tobytes()))
-            client.close()
-        finally:
-            server.close()
-        outcomes.append(seen)
+        first, after, obs = fault_and_recovery(server, "e", np.zeros(1, np.float32))
+        outcomes.append([f"{first.uncertain} {first}", "stepped" if after is None else f"{after.uncertain} {after}",
+                         repr(obs)])
     assert "the simulator broke" in outcomes[0][0]
     assert outcomes[0] == outcomes[1]
 
 
 def test_the_reference_client_drives_the_fast_path() -> None:
-    server = unienv_remote.RemoteServer(idle_timeout=None)
-    server.register("fast", FromGymnasiumEnv(gymnasium.make("HalfCheetah-v5")))
-    expected = FromGymnasiumEnv(gymnasium.make("HalfCheetah-v5"))
-    try:
-        client: Any = RefClient.connect(server.listen("127.0.0.1", 0))
-        try:
-            remote = client.env("fast")
-            same(remote.reset(seed=4)[1], expected.reset(seed=4)[1])
-            rng = np.random.default_rng(4)
-            for _ in range(10):
-                action = rng.uniform(-1, 1, size=(6,)).astype(np.float32)
-                got, want = remote.step(action), expected.step(action)
-                for k in range(5):
-                    same(got[k], want[k], f"step[{k}]")
-        finally:
-            client.close()
-    finally:
-        server.close()
-        expected.close()
+    reference_client_equals_in_process(lambda: FromGymnasiumEnv(gymnasium.make("HalfCheetah-v5")),
+                                       lambda rng: rng.uniform(-1, 1, size=(6,)).astype(np.float32))
 
 
 def test_regular_steps_skip_the_wrapper_and_a_swapped_env_does_not(monkeypatch: pytest.MonkeyPatch) -> None:
