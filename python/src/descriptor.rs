@@ -223,8 +223,6 @@ pub(crate) struct Probe {
     priorities: Vec<Option<Value>>,
     /// The `operations` member.
     operations: Vec<&'static str>,
-    /// Whether `operations` holds an env's optional `reload`.
-    reload: bool,
 }
 
 /// Logs a member left out of a descriptor, as before.
@@ -327,7 +325,6 @@ impl Probe {
             }
         }
         self.operations = methods(obj, kind);
-        self.reload = kind == ResourceKind::Env && self.operations.contains(&"reload");
         d.insert(
             "operations",
             Value::List(self.operations.iter().map(|m| Value::from(*m)).collect()),
@@ -395,7 +392,7 @@ impl Probe {
             }
         }
         // `methods` depends on the object only through an env's `reload`.
-        Ok(kind == ResourceKind::Env && has_reload(obj) != self.reload)
+        Ok(kind == ResourceKind::Env && has_reload(obj) != self.operations.contains(&"reload"))
     }
 
     /// A space's `space_to_json` document (null without a space), rebuilt
