@@ -27,8 +27,7 @@ else:
     server.register("pendulum", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
 where = sys.argv[1]
 if where.startswith("tcp:"):
-    port = server.listen("127.0.0.1", int(where[4:]))
-    print(f"ws://127.0.0.1:{port}", flush=True)
+    print(server.listen("127.0.0.1", int(where[4:])), flush=True)
 else:
     print(server.listen_unix(where), flush=True)
 try:
