@@ -1,10 +1,12 @@
 """Our Python host: `unienv_remote.RemoteServer` hosting, as `pendulum`,
 either one `FromGymnasiumEnv(gymnasium.make("Pendulum-v1"))` (the default)
-or, with `batched`, a `BatchedEnv` of 8 `gymnasium.make("Pendulum-v1")`;
+or, with `batched`, a `BatchedEnv` of 8 `gymnasium.make("Pendulum-v1")`, or,
+with `fleet`, 8 single ones as `pendulum0` .. `pendulum7` (8 domains, as one
+server process of `benches/throughput.py`'s 16 single remote envs);
 listening on the Unix socket PATH (or, given `tcp:PORT`, on 127.0.0.1:PORT) until
 killed. Prints the URL.
 
-  python pendulum_server.py PATH|tcp:PORT [single|batched]
+  python pendulum_server.py PATH|tcp:PORT [single|batched|fleet]
 """
 import sys
 import time
@@ -18,12 +20,14 @@ kind = sys.argv[2] if len(sys.argv) > 2 else "single"
 server = RemoteServer()
 if kind == "batched":
     server.register("pendulum", BatchedEnv([lambda: gymnasium.make("Pendulum-v1")] * 8))
+elif kind == "fleet":
+    for i in range(8):
+        server.register(f"pendulum{i}", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
 else:
     server.register("pendulum", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
 where = sys.argv[1]
 if where.startswith("tcp:"):
-    port = server.listen("127.0.0.1", int(where[4:]))
-    print(f"ws://127.0.0.1:{port}", flush=True)
+    print(server.listen("127.0.0.1", int(where[4:])), flush=True)
 else:
     print(server.listen_unix(where), flush=True)
 try:

@@ -10,6 +10,8 @@
 #   benches/profile/wakeups.sh rust     # target/release/unienv-remote serve --fixtures, env bench_state
 #   benches/profile/wakeups.sh python   # RemoteServer hosting Pendulum-v1
 #   benches/profile/wakeups.sh batched  # a BatchedEnv of 8 Pendulum-v1
+#   benches/profile/wakeups.sh fleet    # 8 single Pendulum-v1 (8 domains), stepped
+#                                       # lockstep by a RemoteVectorEnv: per step = 8 requests
 #
 # SERVER_PYTHONPATH puts another build of the package first for the server
 # only (the client keeps the venv's). N1/N2 (default 500/2500) and TRANSPORT (unix, the default, or tcp: a
@@ -36,12 +38,12 @@ case $what in
     env_id=bench_state
     "${BIN:-target/release/unienv-remote}" serve --fixtures "${listen[@]}" >/dev/null 2>"$dir/log" &
     ;;
-  python|batched)
+  python|batched|fleet)
     env_id=pendulum
-    kind=single; [ "$what" = batched ] && kind=batched
+    kind=single; [ "$what" = batched ] && kind=batched; [ "$what" = fleet ] && kind=fleet
     PYTHONPATH=${SERVER_PYTHONPATH:-${PYTHONPATH:-}} "$PY" benches/profile/pendulum_server.py "$where" "$kind" >"$dir/out" 2>"$dir/log" &
     ;;
-  *) echo "usage: $0 rust|python|batched" >&2; exit 2 ;;
+  *) echo "usage: $0 rust|python|batched|fleet" >&2; exit 2 ;;
 esac
 pid=$!
 up() {
@@ -49,7 +51,11 @@ up() {
 }
 for _ in $(seq 600); do up && break; sleep 0.1; done
 up || { echo "the server did not start"; cat "$dir/log"; exit 1; }
-"$PY" benches/profile/step_n.py "$url" "$env_id" 100   # warm-up
+client() {
+  if [ "$what" = fleet ]; then "$PY" benches/profile/step_fleet.py "$url" "$1"
+  else "$PY" benches/profile/step_n.py "$url" "$env_id" "$1"; fi
+}
+client 100   # warm-up
 
 # One line per thread: tid name voluntary involuntary run_ns
 sample() {
@@ -64,7 +70,7 @@ sample() {
 }
 interval() {
   sample > "$dir/before"
-  "$PY" benches/profile/step_n.py "$url" "$env_id" "$1"
+  client "$1"
   sample > "$dir/after"
   # tid name dvol dinv drun
   join <(sort -k1,1 "$dir/before") <(sort -k1,1 "$dir/after") |
