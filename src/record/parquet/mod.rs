@@ -26,7 +26,9 @@
 //! and `ParquetStorage` reads the first `num_rows` rows only.
 //!
 //! Pieces hold `piece_size` rows (see [`piece_size`]); the last one,
-//! partial, is kept in memory and rewritten at each commit.
+//! partial, is kept in memory and rewritten at each commit: its earlier
+//! row groups copied as they were written, the commit's rows encoded as a
+//! row group of their own (up to [`MAX_GROUPS`], then all again as one).
 
 mod arrow_schema;
 mod piece;
@@ -35,7 +37,7 @@ pub use piece::PieceError;
 
 use super::buffer::write_swapped_via;
 use super::format::{Column, ExternalBuffer, ExternalFormat, RecordFormat};
-use piece::PieceCodec;
+use piece::{Encoded, PieceCodec};
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -107,12 +109,21 @@ impl ExternalFormat for ParquetFormat {
     }
 }
 
+/// Row groups a partial piece gathers (one per commit) before a commit
+/// encodes its rows again as one: bounds what a piece's footer and the
+/// copies of its earlier row groups cost when episodes are short.
+const MAX_GROUPS: usize = 16;
+
 /// One storage (one column of a buffer).
 struct Storage {
     dir: PathBuf,
     codec: PieceCodec,
     /// The rows of the piece being filled (from `tail_start` on).
     rows: Vec<u8>,
+    /// The piece being filled as last written (empty if not yet), and how
+    /// many of its first rows that holds.
+    written: Encoded,
+    encoded: usize,
     /// `_metadata.json` before and after its `num_rows`.
     metadata: (String, String),
     tmp_piece: PathBuf,
@@ -189,6 +200,8 @@ impl ParquetColumns {
             let tmp = c.dir.join(".tmp");
             std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
             storages.push(Storage {
+                written: Encoded::default(),
+                encoded: 0,
                 dir: c.dir.clone(),
                 rows: Vec::with_capacity(piece * codec.row_bytes()),
                 codec,
@@ -223,6 +236,7 @@ impl ParquetColumns {
         let name = piece_name(start / piece);
         for s in &mut self.storages {
             s.rows.clear();
+            s.forget_written();
             if self.fill > 0 {
                 s.codec
                     .decode(&s.dir.join(&name), self.fill, &mut s.rows)
@@ -232,14 +246,27 @@ impl ParquetColumns {
         Ok(())
     }
 
-    /// Writes the piece being filled (its `fill` rows).
+    /// Writes the piece being filled (its `fill` rows): its rows not
+    /// written yet as a row group after the ones written before (all of
+    /// them as one when [`MAX_GROUPS`] are reached).
     fn write_piece(&mut self) -> io::Result<()> {
         let name = piece_name(self.tail_start / self.piece as u64);
         for s in &mut self.storages {
-            s.codec
-                .encode(&s.rows, self.fill, &mut self.encoded)
+            if s.written.groups.len() >= MAX_GROUPS {
+                s.forget_written();
+            }
+            let width = s.codec.row_bytes();
+            let new = &s.rows[s.encoded * width..self.fill * width];
+            let groups = s
+                .codec
+                .encode(&s.written, new, self.fill - s.encoded, &mut self.encoded)
                 .map_err(other)?;
             write_swapped_via(&s.tmp_piece, &s.dir.join(&name), &self.encoded)?;
+            s.written = Encoded {
+                file: bytes::Bytes::from(std::mem::take(&mut self.encoded)),
+                groups,
+            };
+            s.encoded = self.fill;
         }
         Ok(())
     }
@@ -256,6 +283,14 @@ impl ParquetColumns {
             )?;
         }
         Ok(())
+    }
+}
+
+impl Storage {
+    /// The next write of the piece encodes all its rows again.
+    fn forget_written(&mut self) {
+        self.written = Encoded::default();
+        self.encoded = 0;
     }
 }
 
@@ -288,7 +323,10 @@ impl ExternalBuffer for ParquetColumns {
                 self.write_piece()?;
                 self.tail_start += self.piece as u64;
                 self.fill = 0;
-                self.storages.iter_mut().for_each(|s| s.rows.clear());
+                for s in &mut self.storages {
+                    s.rows.clear();
+                    s.forget_written();
+                }
             }
         }
         self.written += rows as u64;
@@ -310,6 +348,10 @@ impl ExternalBuffer for ParquetColumns {
             for s in &mut self.storages {
                 let keep = self.fill * s.codec.row_bytes();
                 s.rows.truncate(keep);
+                if s.encoded > self.fill {
+                    // Its row groups hold rows beyond the commit.
+                    s.forget_written();
+                }
             }
             Ok(())
         } else {

@@ -4,8 +4,10 @@
 //! A piece is the file pyarrow writes of unienv_data's table
 //! (`_numpy_arrays_to_arrow_table`: a column `data`) as
 //! `_write_piece_to_disk` does, minus the dictionary encoding and column
-//! statistics its reader never uses: one row group, data pages of
-//! version 1, PLAIN values, snappy. The Parquet schema is pyarrow's for
+//! statistics its reader never uses: data pages of version 1, PLAIN
+//! values, snappy; but in a row group per commit rather than one in all,
+//! so that a commit encodes only its own rows and copies the earlier row
+//! groups' bytes (pyarrow reads the row groups of a piece as one table). The Parquet schema is pyarrow's for
 //! that table:
 //!
 //! ```text
@@ -25,12 +27,13 @@
 
 use super::arrow_schema;
 use crate::codec::{DType, ScalarKind};
+use bytes::Bytes;
 use parquet::basic::{Compression, LogicalType, Repetition, Type as Physical};
 use parquet::column::reader::ColumnReader;
-use parquet::column::writer::ColumnWriter;
+use parquet::column::writer::{ColumnCloseResult, ColumnWriter};
 use parquet::data_type::{ByteArray, FixedLenByteArray};
 use parquet::errors::ParquetError;
-use parquet::file::metadata::KeyValue;
+use parquet::file::metadata::{ColumnChunkMetaData, KeyValue};
 use parquet::file::properties::{
     EnabledStatistics, WriterProperties, WriterPropertiesPtr, WriterVersion,
 };
@@ -53,6 +56,22 @@ pub enum PieceError {
     /// A piece that does not hold what the storage declares.
     #[error("{0}")]
     Content(String),
+}
+
+/// One row group of a piece: its column chunk (where it is in the file)
+/// and its rows.
+#[derive(Clone)]
+pub(super) struct Group {
+    chunk: ColumnChunkMetaData,
+    rows: u64,
+}
+
+/// A piece as written: its bytes and its row groups (to be copied into
+/// the next version of the piece, see [`PieceCodec::encode`]).
+#[derive(Clone, Default)]
+pub(super) struct Encoded {
+    pub file: Bytes,
+    pub groups: Vec<Group>,
 }
 
 /// How one column's pieces are encoded: its schema, writer properties and
@@ -179,14 +198,17 @@ impl PieceCodec {
         self.elements * self.dtype.itemsize()
     }
 
-    /// Encodes `rows` rows (their bytes back to back, C order) as a
-    /// piece into `out` (cleared first).
+    /// Encodes a piece into `out` (cleared first): the row groups of
+    /// `earlier` (a piece this codec wrote, `earlier.file`), copied as they
+    /// are, then `rows` more rows (their bytes back to back, C order) in a
+    /// row group of their own; returns the new piece's row groups.
     pub(super) fn encode(
         &mut self,
+        earlier: &Encoded,
         bytes: &[u8],
         rows: usize,
         out: &mut Vec<u8>,
-    ) -> Result<(), PieceError> {
+    ) -> Result<Vec<Group>, PieceError> {
         let values = rows * self.elements;
         if bytes.len() != rows * self.row_bytes() {
             return Err(PieceError::Content(format!(
@@ -206,6 +228,21 @@ impl PieceCodec {
         out.clear();
         let mut file =
             SerializedFileWriter::new(&mut *out, self.schema.clone(), self.props.clone())?;
+        for g in &earlier.groups {
+            let mut group = file.next_row_group()?;
+            group.append_column(
+                &earlier.file,
+                ColumnCloseResult {
+                    bytes_written: u64::try_from(g.chunk.compressed_size()).unwrap_or(0),
+                    rows_written: g.rows,
+                    metadata: g.chunk.clone(),
+                    bloom_filter: None,
+                    column_index: None,
+                    offset_index: None,
+                },
+            )?;
+            group.close()?;
+        }
         let mut group = file.next_row_group()?;
         let mut column = group
             .next_column()?
@@ -270,8 +307,15 @@ impl PieceCodec {
         }
         column.close()?;
         group.close()?;
-        file.close()?;
-        Ok(())
+        let metadata = file.close()?;
+        Ok(metadata
+            .row_groups()
+            .iter()
+            .map(|g| Group {
+                chunk: g.column(0).clone(),
+                rows: u64::try_from(g.num_rows()).unwrap_or(0),
+            })
+            .collect())
     }
 
     /// Reads the piece at `path` (ours, or pyarrow's of the same table)

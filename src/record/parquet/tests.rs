@@ -95,7 +95,9 @@ fn pieces_decode_to_the_rows_encoded() {
                 })
                 .collect();
             let mut out = Vec::new();
-            codec.encode(&bytes, rows, &mut out).unwrap();
+            codec
+                .encode(&piece::Encoded::default(), &bytes, rows, &mut out)
+                .unwrap();
             let path = dir.path().join("piece.parquet");
             std::fs::write(&path, &out).unwrap();
             let mut back = Vec::new();
@@ -105,4 +107,33 @@ fn pieces_decode_to_the_rows_encoded() {
     }
     assert!(PieceCodec::new(DType::C64, &[2]).is_err());
     assert!(PieceCodec::new(DType::F32, &[0]).is_err());
+}
+
+/// One-row commits into 64-row pieces: each commit adds a row group to
+/// the partial piece (the earlier ones copied), up to `MAX_GROUPS`, then
+/// the piece is encoded again as one; every version reads back whole.
+#[test]
+fn commits_append_row_groups_up_to_the_limit() {
+    use parquet::file::reader::FileReader;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<f32> = (0..100 * 3).map(|i| i as f32 * 0.5).collect();
+    let format = ParquetFormat::new(64 * 12);
+    let mut w = format
+        .open(&[column(dir.path(), DType::F32, &[3])], 0)
+        .unwrap();
+    let mut most = 0;
+    for i in 0..100 {
+        w.write(vec![f32_rows(&data[i * 3..i * 3 + 3])], 1, true)
+            .unwrap();
+        let (got, n) = read_storage(dir.path(), DType::F32, &[3]).unwrap();
+        assert_eq!((got, n), (f32_rows(&data[..(i + 1) * 3]), i as u64 + 1));
+        let piece = dir.path().join(piece_name(i as u64 / 64));
+        let file = std::fs::File::open(piece).unwrap();
+        let groups = parquet::file::serialized_reader::SerializedFileReader::new(file)
+            .unwrap()
+            .num_row_groups();
+        assert!(groups <= MAX_GROUPS, "{groups} row groups");
+        most = most.max(groups);
+    }
+    assert_eq!(most, MAX_GROUPS);
 }
