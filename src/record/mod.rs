@@ -52,7 +52,7 @@ mod vector;
 
 pub use buffer::RESERVED_LENGTH;
 pub use format::{Column, ExternalBuffer, ExternalFormat, RecordFormat, Staged};
-pub use parquet::{piece_size, ParquetFormat, PieceError, PIECE_BYTES, STORAGE_CLASS};
+pub use parquet::{piece_size, ParquetFormat, PIECE_BYTES, STORAGE_CLASS};
 pub use stats::RecordStats;
 pub use vector::{RowKind, VectorRecord};
 

@@ -33,8 +33,6 @@
 mod arrow_schema;
 mod piece;
 
-pub use piece::PieceError;
-
 use super::buffer::write_swapped_via;
 use super::format::{Column, ExternalBuffer, ExternalFormat, RecordFormat};
 use piece::{Encoded, PieceCodec};
