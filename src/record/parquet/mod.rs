@@ -201,7 +201,8 @@ impl ParquetColumns {
                 written: Encoded::default(),
                 encoded: 0,
                 dir: c.dir.clone(),
-                rows: Vec::with_capacity(piece * codec.row_bytes()),
+                // (a resumed storage's piece_size is read from its file)
+                rows: Vec::with_capacity(piece.saturating_mul(codec.row_bytes()).min(1 << 24)),
                 codec,
                 metadata: metadata_template(piece, &c.shape, c.dtype.to_native().name()),
                 tmp_piece: tmp.join("piece.parquet"),
