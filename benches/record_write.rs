@@ -4,10 +4,11 @@
 //! Pendulum-shaped sub-envs (observation `Box(3,) float32`, action
 //! `Box(1,) float32`; flattened elements, one file each), episodes of 200
 //! steps; and, for the floor, the same number of files of the same size
-//! written by a plain loop (`std::fs::write`).
+//! written by a plain loop (`std::fs::write`). With `--format parquet`,
+//! the Parquet format instead (pieces of 512 transitions; no plain loop).
 //!
 //! ```sh
-//! cargo bench --bench record_write -- [--steps N] [DIR ...]
+//! cargo bench --bench record_write -- [--steps N] [--format npz|parquet] [DIR ...]
 //! ```
 //!
 //! DIRs default to the system's temporary directory and `/dev/shm`. Figures:
@@ -19,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use unienv_remote::codec::{DType, NdArray, Value};
 use unienv_remote::host::Space;
-use unienv_remote::record::{RowKind, VectorRecord, VectorRecorder};
+use unienv_remote::record::{RecordFormat, RowKind, VectorRecord, VectorRecorder};
 
 const ENVS: usize = 16;
 const EPISODE: usize = 200;
@@ -56,11 +57,10 @@ struct Figures {
     wall_us: f64,
 }
 
-fn record(dir: &Path, steps: usize) -> Figures {
+fn record(dir: &Path, steps: usize, format: RecordFormat) -> Figures {
     let observation = Space::boxed(DType::F32, vec![3], -8.0, 8.0);
     let action = Space::boxed(DType::F32, vec![1], -2.0, 2.0);
-    let recorder = VectorRecorder::start(dir, observation, action, ENVS, Default::default())
-        .expect("recorder");
+    let recorder = VectorRecorder::start(dir, observation, action, ENVS, format).expect("recorder");
     let ids: Vec<usize> = (0..ENVS).collect();
     let reset = VectorRecord {
         env_id: ids.clone(),
@@ -125,11 +125,13 @@ fn plain_files(dir: &Path, count: usize, size: usize) -> f64 {
 
 fn main() {
     let mut steps: usize = 2000;
+    let mut parquet = false;
     let mut dirs: Vec<PathBuf> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--steps" => steps = args.next().and_then(|s| s.parse().ok()).unwrap_or(steps),
+            "--format" => parquet = args.next().as_deref() == Some("parquet"),
             "--bench" => {}
             other => dirs.push(PathBuf::from(other)),
         }
@@ -147,7 +149,19 @@ fn main() {
     );
     for dir in dirs {
         let root = tempfile::tempdir_in(&dir).expect("temporary directory");
-        let f = record(&root.path().join("rec"), steps);
+        if parquet {
+            let f = record(&root.path().join("rec"), steps, RecordFormat::parquet());
+            println!(
+                "{} (parquet): writer {:.2} us CPU/transition, caller {:.2} us CPU/transition, \
+                 wall {:.2} us/transition",
+                dir.display(),
+                f.writer_ns / 1e3,
+                f.caller_ns / 1e3,
+                f.wall_us,
+            );
+            continue;
+        }
+        let f = record(&root.path().join("rec"), steps, RecordFormat::Npz);
         let size = std::fs::metadata(root.path().join("rec/0/storage/inner_storage/0.npz"))
             .map(|m| m.len() as usize)
             .unwrap_or(256);

@@ -17,133 +17,30 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use unienv_remote::codec::Value;
 use unienv_remote::host::Space;
-use unienv_remote::record::{
-    Column, ExternalBuffer, ExternalFormat, RecordFormat, RowKind, Staged, VectorRecord,
-    VectorRecorder,
-};
+use unienv_remote::record::{ParquetFormat, RecordFormat, RowKind, VectorRecord, VectorRecorder};
 
-/// A recording format written by a Python object (the `record_format`
-/// argument: `unienv_remote._record_parquet.ParquetFormat`): its
-/// `storage_class` names the storage, `open(columns, committed)` returns
-/// the writer of one buffer's columns (`write(arrays, rows, commit)`,
-/// `abort()`, `close()`), and `commit_many([(writer, arrays, rows), ...])`
-/// commits several buffers' rows in one call (a list of `None` or an error
-/// message per buffer). It is called on the recorder's thread, which holds
-/// the GIL only for these calls.
-struct PyFormat {
-    factory: Py<PyAny>,
-    class: String,
-}
-
-/// One buffer's columns, written by the Python object `open` returned.
-struct PyColumns {
-    writer: Py<PyAny>,
-}
-
-/// Per column, its bytes as a `uint8` array (no copy).
-fn arrays<'py>(py: Python<'py>, columns: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyList>> {
-    let arrays = PyList::empty(py);
-    for c in columns {
-        arrays.append(numpy::PyArray1::from_vec(py, c))?;
-    }
-    Ok(arrays)
-}
-
-/// Runs `f` attached to the interpreter (an error once it is shutting down).
-fn attached<R>(f: impl FnOnce(Python<'_>) -> PyResult<R>) -> Result<R, String> {
-    match Python::try_attach(|py| f(py).map_err(|e| e.to_string())) {
-        Some(outcome) => outcome,
-        None => Err("the Python interpreter is shutting down".into()),
-    }
-}
-
-impl ExternalFormat for PyFormat {
-    fn storage_class(&self) -> &str {
-        &self.class
-    }
-
-    fn open(&self, columns: &[Column], committed: u64) -> Result<Box<dyn ExternalBuffer>, String> {
-        attached(|py| {
-            let list = PyList::empty(py);
-            for c in columns {
-                list.append((c.dir.clone(), c.dtype.name(), c.shape.clone()))?;
-            }
-            let writer = self.factory.call_method1(py, "open", (list, committed))?;
-            Ok(Box::new(PyColumns { writer }) as Box<dyn ExternalBuffer>)
-        })
-    }
-
-    fn commit_many(&self, batch: Vec<Staged<'_>>) -> Vec<std::io::Result<()>> {
-        let n = batch.len();
-        let outcome = attached(|py| {
-            let items = PyList::empty(py);
-            for staged in batch {
-                let Some(columns) = staged.buffer.as_any_mut().downcast_ref::<PyColumns>() else {
-                    return Err(PyRuntimeError::new_err("a buffer of another format"));
-                };
-                let writer = columns.writer.clone_ref(py);
-                items.append((writer, arrays(py, staged.columns)?, staged.rows))?;
-            }
-            let errors = self.factory.call_method1(py, "commit_many", (items,))?;
-            let errors: Vec<Option<String>> = errors.extract(py)?;
-            if errors.len() != n {
-                return Err(PyRuntimeError::new_err(
-                    "commit_many returned a list of another length",
-                ));
-            }
-            Ok(errors)
-        });
-        match outcome {
-            Ok(errors) => errors
-                .into_iter()
-                .map(|e| e.map_or(Ok(()), |e| Err(std::io::Error::other(e))))
-                .collect(),
-            Err(e) => (0..n)
-                .map(|_| Err(std::io::Error::other(e.clone())))
-                .collect(),
-        }
-    }
-}
-
-impl ExternalBuffer for PyColumns {
-    fn write(&mut self, columns: Vec<Vec<u8>>, rows: usize, commit: bool) -> std::io::Result<()> {
-        attached(|py| {
-            self.writer
-                .call_method1(py, "write", (arrays(py, columns)?, rows, commit))
-                .map(drop)
-        })
-        .map_err(std::io::Error::other)
-    }
-
-    fn abort(&mut self) -> std::io::Result<()> {
-        attached(|py| self.writer.call_method0(py, "abort").map(drop))
-            .map_err(std::io::Error::other)
-    }
-
-    fn close(&mut self) {
-        if let Err(e) = attached(|py| self.writer.call_method0(py, "close").map(drop)) {
-            tracing::warn!(error = %e, "recording: closing the storage writer failed");
-        }
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-        self
-    }
-}
-
-/// The [`RecordFormat`] for a `record_format` argument: NPZ for `None`,
-/// else the Python object's (see [`PyFormat`]).
-pub fn format(factory: Option<&Bound<'_, PyAny>>) -> PyResult<RecordFormat> {
-    let Some(factory) = factory.filter(|f| !f.is_none()) else {
+/// The [`RecordFormat`] for a `record_format` argument (as
+/// `unienv_remote._record.native_format` makes it): NPZ for `None`, the
+/// Parquet format for `("parquet", piece_bytes)` (pieces sized for about
+/// `piece_bytes` bytes of rows), written by the recorder's thread.
+pub fn format(spec: Option<&Bound<'_, PyAny>>) -> PyResult<RecordFormat> {
+    let Some(spec) = spec.filter(|f| !f.is_none()) else {
         return Ok(RecordFormat::Npz);
     };
-    let class: String = factory.getattr("storage_class")?.extract()?;
-    Ok(RecordFormat::External(std::sync::Arc::new(PyFormat {
-        factory: factory.clone().unbind(),
-        class,
-    })))
+    let (name, piece_bytes): (String, usize) = spec.extract().map_err(|_| {
+        PyValueError::new_err("record_format: expected None or (\"parquet\", piece_bytes)")
+    })?;
+    match name.as_str() {
+        "parquet" => Ok(RecordFormat::External(Arc::new(ParquetFormat::new(
+            piece_bytes,
+        )))),
+        other => Err(PyValueError::new_err(format!(
+            "record_format: no format {other:?}"
+        ))),
+    }
 }
 
 /// A vector env's recording (`_native.Recorder(dir, observation_space,
@@ -349,8 +246,7 @@ impl PyRecorder {
 
 impl Drop for PyRecorder {
     /// A recorder collected without `close()`: the writer thread commits
-    /// what is open and may need the GIL for it (Parquet), so it is waited
-    /// for with the GIL released.
+    /// what is open, waited for with the GIL released.
     fn drop(&mut self) {
         let recorder = &self.recorder;
         if Python::try_attach(|py| py.detach(|| recorder.close())).is_none() {

@@ -4,20 +4,25 @@ one storage per leaf) that ``ReplayBuffer.load_from`` opens with unienv_data
 and pyarrow alone (a fresh interpreter that never imports ``unienv_remote``),
 holding exactly what the client or the learner saw; committed at each
 episode's end (a SIGKILL loses only the open episode), resumed by a second
-run, and refused with a clear ``ImportError`` when pyarrow is missing.
+run. The pieces are written by the Rust recorder (no pyarrow): they are
+compared here with the files pyarrow writes of unienv_data's own tables,
+for every dtype and shape the recorder stores, value for value, schema for
+schema and byte for byte where pyarrow's bytes are ours to match (the
+``ARROW:schema`` and ``column_shapes`` keys, ``_metadata.json``).
 
-Most tests shrink the pieces to 16 rows (``PIECE_BYTES``) so that episodes
-span pieces and commits rewrite partial ones.
+Most tests shrink the pieces to 16 rows (``PARQUET_PIECE_BYTES``) so that
+episodes span pieces and commits rewrite partial ones.
 """
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import numpy as np
 import pytest
@@ -28,10 +33,10 @@ import unienv_interface.remote as reference  # noqa: E402
 from gymnasium.vector import AutoresetMode  # noqa: E402
 
 import unienv_remote  # noqa: E402
-from unienv_remote import RemoteVectorEnv, _record_parquet  # noqa: E402
+from unienv_remote import RemoteVectorEnv, _record  # noqa: E402
 
 from test_record import (CopyingCounter, TickCounter, committed, drive_batched, expected_segments,  # noqa: E402
-                         load, run_episodes, wait_for)
+                         load, run_episodes, serve, wait_for)
 from test_record_vector import check, drive, server  # noqa: E402,F401
 
 PARQUET = "unienv_data.storages.parquet.ParquetStorage"
@@ -40,7 +45,7 @@ PARQUET = "unienv_data.storages.parquet.ParquetStorage"
 @pytest.fixture
 def small_pieces(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Pieces of 16 rows (the smallest piece_size)."""
-    monkeypatch.setattr(_record_parquet, "PIECE_BYTES", 1)
+    monkeypatch.setattr(_record, "PARQUET_PIECE_BYTES", 1)
     yield
 
 
@@ -83,6 +88,23 @@ def test_three_episodes_through_the_reference_client(tmp_path: Path, small_piece
     assert pieces(tmp_path / "ticks" / "storage" / "obs.tick")
 
 
+def test_serve_records_parquet_without_python(tmp_path: Path) -> None:
+    """``serve --record DIR --record-format parquet`` (the Rust host alone)."""
+    server = serve("--fixtures", "--record", str(tmp_path), "--record-format", "parquet")
+    try:
+        client = reference.RemoteClient.connect(server.url)
+        episodes = run_episodes(client.env("counter"), 3, np.random.default_rng(1))
+        client.close()
+    finally:
+        server.stop()
+    path = tmp_path / "counter"
+    assert PARQUET in (path / "storage" / "flattened_metadata.json").read_text()
+    assert pieces(path / "storage" / "inner_storage") == ["part-000000.parquet"]
+    loaded = load(path)[str(path)]
+    assert loaded["segments"] == expected_segments(episodes)
+    assert loaded["items"] == [t for steps in episodes for t in steps]
+
+
 def test_a_batched_env_records_as_the_npz_format_does(tmp_path: Path, small_pieces: None) -> None:
     """The same calls on a batched counter (reset by masks) recorded in both
     formats: the buffers load equal (the NPZ ones equal the reference
@@ -122,8 +144,8 @@ import sys
 sys.path.insert(0, sys.argv[2])
 from test_record import CopyingCounter
 import unienv_remote
-from unienv_remote import _record_parquet
-_record_parquet.PIECE_BYTES = 1
+from unienv_remote import _record
+_record.PARQUET_PIECE_BYTES = 1
 server = unienv_remote.RemoteServer(idle_timeout=None, record_dir=sys.argv[1], record_format="parquet")
 server.register("counter", CopyingCounter())
 print(server.listen("127.0.0.1", 0), flush=True)
@@ -162,7 +184,7 @@ def test_a_second_run_resumes_the_recording(tmp_path: Path, monkeypatch: pytest.
     first run's piece_size (although its own would differ)."""
     episodes = []
     for run in range(2):
-        monkeypatch.setattr(_record_parquet, "PIECE_BYTES", 1 if run == 0 else 1 << 20)
+        monkeypatch.setattr(_record, "PARQUET_PIECE_BYTES", 1 if run == 0 else 1 << 20)
         server = host(tmp_path, ("counter", CopyingCounter()))
         try:
             client = reference.RemoteClient.connect(server.listen("127.0.0.1", 0))
@@ -188,98 +210,244 @@ def test_a_second_run_resumes_the_recording(tmp_path: Path, monkeypatch: pytest.
     assert load(path)[str(path)] == loaded
 
 
+
 NO_PYARROW = r"""
-import sys
+import json, sys
 sys.modules["pyarrow"] = None  # as if it were not installed
+sys.path.insert(0, sys.argv[2])
+import numpy as np
+import unienv_interface.remote as reference
 import unienv_remote
-for make in (lambda: unienv_remote.RemoteServer(record_dir=sys.argv[1], record_format="parquet"),
-             lambda: unienv_remote.RemoteVectorEnv([("ws://127.0.0.1:9", "x")], record_dir=sys.argv[1],
-                                                   record_format="parquet")):
-    try:
-        make()
-    except ImportError as e:
-        print(e)
-unienv_remote.RemoteServer(record_dir=sys.argv[1]).close()  # NPZ needs no pyarrow
-print("npz ok")
+from unienv_remote import _record
+from test_record import CopyingCounter, run_episodes
+_record.PARQUET_PIECE_BYTES = 1
+server = unienv_remote.RemoteServer(idle_timeout=None, record_dir=sys.argv[1], record_format="parquet")
+server.register("counter", CopyingCounter())
+client = reference.RemoteClient.connect(server.listen("127.0.0.1", 0))
+episodes = run_episodes(client.env("counter"), 3, np.random.default_rng(8))
+client.close()
+server.close()
+assert "pyarrow" not in sys.modules or sys.modules["pyarrow"] is None
+print(json.dumps(episodes))
 """
 
 
-def test_parquet_without_pyarrow_is_a_clear_import_error(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", NO_PYARROW, str(tmp_path)], capture_output=True, text=True,
-                          timeout=120)
+def test_recording_needs_no_pyarrow(tmp_path: Path) -> None:
+    """The Rust writer records Parquet in a process without pyarrow;
+    unienv_data (with pyarrow) loads what the client saw."""
+    done = subprocess.run([sys.executable, "-c", NO_PYARROW, str(tmp_path), str(Path(__file__).parent)],
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert len(lines) == 3 and lines[2] == "npz ok", done.stdout
-    for line in lines[:2]:
-        assert "pip install pyarrow" in line and "record_format='parquet'" in line
+    episodes = json.loads(done.stdout.splitlines()[-1])
+    path = tmp_path / "counter"
+    loaded = load(path)[str(path)]
+    assert loaded["segments"] == expected_segments(episodes)
+    assert loaded["items"] == [t for steps in episodes for t in steps]
     with pytest.raises(ValueError, match="record_format"):
         unienv_remote.RemoteServer(record_format="hdf5")
 
 
-def test_rows_handed_over_early_then_aborted_stay_uncommitted(tmp_path: Path, small_pieces: None) -> None:
-    """The writer's own contract (an episode beyond 4 MiB is handed over in
-    parts; a failed one is aborted): full pieces written early hold rows
-    beyond ``num_rows``, which an abort forgets and the next commit
-    overwrites; unienv_data reads the committed rows."""
-    from unienv_data.storages.parquet import ParquetStorage
-    from unienv_interface.backends import NumpyComputeBackend
-    from unienv_interface.space import BoxSpace
+class AllDtypes(TickCounter):
+    """The counter with an observation leaf of every dtype unienv_data's
+    Parquet storage holds (and the int64 tick: stored per leaf, each leaf a
+    storage of its own dtype and shape): scalars, (1,), multi-dim. (Not
+    float16: the protocol's space documents have no name for it, so no env
+    declares it.)"""
 
-    def rows(a: np.ndarray) -> List[np.ndarray]:
-        return [np.frombuffer(a.tobytes(), np.uint8)]
+    LEAVES = {"f32": ("float32", (3, 2)), "f64": ("float64", ()),
+              "i8": ("int8", (2,)), "i16": ("int16", ()), "i32": ("int32", (1,)),
+              "u8": ("uint8", (2, 2)), "u16": ("uint16", (3,)), "u32": ("uint32", ()),
+              "u64": ("uint64", (2,)), "flag": ("bool", (2,))}
 
-    data = np.arange(60 * 3, dtype=np.float32).reshape(60, 3)
-    columns = _record_parquet.ParquetColumns([(str(tmp_path), "float32", [3])], 0)
-    columns.write(rows(data[:10]), 10, True)
-    columns.write(rows(-data[10:40]), 30, False)  # pieces 0 and 1 written, not committed
-    assert pieces(tmp_path) == ["part-000000.parquet", "part-000001.parquet"]
-    columns.abort()
-    columns.write(rows(data[10:15]), 5, True)
-    columns.close()
-    assert sorted(os.listdir(tmp_path))[0] == "_metadata.json" and not (tmp_path / ".tmp").exists()
-    space = BoxSpace(NumpyComputeBackend, -np.inf, np.inf, np.float32, shape=(3,))
-    storage = ParquetStorage.load_from(tmp_path, space, read_only=True)
-    assert len(storage) == 15
-    np.testing.assert_array_equal(storage.get(slice(0, 15)), data[:15])
+    def __init__(self) -> None:
+        super().__init__()
+        from unienv_interface.backends import NumpyComputeBackend as B
+        from unienv_interface.space import BinarySpace, BoxSpace, DictSpace
+
+        spaces = dict(self.observation_space.spaces)
+        for name, (dtype, shape) in self.LEAVES.items():
+            if dtype == "bool":
+                spaces[name] = BinarySpace(B, shape=shape)
+            elif dtype.startswith("float"):
+                spaces[name] = BoxSpace(B, -np.inf, np.inf, np.dtype(dtype), shape=shape)
+            else:
+                info = np.iinfo(dtype)
+                spaces[name] = BoxSpace(B, info.min, info.max, np.dtype(dtype), shape=shape)
+        self.observation_space = DictSpace(B, spaces)
+
+    def extra(self, obs: Dict[str, Any]) -> Dict[str, Any]:
+        rng = np.random.default_rng(self.tick % 1000)
+        out = dict(obs)
+        for name, (dtype, shape) in self.LEAVES.items():
+            if dtype == "bool":
+                out[name] = rng.random(shape) < 0.5
+            elif dtype.startswith("float"):
+                out[name] = np.asarray(rng.normal(size=shape) * 100, dtype=dtype)
+            else:
+                info = np.iinfo(dtype)
+                out[name] = np.asarray(rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True))
+        return out
+
+    def reset(self, *, mask=None, seed=None, **kwargs):
+        context, obs, info = super().reset(mask=mask, seed=seed, **kwargs)
+        return context, self.extra(obs), info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return self.extra(obs), reward, terminated, truncated, info
 
 
-def test_metadata_is_written_as_unienv_data_writes_it(tmp_path: Path) -> None:
+def leaf(item: Dict[str, Any], key: str) -> np.ndarray:
+    """The array of ``key`` (``next_obs/f16``) in one loaded transition."""
+    for part in key.split("/"):
+        item = item[part]
+    return np.array(item["data"], dtype=item["dtype"]).reshape(item["shape"])
+
+
+def compare_with_pyarrow(storage: Path, rows: List[np.ndarray]) -> None:
+    """``storage`` (written by us) against what unienv_data writes of
+    ``rows`` (``_numpy_arrays_to_arrow_table``, ``_write_piece_to_disk``'s
+    ``pq.write_table``, ``_write_metadata``): the same ``_metadata.json``
+    bytes, and per piece the same Arrow schema with its metadata, the same
+    Parquet schema, the same ``ARROW:schema`` and ``column_shapes`` bytes,
+    and equal tables (values, types, row count; ours in a row group per
+    commit)."""
     from unienv_data.storages import parquet
 
-    shapes = {"data": (3, 2)}
-    parquet._write_metadata(str(tmp_path), 512, 1234, shapes, "snappy", column_dtypes={"data": "float32"})
-    ours = _record_parquet.metadata_bytes(512, 1234, shapes, "snappy", {"data": "float32"})
-    assert (tmp_path / "_metadata.json").read_bytes() == ours
+    meta = json.loads((storage / "_metadata.json").read_text())
+    piece, count = meta["piece_size"], meta["num_rows"]
+    assert count == len(rows)
+    spec = ("data", rows[0].dtype, rows[0].shape)
+    theirs_dir = storage.parent / (storage.name + ".pyarrow")
+    theirs_dir.mkdir()
+    try:
+        parquet._write_metadata(str(theirs_dir), piece, count, {"data": rows[0].shape}, "snappy",
+                                column_dtypes=parquet._serialize_column_dtypes([spec]))
+        assert (storage / "_metadata.json").read_bytes() == (theirs_dir / "_metadata.json").read_bytes()
+        for index in range(-(-count // piece)):
+            part = np.stack(rows[index * piece:(index + 1) * piece])
+            parquet._write_piece_to_disk(str(theirs_dir), index, {"data": part}, [spec], len(part),
+                                         {"data": rows[0].shape}, "snappy")
+            name = parquet._piece_filename(index)
+            ours_file = parquet.pq.ParquetFile(storage / name)
+            theirs_file = parquet.pq.ParquetFile(theirs_dir / name)
+            assert ours_file.schema.equals(theirs_file.schema), (storage, ours_file.schema, theirs_file.schema)
+            ours_kv, theirs_kv = ours_file.metadata.metadata, theirs_file.metadata.metadata
+            assert ours_kv == theirs_kv, storage
+            # (one row group per commit that wrote to the piece, pyarrow's one in all)
+            assert ours_file.metadata.num_row_groups >= 1
+            ours = parquet.pq.read_table(storage / name)
+            theirs = parquet.pq.read_table(theirs_dir / name)
+            assert ours.schema.equals(theirs.schema, check_metadata=True), (storage, ours.schema)
+            assert ours.equals(theirs), storage
+            values = parquet._arrow_table_to_numpy_arrays(ours, {"data": rows[0].shape})["data"]
+            assert values.dtype == part.dtype and values.tobytes() == part.tobytes()
+    finally:
+        shutil.rmtree(theirs_dir)
 
 
-def test_pieces_and_metadata_are_written_as_unienv_data_writes_them(tmp_path: Path) -> None:
-    """The writer's cached schema and ``_metadata.json`` template give the
-    bytes unienv_data's own helpers give, piece by piece (flattened float64,
-    per-leaf float32 of shape (3, 2), (1,)-shaped and scalar int64, bool)."""
-    from unienv_data.storages import parquet
+def test_every_dtype_and_shape_as_pyarrow_writes_it(tmp_path: Path, small_pieces: None) -> None:
+    """A storage per leaf of every dtype (scalars, (1,), multi-dim, bool,
+    integers, floats), checked against pyarrow's files after each episode's
+    commit: the partial piece rewritten at each commit, the full ones
+    left; the buffer loads as the client saw it."""
+    server = host(tmp_path, ("all", AllDtypes()))
+    path = tmp_path / "all"
+    seen: List[Dict[str, Any]] = []
+    episodes: List[List[Dict[str, Any]]] = []
+    try:
+        client = reference.RemoteClient.connect(server.listen("127.0.0.1", 0))
+        env = client.env("all")
+        for episode in range(3):
+            episodes += run_episodes(env, 1, np.random.default_rng(20 + episode))
+            seen += episodes[-1]
+            wait_for(lambda: committed(path) == len(seen), f"{len(seen)} committed transitions",
+                     lambda: committed(path))
+            storage_map = json.loads((path / "storage" / "dict_storage_metadata.json").read_text())["storage_map"]
+            assert len(storage_map) == 2 * (len(AllDtypes.LEAVES) + 2) + 5
+            for key, entry in storage_map.items():
+                assert entry["type"] == PARQUET
+                compare_with_pyarrow(path / "storage" / entry["path"], [leaf(t, key) for t in seen])
+        client.close()
+    finally:
+        server.close()
+    assert len(seen) > 16, "the episodes span two pieces"
+    loaded = load(path)[str(path)]
+    assert loaded["segments"] == expected_segments(episodes)
+    assert loaded["items"] == seen
 
-    rng = np.random.default_rng(4)
-    cases = [("float64", (10,), rng.random((37, 10))),
-             ("float32", (3, 2), rng.random((5, 3, 2)).astype(np.float32)),
-             ("int64", (1,), rng.integers(-9, 9, size=(16, 1))),
-             ("int64", (), rng.integers(-9, 9, size=(7,))),
-             ("bool", (2,), rng.random((9, 2)) < 0.5)]
-    for dtype, shape, data in cases:
-        spec = ("data", np.dtype(dtype), shape)
-        shapes = {"data": shape}
-        theirs = parquet._numpy_arrays_to_arrow_table({"data": data}, [spec], len(data), {"data": list(shape)})
-        ours = _record_parquet._table(spec, _record_parquet._schema(spec, shapes), data)
-        assert ours.equals(theirs) and ours.schema.metadata == theirs.schema.metadata
-        written = []
-        for table in (theirs, ours):
-            out = parquet.pa.BufferOutputStream()
-            parquet.pq.write_table(table, out, compression="snappy", use_dictionary=False, write_statistics=False)
-            written.append(out.getvalue().to_pybytes())
-        assert written[0] == written[1], (dtype, shape)
-        template = _record_parquet._MetadataTemplate(512, shapes, "snappy", {"data": dtype})
-        for rows in (0, 1, 512, 10**12):
-            assert template.bytes(rows) == _record_parquet.metadata_bytes(512, rows, shapes, "snappy",
-                                                                          {"data": dtype})
+
+def test_a_flattened_storage_as_pyarrow_writes_it(tmp_path: Path, small_pieces: None) -> None:
+    """The flattened transition (one float64 column of every leaf's values)."""
+    server = host(tmp_path, ("counter", CopyingCounter()))
+    path = tmp_path / "counter"
+    try:
+        client = reference.RemoteClient.connect(server.listen("127.0.0.1", 0))
+        episodes = run_episodes(client.env("counter"), 3, np.random.default_rng(1))
+        client.close()
+    finally:
+        server.close()
+    seen = [t for steps in episodes for t in steps]
+    keys = ["action", "context", "next_obs/position", "obs/position", "reward", "terminated", "truncated"]
+    rows = [np.concatenate([leaf(t, k).astype(np.float64).ravel() for k in keys]) for t in seen]
+    compare_with_pyarrow(path / "storage" / "inner_storage", rows)
+
+
+def test_sub_envs_that_end_together_record_as_npz_does(tmp_path: Path, small_pieces: None) -> None:
+    """Three sub-envs truncating on the same step (their episodes committed
+    in one batch): the recording equals the NPZ one of the same run."""
+    server = pendulums(3, 5)
+    try:
+        url = server.listen("127.0.0.1", 0)
+        drive_pendulums(url, tmp_path / "npz", "npz", 17)  # 3 episodes of 5 steps (and autoresets)
+        drive_pendulums(url, tmp_path / "parquet", "parquet", 17)
+    finally:
+        server.close()
+    paths = [tmp_path / fmt / str(i) for fmt in ("npz", "parquet") for i in range(3)]
+    loaded = load(*paths)
+    for i in range(3):
+        npz, parquet = loaded[str(paths[i])], loaded[str(paths[3 + i])]
+        assert npz["segments"] == [[0, 5], [5, 10], [10, 15]]
+        assert parquet == npz
+
+
+def test_a_failed_commit_of_one_buffer_leaves_the_others_committed(tmp_path: Path) -> None:
+    """One buffer's storage failing to commit (its second episode: its
+    ``.tmp`` directory replaced by a file): the other buffers are
+    committed; that buffer keeps its first episode, loses the second, and
+    records the third."""
+    record = tmp_path / "parquet"
+    broken = record / "1" / "storage" / "inner_storage" / ".tmp"
+    ends = 0
+
+    def episode_ended() -> None:
+        nonlocal ends
+        ends += 1
+        wait_for(lambda: committed(record / "2") == 5 * ends, f"episode {ends} of buffer 2",
+                 lambda: committed(record / "2"))
+        if ends == 1:
+            shutil.rmtree(broken)
+            broken.write_bytes(b"")  # the next commit of buffer 1 cannot write its piece
+        elif ends == 2:
+            broken.unlink()
+            broken.mkdir()
+
+    server = pendulums(3, 5)
+    try:
+        url = server.listen("127.0.0.1", 0)
+        drive_pendulums(url, tmp_path / "npz", "npz", 17)
+        drive_pendulums(url, record, "parquet", 17, episode_ended)
+    finally:
+        server.close()
+    assert ends == 3
+    paths = [tmp_path / fmt / str(i) for fmt in ("npz", "parquet") for i in range(3)]
+    loaded = load(*paths)
+    for i in (0, 2):
+        assert loaded[str(paths[3 + i])] == loaded[str(paths[i])]
+    npz, failed = loaded[str(paths[1])], loaded[str(paths[4])]
+    assert npz["segments"] == [[0, 5], [5, 10], [10, 15]]
+    assert failed["segments"] == [[0, 5], [5, 10]]
+    assert failed["items"] == npz["items"][:5] + npz["items"][10:]
 
 
 def pendulums(count: int, steps: int) -> unienv_remote.RemoteServer:
@@ -298,7 +466,7 @@ def pendulums(count: int, steps: int) -> unienv_remote.RemoteServer:
 def drive_pendulums(url: str, record: Path, fmt: str, vector_steps: int,
                     episode_ended: Optional[Callable[[], None]] = None) -> None:
     """Steps the three pendulums; ``episode_ended`` is called after each step
-    on which episodes ended (see :func:`one_call_per_end`)."""
+    on which episodes ended."""
     envs = RemoteVectorEnv([(url, f"pendulum{i}") for i in range(3)], record_dir=record, record_format=fmt)
     actions = np.random.default_rng(5).uniform(-2, 2, size=(vector_steps, 3, 1)).astype(np.float32)
     envs.reset(seed=0)
@@ -309,152 +477,48 @@ def drive_pendulums(url: str, record: Path, fmt: str, vector_steps: int,
     envs.close()
 
 
-def one_call_per_end(calls: Callable[[], int]) -> Callable[[], None]:
-    """An ``episode_ended`` for :func:`drive_pendulums` that waits until the
-    writer has made one more ``commit_many`` call (``calls()`` counts them):
-    each step's episode ends are then committed in a call of their own,
-    however fast the learner steps (the writer commits what ended during one
-    drain of its queue together, so a learner running ahead would put two
-    episodes of a buffer in one call)."""
-    ends = 0
-
-    def wait() -> None:
-        nonlocal ends
-        ends += 1
-        deadline = time.monotonic() + 20
-        while calls() < ends:
-            assert time.monotonic() < deadline, f"no commit for episode end {ends}"
-            time.sleep(0.001)
-
-    return wait
-
-
-def test_one_call_commits_the_sub_envs_that_end_together(tmp_path: Path, small_pieces: None,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Three sub-envs truncating on the same step: their episodes are
-    committed in one ``commit_many`` call of three buffers; the recording
-    equals the NPZ one of the same run."""
-    calls: List[int] = []
-    commit_many = _record_parquet.ParquetFormat.commit_many
-
-    def counting(self: Any, items: Any) -> Any:
-        calls.append(len(items))
-        return commit_many(self, items)
-
-    monkeypatch.setattr(_record_parquet.ParquetFormat, "commit_many", counting)
-    server = pendulums(3, 5)
-    try:
-        url = server.listen("127.0.0.1", 0)
-        drive_pendulums(url, tmp_path / "npz", "npz", 17)  # 3 episodes of 5 steps (and autoresets)
-        drive_pendulums(url, tmp_path / "parquet", "parquet", 17, one_call_per_end(lambda: len(calls)))
-    finally:
-        server.close()
-    assert calls and max(calls) == 3 and sum(calls) == 9, calls
-    paths = [tmp_path / fmt / str(i) for fmt in ("npz", "parquet") for i in range(3)]
-    loaded = load(*paths)
-    for i in range(3):
-        npz, parquet = loaded[str(paths[i])], loaded[str(paths[3 + i])]
-        assert npz["segments"] == [[0, 5], [5, 10], [10, 15]]
-        assert parquet == npz
-
-
-def test_a_failed_commit_of_one_buffer_leaves_the_others_committed(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """One buffer's writer failing in a batched commit (its second episode):
-    the other buffers of the call are committed; that buffer keeps its
-    first episode, loses the second, and records the third."""
-    calls = 0
-    commit_many = _record_parquet.ParquetFormat.commit_many
-
-    def failing(self: Any, items: Any) -> Any:
-        nonlocal calls
-        calls += 1
-        if calls == 2:
-            items = list(items)
-            columns, arrays, rows = items[1]
-
-            class Broken:
-                def write(self, arrays: Any, rows: int, commit: bool) -> None:
-                    raise OSError("disk full")
-
-            broken = Broken()
-            errors = commit_many(self, [items[0], (broken, arrays, rows), items[2]])
-            assert errors[1] is not None and "disk full" in errors[1]
-            return errors
-        return commit_many(self, items)
-
-    monkeypatch.setattr(_record_parquet.ParquetFormat, "commit_many", failing)
-    server = pendulums(3, 5)
-    try:
-        url = server.listen("127.0.0.1", 0)
-        drive_pendulums(url, tmp_path / "npz", "npz", 17)  # the same run (NPZ commits without commit_many)
-        drive_pendulums(url, tmp_path / "parquet", "parquet", 17, one_call_per_end(lambda: calls))
-    finally:
-        server.close()
-    assert calls == 3
-    paths = [tmp_path / fmt / str(i) for fmt in ("npz", "parquet") for i in range(3)]
-    loaded = load(*paths)
-    for i in (0, 2):
-        assert loaded[str(paths[3 + i])] == loaded[str(paths[i])]
-    npz, broken = loaded[str(paths[1])], loaded[str(paths[4])]
-    assert npz["segments"] == [[0, 5], [5, 10], [10, 15]]
-    assert broken["segments"] == [[0, 5], [5, 10]]
-    assert broken["items"] == npz["items"][:5] + npz["items"][10:]
-
-
-KILLED_IN_A_BATCH = r"""
-import json, os, signal, sys
-import numpy as np
+KILLED_WHILE_COMMITTING = r"""
+import sys
 sys.path.insert(0, sys.argv[2])
-from unienv_remote import _record_parquet
-from test_record_parquet import drive_pendulums, one_call_per_end, pendulums
-calls = 0
-def dying(self, items):
-    global calls
-    calls += 1
-    if calls == 2:
-        # What the first call committed (every buffer's metadata.json is
-        # written before the next call), and which storage is written next.
-        columns, arrays, rows = items[0]
-        committed = {}
-        for i in range(3):
-            path = os.path.join(sys.argv[1], str(i), "metadata.json")
-            committed[i] = open(path).read() if os.path.exists(path) else None
-        with open(sys.argv[3], "w") as f:
-            json.dump({"committed": committed, "first": columns._dirs[0]}, f)
-        columns.write(arrays, rows, True)  # the first buffer's storage committed...
-        os.kill(os.getpid(), signal.SIGKILL)  # ...and the process killed before the others
-    return commit_many(self, items)
-commit_many = _record_parquet.ParquetFormat.commit_many
-_record_parquet.ParquetFormat.commit_many = dying
+from unienv_remote import _record
+from test_record_parquet import drive_pendulums, pendulums
+_record.PARQUET_PIECE_BYTES = 1
 server = pendulums(3, 5)
-drive_pendulums(server.listen("127.0.0.1", 0), sys.argv[1], "parquet", 17, one_call_per_end(lambda: calls))
+print("ready", flush=True)
+drive_pendulums(server.listen("127.0.0.1", 0), sys.argv[1], "parquet", 100000)
 """
 
 
-def test_a_crash_between_the_buffers_of_one_batched_commit(tmp_path: Path) -> None:
-    """Killed inside a batched commit, after the first buffer's storage was
-    committed and before the others': every buffer loads with the episodes
-    committed before that call (the first storage's extra rows are beyond
-    its buffer's count, which only ``metadata.json`` advances). How many
-    episodes each call holds depends on how fast the learner steps, so the
-    script writes down what was committed when the second call began."""
-    record, side = tmp_path / "rec", tmp_path / "killed.json"
-    done = subprocess.run([sys.executable, "-c", KILLED_IN_A_BATCH, str(record), str(Path(__file__).parent), str(side)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == -signal.SIGKILL, done.stderr
-    killed = json.loads(side.read_text())
-    paths = [record / str(i) for i in range(3)]
+def test_a_learner_killed_while_committing_keeps_whole_episodes(tmp_path: Path) -> None:
+    """A SIGKILL at an arbitrary moment of a recording that commits all the
+    time (three sub-envs ending every 5 steps, 16-row pieces): every
+    buffer loads with whole episodes, equal to the same run's NPZ
+    recording as far as it got; storages may hold rows beyond the
+    buffer's count, which only ``metadata.json`` advances."""
+    record = tmp_path / "parquet"
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WHILE_COMMITTING, str(record), str(Path(__file__).parent)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        wait_for(lambda: all(committed(record / str(i)) >= 60 for i in range(3)), "12 committed episodes",
+                 deadline=60)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=60)
+    counts = [committed(record / str(i)) for i in range(3)]
+    server = pendulums(3, 5)
+    try:
+        drive_pendulums(server.listen("127.0.0.1", 0), tmp_path / "npz", "npz", (max(counts) // 5) * 6)
+    finally:
+        server.close()
+    paths = [record / str(i) for i in range(3)] + [tmp_path / "npz" / str(i) for i in range(3)]
     loaded = load(*paths)
-    first = None
-    for i, path in enumerate(paths):
-        before = killed["committed"][str(i)]
-        assert before is not None and (path / "metadata.json").read_text() == before  # nothing advanced
-        count = json.loads(before)["count"]
-        assert count % 5 == 0
-        assert loaded[str(path)]["segments"] == [[k, k + 5] for k in range(0, count, 5)]
-        if Path(killed["first"]).is_relative_to(path):
-            first = count
-    assert first is not None
-    # The first storage holds more rows than its buffer's committed count.
-    assert json.loads((Path(killed["first"]) / "_metadata.json").read_text())["num_rows"] > first
+    for i, count in enumerate(counts):
+        got, npz = loaded[str(paths[i])], loaded[str(paths[3 + i])]
+        assert count % 5 == 0 and got["segments"] == [[k, k + 5] for k in range(0, count, 5)]
+        assert got["items"] == npz["items"][:count]
+        rows = json.loads((paths[i] / "storage" / "inner_storage" / "_metadata.json").read_text())["num_rows"]
+        assert rows >= count

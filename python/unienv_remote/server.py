@@ -102,8 +102,8 @@ class RemoteServer:
       ``"npz"`` (default: one ``NPZStorage`` file per transition, loadable
       with unienv alone) or ``"parquet"`` (``unienv_data``'s
       ``ParquetStorage``, pieces of many transitions, a few files per
-      episode instead of one per transition; loading it needs pyarrow, and
-      so does recording: without it, ``ImportError``). See README, "Record
+      episode instead of one per transition, written by the Rust recorder;
+      loading it needs pyarrow, recording does not). See README, "Record
       every transition".
     * ``metrics``: an address (``"127.0.0.1:9464"``, port 0 for any) at which
       the server's metrics are served in the Prometheus text format, from the

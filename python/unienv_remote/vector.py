@@ -243,8 +243,8 @@ class RemoteVectorEnv(VectorEnv):
     ``record_dir``: records each sub-env's transitions as the learner sees
     them into a ``unienv_data`` ``ReplayBuffer`` of its own,
     ``record_dir/<index>/``, from a Rust thread (SPEC.md section 10.2);
-    ``record_format``: ``"npz"`` (default) or ``"parquet"`` (needs pyarrow),
-    as for ``RemoteServer``.
+    ``record_format``: ``"npz"`` (default) or ``"parquet"`` (loading it needs
+    pyarrow), as for ``RemoteServer``.
     """
 
     def __init__(
@@ -265,7 +265,7 @@ class RemoteVectorEnv(VectorEnv):
     ) -> None:
         if on_error not in ("raise", "info"):
             raise ValueError("on_error must be 'raise' or 'info'")
-        # Before connecting: a missing pyarrow is an ImportError here.
+        # Before connecting: an unknown format is a ValueError here.
         record_writer = native_format(record_format, record_dir is not None)
         mode = _mode(autoreset_mode)
         self._on_error = on_error

@@ -125,6 +125,15 @@ pub enum Command {
     View(ViewArgs),
 }
 
+/// `serve --record-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RecordFormatArg {
+    /// `NPZStorage`: one file per transition.
+    Npz,
+    /// `ParquetStorage`: pieces of many transitions.
+    Parquet,
+}
+
 /// Options of `serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -177,10 +186,20 @@ pub struct ServeArgs {
     pub tls_key: Option<PathBuf>,
     /// Record every env transition into DIR/<resource_id>/: a unienv_data
     /// ReplayBuffer per env (per sub-env of a batched env), one segment per episode,
-    /// in the NPZ format (one file per transition; the Python package's
-    /// RemoteServer(record_format="parquet") writes the cheaper Parquet format).
+    /// in the format of --record-format.
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
+    /// The storage of --record's buffers: npz (one file per transition,
+    /// loadable with unienv alone) or parquet (unienv_data's ParquetStorage,
+    /// pieces of many transitions, far cheaper to write; loading needs pyarrow).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        default_value = "npz",
+        requires = "record"
+    )]
+    pub record_format: RecordFormatArg,
     /// Serve metrics in the Prometheus text format at http://ADDR/metrics
     /// (no authentication: keep ADDR on loopback or a monitoring network).
     #[arg(long, value_name = "ADDR")]
@@ -260,6 +279,10 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     let config = ServerConfig {
         tls,
         record_dir: args.record.clone(),
+        record_format: match args.record_format {
+            RecordFormatArg::Npz => crate::record::RecordFormat::Npz,
+            RecordFormatArg::Parquet => crate::record::RecordFormat::parquet(),
+        },
         metrics_addr: args.metrics.clone(),
         max_message_size: args.max_message_size,
         idle_timeout: (args.idle_timeout > 0.0).then(|| Duration::from_secs_f64(args.idle_timeout)),

@@ -584,15 +584,20 @@ fn tmp_path(path: &Path) -> PathBuf {
 /// file mostly costs on a busy ext4, BENCHMARKS.md, "h28p: Parquet
 /// recording"). Elsewhere, or where the file system cannot swap, a rename.
 fn write_swapped(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_swapped_via(&tmp_path(path), path, bytes)
+}
+
+/// [`write_swapped`] with the temporary file at `tmp` (the Parquet
+/// storages keep one per storage for all their files).
+pub(super) fn write_swapped_via(tmp: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
-    let tmp = tmp_path(path);
     // Overwritten in place, then cut: opening it with truncation frees and
     // allocates its blocks again, 2 ms on the test machine's busy ext4.
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(false)
-        .open(&tmp)?;
+        .open(tmp)?;
     file.write_all(bytes)?;
     file.set_len(bytes.len() as u64)?;
     drop(file);
@@ -603,7 +608,7 @@ fn write_swapped(path: &Path, bytes: &[u8]) -> io::Result<()> {
             std::ffi::CString::new(tmp.as_os_str().as_bytes()),
             std::ffi::CString::new(path.as_os_str().as_bytes()),
         ) else {
-            return std::fs::rename(&tmp, path);
+            return std::fs::rename(tmp, path);
         };
         // SAFETY: two NUL-terminated paths, valid for the call.
         let swapped = unsafe {
@@ -619,7 +624,7 @@ fn write_swapped(path: &Path, bytes: &[u8]) -> io::Result<()> {
             return Ok(());
         }
     }
-    std::fs::rename(&tmp, path)
+    std::fs::rename(tmp, path)
 }
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it over

@@ -1,8 +1,8 @@
 //! Which storage a recording's elements go to: `NPZStorage` files written
 //! here (the default, [`RecordFormat::Npz`]: loadable with `unienv` alone),
-//! or rows handed to another writer ([`RecordFormat::External`]; the Python
-//! package's `record_format="parquet"` is one, writing `unienv_data`'s
-//! `ParquetStorage` pieces with pyarrow).
+//! or rows handed to another writer ([`RecordFormat::External`]; the
+//! Parquet format, [`RecordFormat::parquet`], is one, writing `unienv_data`'s
+//! `ParquetStorage` pieces, see [`ParquetFormat`](super::ParquetFormat)).
 //!
 //! The replay buffer around the storage (`metadata.json`, the
 //! `FlattenedStorage` or `DictStorage` metadata) is written here either
@@ -67,8 +67,7 @@ pub trait ExternalFormat: Send + Sync {
     /// the others committed), and returns each one's outcome. The writer
     /// thread gathers the episodes that ended while it drained its queue
     /// (a vector env's sub-envs often end on the same step) into one call,
-    /// which an implementation may make cheaper than one call per buffer
-    /// (one acquisition of Python's GIL, one call into Python).
+    /// which an implementation may make cheaper than one call per buffer.
     fn commit_many(&self, batch: Vec<Staged<'_>>) -> Vec<io::Result<()>> {
         batch
             .into_iter()

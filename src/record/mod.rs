@@ -13,8 +13,8 @@
 //! sub-env, `DIR/<resource_id>/<i>/`. See [`buffer`](self) for the files.
 //! Its storages are `NPZStorage`s by default; with
 //! [`ServerConfig::record_format`](crate::server::ServerConfig::record_format)
-//! [`RecordFormat::External`] another writer (the Python package's Parquet
-//! writer) stores the rows, at each episode's end.
+//! [`RecordFormat::parquet`] they are `ParquetStorage`s ([`ParquetFormat`],
+//! written at each episode's end), or any [`RecordFormat::External`] writer's.
 //!
 //! # Where the work happens
 //! The domain thread only clones the call's action and result (arrays are
@@ -44,6 +44,7 @@ mod buffer;
 mod format;
 mod json;
 mod npz;
+mod parquet;
 mod slot;
 mod stats;
 mod transition;
@@ -51,6 +52,7 @@ mod vector;
 
 pub use buffer::RESERVED_LENGTH;
 pub use format::{Column, ExternalBuffer, ExternalFormat, RecordFormat, Staged};
+pub use parquet::{piece_size, ParquetFormat, PIECE_BYTES, STORAGE_CLASS};
 pub use stats::RecordStats;
 pub use vector::{RowKind, VectorRecord};
 
@@ -129,8 +131,6 @@ pub(crate) struct Recorder {
     stopped: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     pub stats: Arc<RecordStats>,
-    /// Whether the format is external (see `Drop`).
-    external: bool,
 }
 
 impl Recorder {
@@ -139,7 +139,6 @@ impl Recorder {
         std::fs::create_dir_all(dir)?;
         let (tx, rx) = mpsc::sync_channel(QUEUE_EVENTS);
         let stats = Arc::new(RecordStats::default());
-        let external = matches!(format, RecordFormat::External(_));
         let mut writer = Writer {
             dir: dir.to_path_buf(),
             envs: HashMap::new(),
@@ -156,7 +155,6 @@ impl Recorder {
             stopped: AtomicBool::new(false),
             thread: Mutex::new(Some(thread)),
             stats,
-            external,
         })
     }
 
@@ -207,17 +205,9 @@ impl Recorder {
 }
 
 impl Drop for Recorder {
-    /// Stops the writer. An external writer (Python's) may need the GIL to
-    /// commit, which the dropping thread may hold (a server collected by
-    /// Python without `close()`): its thread is then left to finish on its
-    /// own rather than waited for (it ends when the queue, disconnected
-    /// once this drops the sender, is drained).
+    /// Stops the writer (commits every open episode; waits for it).
     fn drop(&mut self) {
-        if self.external {
-            drop(self.thread.lock().take());
-        } else {
-            self.stop();
-        }
+        self.stop();
     }
 }
 

@@ -76,9 +76,12 @@ impl Layout {
         }
         leaves(&self.observation, &t.next_obs, "next_obs", &mut out)?;
         leaves(&self.observation, &t.obs, "obs", &mut out)?;
-        out.push(cast(&scalar(&t.reward, "reward")?, DType::F64)?);
-        out.push(cast(&scalar(&t.terminated, "terminated")?, DType::BOOL)?);
-        out.push(cast(&scalar(&t.truncated, "truncated")?, DType::BOOL)?);
+        out.push(cast_owned(scalar(&t.reward, "reward")?, DType::F64)?);
+        out.push(cast_owned(
+            scalar(&t.terminated, "terminated")?,
+            DType::BOOL,
+        )?);
+        out.push(cast_owned(scalar(&t.truncated, "truncated")?, DType::BOOL)?);
         if out.len() != self.keys.len() {
             return Err("the transition does not match its space".into());
         }
@@ -168,7 +171,7 @@ fn leaves(space: &Space, value: &Value, at: &str, out: &mut Vec<NdArray>) -> Res
         Space::Binary(b) => (b.dtype, &b.shape),
         _ => return Err(format!("{at}: unsupported space")),
     };
-    let a = cast(&scalar(value, at)?, dtype)?;
+    let a = cast_owned(scalar(value, at)?, dtype)?;
     if a.shape() != shape.as_slice() {
         return Err(format!(
             "{at} has shape {:?}, its space {:?}",
@@ -198,6 +201,15 @@ fn scalar(value: &Value, at: &str) -> Result<NdArray, String> {
 enum Num {
     Int(i128),
     Float(f64),
+}
+
+/// [`cast`] of an array the caller owns: the array itself when it is
+/// already native and of `dtype` (no clone of its shape and bytes handle).
+fn cast_owned(a: NdArray, dtype: DType) -> Result<NdArray, String> {
+    if a.dtype() == dtype && dtype.is_native() {
+        return Ok(a);
+    }
+    cast(&a, dtype)
 }
 
 /// `a` in native byte order and of `dtype` (a copy only when it differs).
