@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
 
 /// What the writer task sends.
@@ -143,6 +143,14 @@ pub(crate) struct Shared {
     pub state: Mutex<State>,
     next_request: AtomicU64,
     requests_sent: AtomicU64,
+    /// Frames handed to the writer task so far (under the `state` lock, so
+    /// that the writer's queue holds them in the order of this count).
+    queued: AtomicU64,
+    /// Frames the writer task has written to the socket (flushed) so far:
+    /// the first `written` of the `queued` ones.
+    written: AtomicU64,
+    /// Woken when `written` grows and when the connection closes.
+    flushed: Notify,
     ids: IdSource,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// Descriptors recognised in replies by their text (the reader's).
@@ -165,6 +173,9 @@ impl Shared {
             state: Mutex::new(State::default()),
             next_request: AtomicU64::new(1),
             requests_sent: AtomicU64::new(0),
+            queued: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+            flushed: Notify::new(),
             ids: IdSource::new(),
             tasks: Mutex::new(Vec::new()),
             known: Mutex::new(KnownDescriptors::default()),
@@ -230,6 +241,47 @@ impl Shared {
         self.requests_sent.load(Ordering::Relaxed)
     }
 
+    /// Frames handed to the writer task so far: a frame queued before this
+    /// is read has a number at most this.
+    pub fn frames_queued(&self) -> u64 {
+        self.queued.load(Ordering::Acquire)
+    }
+
+    /// Frames queued and not yet written (tests).
+    #[cfg(test)]
+    pub fn frames_unwritten(&self) -> u64 {
+        self.frames_queued() - self.written.load(Ordering::Acquire)
+    }
+
+    /// Waits until the writer task has written (flushed to the socket) the
+    /// first `frames` frames queued, or the connection closed (its frames
+    /// are then never written, and their requests fail). Sleeps until the
+    /// writer says so: no polling loop.
+    pub async fn frames_written(&self, frames: u64) {
+        loop {
+            let flushed = self.flushed.notified();
+            tokio::pin!(flushed);
+            // Registered before the check: a flush after it wakes us.
+            flushed.as_mut().enable();
+            if self.written.load(Ordering::Acquire) >= frames || self.is_closed() {
+                return;
+            }
+            flushed.await;
+        }
+    }
+
+    /// Hands a frame to the writer task, counted in `queued`; the caller
+    /// holds the `state` lock (`_st`), so frames are counted in the order
+    /// they are queued. `Err` when the writer has stopped.
+    fn enqueue(&self, _st: &mut State, frame: Bytes) -> Result<(), ()> {
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        if self.outgoing.send(Outgoing::Frame(frame)).is_err() {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+            return Err(());
+        }
+        Ok(())
+    }
+
     /// A fresh 32-hex-digit ID (operations, subscriptions, env calls).
     pub fn fresh_id(&self) -> String {
         self.ids.next()
@@ -260,6 +312,8 @@ impl Shared {
         }
         let _ = self.outgoing.send(Outgoing::Close);
         self.shutdown.send_replace(true);
+        // Those waiting for frames to be written: they never will be.
+        self.flushed.notify_waiters();
     }
 
     /// Waits for both tasks to stop (at most about a second for the writer
@@ -324,11 +378,11 @@ impl Shared {
                 st.drop_snapshots(resource_id);
             }
             st.pending.insert(id, tx);
-        }
-        if self.outgoing.send(Outgoing::Frame(frame)).is_err() {
-            // Nothing was sent: certainly not executed.
-            self.state.lock().pending.remove(&id);
-            return Err(ClientError::Closed(CloseReason::WriterStopped));
+            if self.enqueue(&mut st, frame).is_err() {
+                // Nothing was sent: certainly not executed.
+                st.pending.remove(&id);
+                return Err(ClientError::Closed(CloseReason::WriterStopped));
+            }
         }
         self.requests_sent.fetch_add(1, Ordering::Relaxed);
         let mut guard = InFlight {
@@ -394,11 +448,12 @@ impl Shared {
         let Ok(frame) = self.encode_request(id, op, Some(resource_id), params) else {
             return;
         };
+        let mut st = self.state.lock();
         if mutation {
-            self.state.lock().drop_snapshots(Some(resource_id));
+            st.drop_snapshots(Some(resource_id));
         }
         self.requests_sent.fetch_add(1, Ordering::Relaxed);
-        let _ = self.outgoing.send(Outgoing::Frame(frame));
+        let _ = self.enqueue(&mut st, frame);
     }
 
     /// Refreshes descriptors from a response. Descriptors older than a
@@ -623,6 +678,7 @@ async fn write_loop(
 ) {
     'outer: while let Some(item) = queue.recv().await {
         let mut next = Some(item);
+        let mut fed = 0;
         // Feed everything already queued, then flush once.
         while let Some(item) = next.take() {
             match item {
@@ -632,6 +688,7 @@ async fn write_loop(
                         shared.close(ClientError::Closed(CloseReason::Transport { source }));
                         break 'outer;
                     }
+                    fed += 1;
                 }
             }
             next = queue.try_recv().ok();
@@ -640,6 +697,8 @@ async fn write_loop(
             shared.close(ClientError::Closed(CloseReason::Transport { source }));
             break;
         }
+        shared.written.fetch_add(fed, Ordering::AcqRel);
+        shared.flushed.notify_waiters();
     }
     let _ = tokio::time::timeout(Duration::from_secs(1), writer.close(None)).await;
 }

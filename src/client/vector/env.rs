@@ -199,7 +199,7 @@ pub struct VectorEnv {
     busy: Vec<bool>,
     /// Sub-envs of the busy resources.
     busy_width: usize,
-    /// Carrying tasks spawned so far (see [`VectorEnv::requests_started`]).
+    /// Carrying tasks spawned so far (see [`VectorEnv::requests_written`]).
     carried: u64,
 }
 
@@ -623,10 +623,46 @@ impl VectorEnv {
         }
     }
 
-    /// Whether the task of every send so far has started, i.e. handed its
-    /// requests to the connections' writers.
-    pub(crate) fn requests_started(&self) -> bool {
-        self.arrivals.started() >= self.carried
+    /// The connections' frames queued so far, and those not yet written,
+    /// summed over the distinct connections (tests).
+    #[cfg(test)]
+    pub(crate) fn frames(&self) -> (u64, u64) {
+        let mut seen: Vec<&Arc<crate::client::shared::Shared>> = Vec::new();
+        for r in &self.resources {
+            let shared = &r.proxy.client().shared;
+            if !seen.iter().any(|s| Arc::ptr_eq(s, shared)) {
+                seen.push(shared);
+            }
+        }
+        seen.iter().fold((0, 0), |(q, u), s| {
+            (q + s.frames_queued(), u + s.frames_unwritten())
+        })
+    }
+
+    /// Frames queued on the connections and not yet written (tests).
+    #[cfg(test)]
+    pub(crate) fn unwritten_frames(&self) -> u64 {
+        self.frames().1
+    }
+
+    /// The runtime the vector env's tasks run on (tests).
+    #[cfg(test)]
+    pub(crate) fn runtime_handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// Waits until the requests of every send so far are written to the
+    /// sockets: their carrying tasks have handed them to the connections'
+    /// writers, and the writers have flushed them. Sleeps until each of
+    /// those steps says it is done (no polling loop), so a thread waiting
+    /// here while another drives the runtime burns no CPU.
+    pub(crate) async fn requests_written(&self) {
+        self.arrivals.wait_started(self.carried).await;
+        // Read after the frames were queued: at least their numbers.
+        for r in &self.resources {
+            let shared = &r.proxy.client().shared;
+            shared.frames_written(shared.frames_queued()).await;
+        }
     }
 
     /// Waits for the outcomes of at least `min` sub-envs (all of those in
