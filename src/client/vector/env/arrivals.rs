@@ -7,7 +7,7 @@
 //! writer sends them with one write), and the waiting caller is woken once,
 //! when enough sub-envs' results have arrived for it, not once per result.
 
-use super::resource::{step_resource, EnvStep, Resource};
+use super::resource::{step_resource, Resource, Stepped};
 use crate::client::{ClientError, CloseReason};
 use crate::codec::Value;
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -23,7 +23,7 @@ use crate::client::vector::AutoresetMode;
 /// What a resource's step request came to.
 pub(super) enum Outcome {
     /// One result per sub-env.
-    Stepped(Vec<EnvStep>),
+    Stepped(Stepped),
     /// The request failed: every sub-env of the resource failed with it.
     Failed(ClientError),
     /// Not sent: a sub-env of the resource failed earlier and was not reset.
