@@ -13,6 +13,7 @@ use super::descriptor::{BoundarySnapshot, Descriptor};
 use super::error::{ClientError, ClientResult, CloseReason, ProtocolViolation};
 use super::known::KnownDescriptors;
 use super::sub_queue::SubShared;
+use super::template::{plain_request, CallTemplates};
 use crate::codec::{Codec, Dict, Value};
 use crate::protocol::{Op, ProtocolError, PROTOCOL_VERSION};
 use crate::transport::{Reader, TransportError, Writer};
@@ -155,6 +156,8 @@ pub(crate) struct Shared {
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// Descriptors recognised in replies by their text (the reader's).
     known: Mutex<KnownDescriptors>,
+    /// Call requests' kept encodings (see [`CallTemplates`]).
+    templates: Mutex<CallTemplates>,
 }
 
 impl Shared {
@@ -179,6 +182,7 @@ impl Shared {
             ids: IdSource::new(),
             tasks: Mutex::new(Vec::new()),
             known: Mutex::new(KnownDescriptors::default()),
+            templates: Mutex::new(CallTemplates::default()),
         });
         // [transport: heartbeat hook] pings a silent server; a server that
         // stays silent past the timeout is a lost connection.
@@ -338,17 +342,29 @@ impl Shared {
         resource_id: Option<&str>,
         params: &[(&str, &Value)],
     ) -> ClientResult<Bytes> {
+        if let (Op::Call, Some(session), Some(resource_id)) = (op, self.session.get(), resource_id)
+        {
+            let id = format!("{request_id:x}");
+            let codec = self.codec()?;
+            let mut templates = self.templates.lock();
+            if let Some(frame) = templates.encode(&codec, session, &id, resource_id, params) {
+                return Ok(frame);
+            }
+        }
+        self.encode_plain(request_id, op, resource_id, params)
+    }
+
+    /// [`encode_request`](Self::encode_request) without templates.
+    fn encode_plain(
+        &self,
+        request_id: u64,
+        op: Op,
+        resource_id: Option<&str>,
+        params: &[(&str, &Value)],
+    ) -> ClientResult<Bytes> {
         let session = self.session.get().cloned().unwrap_or(Value::Null);
-        let head = crate::protocol::request_head(
-            op.as_str(),
-            Value::Str(format!("{request_id:x}")),
-            session,
-            resource_id,
-        );
-        let mut entries: Vec<(&str, &Value)> = Vec::with_capacity(6 + params.len());
-        entries.extend(head.iter().map(|(k, v)| (*k, v)));
-        entries.extend_from_slice(params);
-        Ok(Bytes::from(self.codec()?.encode_entries(&entries)?))
+        let frame = plain_request(&self.codec()?, session, request_id, op, resource_id, params)?;
+        Ok(Bytes::from(frame))
     }
 
     /// Sends one request and waits for its reply. Mutations drop the
