@@ -262,12 +262,17 @@ impl Shared {
     /// are then never written, and their requests fail). Sleeps until the
     /// writer says so: no polling loop.
     pub async fn frames_written(&self, frames: u64) {
+        let done = || self.written.load(Ordering::Acquire) >= frames || self.is_closed();
+        // Usually so at once (this thread ran the writer): no waiter needed.
+        if done() {
+            return;
+        }
         loop {
             let flushed = self.flushed.notified();
             tokio::pin!(flushed);
             // Registered before the check: a flush after it wakes us.
             flushed.as_mut().enable();
-            if self.written.load(Ordering::Acquire) >= frames || self.is_closed() {
+            if done() {
                 return;
             }
             flushed.await;

@@ -73,6 +73,10 @@ impl Arrivals {
     /// Waits until `count` carrying tasks have handed their requests to the
     /// writers (sleeping until told: no polling loop).
     pub(super) async fn wait_started(&self, count: u64) {
+        // Usually so at once (this thread ran the tasks): no waiter needed.
+        if self.started() >= count {
+            return;
+        }
         loop {
             let starting = self.starting.notified();
             tokio::pin!(starting);
