@@ -2,13 +2,14 @@
 
 mod arrivals;
 mod gather;
+mod latest;
 mod reconnect;
 mod recv;
 mod resource;
 
 pub use super::mode::AutoresetMode;
 use arrivals::{carry, Arrivals, Job, Outcome};
-use gather::Latest;
+use latest::Latest;
 pub(crate) use resource::unbatched;
 use resource::{reset_resource, EnvReset, Resource};
 
