@@ -64,6 +64,8 @@ impl State {
     pub fn drop_snapshots(&mut self, resource_id: Option<&str>) {
         match resource_id {
             None => self.snapshots.clear(),
+            // Nothing cached (the usual case of a step): nothing to look up.
+            Some(_) if self.snapshots.is_empty() => {}
             Some(id) => {
                 let domain = self.domain_of(id).to_string();
                 self.drop_domain(&domain);
@@ -92,7 +94,14 @@ impl State {
             Some(previous) if *previous == version => true,
             _ => {
                 self.drop_domain(domain);
-                self.versions.insert(domain.to_string(), version);
+                // The domain's entry is updated in place when there is one
+                // (every step's reply: no key allocated).
+                match self.versions.get_mut(domain) {
+                    Some(v) => *v = version,
+                    None => {
+                        self.versions.insert(domain.to_string(), version);
+                    }
+                }
                 true
             }
         }
@@ -109,11 +118,16 @@ impl State {
         let fresh = self.observe_boundary(descriptor.domain_id(), descriptor.version());
         let descriptor = Arc::new(descriptor);
         if fresh {
-            let id = descriptor.id().to_string();
             if let Some(s) = snapshot {
-                self.snapshots.insert(id.clone(), s);
+                self.snapshots.insert(descriptor.id().to_string(), s);
             }
-            self.descriptors.insert(id, descriptor.clone());
+            match self.descriptors.get_mut(descriptor.id()) {
+                Some(slot) => *slot = descriptor.clone(),
+                None => {
+                    self.descriptors
+                        .insert(descriptor.id().to_string(), descriptor.clone());
+                }
+            }
         }
         (descriptor, fresh)
     }
