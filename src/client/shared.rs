@@ -546,6 +546,32 @@ impl Shared {
         // A call reply carrying an unchanged descriptor is decoded without
         // it, and the remembered one applied (`known`); others teach it.
         let (frame, recognised) = self.known.lock().strip(frame);
+        // A response in the servers' layout: its envelope read without
+        // building it (the same checks and routing as below).
+        let reply = self
+            .session_id()
+            .and_then(|session| {
+                crate::codec::decode_reply(&frame, self.max_message_size())
+                    .filter(|r| r.session_id == session)
+            })
+            .map(|r| (u64::from_str_radix(r.request_id, 16).ok(), r.result));
+        if let Some((id, result)) = reply {
+            match recognised {
+                Some(d) => drop(self.state.lock().accept(d, None)),
+                None => self
+                    .known
+                    .lock()
+                    .learn(&frame, result.get("descriptors"), |id| {
+                        self.state.lock().descriptors.get(id).cloned()
+                    }),
+            }
+            let waiter = id.and_then(|id| self.state.lock().pending.remove(&id));
+            if let Some(tx) = waiter {
+                // What `request` reads of a response: its `result`.
+                let _ = tx.send(Ok(Dict::new().with("result", result)));
+            }
+            return Ok(());
+        }
         let decoded = recognised.is_none().then(|| frame.clone());
         let Value::Dict(message) = self.codec()?.decode(frame)? else {
             return Err(ClientError::Protocol(ProtocolViolation::NotADict));
