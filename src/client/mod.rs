@@ -89,6 +89,7 @@ mod proxy;
 mod shared;
 mod sub_queue;
 mod subscription;
+mod template;
 pub mod vector;
 
 pub use crate::protocol::{Mode, OperationKind};

@@ -13,6 +13,7 @@ use super::descriptor::{BoundarySnapshot, Descriptor};
 use super::error::{ClientError, ClientResult, CloseReason, ProtocolViolation};
 use super::known::KnownDescriptors;
 use super::sub_queue::SubShared;
+use super::template::{plain_request, CallTemplates};
 use crate::codec::{Codec, Dict, Value};
 use crate::protocol::{Op, ProtocolError, PROTOCOL_VERSION};
 use crate::transport::{Reader, TransportError, Writer};
@@ -22,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
 
 /// What the writer task sends.
@@ -63,6 +64,8 @@ impl State {
     pub fn drop_snapshots(&mut self, resource_id: Option<&str>) {
         match resource_id {
             None => self.snapshots.clear(),
+            // Nothing cached (the usual case of a step): nothing to look up.
+            Some(_) if self.snapshots.is_empty() => {}
             Some(id) => {
                 let domain = self.domain_of(id).to_string();
                 self.drop_domain(&domain);
@@ -91,7 +94,14 @@ impl State {
             Some(previous) if *previous == version => true,
             _ => {
                 self.drop_domain(domain);
-                self.versions.insert(domain.to_string(), version);
+                // The domain's entry is updated in place when there is one
+                // (every step's reply: no key allocated).
+                match self.versions.get_mut(domain) {
+                    Some(v) => *v = version,
+                    None => {
+                        self.versions.insert(domain.to_string(), version);
+                    }
+                }
                 true
             }
         }
@@ -108,11 +118,16 @@ impl State {
         let fresh = self.observe_boundary(descriptor.domain_id(), descriptor.version());
         let descriptor = Arc::new(descriptor);
         if fresh {
-            let id = descriptor.id().to_string();
             if let Some(s) = snapshot {
-                self.snapshots.insert(id.clone(), s);
+                self.snapshots.insert(descriptor.id().to_string(), s);
             }
-            self.descriptors.insert(id, descriptor.clone());
+            match self.descriptors.get_mut(descriptor.id()) {
+                Some(slot) => *slot = descriptor.clone(),
+                None => {
+                    self.descriptors
+                        .insert(descriptor.id().to_string(), descriptor.clone());
+                }
+            }
         }
         (descriptor, fresh)
     }
@@ -143,10 +158,20 @@ pub(crate) struct Shared {
     pub state: Mutex<State>,
     next_request: AtomicU64,
     requests_sent: AtomicU64,
+    /// Frames handed to the writer task so far (under the `state` lock, so
+    /// that the writer's queue holds them in the order of this count).
+    queued: AtomicU64,
+    /// Frames the writer task has written to the socket (flushed) so far:
+    /// the first `written` of the `queued` ones.
+    written: AtomicU64,
+    /// Woken when `written` grows and when the connection closes.
+    flushed: Notify,
     ids: IdSource,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// Descriptors recognised in replies by their text (the reader's).
     known: Mutex<KnownDescriptors>,
+    /// Call requests' kept encodings (see [`CallTemplates`]).
+    templates: Mutex<CallTemplates>,
 }
 
 impl Shared {
@@ -165,9 +190,13 @@ impl Shared {
             state: Mutex::new(State::default()),
             next_request: AtomicU64::new(1),
             requests_sent: AtomicU64::new(0),
+            queued: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+            flushed: Notify::new(),
             ids: IdSource::new(),
             tasks: Mutex::new(Vec::new()),
             known: Mutex::new(KnownDescriptors::default()),
+            templates: Mutex::new(CallTemplates::default()),
         });
         // [transport: heartbeat hook] pings a silent server; a server that
         // stays silent past the timeout is a lost connection.
@@ -230,6 +259,52 @@ impl Shared {
         self.requests_sent.load(Ordering::Relaxed)
     }
 
+    /// Frames handed to the writer task so far: a frame queued before this
+    /// is read has a number at most this.
+    pub fn frames_queued(&self) -> u64 {
+        self.queued.load(Ordering::Acquire)
+    }
+
+    /// Frames queued and not yet written (tests).
+    #[cfg(test)]
+    pub fn frames_unwritten(&self) -> u64 {
+        self.frames_queued() - self.written.load(Ordering::Acquire)
+    }
+
+    /// Waits until the writer task has written (flushed to the socket) the
+    /// first `frames` frames queued, or the connection closed (its frames
+    /// are then never written, and their requests fail). Sleeps until the
+    /// writer says so: no polling loop.
+    pub async fn frames_written(&self, frames: u64) {
+        let done = || self.written.load(Ordering::Acquire) >= frames || self.is_closed();
+        // Usually so at once (this thread ran the writer): no waiter needed.
+        if done() {
+            return;
+        }
+        loop {
+            let flushed = self.flushed.notified();
+            tokio::pin!(flushed);
+            // Registered before the check: a flush after it wakes us.
+            flushed.as_mut().enable();
+            if done() {
+                return;
+            }
+            flushed.await;
+        }
+    }
+
+    /// Hands a frame to the writer task, counted in `queued`; the caller
+    /// holds the `state` lock (`_st`), so frames are counted in the order
+    /// they are queued. `Err` when the writer has stopped.
+    fn enqueue(&self, _st: &mut State, frame: Bytes) -> Result<(), ()> {
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        if self.outgoing.send(Outgoing::Frame(frame)).is_err() {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+            return Err(());
+        }
+        Ok(())
+    }
+
     /// A fresh 32-hex-digit ID (operations, subscriptions, env calls).
     pub fn fresh_id(&self) -> String {
         self.ids.next()
@@ -260,6 +335,8 @@ impl Shared {
         }
         let _ = self.outgoing.send(Outgoing::Close);
         self.shutdown.send_replace(true);
+        // Those waiting for frames to be written: they never will be.
+        self.flushed.notify_waiters();
     }
 
     /// Waits for both tasks to stop (at most about a second for the writer
@@ -284,17 +361,29 @@ impl Shared {
         resource_id: Option<&str>,
         params: &[(&str, &Value)],
     ) -> ClientResult<Bytes> {
+        if let (Op::Call, Some(session), Some(resource_id)) = (op, self.session.get(), resource_id)
+        {
+            let id = format!("{request_id:x}");
+            let codec = self.codec()?;
+            let mut templates = self.templates.lock();
+            if let Some(frame) = templates.encode(&codec, session, &id, resource_id, params) {
+                return Ok(frame);
+            }
+        }
+        self.encode_plain(request_id, op, resource_id, params)
+    }
+
+    /// [`encode_request`](Self::encode_request) without templates.
+    fn encode_plain(
+        &self,
+        request_id: u64,
+        op: Op,
+        resource_id: Option<&str>,
+        params: &[(&str, &Value)],
+    ) -> ClientResult<Bytes> {
         let session = self.session.get().cloned().unwrap_or(Value::Null);
-        let head = crate::protocol::request_head(
-            op.as_str(),
-            Value::Str(format!("{request_id:x}")),
-            session,
-            resource_id,
-        );
-        let mut entries: Vec<(&str, &Value)> = Vec::with_capacity(6 + params.len());
-        entries.extend(head.iter().map(|(k, v)| (*k, v)));
-        entries.extend_from_slice(params);
-        Ok(Bytes::from(self.codec()?.encode_entries(&entries)?))
+        let frame = plain_request(&self.codec()?, session, request_id, op, resource_id, params)?;
+        Ok(Bytes::from(frame))
     }
 
     /// Sends one request and waits for its reply. Mutations drop the
@@ -324,11 +413,11 @@ impl Shared {
                 st.drop_snapshots(resource_id);
             }
             st.pending.insert(id, tx);
-        }
-        if self.outgoing.send(Outgoing::Frame(frame)).is_err() {
-            // Nothing was sent: certainly not executed.
-            self.state.lock().pending.remove(&id);
-            return Err(ClientError::Closed(CloseReason::WriterStopped));
+            if self.enqueue(&mut st, frame).is_err() {
+                // Nothing was sent: certainly not executed.
+                st.pending.remove(&id);
+                return Err(ClientError::Closed(CloseReason::WriterStopped));
+            }
         }
         self.requests_sent.fetch_add(1, Ordering::Relaxed);
         let mut guard = InFlight {
@@ -394,11 +483,12 @@ impl Shared {
         let Ok(frame) = self.encode_request(id, op, Some(resource_id), params) else {
             return;
         };
+        let mut st = self.state.lock();
         if mutation {
-            self.state.lock().drop_snapshots(Some(resource_id));
+            st.drop_snapshots(Some(resource_id));
         }
         self.requests_sent.fetch_add(1, Ordering::Relaxed);
-        let _ = self.outgoing.send(Outgoing::Frame(frame));
+        let _ = self.enqueue(&mut st, frame);
     }
 
     /// Refreshes descriptors from a response. Descriptors older than a
@@ -456,6 +546,32 @@ impl Shared {
         // A call reply carrying an unchanged descriptor is decoded without
         // it, and the remembered one applied (`known`); others teach it.
         let (frame, recognised) = self.known.lock().strip(frame);
+        // A response in the servers' layout: its envelope read without
+        // building it (the same checks and routing as below).
+        let reply = self
+            .session_id()
+            .and_then(|session| {
+                crate::codec::decode_reply(&frame, self.max_message_size())
+                    .filter(|r| r.session_id == session)
+            })
+            .map(|r| (u64::from_str_radix(r.request_id, 16).ok(), r.result));
+        if let Some((id, result)) = reply {
+            match recognised {
+                Some(d) => drop(self.state.lock().accept(d, None)),
+                None => self
+                    .known
+                    .lock()
+                    .learn(&frame, result.get("descriptors"), |id| {
+                        self.state.lock().descriptors.get(id).cloned()
+                    }),
+            }
+            let waiter = id.and_then(|id| self.state.lock().pending.remove(&id));
+            if let Some(tx) = waiter {
+                // What `request` reads of a response: its `result`.
+                let _ = tx.send(Ok(Dict::new().with("result", result)));
+            }
+            return Ok(());
+        }
         let decoded = recognised.is_none().then(|| frame.clone());
         let Value::Dict(message) = self.codec()?.decode(frame)? else {
             return Err(ClientError::Protocol(ProtocolViolation::NotADict));
@@ -623,6 +739,7 @@ async fn write_loop(
 ) {
     'outer: while let Some(item) = queue.recv().await {
         let mut next = Some(item);
+        let mut fed = 0;
         // Feed everything already queued, then flush once.
         while let Some(item) = next.take() {
             match item {
@@ -632,6 +749,7 @@ async fn write_loop(
                         shared.close(ClientError::Closed(CloseReason::Transport { source }));
                         break 'outer;
                     }
+                    fed += 1;
                 }
             }
             next = queue.try_recv().ok();
@@ -640,6 +758,8 @@ async fn write_loop(
             shared.close(ClientError::Closed(CloseReason::Transport { source }));
             break;
         }
+        shared.written.fetch_add(fed, Ordering::AcqRel);
+        shared.flushed.notify_waiters();
     }
     let _ = tokio::time::timeout(Duration::from_secs(1), writer.close(None)).await;
 }

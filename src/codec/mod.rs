@@ -32,6 +32,7 @@ pub mod stack;
 mod value;
 
 pub use array::{ArrayError, NdArray, MAX_DIMS};
+pub(crate) use decode::reply::decode_reply;
 pub use dtype::{ByteOrder, DType, DTypeError, Element, ScalarKind};
 pub(crate) use encode::DictText;
 pub use encode::Fragment;

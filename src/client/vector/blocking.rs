@@ -6,6 +6,7 @@ use crate::client::blocking::driver::Driver;
 use crate::client::{ClientConfig, ClientError, ConnectFailure};
 use crate::codec::Value;
 use crate::host::ResetArgs;
+use std::future::Future;
 use std::sync::Arc;
 
 /// A [`VectorEnv`] for code that is not async. It owns a current-thread
@@ -21,6 +22,10 @@ pub struct BlockingVectorEnv {
     env: VectorEnv,
     driver: Arc<Driver>,
     idler: Option<std::thread::JoinHandle<()>>,
+    /// How many times the last `launch` polled its wait (tests: it sleeps
+    /// until woken, it does not spin).
+    #[cfg(test)]
+    pub(crate) launch_polls: u64,
 }
 
 impl std::fmt::Debug for BlockingVectorEnv {
@@ -73,6 +78,8 @@ impl BlockingVectorEnv {
                 env,
                 driver,
                 idler: Some(idler),
+                #[cfg(test)]
+                launch_polls: 0,
             }),
             Err(e) => {
                 driver.block_on(env.close());
@@ -111,27 +118,35 @@ impl BlockingVectorEnv {
     }
 
     /// Runs `start` (which spawns the task carrying some requests) on the
-    /// runtime, then lets the runtime run until that task has started and
-    /// the connections' writers it woke have written what they could without
-    /// waiting: the requests are on their way when this returns.
+    /// runtime, then lets the runtime run until the requests are written to
+    /// the sockets (`VectorEnv::requests_written`): they are on their way
+    /// when this returns, whichever thread drove the runtime meanwhile.
+    /// While the idle thread still holds the runtime, this thread sleeps
+    /// until the idle thread has written them or hands the runtime over
+    /// (it does so at its next turn: the call woke it), then drives it.
     fn launch(
         &mut self,
         start: impl FnOnce(&mut VectorEnv) -> Result<(), VectorError>,
     ) -> Result<(), VectorError> {
         let env = &mut self.env;
-        self.driver.block_on(async move {
+        let mut polls = 0u64;
+        let counted = &mut polls;
+        let result = self.driver.block_on(async move {
             start(env)?;
-            // Run from this thread, the spawned task, then the writers it
-            // wakes, run before this future is polled again. While the idle
-            // thread still holds the runtime, this future is polled without
-            // it: it yields until the runtime is this thread's and the task
-            // has run.
-            tokio::task::yield_now().await;
-            while !env.requests_started() {
-                tokio::task::yield_now().await;
-            }
+            let mut written = std::pin::pin!(env.requests_written());
+            std::future::poll_fn(|cx| {
+                *counted += 1;
+                written.as_mut().poll(cx)
+            })
+            .await;
             Ok(())
-        })
+        });
+        #[cfg(test)]
+        {
+            self.launch_polls = polls;
+        }
+        let _ = polls;
+        result
     }
 
     /// See [`VectorEnv::step_async`]; returns once the requests are written,

@@ -1,12 +1,15 @@
 //! [`VectorEnv`]: sub-environments stepped concurrently, with autoreset.
 
 mod arrivals;
+mod gather;
+mod latest;
 mod reconnect;
 mod recv;
 mod resource;
 
 pub use super::mode::AutoresetMode;
 use arrivals::{carry, Arrivals, Job, Outcome};
+use latest::Latest;
 pub(crate) use resource::unbatched;
 use resource::{reset_resource, EnvReset, Resource};
 
@@ -189,7 +192,7 @@ pub struct VectorEnv {
     /// Envs that failed and are not stepped until reset.
     failed: Vec<Option<ClientError>>,
     /// Each env's latest observation (for masked resets).
-    last: Vec<Option<Value>>,
+    last: Vec<Option<Latest>>,
     /// The tasks carrying step requests, one per `send` (or `step_async`).
     in_flight: JoinSet<()>,
     /// Where their outcomes arrive (and those known without a request).
@@ -199,7 +202,7 @@ pub struct VectorEnv {
     busy: Vec<bool>,
     /// Sub-envs of the busy resources.
     busy_width: usize,
-    /// Carrying tasks spawned so far (see [`VectorEnv::requests_started`]).
+    /// Carrying tasks spawned so far (see [`VectorEnv::requests_written`]).
     carried: u64,
 }
 
@@ -494,7 +497,11 @@ impl VectorEnv {
                 })
             })
             .collect();
-        let mut observations: Vec<Option<Value>> = self.last.clone();
+        let mut observations: Vec<Option<Value>> = self
+            .last
+            .iter()
+            .map(|l| l.as_ref().map(Latest::value))
+            .collect();
         let mut contexts = vec![Value::Null; n];
         let mut infos = vec![Dict::new(); n];
         let mut errors: Vec<Option<VectorError>> = vec![None; n];
@@ -507,7 +514,7 @@ impl VectorEnv {
                     for (i, row) in masked.zip(rows) {
                         self.failed[i] = None;
                         self.needs_autoreset[i] = false;
-                        self.last[i] = Some(row.observation.clone());
+                        self.last[i] = Some(Latest::Value(row.observation.clone()));
                         observations[i] = Some(row.observation);
                         contexts[i] = row.context;
                         infos[i] = row.info;
@@ -623,10 +630,46 @@ impl VectorEnv {
         }
     }
 
-    /// Whether the task of every send so far has started, i.e. handed its
-    /// requests to the connections' writers.
-    pub(crate) fn requests_started(&self) -> bool {
-        self.arrivals.started() >= self.carried
+    /// The connections' frames queued so far, and those not yet written,
+    /// summed over the distinct connections (tests).
+    #[cfg(test)]
+    pub(crate) fn frames(&self) -> (u64, u64) {
+        let mut seen: Vec<&Arc<crate::client::shared::Shared>> = Vec::new();
+        for r in &self.resources {
+            let shared = &r.proxy.client().shared;
+            if !seen.iter().any(|s| Arc::ptr_eq(s, shared)) {
+                seen.push(shared);
+            }
+        }
+        seen.iter().fold((0, 0), |(q, u), s| {
+            (q + s.frames_queued(), u + s.frames_unwritten())
+        })
+    }
+
+    /// Frames queued on the connections and not yet written (tests).
+    #[cfg(test)]
+    pub(crate) fn unwritten_frames(&self) -> u64 {
+        self.frames().1
+    }
+
+    /// The runtime the vector env's tasks run on (tests).
+    #[cfg(test)]
+    pub(crate) fn runtime_handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// Waits until the requests of every send so far are written to the
+    /// sockets: their carrying tasks have handed them to the connections'
+    /// writers, and the writers have flushed them. Sleeps until each of
+    /// those steps says it is done (no polling loop), so a thread waiting
+    /// here while another drives the runtime burns no CPU.
+    pub(crate) async fn requests_written(&self) {
+        self.arrivals.wait_started(self.carried).await;
+        // Read after the frames were queued: at least their numbers.
+        for r in &self.resources {
+            let shared = &r.proxy.client().shared;
+            shared.frames_written(shared.frames_queued()).await;
+        }
     }
 
     /// Waits for the outcomes of at least `min` sub-envs (all of those in
@@ -639,77 +682,6 @@ impl VectorEnv {
             self.busy_width -= self.resources[*k].width();
         }
         taken
-    }
-
-    /// The results of `outcomes` (resources in the order given), the
-    /// state updated.
-    fn gather(&mut self, outcomes: Vec<(usize, Outcome)>) -> VectorStep {
-        let ids: Vec<usize> = outcomes
-            .iter()
-            .flat_map(|(k, _)| self.resources[*k].range())
-            .collect();
-        let m = ids.len();
-        let mut out = VectorStep {
-            observation: Value::Null,
-            reward: vec![0.0; m],
-            terminated: vec![false; m],
-            truncated: vec![false; m],
-            infos: vec![Dict::new(); m],
-            autoreset: vec![false; m],
-            final_observation: vec![None; m],
-            final_info: vec![None; m],
-            errors: vec![None; m],
-            env_id: ids,
-        };
-        let mut observations: Vec<Option<Value>> = vec![None; m];
-        let mut slot = 0;
-        for (k, outcome) in outcomes {
-            self.busy[k] = false;
-            let range = self.resources[k].range();
-            match outcome {
-                Outcome::Stepped(steps) => {
-                    for (i, s) in range.zip(steps) {
-                        self.needs_autoreset[i] = s.terminated || s.truncated;
-                        self.last[i] = Some(s.observation.clone());
-                        observations[slot] = Some(s.observation);
-                        out.reward[slot] = s.reward;
-                        out.terminated[slot] = s.terminated;
-                        out.truncated[slot] = s.truncated;
-                        out.infos[slot] = s.info;
-                        out.autoreset[slot] = s.autoreset;
-                        if let Some((obs, info)) = s.final_ {
-                            out.final_observation[slot] = Some(obs);
-                            out.final_info[slot] = Some(info);
-                        }
-                        slot += 1;
-                    }
-                }
-                Outcome::Failed(error) => {
-                    for i in range {
-                        self.needs_autoreset[i] = false;
-                        self.failed[i] = Some(error.clone());
-                        out.errors[slot] = Some(self.env_error(i, error.clone()));
-                        slot += 1;
-                    }
-                }
-                Outcome::NotSent => {
-                    let earlier = range.clone().find_map(|i| self.failed[i].clone());
-                    for i in range {
-                        let error = self.failed[i].clone().or_else(|| earlier.clone());
-                        if let Some(error) = error {
-                            out.errors[slot] = Some(VectorError::NeedsReset {
-                                index: i,
-                                resource_id: self.resources[k].proxy.id().to_string(),
-                                error,
-                            });
-                        }
-                        slot += 1;
-                    }
-                }
-            }
-        }
-        out.observation = stack_filled(&observations);
-        out
     }
 
     /// Waits for the step sent by [`step_async`](Self::step_async) and

@@ -14,6 +14,7 @@
 //! linear in the input whatever the member order (only a scalar `v` before
 //! its tag is scanned twice, and scalars do not nest).
 
+pub(crate) mod reply;
 mod tagged;
 
 use super::array::{element_count, NdArray, MAX_DIMS};

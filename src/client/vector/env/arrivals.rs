@@ -7,7 +7,7 @@
 //! writer sends them with one write), and the waiting caller is woken once,
 //! when enough sub-envs' results have arrived for it, not once per result.
 
-use super::resource::{step_resource, EnvStep, Resource};
+use super::resource::{step_resource, Resource, Stepped};
 use crate::client::{ClientError, CloseReason};
 use crate::codec::Value;
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use tokio::sync::Notify;
 
 use crate::client::vector::AutoresetMode;
@@ -22,7 +23,7 @@ use crate::client::vector::AutoresetMode;
 /// What a resource's step request came to.
 pub(super) enum Outcome {
     /// One result per sub-env.
-    Stepped(Vec<EnvStep>),
+    Stepped(Stepped),
     /// The request failed: every sub-env of the resource failed with it.
     Failed(ClientError),
     /// Not sent: a sub-env of the resource failed earlier and was not reset.
@@ -44,9 +45,11 @@ struct Queue {
 pub(super) struct Arrivals {
     queue: Mutex<Queue>,
     notify: Notify,
-    /// Carrying tasks that have started (and so handed their requests to
-    /// their connections' writers).
+    /// Carrying tasks that have handed their requests to their
+    /// connections' writers.
     started: AtomicU64,
+    /// Woken when `started` grows.
+    starting: Notify,
 }
 
 impl Arrivals {
@@ -58,12 +61,32 @@ impl Arrivals {
             }),
             notify: Notify::new(),
             started: AtomicU64::new(0),
+            starting: Notify::new(),
         })
     }
 
-    /// How many carrying tasks have started.
+    /// How many carrying tasks have handed their requests to the writers.
     pub(super) fn started(&self) -> u64 {
         self.started.load(Ordering::Acquire)
+    }
+
+    /// Waits until `count` carrying tasks have handed their requests to the
+    /// writers (sleeping until told: no polling loop).
+    pub(super) async fn wait_started(&self, count: u64) {
+        // Usually so at once (this thread ran the tasks): no waiter needed.
+        if self.started() >= count {
+            return;
+        }
+        loop {
+            let starting = self.starting.notified();
+            tokio::pin!(starting);
+            // Registered before the check: a start after it wakes us.
+            starting.as_mut().enable();
+            if self.started() >= count {
+                return;
+            }
+            starting.await;
+        }
     }
 
     /// Delivers resource `k`'s outcome (`width` sub-envs); wakes the caller
@@ -158,10 +181,8 @@ impl Drop for Undelivered {
 /// The task that carries `jobs`' requests: all of them are started in its
 /// first poll, and each outcome is delivered as it arrives.
 pub(super) async fn carry(arrivals: Arc<Arrivals>, jobs: Vec<Job>, mode: AutoresetMode) {
-    // Counted in the same poll that hands every request to its writer.
-    arrivals.started.fetch_add(1, Ordering::AcqRel);
     let mut undelivered = Undelivered {
-        arrivals,
+        arrivals: arrivals.clone(),
         left: jobs.iter().map(|j| (j.k, j.resource.width())).collect(),
     };
     let mut requests: FuturesUnordered<_> = jobs
@@ -171,11 +192,31 @@ pub(super) async fn carry(arrivals: Arc<Arrivals>, jobs: Vec<Job>, mode: Autores
             (j.k, result)
         })
         .collect();
-    while let Some((k, result)) = requests.next().await {
+    let deliver = |undelivered: &mut Undelivered, (k, result)| {
         let outcome = match result {
             Ok(steps) => Outcome::Stepped(steps),
             Err(e) => Outcome::Failed(e),
         };
         undelivered.deliver(k, outcome);
+    };
+    // Every request's first poll queues its frame on its connection: poll
+    // until all wait for replies (one finishing at once, e.g. on a closed
+    // connection, must not keep the others from being queued), then count
+    // this task as started.
+    let mut first = Vec::new();
+    std::future::poll_fn(|cx| {
+        while let Poll::Ready(Some(done)) = requests.poll_next_unpin(cx) {
+            first.push(done);
+        }
+        Poll::Ready(())
+    })
+    .await;
+    arrivals.started.fetch_add(1, Ordering::AcqRel);
+    arrivals.starting.notify_waiters();
+    for done in first {
+        deliver(&mut undelivered, done);
+    }
+    while let Some(done) = requests.next().await {
+        deliver(&mut undelivered, done);
     }
 }

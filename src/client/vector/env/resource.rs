@@ -57,6 +57,19 @@ pub(super) struct EnvStep {
     pub(super) final_: Option<(Value, Dict)>,
 }
 
+/// A resource's step outcome: one result per sub-env. A batched resource
+/// whose observation arrived as one array (leading dimension its
+/// `batch_size`) and none of whose sub-envs was reset in the step keeps it
+/// as it arrived, in `stacked`: the rows' `observation` is then `Null`, and
+/// row `i` is the array's row `i` (what [`unstack`] gives), split out only
+/// when a row is needed on its own (the vector env's output copies the
+/// whole array at once).
+#[derive(Debug, Clone)]
+pub(super) struct Stepped {
+    pub(super) steps: Vec<EnvStep>,
+    pub(super) stacked: Option<NdArray>,
+}
+
 /// One sub-env's outcome of a reset.
 #[derive(Debug, Clone)]
 pub(super) struct EnvReset {
@@ -83,6 +96,23 @@ fn flag(v: &Value, flag: &'static str) -> Result<bool, ClientError> {
 fn entries(v: &Value, b: usize, what: &str) -> Result<Vec<f64>, ClientError> {
     match v {
         Value::Array(a) if a.len() == b && a.ndim() == 1 => {
+            // The dtypes batched envs send, read straight from their bytes
+            // (what `get_f64` gives for them); the others element by element.
+            let d = a.dtype();
+            if d == DType::F64 {
+                return Ok(a
+                    .as_bytes()
+                    .chunks_exact(8)
+                    .map(|c| f64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+                    .collect());
+            }
+            if d.kind() == ScalarKind::Bool {
+                return Ok(a
+                    .as_bytes()
+                    .iter()
+                    .map(|&x| (x != 0) as u8 as f64)
+                    .collect());
+            }
             Ok((0..b).map(|i| a.get_f64(i).unwrap_or(f64::NAN)).collect())
         }
         Value::List(items) | Value::Tuple(items) if items.len() == b => items
@@ -255,12 +285,13 @@ pub(super) async fn step_resource(
     action: Value,
     ended: Vec<bool>,
     mode: AutoresetMode,
-) -> Result<Vec<EnvStep>, ClientError> {
+) -> Result<Stepped, ClientError> {
     let Some(b) = r.batch else {
         let reset_instead = ended.first().copied().unwrap_or(false);
-        return Ok(vec![
-            step_single(&r.proxy, action, reset_instead, mode).await?,
-        ]);
+        return Ok(Stepped {
+            steps: vec![step_single(&r.proxy, action, reset_instead, mode).await?],
+            stacked: None,
+        });
     };
     let step = r.proxy.step(action);
     // NextStep: the reset of the sub-envs whose episode ended goes out
@@ -275,7 +306,13 @@ pub(super) async fn step_resource(
     } else {
         (step.await?, None)
     };
-    let observations = unstack(&s.observation, b).map_err(|e| malformed("observation", e))?;
+    let (observations, mut stacked) = match s.observation {
+        Value::Array(a) if a.shape().first() == Some(&b) => (vec![Value::Null; b], Some(a)),
+        other => (
+            unstack(&other, b).map_err(|e| malformed("observation", e))?,
+            None,
+        ),
+    };
     let rewards = entries(&s.reward, b, "reward")?;
     let terminated = entries(&s.terminated, b, "terminated")?;
     let truncated = entries(&s.truncated, b, "truncated")?;
@@ -300,7 +337,17 @@ pub(super) async fn step_resource(
         AutoresetMode::Disabled => vec![false; b],
     };
     if !reset_mask.iter().any(|&m| m) {
-        return Ok(out);
+        return Ok(Stepped {
+            steps: out,
+            stacked,
+        });
+    }
+    // Rows are replaced: split the stacked observation into them.
+    if let Some(a) = stacked.take() {
+        let rows = unstack(&Value::Array(a), b).map_err(|e| malformed("observation", e))?;
+        for (e, row) in out.iter_mut().zip(rows) {
+            e.observation = row;
+        }
     }
     let resets = match early_reset {
         Some(res) => reset_rows(res, b, &reset_mask)?,
@@ -324,7 +371,10 @@ pub(super) async fn step_resource(
             e.final_ = Some((observation, info));
         }
     }
-    Ok(out)
+    Ok(Stepped {
+        steps: out,
+        stacked: None,
+    })
 }
 
 async fn step_single(
@@ -432,6 +482,39 @@ pub(crate) fn unbatched(space: &Space) -> Option<Space> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_read_as_get_f64_reads_them() {
+        let arrays = [
+            NdArray::from_vec(vec![1.5f64, -0.0, f64::MAX, f64::MIN_POSITIVE]),
+            NdArray::from_vec(vec![true, false, true, true]),
+            NdArray::from_bytes(
+                DType::BOOL,
+                vec![4],
+                bytes::Bytes::from(vec![0u8, 2, 255, 1]),
+            )
+            .expect("an array"),
+            NdArray::from_vec(vec![0.25f32, 3.0, -1.0, 7.5]),
+            NdArray::from_vec(vec![3i64, -4, 5, 0]),
+            NdArray::from_bytes(
+                DType::parse(">f8").expect("a dtype"),
+                vec![4],
+                bytes::Bytes::from((0..32).map(|i| i as u8 * 7).collect::<Vec<u8>>()),
+            )
+            .expect("an array"),
+        ];
+        for a in arrays {
+            let want: Vec<u64> = (0..4)
+                .map(|i| a.get_f64(i).unwrap_or(f64::NAN).to_bits())
+                .collect();
+            let got: Vec<u64> = entries(&Value::Array(a.clone()), 4, "reward")
+                .expect("entries")
+                .into_iter()
+                .map(f64::to_bits)
+                .collect();
+            assert_eq!(got, want, "{:?}", a.dtype());
+        }
+    }
 
     #[test]
     fn infos_split_by_their_masks() {
