@@ -67,13 +67,16 @@ impl Instance {
             (ResourceKind::Env, "reset" | "reload") => &["context", "observation", "info"],
             _ => return,
         };
-        let mut l = Dict::new();
-        if names == ["dt"] {
-            l.insert("dt", value.clone());
-        } else if let Some(items) = value.as_seq() {
-            for (name, v) in names.iter().zip(items) {
-                l.insert(*name, v.clone());
-            }
+        let items = if names == ["dt"] {
+            std::slice::from_ref(value)
+        } else {
+            value.as_seq().unwrap_or_default()
+        };
+        // The names are distinct: each entry is appended, without a search
+        // and into a dict of its final size.
+        let mut l = Dict::with_capacity(names.len().min(items.len()));
+        for (name, v) in names.iter().zip(items) {
+            l.push_unique((*name).to_string(), v.clone());
         }
         self.latest[index] = l;
     }

@@ -33,11 +33,9 @@ impl Space {
                 &b.shape,
                 b.dtype,
                 Some((&b.low, &b.high)),
-                &self.to_string(),
+                self,
             ),
-            Space::Binary(b) => {
-                check_numeric(value, name, &b.shape, b.dtype, None, &self.to_string())
-            }
+            Space::Binary(b) => check_numeric(value, name, &b.shape, b.dtype, None, self),
             Space::Dict(d) => {
                 let Value::Dict(v) = value else {
                     return Err(format!(
@@ -150,23 +148,6 @@ fn element_index(mut flat: usize, shape: &[usize]) -> Vec<usize> {
     index
 }
 
-/// The flat index into broadcast bounds of the element at `index`.
-fn bound_at(bounds: &NdArray, index: &[usize]) -> Option<f64> {
-    if bounds.len() == 1 {
-        return bounds.get_f64(0);
-    }
-    let shape = bounds.shape();
-    if shape.len() != index.len() {
-        return None;
-    }
-    let mut flat = 0;
-    for (axis, &i) in index.iter().enumerate() {
-        let i = if shape[axis] == 1 { 0 } else { i };
-        flat = flat * shape[axis] + i;
-    }
-    bounds.get_f64(flat)
-}
-
 fn format_number(x: f64) -> String {
     if x.is_nan() {
         "NaN".into()
@@ -181,21 +162,136 @@ fn format_number(x: f64) -> String {
     }
 }
 
+/// The kind, shape and numbers of an action value: an array's borrowed in
+/// place (no copy: most actions are arrays), a plain value's collected by
+/// [`numbers`].
+enum Numbers<'a> {
+    Array(&'a NdArray),
+    Plain(Vec<usize>, Vec<f64>),
+}
+
+impl Numbers<'_> {
+    fn shape(&self) -> &[usize] {
+        match self {
+            Numbers::Array(a) => a.shape(),
+            Numbers::Plain(shape, _) => shape,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Numbers::Array(a) => a.len(),
+            Numbers::Plain(_, values) => values.len(),
+        }
+    }
+}
+
+/// Element `i` (flat, C order) of an array as `f64`, exactly as
+/// [`NdArray::get_f64`] gives it, read directly when the array is native
+/// `float32`/`float64` (the usual action).
+#[derive(Clone, Copy)]
+enum Reader<'a> {
+    F32(&'a [u8]),
+    F64(&'a [u8]),
+    Any(&'a NdArray),
+}
+
+impl<'a> Reader<'a> {
+    fn of(a: &'a NdArray) -> Reader<'a> {
+        match (a.dtype(), a.dtype().is_native()) {
+            (DType::F32, true) => Reader::F32(a.as_bytes()),
+            (DType::F64, true) => Reader::F64(a.as_bytes()),
+            _ => Reader::Any(a),
+        }
+    }
+
+    fn get(self, i: usize) -> Option<f64> {
+        match self {
+            Reader::F32(b) => {
+                let raw = b.get(i * 4..i * 4 + 4)?;
+                Some(f64::from(f32::from_ne_bytes([
+                    raw[0], raw[1], raw[2], raw[3],
+                ])))
+            }
+            Reader::F64(b) => {
+                let raw: [u8; 8] = b.get(i * 8..i * 8 + 8)?.try_into().ok()?;
+                Some(f64::from_ne_bytes(raw))
+            }
+            Reader::Any(a) => a.get_f64(i),
+        }
+    }
+}
+
+/// Where a bound of shape `bounds` is read for the element at flat index
+/// `flat` of an action of shape `shape`: the same index when the shapes
+/// agree, the broadcast element's otherwise (`None` for a bound of another
+/// rank). Computed without building the element's multi-index.
+#[derive(Clone, Copy)]
+enum BoundIndex<'a> {
+    Same,
+    One,
+    Broadcast(&'a [usize], &'a [usize]),
+    Unknown,
+}
+
+impl<'a> BoundIndex<'a> {
+    fn of(bounds: &'a NdArray, shape: &'a [usize]) -> BoundIndex<'a> {
+        if bounds.shape() == shape {
+            BoundIndex::Same
+        } else if bounds.len() == 1 {
+            BoundIndex::One
+        } else if bounds.ndim() == shape.len() {
+            BoundIndex::Broadcast(bounds.shape(), shape)
+        } else {
+            BoundIndex::Unknown
+        }
+    }
+
+    /// The flat index into the bounds; what `bound_at(bounds,
+    /// &element_index(flat, shape))` reads.
+    fn at(self, flat: usize) -> Option<usize> {
+        match self {
+            BoundIndex::Same => Some(flat),
+            BoundIndex::One => Some(0),
+            BoundIndex::Unknown => None,
+            BoundIndex::Broadcast(bshape, shape) => {
+                let (mut rest, mut stride, mut out) = (flat, 1usize, 0usize);
+                for axis in (0..shape.len()).rev() {
+                    let d = shape[axis].max(1);
+                    let i = rest % d;
+                    rest /= d;
+                    if bshape[axis] != 1 {
+                        out += i * stride;
+                    }
+                    stride *= bshape[axis];
+                }
+                Some(out)
+            }
+        }
+    }
+}
+
 fn check_numeric(
     value: &Value,
     name: &str,
     shape: &[usize],
     dtype: DType,
     bounds: Option<(&NdArray, &NdArray)>,
-    space: &str,
+    space: &Space,
 ) -> Result<(), String> {
-    let Some((kind, got_shape, values)) = numbers(value) else {
-        return Err(format!(
-            "{name} must be an array of shape {} and dtype {}, got {}",
-            shape_text(shape),
-            dtype.name(),
-            value.type_name()
-        ));
+    let (kind, got) = match value {
+        Value::Array(a) => (a.dtype().kind(), Numbers::Array(a)),
+        other => match numbers(other) {
+            Some((kind, shape, values)) => (kind, Numbers::Plain(shape, values)),
+            None => {
+                return Err(format!(
+                    "{name} must be an array of shape {} and dtype {}, got {}",
+                    shape_text(shape),
+                    dtype.name(),
+                    value.type_name()
+                ))
+            }
+        },
     };
     let want = dtype.kind();
     let fits = match want {
@@ -218,27 +314,43 @@ fn check_numeric(
             dtype.name()
         ));
     }
-    let scalar_ok = shape.is_empty() && values.len() == 1;
-    if got_shape != shape && !scalar_ok {
+    // A complex array has no numbers to compare (`numbers` gave none).
+    let count = if kind == ScalarKind::Complex {
+        0
+    } else {
+        got.len()
+    };
+    let scalar_ok = shape.is_empty() && count == 1;
+    if got.shape() != shape && !scalar_ok {
         return Err(format!(
             "{name} has shape {} but the action space {space} has shape {}",
-            shape_text(&got_shape),
+            shape_text(got.shape()),
             shape_text(shape)
         ));
     }
     if want == ScalarKind::Complex {
         return Ok(());
     }
-    // Bounds of the action's own shape are read at the element's flat
-    // index; others (broadcast) by its multi-index.
-    let at = |bounds: &NdArray, flat: usize| {
-        if bounds.shape() == shape {
-            bounds.get_f64(flat)
-        } else {
-            bound_at(bounds, &element_index(flat, shape))
-        }
+    let reader = match &got {
+        Numbers::Array(a) => Some(Reader::of(a)),
+        Numbers::Plain(..) => None,
     };
-    for (flat, &x) in values.iter().enumerate() {
+    // Bounds of the action's own shape are read at the element's flat
+    // index; others (broadcast) at the broadcast element's.
+    let bounds = bounds.map(|(low, high)| {
+        (
+            (Reader::of(low), BoundIndex::of(low, shape)),
+            (Reader::of(high), BoundIndex::of(high, shape)),
+        )
+    });
+    let bound = |(r, index): (Reader<'_>, BoundIndex<'_>), flat: usize| r.get(index.at(flat)?);
+    for flat in 0..count {
+        let x = match (reader, &got) {
+            (Some(r), _) => r.get(flat),
+            (None, Numbers::Plain(_, values)) => values.get(flat).copied(),
+            (None, Numbers::Array(_)) => None,
+        };
+        let Some(x) = x else { continue };
         // Named only for a refusal: building it for every element was most
         // of an accepted action's check.
         let element = || {
@@ -258,7 +370,7 @@ fn check_numeric(
             ));
         }
         if let Some((low, high)) = bounds {
-            if let Some(lo) = at(low, flat).filter(|lo| x < *lo) {
+            if let Some(lo) = bound(low, flat).filter(|lo| x < *lo) {
                 return Err(format!(
                     "{} = {} is below the low bound {} of the action space",
                     element(),
@@ -266,7 +378,7 @@ fn check_numeric(
                     format_number(lo)
                 ));
             }
-            if let Some(hi) = at(high, flat).filter(|hi| x > *hi) {
+            if let Some(hi) = bound(high, flat).filter(|hi| x > *hi) {
                 return Err(format!(
                     "{} = {} is above the high bound {} of the action space",
                     element(),
@@ -288,3 +400,7 @@ fn shape_text(shape: &[usize]) -> String {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "check_tests.rs"]
+mod tests;
