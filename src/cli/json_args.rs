@@ -449,37 +449,29 @@ fn integer_leaf(leaf: &Json, dtype: &str) -> Result<i128, String> {
 /// Decodes base64 (standard or URL-safe alphabet; padding optional;
 /// whitespace ignored).
 pub fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
-    fn sextet(c: u8) -> Option<u32> {
-        Some(u32::from(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        }))
-    }
-    let symbols: Vec<u8> = text.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
-    let padding = symbols.iter().rev().take_while(|&&c| c == b'=').count();
-    if padding > 2 || (padding > 0 && !symbols.len().is_multiple_of(4)) {
-        return Err("invalid base64 padding".into());
-    }
-    let body = &symbols[..symbols.len() - padding];
-    if body.len() % 4 == 1 {
-        return Err("invalid base64 length".into());
-    }
-    let mut out = Vec::with_capacity(body.len() * 3 / 4);
-    for chunk in body.chunks(4) {
-        let mut acc = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            let v =
-                sextet(c).ok_or_else(|| format!("invalid base64 character {:?}", char::from(c)))?;
-            acc |= v << (18 - 6 * i);
-        }
-        let bytes = acc.to_be_bytes();
-        out.extend_from_slice(&bytes[1..chunk.len()]);
-    }
-    Ok(out)
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    use base64::Engine as _;
+    // The standard alphabet, padding optional, unused low bits of the last
+    // symbol ignored: with the URL-safe symbols mapped to the standard ones,
+    // this takes either alphabet.
+    const TOLERANT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+            .with_decode_allow_trailing_bits(true),
+    );
+    let symbols: Vec<u8> = text
+        .bytes()
+        .filter(|c| !c.is_ascii_whitespace())
+        .map(|c| match c {
+            b'-' => b'+',
+            b'_' => b'/',
+            c => c,
+        })
+        .collect();
+    TOLERANT
+        .decode(symbols)
+        .map_err(|e| format!("invalid base64: {e}"))
 }
 
 #[cfg(test)]
@@ -609,6 +601,10 @@ mod tests {
         assert!(base64_decode("a").is_err());
         assert!(base64_decode("aGVsbG8*").is_err());
         assert!(base64_decode("a===").is_err());
+        assert!(base64_decode("aGVsbG8==").is_err());
+        assert_eq!(base64_decode(" aGVs\nbG8= ").as_deref(), Ok(&b"hello"[..]));
+        // The low bits of the last symbol that carry no byte are ignored.
+        assert_eq!(base64_decode("aGVsbG9").as_deref(), Ok(&b"hello"[..]));
         assert_eq!(
             convert(json!({"$bytes": "AAEC"})),
             Value::bytes(vec![0u8, 1, 2])
