@@ -162,6 +162,18 @@ mod tests {
         ])
     }
 
+    /// The reference server's replies are in the same layout: its step
+    /// reply (written by the reference codec, `tests/golden/step_result.bin`,
+    /// `generate.py`) takes the fast path and reads as the decoder reads it.
+    #[test]
+    fn the_reference_servers_reply_takes_the_fast_path() {
+        let frame = Bytes::from_static(include_bytes!("../../../tests/golden/step_result.bin"));
+        assert!(
+            agrees(&frame),
+            "the reference's step reply was left to the decoder"
+        );
+    }
+
     #[test]
     fn servers_replies_are_read_as_the_decoder_reads_them() {
         let obs = NdArray::from_shape_vec(vec![8, 3], (0..24).map(|x| x as f32).collect())
