@@ -99,21 +99,26 @@ def cpu_seconds(procs: List[subprocess.Popen]) -> float:
     return total + own.ru_utime + own.ru_stime
 
 
-def recorder_seconds(pids: List[int]) -> float:
-    """User + system CPU of the recorders' writer threads (``unienv-recorder``)
-    in the processes ``pids``."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+def thread_seconds(pids: List[int]) -> Dict[str, float]:
+    """CPU time (user + system, from ``schedstat``: nanoseconds, not clock
+    ticks) of the live threads of the processes ``pids``, summed by thread
+    name (digits dropped: ``unienv-domain-3`` counts as ``unienv-domain-``)."""
+    out: Dict[str, float] = {}
     for pid in pids:
         for task in Path(f"/proc/{pid}/task").iterdir():
             try:
-                if (task / "comm").read_text().strip() != "unienv-recorder":
-                    continue
-                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
+                name = re.sub(r"\d+$", "", (task / "comm").read_text().strip())
+                ns = int((task / "schedstat").read_text().split()[0])
+            except (OSError, ValueError, IndexError):
                 continue
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
+            out[name] = out.get(name, 0.0) + ns / 1e9
+    return out
+
+
+def recorder_seconds(pids: List[int]) -> float:
+    """CPU of the recorders' writer threads (``unienv-recorder``) in the
+    processes ``pids`` (``schedstat``: kernel time included)."""
+    return thread_seconds(pids).get("unienv-recorder", 0.0)
 
 
 class TimedRecorder:
@@ -144,7 +149,7 @@ class TimedRecorder:
         return getattr(self.inner, name)
 
 
-def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tuple[float, float, float, float]:
+def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tuple[float, float, float, float, Dict[str, float]]:
     from unienv_remote import RemoteVectorEnv
 
     procs = start(record if side == "host" else None, fmt)
@@ -160,13 +165,16 @@ def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tupl
         for a in acts[:50]:
             envs.step(a)
         pids = [p.pid for p in procs] if side == "host" else [os.getpid()]
-        cpu, writer = cpu_seconds(procs), recorder_seconds(pids)
+        everyone = [p.pid for p in procs] + [os.getpid()]
+        cpu, writer, threads = cpu_seconds(procs), recorder_seconds(pids), thread_seconds(everyone)
         hooked = hook.seconds if hook is not None else 0.0
         begin = time.perf_counter()
         for a in acts[50:]:
             envs.step(a)
         rate = steps * N / (time.perf_counter() - begin)
         cpu, writer = cpu_seconds(procs) - cpu, recorder_seconds(pids) - writer
+        after = thread_seconds(everyone)
+        threads = {k: (v - threads.get(k, 0.0)) * 1e6 / (steps * N) for k, v in after.items()}
         hooked = hook.seconds - hooked if hook is not None else 0.0
         envs.close()
     finally:
@@ -174,7 +182,7 @@ def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tupl
             assert p.stdin is not None
             p.stdin.close()  # a clean stop: close() commits the open episodes
             p.wait(timeout=60)
-    return rate, cpu * 1e6 / (steps * N), writer * 1e6 / (steps * N), hooked * 1e6 / (steps * N)
+    return rate, cpu * 1e6 / (steps * N), writer * 1e6 / (steps * N), hooked * 1e6 / (steps * N), threads
 
 
 def recorded_transitions(record: Path) -> int:
@@ -207,15 +215,19 @@ def main() -> None:
     writer_cpu: Dict[str, List[float]] = {f: [] for f in formats}
     hook_cpu: Dict[str, List[float]] = {f: [] for f in formats}
     share: Dict[str, List[float]] = {f: [] for f in formats}
+    plain_threads: List[Dict[str, float]] = []
+    recording_threads: Dict[str, List[Dict[str, float]]] = {f: [] for f in formats}
     for r in range(args.rounds):
-        rate, cpu, _, _ = run(args.steps, None, args.side)
+        rate, cpu, _, _, threads = run(args.steps, None, args.side)
+        plain_threads.append(threads)
         plain.append(rate)
         plain_cpu.append(cpu)
         line = f"round {r + 1}: plain {plain[-1]:,.0f} steps/s {plain_cpu[-1]:.1f} us CPU/step"
         for fmt in formats:
             record = Path(tempfile.mkdtemp(prefix="uvr-record-bench-", dir=args.dir))
             try:
-                rate, cpu, writer, hooked = run(args.steps, record, args.side, fmt)
+                rate, cpu, writer, hooked, threads = run(args.steps, record, args.side, fmt)
+                recording_threads[fmt].append(threads)
                 recording[fmt].append(rate)
                 recording_cpu[fmt].append(cpu)
                 writer_cpu[fmt].append(writer)
@@ -249,6 +261,23 @@ def main() -> None:
         ratios = sorted(b / a for a, b in zip(plain, recording[fmt]))
         shares = " ".join(f"{x:.3f}" for x in sorted(share[fmt]))
         print(f"| per-round throughput ratios {fmt} | {' '.join(f'{x:.3f}' for x in ratios)} | | | | {shares} |")
+    # Where the CPU went, thread by thread (servers' and the learner's
+    # threads by name, schedstat): what recording adds beyond its writer.
+    names = sorted({k for t in plain_threads + [t for f in formats for t in recording_threads[f]] for k in t})
+    median = lambda runs, k: float(np.median([t.get(k, 0.0) for t in runs]))  # noqa: E731
+    print()
+    print("| thread (all processes) | plain us CPU / env step | " + " | ".join(f"{f} | {f} - plain" for f in formats) + " |")
+    print("|---|---:|" + "---:|---:|" * len(formats))
+    for k in names + ["(all threads)"]:
+        if k == "(all threads)":
+            pv = float(np.median([sum(t.values()) for t in plain_threads]))
+            rv = [float(np.median([sum(t.values()) for t in recording_threads[f]])) for f in formats]
+        else:
+            pv = median(plain_threads, k)
+            rv = [median(recording_threads[f], k) for f in formats]
+        if max([pv] + rv) < 0.05:
+            continue
+        print(f"| {k} | {pv:.2f} | " + " | ".join(f"{r:.2f} | {r - pv:+.2f}" for r in rv) + " |")
 
 
 if __name__ == "__main__":
