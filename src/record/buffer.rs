@@ -30,8 +30,8 @@
 //! rows wait here (as NPZ files do). An episode that ends is *staged*
 //! ([`Ended::Staged`]): the writer thread commits the staged episodes of
 //! all its buffers in one [`ExternalFormat::commit_many`] call
-//! ([`commit_staged`]) once it has drained its queue (or after
-//! `BATCH_WAIT` at the latest), each buffer's rows committed by the
+//! ([`commit_staged`]) once it has handled the batch of events it took
+//! from its queue (an episode's end wakes it), each buffer's rows committed by the
 //! external writer (its files, then its storage metadata) before that
 //! buffer's `metadata.json` is replaced. A crash before then loses the
 //! staged episodes as it would lose the events still queued.

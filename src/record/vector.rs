@@ -78,6 +78,21 @@ pub struct VectorRecord {
     pub kind: Vec<RowKind>,
 }
 
+impl VectorRecord {
+    /// Whether a row ends an episode (a step that terminates or truncates,
+    /// a reset, a failure, `SAME_STEP`'s final observation): the writer is
+    /// woken for it at once.
+    pub(crate) fn ends_episodes(&self) -> bool {
+        self.terminated.iter().chain(&self.truncated).any(|&b| b)
+            || self.kind.iter().any(|k| {
+                matches!(
+                    k,
+                    RowKind::Reset | RowKind::Failed | RowKind::StepFinal { .. }
+                )
+            })
+    }
+}
+
 /// The state of a vector env's recording, on the writer thread.
 pub(crate) struct VectorRecording {
     layout: Layout,
