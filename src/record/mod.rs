@@ -51,6 +51,7 @@ mod parquet;
 mod queue;
 mod slot;
 mod stats;
+mod swap;
 mod transition;
 mod vector;
 
