@@ -87,6 +87,20 @@ impl Swapped {
 
     /// Replaces the file's contents with `bytes`, atomically.
     pub(crate) fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let reused = self.spare.is_some();
+        match self.write_once(bytes) {
+            // The temporary file kept open is no longer at its path (its
+            // directory was removed, say): forget both, open it again.
+            Err(_) if reused => {
+                self.current = None;
+                self.spare = None;
+                self.write_once(bytes)
+            }
+            outcome => outcome,
+        }
+    }
+
+    fn write_once(&mut self, bytes: &[u8]) -> io::Result<()> {
         let mut spare = match self.spare.take() {
             Some(open) => open,
             None => Open {
@@ -204,6 +218,13 @@ mod tests {
             s.write(b"b3").unwrap();
             assert_eq!(std::fs::read(&other).unwrap(), b"b3");
             assert_eq!(std::fs::read_to_string(&path).unwrap(), "fifth!");
+            // The temporary file removed behind its back: opened again.
+            let _ = std::fs::remove_file(&tmp);
+            s.write(b"b after its temporary file went").unwrap();
+            assert_eq!(
+                std::fs::read(&other).unwrap(),
+                b"b after its temporary file went"
+            );
             std::fs::remove_file(&other).unwrap();
             let _ = std::fs::remove_file(&tmp);
         }
