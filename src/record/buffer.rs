@@ -99,6 +99,15 @@ pub(crate) struct BufferDir {
     metadata: Swapped,
 }
 
+/// Why [`BufferDir::append_flat`] appended nothing.
+#[derive(Debug)]
+pub(crate) enum Appended {
+    /// The element did not fit its space (nothing written, the episode goes on).
+    Element(String),
+    /// Handing rows over failed (the caller aborts the episode).
+    Io(io::Error),
+}
+
 /// What [`BufferDir::end_segment`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ended {
@@ -334,6 +343,28 @@ impl BufferDir {
         Ok(())
     }
 
+    /// Whether [`BufferDir::append_flat`] takes this buffer's elements
+    /// (flattened elements in an external format).
+    pub(crate) fn takes_flat_rows(&self) -> bool {
+        self.flat && self.external.is_some()
+    }
+
+    /// [`BufferDir::append`] of a flattened element that `fill` appends (its
+    /// float64 bytes) straight to the rows waiting, for a buffer that
+    /// [`BufferDir::takes_flat_rows`]. `fill` must leave the rows as they
+    /// were when it fails: its error is then returned, nothing appended.
+    pub(crate) fn append_flat(
+        &mut self,
+        fill: impl FnOnce(&mut Vec<u8>) -> Result<(), String>,
+        stats: &RecordStats,
+    ) -> Result<(), Appended> {
+        fill(&mut self.rows[0]).map_err(Appended::Element)?;
+        if self.open.is_none() {
+            self.open = Some(self.next);
+        }
+        self.row_added(stats).map_err(Appended::Io)
+    }
+
     /// [`BufferDir::append`] for an external format: the row's bytes wait in
     /// `rows` (handed over early beyond [`PENDING_BYTES`], after the staged
     /// episodes are committed: the external writer takes rows in order).
@@ -354,6 +385,12 @@ impl BufferDir {
                 }
             }
         }
+        self.row_added(stats)
+    }
+
+    /// A row was appended to `rows`: counted, and the rows handed over
+    /// early beyond [`PENDING_BYTES`].
+    fn row_added(&mut self, stats: &RecordStats) -> io::Result<()> {
         self.row_count += 1;
         self.next += 1;
         if self.rows.iter().map(Vec::len).sum::<usize>() >= PENDING_BYTES {

@@ -590,21 +590,9 @@ impl EnvRecording {
                 ..t
             };
             let done = truthy(&t.terminated) || truthy(&t.truncated);
-            let leaves = self.layout[i].leaves(&t);
-            let leaves = match leaves {
-                Ok(l) => l,
-                Err(e) => {
-                    slot.obs = Some(t.next_obs);
-                    return Err(e);
-                }
-            };
-            if let Err(e) = slot.buffer.append(&leaves, stats) {
-                slot.buffer.abort_segment();
-                slot.obs = Some(t.next_obs);
-                return Err(e.to_string());
-            }
-            stats.transitions.fetch_add(1, Ordering::Relaxed);
+            let appended = slot::append(slot, &self.layout[i], &t, stats);
             slot.obs = Some(t.next_obs);
+            appended?;
             if done {
                 end_episode(slot, stats)?;
             }

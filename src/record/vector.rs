@@ -213,14 +213,9 @@ impl VectorRecording {
                     next_obs,
                     context: None,
                 };
-                let leaves = self.layout.leaves(&t);
+                let appended = super::slot::append(slot, &self.layout, &t, stats);
                 slot.obs = restart.or(Some(t.next_obs));
-                let leaves = leaves?;
-                if let Err(e) = slot.buffer.append(&leaves, stats) {
-                    slot.buffer.abort_segment();
-                    return Err(e.to_string());
-                }
-                stats.transitions.fetch_add(1, Ordering::Relaxed);
+                appended?;
                 if terminated || truncated {
                     end_episode(slot, stats)?;
                 }
