@@ -68,7 +68,7 @@ use crate::codec::Value;
 use crate::host::Space;
 use buffer::BufferDir;
 use parking_lot::Mutex;
-use queue::{Pushed, Queue};
+use queue::{Pushed, Queue, Urgent};
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -114,7 +114,7 @@ pub(crate) enum Event {
     Stop,
 }
 
-impl Event {
+impl Urgent for Event {
     /// Whether the writer is woken for it at once (see [`queue`]): what
     /// ends an episode (a step that terminates or truncates, a reset, a
     /// sub-env that failed) is committed without waiting for more events,
@@ -150,7 +150,7 @@ fn any_true(v: &Value) -> bool {
 /// then (see [`queue`]). [`Recorder::stop`] queues [`Event::Stop`]; events
 /// queued after it are dropped when the thread ends.
 pub(crate) struct Recorder {
-    queue: Arc<Queue>,
+    queue: Arc<Queue<Event>>,
     /// Whether [`Recorder::stop`] was called.
     stopped: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -176,7 +176,7 @@ impl Recorder {
             .spawn(move || {
                 // Closes the queue however the thread ends (callers waiting
                 // for room must not wait for ever).
-                struct Closing(Arc<Queue>);
+                struct Closing(Arc<Queue<Event>>);
                 impl Drop for Closing {
                     fn drop(&mut self) {
                         self.0.close();
@@ -327,7 +327,7 @@ struct EnvRecording {
 }
 
 impl Writer {
-    fn run(&mut self, queue: &Queue) {
+    fn run(&mut self, queue: &Queue<Event>) {
         let mut batch = VecDeque::new();
         let mut busy = false;
         'run: loop {
@@ -627,5 +627,64 @@ fn leading_rows(space: &Space, value: &Value) -> Option<usize> {
         }
         (_, Value::Array(a)) => a.shape().first().copied(),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::NdArray;
+
+    fn step(terminated: Value, truncated: Value) -> Event {
+        Event::Step {
+            id: Arc::from("env"),
+            action: Value::Null,
+            result: Value::Tuple(vec![Value::Null, Value::Float(0.0), terminated, truncated]),
+        }
+    }
+
+    /// What wakes the writer: a step that ends an episode (a flag, or a
+    /// batched env's flags holding one), a reset, the stop; not other steps.
+    #[test]
+    fn what_is_urgent() {
+        let f = || Value::Bool(false);
+        assert!(!step(f(), f()).is_urgent());
+        assert!(step(Value::Bool(true), f()).is_urgent());
+        assert!(step(f(), Value::Bool(true)).is_urgent());
+        let flags = |bits: Vec<bool>| Value::Array(NdArray::from_vec(bits));
+        assert!(!step(flags(vec![false; 3]), flags(vec![false; 3])).is_urgent());
+        assert!(step(flags(vec![false, true, false]), flags(vec![false; 3])).is_urgent());
+        let reset = Event::Reset {
+            id: Arc::from("env"),
+            result: Value::Null,
+            mask: None,
+        };
+        assert!(reset.is_urgent());
+        assert!(Event::Stop.is_urgent());
+        // The learner's records: stepped rows that end nothing, or not.
+        let record = |truncated: bool, kind: RowKind| {
+            Event::Vector(Box::new(vector::VectorEvent::Record(VectorRecord {
+                env_id: vec![0, 1],
+                observation: Value::Null,
+                reward: vec![0.0; 2],
+                terminated: vec![false; 2],
+                truncated: vec![false, truncated],
+                kind: vec![
+                    RowKind::Step {
+                        actions: Value::Null,
+                        row: 0,
+                    },
+                    kind,
+                ],
+            })))
+        };
+        let stepped = || RowKind::Step {
+            actions: Value::Null,
+            row: 1,
+        };
+        assert!(!record(false, stepped()).is_urgent());
+        assert!(record(true, stepped()).is_urgent());
+        assert!(record(false, RowKind::Reset).is_urgent());
+        assert!(record(false, RowKind::Failed).is_urgent());
     }
 }

@@ -4,14 +4,13 @@
 //! A push appends under a lock and, most of the time, wakes nobody: the
 //! writer is woken (one futex wake, 10–25 µs on the caller's side on a VM,
 //! BENCHMARKS.md "h25s") only by an event that must be written promptly
-//! ([`Event::is_urgent`]: an episode's end, a reset, a flush, a close, a
-//! stop), when [`WAKE_EVENTS`] wait, or when the writer sleeps idle (the
+//! ([`Urgent`]; for the recorder's events: an episode's end, a reset, a
+//! flush, a close, the stop), when [`WAKE_EVENTS`] wait, or when the writer sleeps idle (the
 //! first event after a pause). Otherwise it takes what waits every
 //! [`BATCH_WAIT`] at most. Before, the writer polled every 4 ms
 //! (250 wake-ups a second and recorder, each a timer and a context
 //! switch) and the queue was a `sync_channel`.
 
-use super::Event;
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -29,9 +28,16 @@ pub(crate) const WAKE_EVENTS: usize = QUEUE_EVENTS / 4;
 /// (it found nothing at its last look) sleeps until an event comes.
 pub(crate) const BATCH_WAIT: Duration = Duration::from_millis(50);
 
+/// What the queue carries: each item says whether the writer must be woken
+/// for it at once.
+pub(crate) trait Urgent {
+    /// Whether it is written promptly (see the module docs).
+    fn is_urgent(&self) -> bool;
+}
+
 /// The queue's state, under its lock.
-struct State {
-    events: VecDeque<Event>,
+struct State<T> {
+    events: VecDeque<T>,
     /// An urgent event (or [`WAKE_EVENTS`]) waits: the writer takes the
     /// queue as soon as it looks.
     due: bool,
@@ -47,9 +53,9 @@ struct State {
     closed: bool,
 }
 
-/// A bounded queue of [`Event`]s with one consumer (the writer thread).
-pub(crate) struct Queue {
-    state: Mutex<State>,
+/// A bounded queue with one consumer (the writer thread).
+pub(crate) struct Queue<T> {
+    state: Mutex<State<T>>,
     /// The writer waits here.
     ready: Condvar,
     /// Callers wait here for room.
@@ -59,23 +65,23 @@ pub(crate) struct Queue {
 }
 
 /// What [`Queue::push`] did.
-pub(crate) enum Pushed {
+pub(crate) enum Pushed<T> {
     Queued,
     /// Queued after waiting for room.
     Waited,
     /// The queue was full ([`Queue::try_push`]): the event back.
-    Full(Event),
+    Full(T),
     /// The writer is gone: dropped.
     Closed,
 }
 
-impl Queue {
-    pub(crate) fn new() -> Queue {
+impl<T: Urgent> Queue<T> {
+    pub(crate) fn new() -> Queue<T> {
         Queue::with_wait(BATCH_WAIT)
     }
 
     /// A queue whose busy writer sleeps at most `batch_wait`.
-    fn with_wait(batch_wait: Duration) -> Queue {
+    fn with_wait(batch_wait: Duration) -> Queue<T> {
         Queue {
             batch_wait,
             state: Mutex::new(State {
@@ -94,7 +100,7 @@ impl Queue {
 
     /// Appends `event`; with `wait`, waits for room when the queue is full,
     /// otherwise gives it back.
-    fn push_inner(&self, event: Event, wait: bool) -> Pushed {
+    fn push_inner(&self, event: T, wait: bool) -> Pushed<T> {
         let urgent = event.is_urgent();
         let mut s = self.state.lock();
         let mut waited = false;
@@ -130,12 +136,12 @@ impl Queue {
     }
 
     /// Appends `event`, waiting for room while the queue is full.
-    pub(crate) fn push(&self, event: Event) -> Pushed {
+    pub(crate) fn push(&self, event: T) -> Pushed<T> {
         self.push_inner(event, true)
     }
 
     /// Appends `event` if there is room.
-    pub(crate) fn try_push(&self, event: Event) -> Pushed {
+    pub(crate) fn try_push(&self, event: T) -> Pushed<T> {
         self.push_inner(event, false)
     }
 
@@ -144,7 +150,7 @@ impl Queue {
     /// `busy`: whether the writer took events at its last call (it then
     /// sleeps at most [`BATCH_WAIT`]; otherwise until an event comes).
     /// Returns whether it took any.
-    pub(crate) fn take(&self, batch: &mut VecDeque<Event>, busy: bool) -> bool {
+    pub(crate) fn take(&self, batch: &mut VecDeque<T>, busy: bool) -> bool {
         let mut s = self.state.lock();
         let mut busy = busy;
         loop {
@@ -206,24 +212,23 @@ impl Queue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::Value;
     use std::sync::Arc;
 
-    fn step(done: bool) -> Event {
-        Event::Step {
-            id: Arc::from("env"),
-            action: Value::Null,
-            result: Value::Tuple(vec![
-                Value::Null,
-                Value::Float(0.0),
-                Value::Bool(done),
-                Value::Bool(false),
-            ]),
+    /// An event: whether it ends an episode.
+    struct Step(bool);
+
+    impl Urgent for Step {
+        fn is_urgent(&self) -> bool {
+            self.0
         }
     }
 
+    fn step(done: bool) -> Step {
+        Step(done)
+    }
+
     /// Waits until the writer sleeps on `ready`, `idle` or not.
-    fn parked(q: &Queue, idle: bool) {
+    fn parked(q: &Queue<Step>, idle: bool) {
         loop {
             {
                 let s = q.state.lock();
@@ -286,30 +291,5 @@ mod tests {
         assert_eq!(batch.len(), QUEUE_EVENTS);
         q.close();
         assert!(matches!(q.push(step(true)), Pushed::Closed));
-    }
-
-    #[test]
-    fn what_is_urgent() {
-        assert!(!step(false).is_urgent());
-        assert!(step(true).is_urgent());
-        let batched = |bits: Vec<bool>| Event::Step {
-            id: Arc::from("env"),
-            action: Value::Null,
-            result: Value::Tuple(vec![
-                Value::Null,
-                Value::Null,
-                Value::Array(crate::codec::NdArray::from_vec(bits)),
-                Value::Array(crate::codec::NdArray::from_vec(vec![false; 3])),
-            ]),
-        };
-        assert!(!batched(vec![false; 3]).is_urgent());
-        assert!(batched(vec![false, true, false]).is_urgent());
-        let reset = Event::Reset {
-            id: Arc::from("env"),
-            result: Value::Null,
-            mask: None,
-        };
-        assert!(reset.is_urgent());
-        assert!(Event::Stop.is_urgent());
     }
 }
