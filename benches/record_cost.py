@@ -31,6 +31,14 @@ hook runs on the domain threads, inside the Rust server, and is not timed
 here (its instructions per step: BENCHMARKS.md "h28w", callgrind), so the
 host's share is the writer's alone. The share is what resolves 5 % on a
 loaded machine: the throughput ratio of two runs swings by more than that.
+
+Then a table of every thread's CPU per env step, summed by thread name over
+the servers and the learner (``/proc/<pid>/task/*/schedstat``: nanoseconds,
+kernel time included), plain and recording runs' medians and their
+difference: where the rest of recording's cost lands (on the host side, the
+hook runs on the ``unienv-domain-`` threads; the other rows show how much
+two runs differ without any cause). Every run starts after ``os.sync()``, so
+that no run's disk writeback (NPZ's 16,000 files) overlaps the next one.
 """
 
 import argparse
@@ -218,6 +226,7 @@ def main() -> None:
     plain_threads: List[Dict[str, float]] = []
     recording_threads: Dict[str, List[Dict[str, float]]] = {f: [] for f in formats}
     for r in range(args.rounds):
+        os.sync()
         rate, cpu, _, _, threads = run(args.steps, None, args.side)
         plain_threads.append(threads)
         plain.append(rate)
@@ -241,6 +250,11 @@ def main() -> None:
                 assert recorded_transitions(record) == expected, (recorded_transitions(record), expected)
             finally:
                 shutil.rmtree(record)
+                # The next run starts with the disk idle: without this, the
+                # kernel's writeback (and the journal's work on the files
+                # just removed) of an NPZ run, 16,000 files, overlaps the
+                # next runs and is charged to whichever thread meets it.
+                os.sync()
             line += (f", {fmt} {rate:,.0f} steps/s {cpu:.1f} us CPU/step (writer thread {writer:.1f}, hook {hooked:.1f},"
                      f" share {share[fmt][-1]:.3f})")
         print(line, flush=True)
