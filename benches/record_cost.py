@@ -38,7 +38,12 @@ kernel time included), plain and recording runs' medians and their
 difference: where the rest of recording's cost lands (on the host side, the
 hook runs on the ``unienv-domain-`` threads; the other rows show how much
 two runs differ without any cause). Every run starts after ``os.sync()``, so
-that no run's disk writeback (NPZ's 16,000 files) overlaps the next one.
+that no run's disk writeback (NPZ's 16,000 files) overlaps the next one, and
+the recordings are removed at the end, not between runs (``--remove-each``:
+right after each run, as before), so that no run's file creations follow the
+removal of an NPZ run's 16,000 files (ext4's inode allocation steps over
+recently deleted inodes; in BENCHMARKS.md "h28x" this did not measurably
+change the Parquet rounds that follow NPZ rounds).
 """
 
 import argparse
@@ -209,6 +214,8 @@ def main() -> None:
     parser.add_argument("--dir", help="where recordings go (default: the system's temporary directory)")
     parser.add_argument("--side", choices=["host", "learner"], default="host")
     parser.add_argument("--format", default="npz", help="npz, parquet, or both comma-separated (interleaved)")
+    parser.add_argument("--remove-each", action="store_true",
+                        help="remove each recording right after its run (by default: all at the end)")
     args = parser.parse_args()
     if args.serve is not None:
         serve(args.serve, args.record, args.format)
@@ -225,6 +232,7 @@ def main() -> None:
     share: Dict[str, List[float]] = {f: [] for f in formats}
     plain_threads: List[Dict[str, float]] = []
     recording_threads: Dict[str, List[Dict[str, float]]] = {f: [] for f in formats}
+    made: List[Path] = []
     for r in range(args.rounds):
         os.sync()
         rate, cpu, _, _, threads = run(args.steps, None, args.side)
@@ -249,15 +257,20 @@ def main() -> None:
                 expected = (total - total // 201) * N
                 assert recorded_transitions(record) == expected, (recorded_transitions(record), expected)
             finally:
-                shutil.rmtree(record)
+                # Removed at the end (or now, with --remove-each), not before
+                # the next runs' file creations (see the docstring).
+                made.append(record)
+                if args.remove_each:
+                    shutil.rmtree(record)
                 # The next run starts with the disk idle: without this, the
-                # kernel's writeback (and the journal's work on the files
-                # just removed) of an NPZ run, 16,000 files, overlaps the
-                # next runs and is charged to whichever thread meets it.
+                # kernel's writeback of an NPZ run overlaps the next runs and
+                # is charged to whichever thread meets it.
                 os.sync()
             line += (f", {fmt} {rate:,.0f} steps/s {cpu:.1f} us CPU/step (writer thread {writer:.1f}, hook {hooked:.1f},"
                      f" share {share[fmt][-1]:.3f})")
         print(line, flush=True)
+    for record in made:
+        shutil.rmtree(record, ignore_errors=True)
     print("load average after:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     p, pc = float(np.median(plain)), float(np.median(plain_cpu))
     print(f"recording on the {args.side} side, medians of {args.rounds} runs")
