@@ -31,6 +31,19 @@ hook runs on the domain threads, inside the Rust server, and is not timed
 here (its instructions per step: BENCHMARKS.md "h28w", callgrind), so the
 host's share is the writer's alone. The share is what resolves 5 % on a
 loaded machine: the throughput ratio of two runs swings by more than that.
+
+Then a table of every thread's CPU per env step, summed by thread name over
+the servers and the learner (``/proc/<pid>/task/*/schedstat``: nanoseconds,
+kernel time included), plain and recording runs' medians and their
+difference: where the rest of recording's cost lands (on the host side, the
+hook runs on the ``unienv-domain-`` threads; the other rows show how much
+two runs differ without any cause). Every run starts after ``os.sync()``, so
+that no run's disk writeback (NPZ's 16,000 files) overlaps the next one, and
+the recordings are removed at the end, not between runs (``--remove-each``:
+right after each run, as before), so that no run's file creations follow the
+removal of an NPZ run's 16,000 files (ext4's inode allocation steps over
+recently deleted inodes; in BENCHMARKS.md "h28x" this did not measurably
+change the Parquet rounds that follow NPZ rounds).
 """
 
 import argparse
@@ -99,21 +112,26 @@ def cpu_seconds(procs: List[subprocess.Popen]) -> float:
     return total + own.ru_utime + own.ru_stime
 
 
-def recorder_seconds(pids: List[int]) -> float:
-    """User + system CPU of the recorders' writer threads (``unienv-recorder``)
-    in the processes ``pids``."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+def thread_seconds(pids: List[int]) -> Dict[str, float]:
+    """CPU time (user + system, from ``schedstat``: nanoseconds, not clock
+    ticks) of the live threads of the processes ``pids``, summed by thread
+    name (digits dropped: ``unienv-domain-3`` counts as ``unienv-domain-``)."""
+    out: Dict[str, float] = {}
     for pid in pids:
         for task in Path(f"/proc/{pid}/task").iterdir():
             try:
-                if (task / "comm").read_text().strip() != "unienv-recorder":
-                    continue
-                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
+                name = re.sub(r"\d+$", "", (task / "comm").read_text().strip())
+                ns = int((task / "schedstat").read_text().split()[0])
+            except (OSError, ValueError, IndexError):
                 continue
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
+            out[name] = out.get(name, 0.0) + ns / 1e9
+    return out
+
+
+def recorder_seconds(pids: List[int]) -> float:
+    """CPU of the recorders' writer threads (``unienv-recorder``) in the
+    processes ``pids`` (``schedstat``: kernel time included)."""
+    return thread_seconds(pids).get("unienv-recorder", 0.0)
 
 
 class TimedRecorder:
@@ -144,7 +162,7 @@ class TimedRecorder:
         return getattr(self.inner, name)
 
 
-def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tuple[float, float, float, float]:
+def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tuple[float, float, float, float, Dict[str, float]]:
     from unienv_remote import RemoteVectorEnv
 
     procs = start(record if side == "host" else None, fmt)
@@ -160,13 +178,16 @@ def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tupl
         for a in acts[:50]:
             envs.step(a)
         pids = [p.pid for p in procs] if side == "host" else [os.getpid()]
-        cpu, writer = cpu_seconds(procs), recorder_seconds(pids)
+        everyone = [p.pid for p in procs] + [os.getpid()]
+        cpu, writer, threads = cpu_seconds(procs), recorder_seconds(pids), thread_seconds(everyone)
         hooked = hook.seconds if hook is not None else 0.0
         begin = time.perf_counter()
         for a in acts[50:]:
             envs.step(a)
         rate = steps * N / (time.perf_counter() - begin)
         cpu, writer = cpu_seconds(procs) - cpu, recorder_seconds(pids) - writer
+        after = thread_seconds(everyone)
+        threads = {k: (v - threads.get(k, 0.0)) * 1e6 / (steps * N) for k, v in after.items()}
         hooked = hook.seconds - hooked if hook is not None else 0.0
         envs.close()
     finally:
@@ -174,7 +195,7 @@ def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tupl
             assert p.stdin is not None
             p.stdin.close()  # a clean stop: close() commits the open episodes
             p.wait(timeout=60)
-    return rate, cpu * 1e6 / (steps * N), writer * 1e6 / (steps * N), hooked * 1e6 / (steps * N)
+    return rate, cpu * 1e6 / (steps * N), writer * 1e6 / (steps * N), hooked * 1e6 / (steps * N), threads
 
 
 def recorded_transitions(record: Path) -> int:
@@ -193,6 +214,8 @@ def main() -> None:
     parser.add_argument("--dir", help="where recordings go (default: the system's temporary directory)")
     parser.add_argument("--side", choices=["host", "learner"], default="host")
     parser.add_argument("--format", default="npz", help="npz, parquet, or both comma-separated (interleaved)")
+    parser.add_argument("--remove-each", action="store_true",
+                        help="remove each recording right after its run (by default: all at the end)")
     args = parser.parse_args()
     if args.serve is not None:
         serve(args.serve, args.record, args.format)
@@ -207,15 +230,21 @@ def main() -> None:
     writer_cpu: Dict[str, List[float]] = {f: [] for f in formats}
     hook_cpu: Dict[str, List[float]] = {f: [] for f in formats}
     share: Dict[str, List[float]] = {f: [] for f in formats}
+    plain_threads: List[Dict[str, float]] = []
+    recording_threads: Dict[str, List[Dict[str, float]]] = {f: [] for f in formats}
+    made: List[Path] = []
     for r in range(args.rounds):
-        rate, cpu, _, _ = run(args.steps, None, args.side)
+        os.sync()
+        rate, cpu, _, _, threads = run(args.steps, None, args.side)
+        plain_threads.append(threads)
         plain.append(rate)
         plain_cpu.append(cpu)
         line = f"round {r + 1}: plain {plain[-1]:,.0f} steps/s {plain_cpu[-1]:.1f} us CPU/step"
         for fmt in formats:
             record = Path(tempfile.mkdtemp(prefix="uvr-record-bench-", dir=args.dir))
             try:
-                rate, cpu, writer, hooked = run(args.steps, record, args.side, fmt)
+                rate, cpu, writer, hooked, threads = run(args.steps, record, args.side, fmt)
+                recording_threads[fmt].append(threads)
                 recording[fmt].append(rate)
                 recording_cpu[fmt].append(cpu)
                 writer_cpu[fmt].append(writer)
@@ -228,10 +257,20 @@ def main() -> None:
                 expected = (total - total // 201) * N
                 assert recorded_transitions(record) == expected, (recorded_transitions(record), expected)
             finally:
-                shutil.rmtree(record)
+                # Removed at the end (or now, with --remove-each), not before
+                # the next runs' file creations (see the docstring).
+                made.append(record)
+                if args.remove_each:
+                    shutil.rmtree(record)
+                # The next run starts with the disk idle: without this, the
+                # kernel's writeback of an NPZ run overlaps the next runs and
+                # is charged to whichever thread meets it.
+                os.sync()
             line += (f", {fmt} {rate:,.0f} steps/s {cpu:.1f} us CPU/step (writer thread {writer:.1f}, hook {hooked:.1f},"
                      f" share {share[fmt][-1]:.3f})")
         print(line, flush=True)
+    for record in made:
+        shutil.rmtree(record, ignore_errors=True)
     print("load average after:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     p, pc = float(np.median(plain)), float(np.median(plain_cpu))
     print(f"recording on the {args.side} side, medians of {args.rounds} runs")
@@ -249,6 +288,23 @@ def main() -> None:
         ratios = sorted(b / a for a, b in zip(plain, recording[fmt]))
         shares = " ".join(f"{x:.3f}" for x in sorted(share[fmt]))
         print(f"| per-round throughput ratios {fmt} | {' '.join(f'{x:.3f}' for x in ratios)} | | | | {shares} |")
+    # Where the CPU went, thread by thread (servers' and the learner's
+    # threads by name, schedstat): what recording adds beyond its writer.
+    names = sorted({k for t in plain_threads + [t for f in formats for t in recording_threads[f]] for k in t})
+    median = lambda runs, k: float(np.median([t.get(k, 0.0) for t in runs]))  # noqa: E731
+    print()
+    print("| thread (all processes) | plain us CPU / env step | " + " | ".join(f"{f} | {f} - plain" for f in formats) + " |")
+    print("|---|---:|" + "---:|---:|" * len(formats))
+    for k in names + ["(all threads)"]:
+        if k == "(all threads)":
+            pv = float(np.median([sum(t.values()) for t in plain_threads]))
+            rv = [float(np.median([sum(t.values()) for t in recording_threads[f]])) for f in formats]
+        else:
+            pv = median(plain_threads, k)
+            rv = [median(recording_threads[f], k) for f in formats]
+        if max([pv] + rv) < 0.05:
+            continue
+        print(f"| {k} | {pv:.2f} | " + " | ".join(f"{r:.2f} | {r - pv:+.2f}" for r in rv) + " |")
 
 
 if __name__ == "__main__":

@@ -7,158 +7,35 @@ records when the same env is wrapped locally.
 The loading runs in a fresh interpreter that never imports ``unienv_remote``.
 """
 
-import json
 import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, List
 
 import numpy as np
 import pytest
 import unienv_interface.remote as reference
 
-from conftest import REPO, Server, our_binary
+from conftest import REPO
 
 sys.path.insert(0, str(REPO / "tests" / "py"))
 from ref_fixture_server import CounterEnv  # noqa: E402
-
-LOADER = r"""
-import json, sys
-import numpy as np
-from unienv_interface.backends import NumpyComputeBackend
-from unienv_data.replay_buffer import ReplayBuffer
-
-def plain(x):
-    if isinstance(x, dict):
-        return {k: plain(v) for k, v in x.items()}
-    a = np.asarray(x)
-    return {"dtype": str(a.dtype), "shape": list(a.shape), "data": a.tolist()}
-
-out = {}
-for path in sys.argv[1:]:
-    rb = ReplayBuffer.load_from(path, backend=NumpyComputeBackend)
-    out[path] = {
-        "len": len(rb),
-        "segments": [list(s) for s in rb.get_segments()],
-        "items": [plain(rb.get_at(i)) for i in range(len(rb))],
-        "space": str(rb.single_space),
-    }
-assert not any(m.startswith("unienv_remote") for m in sys.modules), "unienv_remote was imported"
-print(json.dumps(out))
-"""
-
-
-def load(*paths: Path) -> Dict[str, Any]:
-    """Each buffer as plain data, loaded by unienv_data alone in a fresh interpreter."""
-    done = subprocess.run([sys.executable, "-c", LOADER, *map(str, paths)], capture_output=True, text=True,
-                          cwd="/", timeout=120)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
-def plain(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: plain(v) for k, v in x.items()}
-    a = np.asarray(x)
-    return {"dtype": str(a.dtype), "shape": list(a.shape), "data": a.tolist()}
-
-
-def transition(obs, context, action, next_obs, reward, terminated, truncated, with_context=True) -> Dict[str, Any]:
-    t = {
-        "action": plain(np.asarray(action, np.float32)),
-        "next_obs": plain(next_obs),
-        "obs": plain(obs),
-        "reward": plain(np.float64(reward)),
-        "terminated": plain(np.bool_(terminated)),
-        "truncated": plain(np.bool_(truncated)),
-    }
-    if with_context:
-        t["context"] = plain(context)
-    return t
-
-
-def run_episodes(env: Any, episodes: int, rng: np.random.Generator) -> List[List[Dict[str, Any]]]:
-    """Drives an unbatched counter: each episode ends when it terminates."""
-    out = []
-    for e in range(episodes):
-        context, obs, _ = env.reset(seed=-e)
-        steps = []
-        done = False
-        while not done:
-            action = rng.uniform(0.0, 1.0, size=2).astype(np.float32)
-            next_obs, reward, terminated, truncated, _ = env.step(action)
-            steps.append(transition(obs, context, action, next_obs, reward, terminated, truncated))
-            obs, done = next_obs, bool(terminated or truncated)
-        out.append(steps)
-    return out
-
-
-def expected_segments(episodes: List[List[Any]]) -> List[List[int]]:
-    segments, start = [], 0
-    for steps in episodes:
-        segments.append([start, start + len(steps)])
-        start += len(steps)
-    return segments
-
-
-def serve(*args: str) -> Server:
-    return Server("ours", [str(our_binary()), "serve", "--addr", "127.0.0.1:0", *args])
-
-
-def committed(path: Path) -> int:
-    try:
-        return json.loads((path / "metadata.json").read_text())["count"]
-    except (OSError, ValueError, KeyError):
-        return -1
-
-
-def wait_for(predicate, what: str, state=lambda: None, deadline: float = 30.0) -> None:
-    end = time.monotonic() + deadline
-    while not predicate():
-        assert time.monotonic() < end, f"timed out waiting for {what}: {state()}"
-        time.sleep(0.02)
+from _record_helpers import (expected_segments, kill_after_committed_episodes, load, plain,  # noqa: E402
+                             run_episodes, serve, sigkill, three_counter_episodes_through_serve)
 
 
 def test_three_episodes_through_our_server_load_with_unienv_data(tmp_path: Path) -> None:
-    server = serve("--fixtures", "--record", str(tmp_path))
-    try:
-        client = reference.RemoteClient.connect(server.url)
-        episodes = run_episodes(client.env("counter"), 3, np.random.default_rng(1))
-        client.close()
-    finally:
-        # SIGTERM: a clean stop, which commits what is open (nothing here).
-        server.stop()
-    loaded = load(tmp_path / "counter")[str(tmp_path / "counter")]
-    assert loaded["len"] == sum(map(len, episodes))
-    assert loaded["segments"] == expected_segments(episodes)
-    assert loaded["items"] == [t for steps in episodes for t in steps]
+    three_counter_episodes_through_serve(tmp_path)
 
 
 def test_a_crash_loses_only_the_open_episode(tmp_path: Path) -> None:
     server = serve("--fixtures", "--record", str(tmp_path))
-    path = tmp_path / "counter"
     try:
         client = reference.RemoteClient.connect(server.url)
-        env = client.env("counter")
-        rng = np.random.default_rng(2)
-        done_episodes = run_episodes(env, 2, rng)
-        env.reset(seed=0)
-        _, _, terminated, truncated, _ = env.step(np.zeros(2, np.float32))  # the open episode
-        assert not (terminated or truncated)
         # The two finished episodes are committed by the writer thread.
-        want = sum(map(len, done_episodes))
-        wait_for(lambda: committed(path) == want, f"two committed episodes ({want} transitions)",
-                 lambda: (committed(path), sorted(os.listdir(path / "storage" / "inner_storage"))[:5]))
-        server.process.send_signal(signal.SIGKILL)
-        server.process.wait()
+        kill_after_committed_episodes(client.env("counter"), 2, 2, tmp_path / "counter", sigkill(server.process))
     finally:
         server.stop()
-    loaded = load(path)[str(path)]
-    assert loaded["segments"] == expected_segments(done_episodes)
-    assert loaded["items"] == [t for steps in done_episodes for t in steps]
 
 
 def test_batched_env_records_one_buffer_per_sub_env_like_the_wrapper(tmp_path: Path) -> None:

@@ -20,7 +20,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
@@ -35,8 +34,9 @@ from gymnasium.vector import AutoresetMode  # noqa: E402
 import unienv_remote  # noqa: E402
 from unienv_remote import RemoteVectorEnv, _record  # noqa: E402
 
-from test_record import (CopyingCounter, TickCounter, committed, drive_batched, expected_segments,  # noqa: E402
-                         load, run_episodes, serve, wait_for)
+from _record_helpers import (committed, expected_segments, kill_after_committed_episodes, load,  # noqa: E402
+                             run_episodes, sigkill, three_counter_episodes_through_serve, wait_for)
+from test_record import CopyingCounter, TickCounter, drive_batched  # noqa: E402
 from test_record_vector import check, drive, server  # noqa: E402,F401
 
 PARQUET = "unienv_data.storages.parquet.ParquetStorage"
@@ -90,19 +90,9 @@ def test_three_episodes_through_the_reference_client(tmp_path: Path, small_piece
 
 def test_serve_records_parquet_without_python(tmp_path: Path) -> None:
     """``serve --record DIR --record-format parquet`` (the Rust host alone)."""
-    server = serve("--fixtures", "--record", str(tmp_path), "--record-format", "parquet")
-    try:
-        client = reference.RemoteClient.connect(server.url)
-        episodes = run_episodes(client.env("counter"), 3, np.random.default_rng(1))
-        client.close()
-    finally:
-        server.stop()
-    path = tmp_path / "counter"
+    path, _ = three_counter_episodes_through_serve(tmp_path, "--record-format", "parquet")
     assert PARQUET in (path / "storage" / "flattened_metadata.json").read_text()
     assert pieces(path / "storage" / "inner_storage") == ["part-000000.parquet"]
-    loaded = load(path)[str(path)]
-    assert loaded["segments"] == expected_segments(episodes)
-    assert loaded["items"] == [t for steps in episodes for t in steps]
 
 
 def test_a_batched_env_records_as_the_npz_format_does(tmp_path: Path, small_pieces: None) -> None:
@@ -156,27 +146,14 @@ sys.stdin.read()
 def test_a_host_killed_mid_episode_loses_only_the_open_episode(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-c", HOST, str(tmp_path), str(Path(__file__).parent)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    path = tmp_path / "counter"
     try:
         assert proc.stdout is not None
         client = reference.RemoteClient.connect(proc.stdout.readline().strip())
-        env = client.env("counter")
-        done = run_episodes(env, 3, np.random.default_rng(7))
-        env.reset(seed=0)
-        _, _, terminated, truncated, _ = env.step(np.zeros(2, np.float32))  # the open episode
-        assert not (terminated or truncated)
-        want = sum(map(len, done))
-        wait_for(lambda: committed(path) == want, f"three committed episodes ({want} transitions)",
-                 lambda: committed(path))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
+        kill_after_committed_episodes(client.env("counter"), 3, 7, tmp_path / "counter", sigkill(proc))
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=60)
-    loaded = load(path)[str(path)]
-    assert loaded["segments"] == expected_segments(done)
-    assert loaded["items"] == [t for steps in done for t in steps]
 
 
 def test_a_second_run_resumes_the_recording(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@
 //! [`PENDING_BYTES`] per buffer; beyond that they are written early) until
 //! their episode ends; its files are then written in one pass (no `fsync`)
 //! and the episode is committed by replacing `metadata.json` (written to a
-//! temporary file, then swapped in or renamed, see `write_swapped`: the one
+//! temporary file, then swapped in or renamed, see `swap`: the one
 //! commit point). Until then the buffer on disk, as
 //! `ReplayBuffer.load_from` reads it, ends with the last committed episode,
 //! so a crash loses at most the episodes still open. The sub-storages
@@ -30,8 +30,8 @@
 //! rows wait here (as NPZ files do). An episode that ends is *staged*
 //! ([`Ended::Staged`]): the writer thread commits the staged episodes of
 //! all its buffers in one [`ExternalFormat::commit_many`] call
-//! ([`commit_staged`]) once it has drained its queue (or after
-//! `BATCH_WAIT` at the latest), each buffer's rows committed by the
+//! ([`commit_staged`]) once it has handled the batch of events it took
+//! from its queue (an episode's end wakes it), each buffer's rows committed by the
 //! external writer (its files, then its storage metadata) before that
 //! buffer's `metadata.json` is replaced. A crash before then loses the
 //! staged episodes as it would lose the events still queued.
@@ -40,6 +40,7 @@ use super::format::{self, Column, ExternalBuffer, ExternalFormat, RecordFormat, 
 use super::json;
 use super::npz;
 use super::stats::RecordStats;
+use super::swap::{tmp_path, Swapped};
 use crate::codec::{DType, NdArray};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -94,6 +95,17 @@ pub(crate) struct BufferDir {
     staged_rows: usize,
     /// The segments of the staged episodes, inclusive.
     staged_segments: Vec<(u64, u64)>,
+    /// `metadata.json`, replaced at each commit.
+    metadata: Swapped,
+}
+
+/// Why [`BufferDir::append_flat`] appended nothing.
+#[derive(Debug)]
+pub(crate) enum Appended {
+    /// The element did not fit its space (nothing written, the episode goes on).
+    Element(String),
+    /// Handing rows over failed (the caller aborts the episode).
+    Io(io::Error),
 }
 
 /// What [`BufferDir::end_segment`] did.
@@ -154,6 +166,7 @@ impl BufferDir {
         }
         .to_string();
         let mut buffer = BufferDir {
+            metadata: Swapped::beside(path.join("metadata.json")),
             path: path.to_path_buf(),
             headers,
             pending: Vec::new(),
@@ -330,6 +343,28 @@ impl BufferDir {
         Ok(())
     }
 
+    /// Whether [`BufferDir::append_flat`] takes this buffer's elements
+    /// (flattened elements in an external format).
+    pub(crate) fn takes_flat_rows(&self) -> bool {
+        self.flat && self.external.is_some()
+    }
+
+    /// [`BufferDir::append`] of a flattened element that `fill` appends (its
+    /// float64 bytes) straight to the rows waiting, for a buffer that
+    /// [`BufferDir::takes_flat_rows`]. `fill` must leave the rows as they
+    /// were when it fails: its error is then returned, nothing appended.
+    pub(crate) fn append_flat(
+        &mut self,
+        fill: impl FnOnce(&mut Vec<u8>) -> Result<(), String>,
+        stats: &RecordStats,
+    ) -> Result<(), Appended> {
+        fill(&mut self.rows[0]).map_err(Appended::Element)?;
+        if self.open.is_none() {
+            self.open = Some(self.next);
+        }
+        self.row_added(stats).map_err(Appended::Io)
+    }
+
     /// [`BufferDir::append`] for an external format: the row's bytes wait in
     /// `rows` (handed over early beyond [`PENDING_BYTES`], after the staged
     /// episodes are committed: the external writer takes rows in order).
@@ -350,6 +385,12 @@ impl BufferDir {
                 }
             }
         }
+        self.row_added(stats)
+    }
+
+    /// A row was appended to `rows`: counted, and the rows handed over
+    /// early beyond [`PENDING_BYTES`].
+    fn row_added(&mut self, stats: &RecordStats) -> io::Result<()> {
         self.row_count += 1;
         self.next += 1;
         if self.rows.iter().map(Vec::len).sum::<usize>() >= PENDING_BYTES {
@@ -502,7 +543,7 @@ impl BufferDir {
         &self.segments
     }
 
-    fn commit(&self) -> io::Result<()> {
+    fn commit(&mut self) -> io::Result<()> {
         let mut segments = String::from("[");
         for (i, (s, e)) in self.segments.iter().enumerate() {
             if i > 0 {
@@ -523,7 +564,7 @@ impl BufferDir {
             },
             self.space_json
         );
-        write_swapped(&self.path.join("metadata.json"), text.as_bytes())
+        self.metadata.write(text.as_bytes())
     }
 }
 
@@ -566,65 +607,9 @@ impl Drop for BufferDir {
         if let Some(external) = &mut self.external {
             external.close();
         }
-        // The previous metadata.json, kept by `write_swapped`.
+        // The previous metadata.json, kept by `Swapped`.
         let _ = std::fs::remove_file(tmp_path(&self.path.join("metadata.json")));
     }
-}
-
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    PathBuf::from(tmp)
-}
-
-/// As [`write_atomic`], but the file it replaces is kept as the temporary
-/// file (swapped in one `renameat2(RENAME_EXCHANGE)` on Linux), which the
-/// next call overwrites in place: a commit then allocates no inode and no
-/// blocks (what creating a
-/// file mostly costs on a busy ext4, BENCHMARKS.md, "h28p: Parquet
-/// recording"). Elsewhere, or where the file system cannot swap, a rename.
-fn write_swapped(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_swapped_via(&tmp_path(path), path, bytes)
-}
-
-/// [`write_swapped`] with the temporary file at `tmp` (the Parquet
-/// storages keep one per storage for all their files).
-pub(super) fn write_swapped_via(tmp: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::io::Write;
-    // Overwritten in place, then cut: opening it with truncation frees and
-    // allocates its blocks again, 2 ms on the test machine's busy ext4.
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(tmp)?;
-    file.write_all(bytes)?;
-    file.set_len(bytes.len() as u64)?;
-    drop(file);
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        let (Ok(from), Ok(to)) = (
-            std::ffi::CString::new(tmp.as_os_str().as_bytes()),
-            std::ffi::CString::new(path.as_os_str().as_bytes()),
-        ) else {
-            return std::fs::rename(tmp, path);
-        };
-        // SAFETY: two NUL-terminated paths, valid for the call.
-        let swapped = unsafe {
-            libc::renameat2(
-                libc::AT_FDCWD,
-                from.as_ptr(),
-                libc::AT_FDCWD,
-                to.as_ptr(),
-                libc::RENAME_EXCHANGE,
-            )
-        };
-        if swapped == 0 {
-            return Ok(());
-        }
-    }
-    std::fs::rename(tmp, path)
 }
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it over

@@ -18,8 +18,11 @@
 //!
 //! # Where the work happens
 //! The domain thread only clones the call's action and result (arrays are
-//! shared, not copied) and queues them; one writer thread per server splits
-//! batches, converts and writes the files. The queue holds
+//! shared, not copied) and appends them to a queue under a lock; one writer
+//! thread per server splits batches, converts and writes the files. The
+//! writer is woken by an episode's end (or a reset, flush or close), by
+//! [`queue::WAKE_EVENTS`] waiting events, or after `BATCH_WAIT` (50 ms) at
+//! the latest, not by each event (see [`queue`]). The queue holds
 //! [`QUEUE_EVENTS`] events. **When it is full, the domain thread waits**
 //! for room: the recording stays lossless and the simulator slows to the
 //! disk's pace (each wait is counted, the first logged at `warn`).
@@ -45,14 +48,17 @@ mod format;
 mod json;
 mod npz;
 mod parquet;
+mod queue;
 mod slot;
 mod stats;
+mod swap;
 mod transition;
 mod vector;
 
 pub use buffer::RESERVED_LENGTH;
 pub use format::{Column, ExternalBuffer, ExternalFormat, RecordFormat, Staged};
 pub use parquet::{piece_size, ParquetFormat, PIECE_BYTES, STORAGE_CLASS};
+pub use queue::QUEUE_EVENTS;
 pub use stats::RecordStats;
 pub use vector::{RowKind, VectorRecord};
 
@@ -62,24 +68,13 @@ use crate::codec::Value;
 use crate::host::Space;
 use buffer::BufferDir;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use queue::{Pushed, Queue, Urgent};
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Instant;
 use transition::{Layout, Transition};
-
-/// Events the queue holds before a domain thread waits.
-pub const QUEUE_EVENTS: usize = 4096;
-
-/// How long the writer waits, once it has drained the queue, before it
-/// looks again (then blocks until an event comes). Each wake-up costs a
-/// timer and a context switch (a fifth of the writer's CPU at 1 ms, in
-/// `perf` of 8 Pendulum envs, BENCHMARKS.md "h28q"); 4 ms hold some 100
-/// events at 25k env steps/s, far below [`QUEUE_EVENTS`], and delay only
-/// a [`Recorder::flush`] (by at most this).
-const BATCH_WAIT: std::time::Duration = std::time::Duration::from_millis(4);
 
 /// An env's spaces as its descriptor declares them.
 #[derive(Debug, Clone)]
@@ -119,14 +114,43 @@ pub(crate) enum Event {
     Stop,
 }
 
+impl Urgent for Event {
+    /// Whether the writer is woken for it at once (see [`queue`]): what
+    /// ends an episode (a step that terminates or truncates, a reset, a
+    /// sub-env that failed) is committed without waiting for more events,
+    /// and so are flushes, closes and the stop.
+    fn is_urgent(&self) -> bool {
+        match self {
+            Event::Open { .. } => false,
+            Event::Step { result, .. } => match result.as_seq() {
+                Some(items) if items.len() >= 4 => any_true(&items[2]) || any_true(&items[3]),
+                _ => true,
+            },
+            Event::Vector(v) => match &**v {
+                vector::VectorEvent::Open(_) => false,
+                vector::VectorEvent::Record(r) => r.ends_episodes(),
+            },
+            Event::Reset { .. } | Event::Close { .. } | Event::Flush(_) | Event::Stop => true,
+        }
+    }
+}
+
+/// Whether a `terminated`/`truncated` value (a bool, or an array of them
+/// for a batched env) holds a true.
+fn any_true(v: &Value) -> bool {
+    match v {
+        Value::Array(a) => (0..a.len()).any(|i| a.get_f64(i).is_some_and(|x| x != 0.0)),
+        other => other.truthy().unwrap_or(true),
+    }
+}
+
 /// The writer thread and the queue to it.
 ///
-/// The sender is shared as it is (`SyncSender` is `Sync`): a push takes no
-/// lock and clones nothing (a `Mutex` and a sender clone per push before,
-/// BENCHMARKS.md "h28w"). [`Recorder::stop`] queues [`Event::Stop`]; events
-/// queued after it are dropped with the queue when the thread ends.
+/// A push appends under the queue's lock and wakes the writer only now and
+/// then (see [`queue`]). [`Recorder::stop`] queues [`Event::Stop`]; events
+/// queued after it are dropped when the thread ends.
 pub(crate) struct Recorder {
-    tx: mpsc::SyncSender<Event>,
+    queue: Arc<Queue<Event>>,
     /// Whether [`Recorder::stop`] was called.
     stopped: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -137,7 +161,7 @@ impl Recorder {
     /// Creates `dir` and starts the writer thread, which writes `format`.
     pub(crate) fn start(dir: &Path, format: RecordFormat) -> std::io::Result<Recorder> {
         std::fs::create_dir_all(dir)?;
-        let (tx, rx) = mpsc::sync_channel(QUEUE_EVENTS);
+        let queue = Arc::new(Queue::new());
         let stats = Arc::new(RecordStats::default());
         let mut writer = Writer {
             dir: dir.to_path_buf(),
@@ -145,13 +169,24 @@ impl Recorder {
             vector: None,
             format,
             stats: stats.clone(),
-            staged_since: None,
         };
+        let theirs = queue.clone();
         let thread = std::thread::Builder::new()
             .name("unienv-recorder".into())
-            .spawn(move || writer.run(rx))?;
+            .spawn(move || {
+                // Closes the queue however the thread ends (callers waiting
+                // for room must not wait for ever).
+                struct Closing(Arc<Queue<Event>>);
+                impl Drop for Closing {
+                    fn drop(&mut self) {
+                        self.0.close();
+                    }
+                }
+                let closing = Closing(theirs);
+                writer.run(&closing.0);
+            })?;
         Ok(Recorder {
-            tx,
+            queue,
             stopped: AtomicBool::new(false),
             thread: Mutex::new(Some(thread)),
             stats,
@@ -160,27 +195,21 @@ impl Recorder {
 
     /// Queues an event; waits while the queue is full.
     pub(crate) fn send(&self, event: Event) {
-        let tx = &self.tx;
-        match tx.try_send(event) {
-            Ok(()) => {}
-            Err(mpsc::TrySendError::Full(event)) => {
-                if self.stats.queue_waits.fetch_add(1, Ordering::Relaxed) == 0 {
-                    tracing::warn!(
-                        capacity = QUEUE_EVENTS,
-                        "the recording queue is full: the simulator waits for the disk"
-                    );
-                }
-                let _ = tx.send(event);
+        if let Pushed::Waited = self.queue.push(event) {
+            if self.stats.queue_waits.fetch_add(1, Ordering::Relaxed) == 0 {
+                tracing::warn!(
+                    capacity = QUEUE_EVENTS,
+                    "the recording queue is full: the simulator waits for the disk"
+                );
             }
-            Err(mpsc::TrySendError::Disconnected(_)) => {}
         }
     }
 
     /// Queues an event if there is room; gives it back when the queue is
     /// full (dropped when the writer is gone).
     pub(crate) fn try_send(&self, event: Event) -> Option<Event> {
-        match self.tx.try_send(event) {
-            Err(mpsc::TrySendError::Full(event)) => Some(event),
+        match self.queue.try_push(event) {
+            Pushed::Full(event) => Some(event),
             _ => None,
         }
     }
@@ -196,7 +225,7 @@ impl Recorder {
     pub(crate) fn stop(&self) {
         if !self.stopped.swap(true, Ordering::AcqRel) {
             // Lossless as any event: waits for room (the writer drains).
-            let _ = self.tx.send(Event::Stop);
+            self.queue.push(Event::Stop);
         }
         if let Some(thread) = self.thread.lock().take() {
             let _ = thread.join();
@@ -285,9 +314,6 @@ struct Writer {
     /// The storage format of the buffers it opens.
     format: RecordFormat,
     stats: Arc<RecordStats>,
-    /// When the oldest episode waiting for [`Writer::commit_staged`] was
-    /// seen staged.
-    staged_since: Option<Instant>,
 }
 
 /// One env resource being recorded.
@@ -301,42 +327,20 @@ struct EnvRecording {
 }
 
 impl Writer {
-    fn run(&mut self, rx: mpsc::Receiver<Event>) {
-        loop {
-            let event = match rx.try_recv() {
-                Ok(Event::Stop) => break,
-                Ok(event) => event,
-                Err(mpsc::TryRecvError::Disconnected) => break,
-                Err(mpsc::TryRecvError::Empty) => {
-                    // Drained: the episodes that ended are committed together
-                    // (one call into an external writer for all of them).
-                    self.commit_staged();
-                    // The events of the next milliseconds are taken in one
-                    // go rather than one wake-up (a context switch, and a
-                    // futex wake for the sender) per event; an idle writer
-                    // then sleeps until the next one.
-                    std::thread::sleep(BATCH_WAIT);
-                    match rx.try_recv() {
-                        Ok(Event::Stop) => break,
-                        Ok(event) => event,
-                        Err(mpsc::TryRecvError::Disconnected) => break,
-                        Err(mpsc::TryRecvError::Empty) => match rx.recv() {
-                            Ok(Event::Stop) | Err(_) => break,
-                            Ok(event) => event,
-                        },
-                    }
+    fn run(&mut self, queue: &Queue<Event>) {
+        let mut batch = VecDeque::new();
+        let mut busy = false;
+        'run: loop {
+            busy = queue.take(&mut batch, busy);
+            while let Some(event) = batch.pop_front() {
+                if let Event::Stop = event {
+                    break 'run;
                 }
-            };
-            self.handle(event);
-            if self.stats.staged.load(Ordering::Relaxed) {
-                // A writer that never drains (the queue fills as fast as it
-                // empties) still commits within BATCH_WAIT of an episode's end.
-                match self.staged_since {
-                    None => self.staged_since = Some(Instant::now()),
-                    Some(t) if t.elapsed() >= BATCH_WAIT => self.commit_staged(),
-                    Some(_) => {}
-                }
+                self.handle(event);
             }
+            // The episodes that ended in this batch are committed together
+            // (one call into an external writer for all of them).
+            self.commit_staged();
         }
         for (id, env) in &mut self.envs {
             close(id, env, &self.stats);
@@ -351,7 +355,6 @@ impl Writer {
     /// NPZ commits each episode as it ends), in one
     /// [`ExternalFormat::commit_many`] call.
     fn commit_staged(&mut self) {
-        self.staged_since = None;
         if !self.stats.staged.swap(false, Ordering::Relaxed) {
             return;
         }
@@ -587,21 +590,9 @@ impl EnvRecording {
                 ..t
             };
             let done = truthy(&t.terminated) || truthy(&t.truncated);
-            let leaves = self.layout[i].leaves(&t);
-            let leaves = match leaves {
-                Ok(l) => l,
-                Err(e) => {
-                    slot.obs = Some(t.next_obs);
-                    return Err(e);
-                }
-            };
-            if let Err(e) = slot.buffer.append(&leaves, stats) {
-                slot.buffer.abort_segment();
-                slot.obs = Some(t.next_obs);
-                return Err(e.to_string());
-            }
-            stats.transitions.fetch_add(1, Ordering::Relaxed);
+            let appended = slot::append(slot, &self.layout[i], &t, stats);
             slot.obs = Some(t.next_obs);
+            appended?;
             if done {
                 end_episode(slot, stats)?;
             }
@@ -636,5 +627,64 @@ fn leading_rows(space: &Space, value: &Value) -> Option<usize> {
         }
         (_, Value::Array(a)) => a.shape().first().copied(),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::NdArray;
+
+    fn step(terminated: Value, truncated: Value) -> Event {
+        Event::Step {
+            id: Arc::from("env"),
+            action: Value::Null,
+            result: Value::Tuple(vec![Value::Null, Value::Float(0.0), terminated, truncated]),
+        }
+    }
+
+    /// What wakes the writer: a step that ends an episode (a flag, or a
+    /// batched env's flags holding one), a reset, the stop; not other steps.
+    #[test]
+    fn what_is_urgent() {
+        let f = || Value::Bool(false);
+        assert!(!step(f(), f()).is_urgent());
+        assert!(step(Value::Bool(true), f()).is_urgent());
+        assert!(step(f(), Value::Bool(true)).is_urgent());
+        let flags = |bits: Vec<bool>| Value::Array(NdArray::from_vec(bits));
+        assert!(!step(flags(vec![false; 3]), flags(vec![false; 3])).is_urgent());
+        assert!(step(flags(vec![false, true, false]), flags(vec![false; 3])).is_urgent());
+        let reset = Event::Reset {
+            id: Arc::from("env"),
+            result: Value::Null,
+            mask: None,
+        };
+        assert!(reset.is_urgent());
+        assert!(Event::Stop.is_urgent());
+        // The learner's records: stepped rows that end nothing, or not.
+        let record = |truncated: bool, kind: RowKind| {
+            Event::Vector(Box::new(vector::VectorEvent::Record(VectorRecord {
+                env_id: vec![0, 1],
+                observation: Value::Null,
+                reward: vec![0.0; 2],
+                terminated: vec![false; 2],
+                truncated: vec![false, truncated],
+                kind: vec![
+                    RowKind::Step {
+                        actions: Value::Null,
+                        row: 0,
+                    },
+                    kind,
+                ],
+            })))
+        };
+        let stepped = || RowKind::Step {
+            actions: Value::Null,
+            row: 1,
+        };
+        assert!(!record(false, stepped()).is_urgent());
+        assert!(record(true, stepped()).is_urgent());
+        assert!(record(false, RowKind::Reset).is_urgent());
+        assert!(record(false, RowKind::Failed).is_urgent());
     }
 }

@@ -89,6 +89,88 @@ impl Layout {
     }
 }
 
+impl Layout {
+    /// Appends a transition's flattened element to `out` (for a `flat`
+    /// layout): the bytes `push_f64` appends of each array of
+    /// [`Layout::leaves`], in key order, without building those arrays
+    /// when a leaf already is an array of its space's dtype and shape, or a
+    /// float reward and bool flags (a transition's usual leaves); the same
+    /// checks and errors. On error `out` is as it was.
+    pub(crate) fn push_flat(&self, t: &Transition, out: &mut Vec<u8>) -> Result<(), String> {
+        let start = out.len();
+        let outcome = self.push_flat_leaves(t, out);
+        if outcome.is_err() {
+            out.truncate(start);
+        }
+        outcome
+    }
+
+    fn push_flat_leaves(&self, t: &Transition, out: &mut Vec<u8>) -> Result<(), String> {
+        let mut count = 0;
+        flat_leaves(&self.action, &t.action, "action", out, &mut count)?;
+        if let (Some(space), Some(value)) = (&self.context, &t.context) {
+            flat_leaves(space, value, "context", out, &mut count)?;
+        }
+        flat_leaves(&self.observation, &t.next_obs, "next_obs", out, &mut count)?;
+        flat_leaves(&self.observation, &t.obs, "obs", out, &mut count)?;
+        match &t.reward {
+            Value::Float(x) => out.extend_from_slice(&x.to_ne_bytes()),
+            other => push_f64(&cast_owned(scalar(other, "reward")?, DType::F64)?, out)?,
+        }
+        for (flag, at) in [(&t.terminated, "terminated"), (&t.truncated, "truncated")] {
+            match flag {
+                Value::Bool(b) => out.extend_from_slice(&f64::from(u8::from(*b)).to_ne_bytes()),
+                other => push_f64(&cast_owned(scalar(other, at)?, DType::BOOL)?, out)?,
+            }
+        }
+        if count + 3 != self.keys.len() {
+            return Err("the transition does not match its space".into());
+        }
+        Ok(())
+    }
+}
+
+/// [`leaves`], each leaf appended to `out` as float64 (see
+/// [`Layout::push_flat`]) and counted in `count`.
+fn flat_leaves(
+    space: &Space,
+    value: &Value,
+    at: &str,
+    out: &mut Vec<u8>,
+    count: &mut usize,
+) -> Result<(), String> {
+    let (dtype, shape) = match space {
+        Space::Dict(d) => {
+            let Some(v) = value.as_dict() else {
+                return Err(format!("{at} is a {}, not a dict", value.type_name()));
+            };
+            for (k, s) in d.entries() {
+                let item = v.get(k).ok_or_else(|| format!("{at} has no key {k:?}"))?;
+                flat_leaves(s, item, &format!("{at}/{k}"), out, count)?;
+            }
+            return Ok(());
+        }
+        Space::Box(b) => (b.dtype, &b.shape),
+        Space::Binary(b) => (b.dtype, &b.shape),
+        _ => return Err(format!("{at}: unsupported space")),
+    };
+    *count += 1;
+    if let Value::Array(a) = value {
+        if a.dtype() == dtype && dtype.is_native() && a.shape() == shape.as_slice() {
+            return push_f64(a, out);
+        }
+    }
+    let a = cast_owned(scalar(value, at)?, dtype)?;
+    if a.shape() != shape.as_slice() {
+        return Err(format!(
+            "{at} has shape {:?}, its space {:?}",
+            a.shape(),
+            shape
+        ));
+    }
+    push_f64(&a, out)
+}
+
 /// One transition of one (sub-)env.
 #[derive(Debug, Clone)]
 pub(crate) struct Transition {
@@ -454,6 +536,93 @@ mod tests {
         assert_eq!(leaves[0].to_vec::<f32>().unwrap(), [0.5]);
         assert_eq!(leaves[5].to_vec::<f64>().unwrap(), [1.0]);
         assert_eq!(leaves[7].to_vec::<bool>().unwrap(), [true]);
+    }
+
+    /// The flattened element written straight ([`Layout::push_flat`]) is
+    /// byte for byte `push_f64` of each of [`Layout::leaves`]'s arrays, for
+    /// leaves of the space's dtype and of others (cast), Python scalars and
+    /// 0-d arrays, a dict observation, a context and a big-endian leaf;
+    /// and it refuses what `leaves` refuses, leaving `out` as it was.
+    #[test]
+    fn push_flat_is_leaves_pushed_as_f64() {
+        let obs = Space::dict([
+            ("pos", Space::boxed(DType::F32, vec![2], -1.0, 1.0)),
+            ("hit", Space::binary(vec![])),
+            ("n", Space::boxed(DType::I32, vec![3], -9.0, 9.0)),
+        ]);
+        let context = Space::boxed(DType::F64, vec![1], 0.0, 1.0);
+        let l = Layout::new(obs, Space::unbounded_f32(vec![2]), Some(context)).unwrap();
+        assert!(l.flat);
+        let big = NdArray::from_bytes(
+            DType::F32.with_byte_order(crate::codec::ByteOrder::Big),
+            vec![2],
+            bytes::Bytes::from(vec![0x3f, 0x80, 0, 0, 0x40, 0, 0, 0]),
+        )
+        .unwrap();
+        let o = |pos: NdArray, hit: Value, n: NdArray| {
+            Value::Dict(Dict::new().with("pos", pos).with("hit", hit).with("n", n))
+        };
+        let cases = [
+            Transition {
+                obs: o(
+                    NdArray::from_vec(vec![0.25f32, -0.5]),
+                    Value::Bool(true),
+                    NdArray::from_vec(vec![1i32, -2, 3]),
+                ),
+                action: Value::Array(NdArray::from_vec(vec![0.125f32, 7.0])),
+                reward: Value::Float(-1.75),
+                terminated: Value::Bool(false),
+                truncated: Value::Bool(true),
+                next_obs: o(
+                    big.clone(),
+                    Value::Array(NdArray::scalar(false)),
+                    NdArray::from_vec(vec![4i32, 5, 6]),
+                ),
+                context: Some(Value::Array(NdArray::from_vec(vec![0.5f64]))),
+            },
+            Transition {
+                // Other dtypes than the space's: cast as `leaves` casts.
+                obs: o(
+                    NdArray::from_vec(vec![0.1f64, 0.2]),
+                    Value::Int(1),
+                    NdArray::from_vec(vec![1i64, 2, 3]),
+                ),
+                action: Value::Array(NdArray::from_vec(vec![1.0f64 / 3.0, 2.0])),
+                reward: Value::Int(3),
+                terminated: Value::Array(NdArray::scalar(1.0f32)),
+                truncated: Value::Array(NdArray::scalar(false)),
+                next_obs: o(
+                    NdArray::from_vec(vec![1u8, 2]),
+                    Value::Float(0.0),
+                    NdArray::from_vec(vec![7u16, 8, 9]),
+                ),
+                context: Some(Value::Array(NdArray::from_vec(vec![0.75f32]))),
+            },
+        ];
+        for t in &cases {
+            let mut want = vec![1u8, 2];
+            for leaf in l.leaves(t).unwrap() {
+                push_f64(&leaf, &mut want).unwrap();
+            }
+            let mut got = vec![1u8, 2];
+            l.push_flat(t, &mut got).unwrap();
+            assert_eq!(got, want);
+        }
+        let mut bad = cases[0].clone();
+        bad.action = Value::Array(NdArray::from_vec(vec![1.0f32, 2.0, 3.0]));
+        let mut out = vec![1u8, 2];
+        assert_eq!(
+            l.push_flat(&bad, &mut out).unwrap_err(),
+            l.leaves(&bad).unwrap_err()
+        );
+        assert_eq!(out, [1, 2]);
+        bad = cases[0].clone();
+        bad.obs = Value::Array(NdArray::from_vec(vec![1.0f32]));
+        assert_eq!(
+            l.push_flat(&bad, &mut out).unwrap_err(),
+            l.leaves(&bad).unwrap_err()
+        );
+        assert_eq!(out, [1, 2]);
     }
 
     #[test]

@@ -78,6 +78,21 @@ pub struct VectorRecord {
     pub kind: Vec<RowKind>,
 }
 
+impl VectorRecord {
+    /// Whether a row ends an episode (a step that terminates or truncates,
+    /// a reset, a failure, `SAME_STEP`'s final observation): the writer is
+    /// woken for it at once.
+    pub(crate) fn ends_episodes(&self) -> bool {
+        self.terminated.iter().chain(&self.truncated).any(|&b| b)
+            || self.kind.iter().any(|k| {
+                matches!(
+                    k,
+                    RowKind::Reset | RowKind::Failed | RowKind::StepFinal { .. }
+                )
+            })
+    }
+}
+
 /// The state of a vector env's recording, on the writer thread.
 pub(crate) struct VectorRecording {
     layout: Layout,
@@ -198,14 +213,9 @@ impl VectorRecording {
                     next_obs,
                     context: None,
                 };
-                let leaves = self.layout.leaves(&t);
+                let appended = super::slot::append(slot, &self.layout, &t, stats);
                 slot.obs = restart.or(Some(t.next_obs));
-                let leaves = leaves?;
-                if let Err(e) = slot.buffer.append(&leaves, stats) {
-                    slot.buffer.abort_segment();
-                    return Err(e.to_string());
-                }
-                stats.transitions.fetch_add(1, Ordering::Relaxed);
+                appended?;
                 if terminated || truncated {
                     end_episode(slot, stats)?;
                 }

@@ -33,8 +33,8 @@
 mod arrow_schema;
 mod piece;
 
-use super::buffer::write_swapped_via;
 use super::format::{Column, ExternalBuffer, ExternalFormat, RecordFormat};
+use super::swap::Swapped;
 use piece::{Encoded, PieceCodec};
 use std::io;
 use std::path::PathBuf;
@@ -124,8 +124,10 @@ struct Storage {
     encoded: usize,
     /// `_metadata.json` before and after its `num_rows`.
     metadata: (String, String),
-    tmp_piece: PathBuf,
-    tmp_metadata: PathBuf,
+    /// The piece being filled (via `.tmp/piece.parquet`).
+    piece_file: Swapped,
+    /// `_metadata.json` (via `.tmp/_metadata.json`).
+    metadata_file: Swapped,
 }
 
 /// One buffer's storages, from `committed` rows on.
@@ -205,8 +207,11 @@ impl ParquetColumns {
                 rows: Vec::with_capacity(piece.saturating_mul(codec.row_bytes()).min(1 << 24)),
                 codec,
                 metadata: metadata_template(piece, &c.shape, c.dtype.to_native().name()),
-                tmp_piece: tmp.join("piece.parquet"),
-                tmp_metadata: tmp.join("_metadata.json"),
+                piece_file: Swapped::new(c.dir.join(piece_name(0)), tmp.join("piece.parquet")),
+                metadata_file: Swapped::new(
+                    c.dir.join("_metadata.json"),
+                    tmp.join("_metadata.json"),
+                ),
             });
         }
         let mut columns = ParquetColumns {
@@ -260,7 +265,8 @@ impl ParquetColumns {
                 .codec
                 .encode(&s.written, new, self.fill - s.encoded, &mut self.encoded)
                 .map_err(other)?;
-            write_swapped_via(&s.tmp_piece, &s.dir.join(&name), &self.encoded)?;
+            s.piece_file.set_path(s.dir.join(&name));
+            s.piece_file.write(&self.encoded)?;
             s.written = Encoded {
                 file: bytes::Bytes::from(std::mem::take(&mut self.encoded)),
                 groups,
@@ -271,15 +277,11 @@ impl ParquetColumns {
     }
 
     /// Writes every storage's `_metadata.json` with `written` rows.
-    fn commit_metadata(&self) -> io::Result<()> {
-        for s in &self.storages {
+    fn commit_metadata(&mut self) -> io::Result<()> {
+        for s in &mut self.storages {
             let (head, tail) = &s.metadata;
             let text = format!("{head}{}{tail}", self.written);
-            write_swapped_via(
-                &s.tmp_metadata,
-                &s.dir.join("_metadata.json"),
-                text.as_bytes(),
-            )?;
+            s.metadata_file.write(text.as_bytes())?;
         }
         Ok(())
     }
