@@ -112,22 +112,33 @@ def take_totals() -> Tuple[int, int, int]:
 
 
 def thread_cpu() -> Dict[str, List[int]]:
-    """This process's user and system clock ticks by thread kind: ``domain``
-    (our host's domain threads, which run the simulator's Python),
-    ``runtime`` (the tokio workers, ``unienv-server``) and ``other:NAME``."""
+    """This process's threads by kind: ``domain`` (our host's domain
+    threads, which run the simulator's Python), ``runtime`` (the tokio
+    workers, ``unienv-server``) and ``other:NAME``; for each kind the sum of
+    its threads' user and system clock ticks, nanoseconds spent runnable but
+    waiting for a CPU (``schedstat``), voluntary and involuntary context
+    switches."""
     kinds: Dict[str, List[int]] = {}
     for task in Path("/proc/self/task").iterdir():
         try:
             comm = (task / "comm").read_text().strip()
             fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            wait = int((task / "schedstat").read_text().split()[1])
+            status = dict(line.split(":\t", 1) for line in (task / "status").read_text().splitlines() if ":\t" in line)
         except OSError:
             continue
         kind = "domain" if comm.startswith("unienv-domain") else "runtime" if comm == "unienv-server" else \
             f"other:{comm}"
-        row = kinds.setdefault(kind, [0, 0])
-        row[0] += int(fields[11])
-        row[1] += int(fields[12])
+        row = kinds.setdefault(kind, [0, 0, 0, 0, 0])
+        for i, v in enumerate((int(fields[11]), int(fields[12]), wait, int(status["voluntary_ctxt_switches"]),
+                               int(status["nonvoluntary_ctxt_switches"]))):
+            row[i] += v
     return kinds
+
+
+def since(start: Dict[str, List[int]]) -> Dict[str, List[int]]:
+    """:func:`thread_cpu` now less ``start``."""
+    return {k: [a - b for a, b in zip(v, start.get(k, [0] * len(v)))] for k, v in thread_cpu().items()}
 
 
 # -- the processes -------------------------------------------------------------------
@@ -154,9 +165,7 @@ def serve(sim: str, timed: bool, cpu: Optional[int]) -> None:
                 start_ticks = thread_cpu()
                 print("{}", flush=True)
             elif line.strip() == "stats":
-                now = thread_cpu()
-                ticks = {k: [v[0] - start_ticks.get(k, [0, 0])[0], v[1] - start_ticks.get(k, [0, 0])[1]]
-                         for k, v in now.items()}
+                ticks = since(start_ticks)
                 n, wall, cpu = take_totals()
                 print(json.dumps({"steps": n, "wall_ns": wall - n * wall_cost, "cpu_ns": cpu - n * cpu_cost,
                                   "ticks": ticks, "hz": os.sysconf("SC_CLK_TCK")}), flush=True)
@@ -266,12 +275,14 @@ def worker(kind: str, sim: str, timed: bool, urls: Sequence[str]) -> None:
     for line in sys.stdin:
         seconds = float(line.split()[1])
         take_totals()
-        t0 = os.times()
+        t0, threads0 = os.times(), thread_cpu()
         steps, window = run(seconds)
-        t1 = os.times()
+        t1, threads = os.times(), since(threads0)
         n, wall, cpu = take_totals()
         print(json.dumps({"steps": steps, "window": window, "user": t1.user - t0.user, "sys": t1.system - t0.system,
-                          "sub_steps": n, "wall_ns": wall - n * wall_cost, "cpu_ns": cpu - n * cpu_cost}),
+                          "sub_steps": n, "wall_ns": wall - n * wall_cost, "cpu_ns": cpu - n * cpu_cost,
+                          "wait_ns": sum(v[2] for v in threads.values()),
+                          "switches": [sum(v[3] for v in threads.values()), sum(v[4] for v in threads.values())]}),
               flush=True)
     envs.close()
     if echo is not None:
@@ -346,9 +357,16 @@ def hosted_row(servers: Sequence[Child], learner: Child, seconds: float) -> Dict
            "sys": 1e6 * system / n, "learner": 1e6 * (r["user"] + r["sys"]) / n}
     hz = stats[0]["hz"]
     for kind in ("domain", "runtime"):
-        row[kind] = 1e6 * sum(sum(t) for s in stats for k, t in s["ticks"].items() if k == kind) / hz / n
-    row["other threads"] = 1e6 * sum(sum(t) for s in stats for k, t in s["ticks"].items()
+        row[kind] = 1e6 * sum(sum(t[:2]) for s in stats for k, t in s["ticks"].items() if k == kind) / hz / n
+    row["other threads"] = 1e6 * sum(sum(t[:2]) for s in stats for k, t in s["ticks"].items()
                                      if k.startswith("other")) / hz / n
+    # Each server gets one request per learner step (16 env steps).
+    requests = n / 16 * len(servers)
+    domain = [t for s in stats for k, t in s["ticks"].items() if k == "domain"]
+    row["domain wait"] = sum(t[2] for t in domain) / 1e3 / requests
+    row["domain voluntary"] = sum(t[3] for t in domain) / requests
+    row["domain involuntary"] = sum(t[4] for t in domain) / requests
+    row["learner wait"] = r["wait_ns"] / 1e3 / (n / 16)
     return row
 
 
@@ -414,7 +432,10 @@ def part1(sim: str, seconds: float, rounds: int) -> List[str]:
         m = med[name]
         out.append(f"{name}: by thread (CPU µs per env step, both servers): domain threads {m['domain']:.1f}, "
                    f"runtime workers {m['runtime']:.1f}, other threads {m['other threads']:.1f}; "
-                   f"the learner process {m['learner']:.1f}.")
+                   f"the learner process {m['learner']:.1f}. Per request, a domain thread waited "
+                   f"{m['domain wait']:.1f} µs runnable for a CPU and switched {m['domain voluntary']:.2f} times "
+                   f"voluntarily, {m['domain involuntary']:.2f} involuntarily; per learner step the learner "
+                   f"waited {m['learner wait']:.1f} µs runnable.")
     out.append("")
     return out
 
