@@ -21,7 +21,8 @@
 
 use crate::convert::{check_bounded, new_array, wire_dtype, ConvertError};
 use crate::fast::{convert_result, sole_array, StepOutcome};
-use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use numpy::npyffi::{npy_intp, PY_ARRAY_API};
+use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -119,8 +120,13 @@ struct InfoColumn {
 }
 
 /// The sub-results seen so far, while every one is regular.
-struct Builder {
+struct Builder<'py> {
     n: usize,
+    /// The first observation's dtype object: a later observation whose
+    /// dtype is that same object has the same wire dtype, without
+    /// [`wire_dtype`] reading it again (NumPy keeps one object per builtin
+    /// dtype; another object equal to it still goes through `wire_dtype`).
+    obs_descr: Option<Bound<'py, PyArrayDescr>>,
     obs_dtype: Option<DType>,
     obs_shape: Vec<usize>,
     obs: Vec<u8>,
@@ -130,22 +136,37 @@ struct Builder {
     infos: Vec<InfoColumn>,
 }
 
-impl Builder {
+impl<'py> Builder<'py> {
+    fn new(n: usize) -> Self {
+        Builder {
+            n,
+            obs_descr: None,
+            obs_dtype: None,
+            obs_shape: Vec::new(),
+            obs: Vec::new(),
+            rewards: Vec::with_capacity(n),
+            terminated: Vec::with_capacity(n),
+            truncated: Vec::with_capacity(n),
+            infos: Vec::new(),
+        }
+    }
+
     /// Takes sub-env `i`'s `(obs, reward, terminated, truncated, info)`;
     /// `Ok(false)` when it is not regular (nothing of it taken).
-    fn take(&mut self, i: usize, result: &Bound<'_, PyAny>) -> PyResult<bool> {
+    fn take(&mut self, i: usize, result: &Bound<'py, PyAny>) -> PyResult<bool> {
         let Ok(t) = result.cast_exact::<PyTuple>() else {
             return Ok(false);
         };
         if t.len() != 5 {
             return Ok(false);
         }
+        // Borrowed from the tuple, which `result` keeps alive.
         let (obs, reward, terminated, truncated, info) = (
-            t.get_item(0)?,
-            t.get_item(1)?,
-            t.get_item(2)?,
-            t.get_item(3)?,
-            t.get_item(4)?,
+            t.get_borrowed_item(0)?,
+            t.get_borrowed_item(1)?,
+            t.get_borrowed_item(2)?,
+            t.get_borrowed_item(3)?,
+            t.get_borrowed_item(4)?,
         );
         let Ok(array) = obs.cast_exact::<PyUntypedArray>() else {
             return Ok(false);
@@ -160,8 +181,13 @@ impl Builder {
         let Ok(info) = info.cast_exact::<PyDict>() else {
             return Ok(false);
         };
-        let Ok(dtype) = wire_dtype(&array.dtype()) else {
-            return Ok(false);
+        let descr = array.dtype();
+        let dtype = match (&self.obs_descr, self.obs_dtype) {
+            (Some(first), Some(d)) if first.is(&descr) => d,
+            _ => match wire_dtype(&descr) {
+                Ok(d) => d,
+                Err(_) => return Ok(false),
+            },
         };
         if !array.is_c_contiguous() {
             return Ok(false);
@@ -169,6 +195,7 @@ impl Builder {
         match self.obs_dtype {
             None => {
                 self.obs_dtype = Some(dtype);
+                self.obs_descr = Some(descr);
                 self.obs_shape = array.shape().to_vec();
                 self.obs
                     .reserve_exact(self.n * array.len() * dtype.itemsize());
@@ -176,7 +203,7 @@ impl Builder {
             Some(d) if d == dtype && self.obs_shape == array.shape() => {}
             Some(_) => return Ok(false),
         }
-        if !info.is_empty() && !self.take_info(i, info)? {
+        if !info.is_empty() && !self.take_info(i, &info)? {
             return Ok(false);
         }
         let nbytes = array.len() * dtype.itemsize();
@@ -281,6 +308,62 @@ impl Builder {
     }
 }
 
+/// The sub-envs' rows of one action, each a new C-contiguous NumPy array
+/// of the row's dtype and shape holding a copy of its bytes (what
+/// [`new_array`] makes): the first made by `new_array`, the others with
+/// its dtype object and the dimensions kept here, instead of looking both
+/// up again for every row.
+struct Rows<'py> {
+    dims: Vec<npy_intp>,
+    descr: Option<Bound<'py, PyArrayDescr>>,
+}
+
+impl<'py> Rows<'py> {
+    fn new(shape: &[usize]) -> Self {
+        Rows {
+            dims: shape.iter().map(|&d| d as npy_intp).collect(),
+            descr: None,
+        }
+    }
+
+    /// A new array of `data`, the bytes of one row (`product(shape) ×
+    /// itemsize` of them: the caller slices the action by rows).
+    fn make(&mut self, py: Python<'py>, dtype: DType, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        let Some(descr) = &self.descr else {
+            let shape: Vec<usize> = self.dims.iter().map(|&d| d as usize).collect();
+            let first = new_array(py, dtype, &shape, data)?;
+            self.descr = Some(first.cast::<PyUntypedArray>()?.dtype());
+            return Ok(first);
+        };
+        // SAFETY: PyArray_Empty steals the descriptor reference that
+        // into_dtype_ptr hands over (a clone: `self.descr` keeps its own),
+        // and returns a new reference (or null with a Python error set).
+        // The new array is C-contiguous of `self.dims` and the first row's
+        // dtype, `dtype`, so it owns exactly product(dims) × itemsize bytes,
+        // the length of `data` (every row has the first row's length); no
+        // other code has seen it yet.
+        unsafe {
+            let raw = PY_ARRAY_API.PyArray_Empty(
+                py,
+                self.dims.len() as std::os::raw::c_int,
+                self.dims.as_mut_ptr(),
+                descr.clone().into_dtype_ptr(),
+                0,
+            );
+            let obj = Bound::from_owned_ptr_or_err(py, raw)?;
+            if !data.is_empty() {
+                let arr = obj.as_ptr() as *mut numpy::npyffi::PyArrayObject;
+                std::ptr::copy_nonoverlapping(
+                    data.as_ptr(),
+                    (*arr).fields.data as *mut u8,
+                    data.len(),
+                );
+            }
+            Ok(obj)
+        }
+    }
+}
+
 impl FastBatch {
     /// The fast path of `obj`, when it is a `BatchedEnv` that allows it
     /// (its `_native_step_plan()`); `None` for anything else.
@@ -332,9 +415,10 @@ impl FastBatch {
         let mut errors: Vec<(usize, PyErr)> = Vec::new();
         let exception = py.get_type::<pyo3::exceptions::PyException>();
         let step = intern!(py, "step");
+        let mut rows = Rows::new(row_shape);
         for (i, env) in self.envs.iter().enumerate() {
             let data = &action.as_bytes()[i * row_bytes..(i + 1) * row_bytes];
-            let row = new_array(py, dtype, row_shape, data)?;
+            let row = rows.make(py, dtype, data)?;
             match env.bind(py).call_method1(step, (row,)) {
                 Ok(result) => raw.push(result),
                 // As `BatchedEnv._run`: an `Exception` is kept for after
@@ -348,16 +432,7 @@ impl FastBatch {
             }
         }
         if errors.is_empty() {
-            let mut builder = Builder {
-                n,
-                obs_dtype: None,
-                obs_shape: Vec::new(),
-                obs: Vec::new(),
-                rewards: Vec::with_capacity(n),
-                terminated: Vec::with_capacity(n),
-                truncated: Vec::with_capacity(n),
-                infos: Vec::new(),
-            };
+            let mut builder = Builder::new(n);
             let mut regular = true;
             for (i, result) in raw.iter().enumerate() {
                 if !builder.take(i, result)? {
