@@ -14,8 +14,9 @@
 //!
 //! (`R` and `O` without escapes, quotes or control characters) is kept
 //! here, after [`decode`] decoded it, as its header cut around `R` and `O`,
-//! its tree and its tree estimate. A later frame of the same session whose
-//! header is the kept one with other plain texts in place of `R` and `O`,
+//! its tree and its tree estimate (one per header shape: a vector env's
+//! connection steps several resources). A later frame of the same session
+//! whose header is a kept one with other plain texts in place of `R` and `O`,
 //! and whose attachment section has the same length, is the kept tree with
 //! those two strings replaced and its arrays and byte strings sliced out of
 //! the new frame at the same places. That is the tree [`decode`] gives for
@@ -32,8 +33,14 @@
 use super::*;
 
 /// Frames larger than this are never kept (a kept request holds a copy of
-/// its header and attachments, outside any budget).
-const KEEP_MAX_FRAME: usize = 4096;
+/// its header, attachments and tree, outside the byte budget).
+const KEEP_MAX_FRAME: usize = 1024;
+
+/// Kept requests per session: one per resource and method in use (a vector
+/// env's connection steps up to one resource per env), at most this many;
+/// once full, nothing more is kept (no churn of copies when a connection
+/// steps more resources than this).
+const CAPACITY: usize = 16;
 
 /// What every kept request's header starts with, up to the request ID's text.
 const PREFIX: &[u8] = br#"{"t":"dict","v":[["version",1],["type","request"],["request_id",""#;
@@ -44,10 +51,12 @@ const SUFFIX: &[u8] = br#""]]}"#;
 /// How the entry before the operation ID's text starts.
 const OPERATION: &[u8] = br#"],["operation_id",""#;
 
-/// A session's last request in the kept layout (see the module docs).
+/// A session's requests in the kept layout (see the module docs), one per
+/// header shape (resource, method, action dtype and shape), at most
+/// [`CAPACITY`].
 #[derive(Default)]
 pub(crate) struct RequestTemplate {
-    kept: Option<Kept>,
+    kept: Vec<Kept>,
 }
 
 struct Kept {
@@ -75,9 +84,11 @@ impl RequestTemplate {
         }
         let decoded = decode(frame.clone(), max_message_size, max_tree_bytes)?;
         // A request of another layout (a describe between steps) leaves
-        // the kept one in place.
-        if let Some(kept) = keep(&frame, &decoded.0, decoded.1) {
-            self.kept = Some(kept);
+        // the kept ones in place.
+        if self.kept.len() < CAPACITY {
+            if let Some(kept) = keep(&frame, &decoded.0, decoded.1) {
+                self.kept.push(kept);
+            }
         }
         Ok(decoded)
     }
@@ -89,16 +100,27 @@ impl RequestTemplate {
         max_message_size: usize,
         max_tree_bytes: usize,
     ) -> Option<(Value, usize)> {
-        let kept = self.kept.as_ref()?;
         let len = frame.len();
-        if len > max_message_size || len > KEEP_MAX_FRAME {
+        if self.kept.is_empty() || len > max_message_size || len > KEEP_MAX_FRAME {
             return None;
         }
         let (header, attach_base) = split(frame)?;
-        if len - attach_base != kept.attach_len {
+        let rest = header.strip_prefix(PREFIX)?;
+        let r = plain_run(rest, 0);
+        let (request_id, rest) = rest.split_at(r);
+        // The first kept request whose middle follows; if the rest does not
+        // fit it, the frame is decoded (only a slower path, never another
+        // result).
+        let kept = self
+            .kept
+            .iter()
+            .find(|k| k.attach_len == len - attach_base && rest.starts_with(&k.middle))?;
+        let rest = &rest[kept.middle.len()..];
+        let o = plain_run(rest, 0);
+        let (operation_id, rest) = rest.split_at(o);
+        if rest != SUFFIX {
             return None;
         }
-        let (request_id, operation_id) = ids(header, &kept.middle)?;
         let request_id = std::str::from_utf8(request_id).ok()?;
         let operation_id = std::str::from_utf8(operation_id).ok()?;
         let bytes = kept
@@ -131,18 +153,6 @@ fn split(frame: &[u8]) -> Option<(&[u8], usize)> {
     let header_len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
     let header = frame.get(4..4usize.checked_add(header_len)?)?;
     Some((header, 4 + header_len))
-}
-
-/// The request ID's and the operation ID's texts of a header in the kept
-/// layout around `middle`; `None` when it is not one.
-fn ids<'h>(header: &'h [u8], middle: &[u8]) -> Option<(&'h [u8], &'h [u8])> {
-    let rest = header.strip_prefix(PREFIX)?;
-    let r = plain_run(rest, 0);
-    let (request_id, rest) = rest.split_at(r);
-    let rest = rest.strip_prefix(middle)?;
-    let o = plain_run(rest, 0);
-    let (operation_id, rest) = rest.split_at(o);
-    (rest == SUFFIX).then_some((request_id, operation_id))
 }
 
 /// The kept form of a request `decode` just gave `tree` for, if it has the

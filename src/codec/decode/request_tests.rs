@@ -9,11 +9,22 @@ const MAX: usize = 1 << 20;
 /// A call request as our clients encode it (`client::template`'s plain
 /// encoding): the head, then `method`, `args`, `kwargs`, `operation_id`.
 fn call(request_id: &str, operation_id: &Value, args: Vec<Value>, kwargs: Dict) -> Bytes {
+    call_on("env", request_id, operation_id, args, kwargs)
+}
+
+/// [`call`] on resource `resource`.
+fn call_on(
+    resource: &str,
+    request_id: &str,
+    operation_id: &Value,
+    args: Vec<Value>,
+    kwargs: Dict,
+) -> Bytes {
     let head = request_head(
         "call",
         Value::from(request_id),
         Value::from("5e55105e55105e55105e55105e55105e"),
-        Some("env"),
+        Some(resource),
     );
     let method = Value::from("step");
     let args = Value::Tuple(args);
@@ -213,4 +224,23 @@ fn mutated_frames_agree_with_the_decoder() {
     // Some mutations (inside the IDs and the attachments) are reused, most
     // are not: both kinds were compared.
     assert!(hits > 10 && hits < total / 2, "{hits} of {total}");
+}
+
+/// A vector env's connection steps one resource per env in turn: each
+/// resource's requests come from its own kept tree, up to the capacity;
+/// past it, requests are decoded (and still agree).
+#[test]
+fn a_connection_stepping_many_resources_keeps_one_tree_each() {
+    let mut t = RequestTemplate::default();
+    let op = Value::from("abc");
+    let resources: Vec<String> = (0..CAPACITY + 4).map(|i| format!("pendulum{i}")).collect();
+    for round in 0..5u32 {
+        for (i, r) in resources.iter().enumerate() {
+            let id = format!("{round}-{i}");
+            let frame = call_on(r, &id, &op, vec![action(&[round as f32])], Dict::new());
+            let hit = agree(&mut t, &frame, MAX, MAX);
+            assert_eq!(hit, round > 0 && i < CAPACITY, "round {round}, {r}");
+        }
+    }
+    assert_eq!(t.kept.len(), CAPACITY);
 }
