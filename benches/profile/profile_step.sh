@@ -8,6 +8,9 @@
 #   benches/profile/profile_step.sh rust     # target/release/unienv-remote serve --fixtures, env bench_state
 #   benches/profile/profile_step.sh python   # unienv_remote.RemoteServer hosting Pendulum-v1 (FromGymnasiumEnv)
 #   benches/profile/profile_step.sh batched  # the same hosting a BatchedEnv of 8 Pendulum-v1 (per request = 8 env steps)
+#   benches/profile/profile_step.sh fleet    # 8 single Pendulum-v1 (8 domains) stepped lockstep by a
+#                                            # RemoteVectorEnv over one connection (per step = 8 requests;
+#                                            # the simulator's figure only with SIM_IR, per 8 env steps)
 #
 # For `python` and `batched`, the simulator's own instructions per step (the same steps in
 # process, pendulum_local.py, also under callgrind) are printed too, and the
@@ -37,24 +40,28 @@ case $what in
     valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p" \
       "${BIN:-target/release/unienv-remote}" serve --fixtures --unix "$sock" >/dev/null 2>"$dir/valgrind.log" &
     ;;
-  python|batched)
+  python|batched|fleet)
     env_id=pendulum
-    kind=single; [ "$what" = batched ] && kind=batched
+    kind=single; [ "$what" = batched ] && kind=batched; [ "$what" = fleet ] && kind=fleet
     valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p" \
       "$PY" benches/profile/pendulum_server.py "$sock" "$kind" >/dev/null 2>"$dir/valgrind.log" &
     ;;
-  *) echo "usage: $0 rust|python|batched" >&2; exit 2 ;;
+  *) echo "usage: $0 rust|python|batched|fleet" >&2; exit 2 ;;
 esac
 pid=$!
 for _ in $(seq 1200); do [ -S "$sock" ] && break; sleep 0.5; done
 [ -S "$sock" ] || { echo "the server did not start"; cat "$dir/valgrind.log"; exit 1; }
 url="ws+unix://$sock"
-"$PY" benches/profile/step_n.py "$url" "$env_id" 50   # warm-up
+client() {
+  if [ "$what" = fleet ]; then "$PY" benches/profile/step_fleet.py "$url" "$1"
+  else "$PY" benches/profile/step_n.py "$url" "$env_id" "$1"; fi
+}
+client 50   # warm-up
 
 totals() { grep -E '^summary:' "$1" | head -1 | awk '{print $2}'; }
 interval() {
   callgrind_control -z "$pid" >/dev/null
-  "$PY" benches/profile/step_n.py "$url" "$env_id" "$1"
+  client "$1"
   callgrind_control -d "$pid" >/dev/null
   sleep 1
   local f
@@ -70,7 +77,9 @@ if [ "${ANNOTATE:-0}" = 1 ]; then
 fi
 # PROFILE_OUT=FILE keeps the second interval's profile (callgrind_annotate FILE).
 if [ -n "${PROFILE_OUT:-}" ]; then cp "$fb" "$PROFILE_OUT"; fi
-if [ "$what" != rust ]; then
+if [ "$what" = fleet ] && [ -z "${SIM_IR:-}" ]; then
+  :   # no in-process fleet to count: give SIM_IR (8 x the single env's figure)
+elif [ "$what" != rust ]; then
   local_ir() {
     valgrind --tool=callgrind --callgrind-out-file="$dir/local.$1" "$PY" benches/profile/pendulum_local.py "$1" "${2:-$kind}" 2>/dev/null
     totals "$dir/local.$1"

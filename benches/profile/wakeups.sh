@@ -15,8 +15,8 @@
 #
 # SERVER_PYTHONPATH puts another build of the package first for the server
 # only (the client keeps the venv's). N1/N2 (default 500/2500) and TRANSPORT (unix, the default, or tcp: a
-# loopback port) are read from the environment; BIN overrides the CLI for
-# `rust`.
+# loopback port the system picks) are read from the environment; BIN overrides the CLI for
+# `rust`. The server is started by serve.sh (shared with kernel_share.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 what=${1:-rust}
@@ -24,33 +24,10 @@ PY=${UNIENV_REF_PYTHON:-$PWD/.venv-ref/bin/python}
 N1=${N1:-500}
 N2=${N2:-2500}
 dir=$(mktemp -d /tmp/ue-wake-XXXXXX)
-sock=$dir/s.sock
 TRANSPORT=${TRANSPORT:-unix}
-port=$((20000 + RANDOM % 20000))
-if [ "$TRANSPORT" = tcp ]; then
-  listen=(--addr "127.0.0.1:$port"); where=tcp:$port; url="ws://127.0.0.1:$port"
-else
-  listen=(--unix "$sock"); where=$sock; url="ws+unix://$sock"
-fi
+pid=
 trap 'kill -INT $pid 2>/dev/null || true; sleep 1; kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
-case $what in
-  rust)
-    env_id=bench_state
-    "${BIN:-target/release/unienv-remote}" serve --fixtures "${listen[@]}" >/dev/null 2>"$dir/log" &
-    ;;
-  python|batched|fleet)
-    env_id=pendulum
-    kind=single; [ "$what" = batched ] && kind=batched; [ "$what" = fleet ] && kind=fleet
-    PYTHONPATH=${SERVER_PYTHONPATH:-${PYTHONPATH:-}} "$PY" benches/profile/pendulum_server.py "$where" "$kind" >"$dir/out" 2>"$dir/log" &
-    ;;
-  *) echo "usage: $0 rust|python|batched|fleet" >&2; exit 2 ;;
-esac
-pid=$!
-up() {
-  if [ "$TRANSPORT" = tcp ]; then (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; else [ -S "$sock" ]; fi
-}
-for _ in $(seq 600); do up && break; sleep 0.1; done
-up || { echo "the server did not start"; cat "$dir/log"; exit 1; }
+. benches/profile/serve.sh
 client() {
   if [ "$what" = fleet ]; then "$PY" benches/profile/step_fleet.py "$url" "$1"
   else "$PY" benches/profile/step_n.py "$url" "$env_id" "$1"; fi

@@ -4,7 +4,7 @@
 use super::hosted::{Hosted, ResourceMeta};
 use super::outbound::SessionShared;
 use crate::codec::{Dict, DictText, NdArray, Value};
-use crate::protocol::{err, response_head, ErrorCode, ProtocolError};
+use crate::protocol::{err, ErrorCode, ProtocolError};
 
 /// A call's `args` and `kwargs`, arrays in native byte order.
 pub(crate) fn arguments(
@@ -93,17 +93,18 @@ pub(crate) fn encode_response(
     texts: &[Option<&DictText>],
 ) -> Result<Vec<u8>, String> {
     let codec = session.codec();
+    // The session's kept head, the echoed IDs borrowed from the request
+    // (null where absent): the members `response_head` builds, in its order.
+    static NULL: Value = Value::Null;
     let attempt = |result: &Value| {
-        let echo = |k: &str| request.get(k).cloned().unwrap_or_default();
-        let head = response_head(
-            true,
-            &session.id,
-            echo("request_id"),
-            echo("resource_id"),
-            echo("operation_id"),
-        );
-        let mut entries: Vec<(&str, &Value)> = head.iter().map(|(k, v)| (*k, v)).collect();
-        entries.push(("result", result));
+        let mut entries: [(&str, &Value); 7] = [("result", result); 7];
+        for (slot, (key, kept)) in entries.iter_mut().zip(&session.ok_head) {
+            let echoed = matches!(*key, "request_id" | "resource_id" | "operation_id");
+            *slot = match echoed {
+                true => (*key, request.get(key).unwrap_or(&NULL)),
+                false => (*key, kept),
+            };
+        }
         let kept: Vec<(&Value, &DictText)> = match descriptor_list(result) {
             Some(list) if list.len() == texts.len() => list
                 .iter()
@@ -156,4 +157,74 @@ fn strip_snapshots(result: &mut Value) -> bool {
         }
     }
     any
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::{Account, Pool};
+    use crate::codec::Codec;
+    use crate::protocol::response_head;
+    use std::sync::Arc;
+
+    /// The response as built before the session kept its head: the head
+    /// from `response_head` with the echoed IDs cloned, then the result.
+    fn plain(session: &SessionShared, request: &Dict, result: &Value) -> Vec<u8> {
+        let echo = |k: &str| request.get(k).cloned().unwrap_or_default();
+        let head = response_head(
+            true,
+            &session.id,
+            echo("request_id"),
+            echo("resource_id"),
+            echo("operation_id"),
+        );
+        let mut entries: Vec<(&str, &Value)> = head.iter().map(|(k, v)| (*k, v)).collect();
+        entries.push(("result", result));
+        Codec::new(1 << 20)
+            .unwrap()
+            .encode_entries(&entries)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_response_from_the_kept_head_is_the_plain_responses_bytes() {
+        let session = SessionShared::new(
+            Arc::from("5e55105e55105e55105e55105e55105e"),
+            1 << 20,
+            Account::new(Pool::new(1 << 30), 1 << 30),
+            Arc::new(crate::metrics::Metrics::new(None)),
+        );
+        let full = Dict::new()
+            .with("request_id", "1f")
+            .with("resource_id", "env")
+            .with("operation_id", "0123456789abcdef0123456789abcdef");
+        let absent = Dict::new().with("request_id", "2");
+        let odd = Dict::new()
+            .with("operation_id", Value::Null)
+            .with("request_id", "quote\" and é")
+            .with("resource_id", 7i64);
+        let results = [
+            Value::Null,
+            Value::from(1.5),
+            Value::Dict(
+                Dict::new()
+                    .with(
+                        "value",
+                        Value::Tuple(vec![Value::from(0.25), Value::from(true)]),
+                    )
+                    .with("descriptors", Value::List(Vec::new())),
+            ),
+        ];
+        for request in [&full, &absent, &odd] {
+            for result in &results {
+                let mut r = result.clone();
+                let kept = encode_response(&session, request, &mut r, &[]).unwrap();
+                assert_eq!(
+                    kept,
+                    plain(&session, request, result),
+                    "{request:?} {result:?}"
+                );
+            }
+        }
+    }
 }

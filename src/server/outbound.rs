@@ -5,7 +5,7 @@
 use super::snapshot::PendingSnapshot;
 use crate::budget::{Account, BudgetError, Charge};
 use crate::codec::{Codec, Dict, Value};
-use crate::protocol::{response_envelope, ErrorCode, ProtocolError};
+use crate::protocol::{response_envelope, response_head, ErrorCode, ProtocolError};
 use crate::transport::ws::Direct;
 use crate::transport::{DirectWriter, TransportError};
 use bytes::Bytes;
@@ -203,6 +203,10 @@ pub(crate) struct SessionShared {
     pub(crate) account: Arc<Account>,
     /// The server's counters (requests, bytes, dropped snapshots).
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
+    /// The leading members of this session's successful responses, as
+    /// `response_head` builds them, with null in place of the echoed IDs
+    /// (written from here instead of being built per response).
+    pub(crate) ok_head: [(&'static str, Value); 6],
 }
 
 impl SessionShared {
@@ -213,7 +217,9 @@ impl SessionShared {
         metrics: Arc<crate::metrics::Metrics>,
     ) -> Arc<SessionShared> {
         let (close_tx, _) = watch::channel(None);
+        let ok_head = response_head(true, &id, Value::Null, Value::Null, Value::Null);
         Arc::new(SessionShared {
+            ok_head,
             id,
             max_message_size: AtomicUsize::new(max_message_size),
             ready: AtomicBool::new(false),

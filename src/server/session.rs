@@ -7,7 +7,7 @@ use super::outbound::{CloseReason, InFlight, Outgoing, SessionShared, MAX_ID_BYT
 use super::shared::{random_hex, ServerShared, SERVER_NAME};
 use super::snapshot::Encoded;
 use crate::budget::{Account, BudgetError, Charge};
-use crate::codec::{Dict, Value};
+use crate::codec::{Dict, RequestTemplate, Value};
 use crate::protocol::{err, Command, ErrorCode, ProtocolError, PROTOCOL_VERSION};
 use crate::transport::{Reader, Writer};
 use bytes::Bytes;
@@ -69,6 +69,10 @@ async fn run_session(
         writer: Some(writer_task),
     };
     let in_flight = Arc::new(Semaphore::new(config.max_in_flight));
+    // The last request in the layout our clients repeat (an env's steps),
+    // decoded from its kept tree when the next one differs only in its IDs
+    // and attachment bytes.
+    let mut requests = RequestTemplate::default();
     // One timer, armed at the hello deadline, then (lazily, when it fires)
     // at the idle limit: no timer is touched per message.
     let timer = tokio::time::sleep(config.hello_timeout);
@@ -125,7 +129,7 @@ async fn run_session(
         // Decoding, waiting for a decode slot or for an in-flight slot may
         // take a while: meanwhile the reader answers control frames (pings,
         // a close) without reading the next message.
-        let work = process_frame(&server, &session, &in_flight, frame, charge);
+        let work = process_frame(&server, &session, &in_flight, &mut requests, frame, charge);
         tokio::pin!(work);
         let outcome = tokio::select! {
             biased;
@@ -227,6 +231,7 @@ async fn process_frame(
     server: &Arc<ServerShared>,
     session: &Arc<SessionShared>,
     in_flight: &Arc<Semaphore>,
+    requests: &mut RequestTemplate,
     frame: Bytes,
     mut charge: Charge,
 ) -> Result<(), CloseReason> {
@@ -260,7 +265,7 @@ async fn process_frame(
         .await
         .map_err(|e| CloseReason::InvalidEnvelope(format!("decoder failed: {e}")))?
     } else {
-        codec.decode_bounded(frame, max_tree)
+        requests.decode(frame, codec.max_message_size(), max_tree)
     };
     let (value, tree_bytes) = decoded.map_err(|e| CloseReason::InvalidEnvelope(e.to_string()))?;
     charge.absorb(

@@ -14,6 +14,7 @@ mod fault_shutdown;
 mod fault_simulator;
 mod heartbeat;
 mod hostile;
+mod kept_requests;
 mod observation;
 mod protocol;
 mod registry;

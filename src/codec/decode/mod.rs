@@ -15,6 +15,7 @@
 //! its tag is scanned twice, and scalars do not nest).
 
 pub(crate) mod reply;
+pub(crate) mod request;
 mod tagged;
 
 use super::array::{element_count, NdArray, MAX_DIMS};

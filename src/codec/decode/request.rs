@@ -1,0 +1,308 @@
+//! A session's repeated requests decoded from a kept tree.
+//!
+//! From one env step to the next, a client's `step` request differs only in
+//! its request ID, its operation ID and its action's bytes (the client
+//! writes it from a template, `client::template`). The server decoded every
+//! such request from scratch: ~12.5k instructions, a fifth of what a request
+//! costs it beyond the simulator. A request in the layout our clients
+//! write,
+//!
+//! ```text
+//! {"t":"dict","v":[["version",1],["type","request"],["request_id","R"],
+//!  ...MIDDLE...,["operation_id","O"]]}
+//! ```
+//!
+//! (`R` and `O` without escapes, quotes or control characters) is kept
+//! here, after [`decode`] decoded it, as its header cut around `R` and `O`,
+//! its tree and its tree estimate (one per header shape: a vector env's
+//! connection steps several resources). A later frame of the same session
+//! whose header is a kept one with other plain texts in place of `R` and `O`,
+//! and whose attachment section has the same length, is the kept tree with
+//! those two strings replaced and its arrays and byte strings sliced out of
+//! the new frame at the same places. That is the tree [`decode`] gives for
+//! it: the two headers tokenize alike (a plain run inside a string token
+//! does not change where any token starts or ends; the run after the prefix
+//! is the content of the request ID's string, the run before the closing
+//! `"]]}` the content of the last entry's string), so the parse, every
+//! check and the attachments' offsets and lengths are the same, and the
+//! estimate differs by the two strings' lengths. Anything else is decoded
+//! as before (and becomes the kept request if it has the layout). Where the kept tree's
+//! attachments lie is checked when it is kept, not assumed: in tree order,
+//! back to back from the attachment section's start.
+
+use super::*;
+
+/// Frames larger than this are never kept (a kept request holds a copy of
+/// its header, attachments and tree, outside the byte budget).
+const KEEP_MAX_FRAME: usize = 1024;
+
+/// Kept requests per session: one per resource and method in use (a vector
+/// env's connection steps up to one resource per env), at most this many;
+/// once full, nothing more is kept (no churn of copies when a connection
+/// steps more resources than this).
+const CAPACITY: usize = 16;
+
+/// What every kept request's header starts with, up to the request ID's text.
+const PREFIX: &[u8] = br#"{"t":"dict","v":[["version",1],["type","request"],["request_id",""#;
+
+/// How a kept request's header ends, after the operation ID's text.
+const SUFFIX: &[u8] = br#""]]}"#;
+
+/// How the entry before the operation ID's text starts.
+const OPERATION: &[u8] = br#"],["operation_id",""#;
+
+/// A session's requests in the kept layout (see the module docs), one per
+/// header shape (resource, method, action dtype and shape), at most
+/// [`CAPACITY`].
+#[derive(Default)]
+pub(crate) struct RequestTemplate {
+    kept: Vec<Kept>,
+}
+
+struct Kept {
+    /// The header between the request ID's text and the operation ID's.
+    middle: Vec<u8>,
+    /// The length of the attachment section.
+    attach_len: usize,
+    /// The decoded tree; its attachments are copies (re-sliced on use).
+    tree: Value,
+    /// The tree estimate without the two IDs' lengths.
+    base_bytes: usize,
+}
+
+impl RequestTemplate {
+    /// Decodes `frame` as [`decode`] does (same tree, same estimate, same
+    /// errors), from the kept request when the frame fits it.
+    pub(crate) fn decode(
+        &mut self,
+        frame: Bytes,
+        max_message_size: usize,
+        max_tree_bytes: usize,
+    ) -> Result<(Value, usize), CodecError> {
+        if let Some(hit) = self.reuse(&frame, max_message_size, max_tree_bytes) {
+            return Ok(hit);
+        }
+        let decoded = decode(frame.clone(), max_message_size, max_tree_bytes)?;
+        // A request of another layout (a describe between steps) leaves
+        // the kept ones in place.
+        if self.kept.len() < CAPACITY {
+            if let Some(kept) = keep(&frame, &decoded.0, decoded.1) {
+                self.kept.push(kept);
+            }
+        }
+        Ok(decoded)
+    }
+
+    /// The tree of `frame` from the kept request, if it fits.
+    fn reuse(
+        &self,
+        frame: &Bytes,
+        max_message_size: usize,
+        max_tree_bytes: usize,
+    ) -> Option<(Value, usize)> {
+        let len = frame.len();
+        if self.kept.is_empty() || len > max_message_size || len > KEEP_MAX_FRAME {
+            return None;
+        }
+        let (header, attach_base) = split(frame)?;
+        let rest = header.strip_prefix(PREFIX)?;
+        let r = plain_run(rest, 0);
+        let (request_id, rest) = rest.split_at(r);
+        // The first kept request whose middle follows; if the rest does not
+        // fit it, the frame is decoded (only a slower path, never another
+        // result).
+        let kept = self
+            .kept
+            .iter()
+            .find(|k| k.attach_len == len - attach_base && rest.starts_with(&k.middle))?;
+        let rest = &rest[kept.middle.len()..];
+        let o = plain_run(rest, 0);
+        let (operation_id, rest) = rest.split_at(o);
+        if rest != SUFFIX {
+            return None;
+        }
+        let request_id = std::str::from_utf8(request_id).ok()?;
+        let operation_id = std::str::from_utf8(operation_id).ok()?;
+        let bytes = kept
+            .base_bytes
+            .saturating_add(request_id.len())
+            .saturating_add(operation_id.len());
+        if bytes > max_tree_bytes {
+            return None;
+        }
+        let mut tree = kept.tree.clone();
+        let Value::Dict(d) = &mut tree else {
+            return None;
+        };
+        // Kept only with both at these places (`keep`).
+        let (_, first) = d.iter_mut().nth(2)?;
+        *first = Value::Str(request_id.to_owned());
+        let n = d.len();
+        let (_, last) = d.iter_mut().nth(n.checked_sub(1)?)?;
+        *last = Value::Str(operation_id.to_owned());
+        let mut cursor = attach_base;
+        reslice(&mut tree, frame, &mut cursor)?;
+        (cursor == len).then_some((tree, bytes))
+    }
+}
+
+/// The header text and where the attachments start, if the length prefix
+/// fits the frame.
+fn split(frame: &[u8]) -> Option<(&[u8], usize)> {
+    let head = frame.get(..4)?;
+    let header_len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
+    let header = frame.get(4..4usize.checked_add(header_len)?)?;
+    Some((header, 4 + header_len))
+}
+
+/// The kept form of a request `decode` just gave `tree` for, if it has the
+/// kept layout.
+fn keep(frame: &Bytes, tree: &Value, tree_bytes: usize) -> Option<Kept> {
+    if frame.len() > KEEP_MAX_FRAME {
+        return None;
+    }
+    let (header, attach_base) = split(frame)?;
+    let Value::Dict(d) = tree else {
+        return None;
+    };
+    // The IDs' texts as the header holds them, checked against the tree:
+    // the request ID is the third entry, the operation ID the last.
+    let rest = header.strip_prefix(PREFIX)?;
+    let r = plain_run(rest, 0);
+    let request_id = rest.get(..r)?;
+    let end = header.len().checked_sub(SUFFIX.len())?;
+    if !header.ends_with(SUFFIX) {
+        return None;
+    }
+    let before = &header[..end];
+    let o_start = before.iter().rposition(|&b| b == b'"')? + 1;
+    let operation_id = &header[o_start..end];
+    if plain_run(operation_id, 0) != operation_id.len() {
+        return None;
+    }
+    let middle_start = PREFIX.len() + r;
+    let middle = header.get(middle_start..o_start)?;
+    if middle_start > o_start || !middle.starts_with(br#"""#) || !middle.ends_with(OPERATION) {
+        return None;
+    }
+    let entries: Vec<(&str, &Value)> = d.iter().collect();
+    let (Some(&("request_id", Value::Str(rid))), Some(&("operation_id", Value::Str(oid)))) =
+        (entries.get(2), entries.last())
+    else {
+        return None;
+    };
+    if rid.as_bytes() != request_id || oid.as_bytes() != operation_id || entries.len() < 4 {
+        return None;
+    }
+    // The attachments: in tree order, back to back from the section's start.
+    let mut tree = tree.clone();
+    let mut at = attach_base;
+    if !owned_attachments(&mut tree, frame, &mut at) || at != frame.len() {
+        return None;
+    }
+    Some(Kept {
+        middle: middle.to_vec(),
+        attach_len: frame.len() - attach_base,
+        tree,
+        base_bytes: tree_bytes.checked_sub(request_id.len() + operation_id.len())?,
+    })
+}
+
+/// Checks that each attachment of `v` (in tree order) is the frame's bytes
+/// at `at` onwards, and replaces it by a copy (a kept tree must not hold
+/// the frame); `false` if one is elsewhere or the tree has nodes whose
+/// attachments' order is not their tree order (graphs, object arrays).
+fn owned_attachments(v: &mut Value, frame: &Bytes, at: &mut usize) -> bool {
+    let claim = |data: &[u8], at: &mut usize| -> Option<Bytes> {
+        let here = frame.get(*at..*at + data.len())?;
+        if !std::ptr::eq(here.as_ptr(), data.as_ptr()) {
+            return None;
+        }
+        *at += data.len();
+        Some(Bytes::copy_from_slice(data))
+    };
+    match v {
+        Value::Bytes(b) => match claim(b, at) {
+            Some(copy) => {
+                *b = copy;
+                true
+            }
+            None => false,
+        },
+        Value::Array(a) => {
+            let Some(copy) = claim(a.as_bytes(), at) else {
+                return false;
+            };
+            let Value::Array(a) = std::mem::take(v) else {
+                return false;
+            };
+            let (dtype, shape, _) = a.into_parts();
+            match NdArray::from_bytes(dtype, shape, copy) {
+                Ok(owned) => {
+                    *v = Value::Array(owned);
+                    true
+                }
+                Err(_) => false,
+            }
+        }
+        Value::List(items) | Value::Tuple(items) => {
+            items.iter_mut().all(|i| owned_attachments(i, frame, at))
+        }
+        Value::Dict(d) => d.iter_mut().all(|(_, i)| owned_attachments(i, frame, at)),
+        Value::Graph(_) | Value::ObjectArray(_) => false,
+        Value::Null
+        | Value::Bool(_)
+        | Value::Int(_)
+        | Value::UInt(_)
+        | Value::BigInt(_)
+        | Value::Float(_)
+        | Value::Str(_) => true,
+    }
+}
+
+/// Points each attachment of a kept tree (in tree order) at the frame's
+/// bytes from `at` on.
+fn reslice(v: &mut Value, frame: &Bytes, at: &mut usize) -> Option<()> {
+    match v {
+        Value::Bytes(b) => {
+            let end = at.checked_add(b.len()).filter(|&e| e <= frame.len())?;
+            *b = frame.slice(*at..end);
+            *at = end;
+        }
+        Value::Array(a) => {
+            let end = at
+                .checked_add(a.as_bytes().len())
+                .filter(|&e| e <= frame.len())?;
+            let Value::Array(a) = std::mem::take(v) else {
+                return None;
+            };
+            let (dtype, shape, _) = a.into_parts();
+            *v = Value::Array(NdArray::from_bytes(dtype, shape, frame.slice(*at..end)).ok()?);
+            *at = end;
+        }
+        Value::List(items) | Value::Tuple(items) => {
+            for i in items {
+                reslice(i, frame, at)?;
+            }
+        }
+        Value::Dict(d) => {
+            for (_, i) in d.iter_mut() {
+                reslice(i, frame, at)?;
+            }
+        }
+        // Never kept (`owned_attachments`).
+        Value::Graph(_) | Value::ObjectArray(_) => return None,
+        Value::Null
+        | Value::Bool(_)
+        | Value::Int(_)
+        | Value::UInt(_)
+        | Value::BigInt(_)
+        | Value::Float(_)
+        | Value::Str(_) => {}
+    }
+    Some(())
+}
+
+#[cfg(test)]
+#[path = "request_tests.rs"]
+mod tests;
