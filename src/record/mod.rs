@@ -21,8 +21,8 @@
 //! shared, not copied) and appends them to a queue under a lock; one writer
 //! thread per server splits batches, converts and writes the files. The
 //! writer is woken by an episode's end (or a reset, flush or close), by
-//! [`queue::WAKE_EVENTS`] waiting events, or after `BATCH_WAIT` (50 ms) at
-//! the latest, not by each event (see [`queue`]). The queue holds
+//! `WAKE_EVENTS` waiting events, or after `BATCH_WAIT` (50 ms) at
+//! the latest, not by each event (see the `queue` module). The queue holds
 //! [`QUEUE_EVENTS`] events. **When it is full, the domain thread waits**
 //! for room: the recording stays lossless and the simulator slows to the
 //! disk's pace (each wait is counted, the first logged at `warn`).
