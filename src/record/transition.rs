@@ -139,36 +139,15 @@ fn flat_leaves(
     out: &mut Vec<u8>,
     count: &mut usize,
 ) -> Result<(), String> {
-    let (dtype, shape) = match space {
-        Space::Dict(d) => {
-            let Some(v) = value.as_dict() else {
-                return Err(format!("{at} is a {}, not a dict", value.type_name()));
-            };
-            for (k, s) in d.entries() {
-                let item = v.get(k).ok_or_else(|| format!("{at} has no key {k:?}"))?;
-                flat_leaves(s, item, &format!("{at}/{k}"), out, count)?;
+    each_leaf(space, value, at, &mut |dtype, shape, value, at| {
+        *count += 1;
+        if let Value::Array(a) = value {
+            if a.dtype() == dtype && dtype.is_native() && a.shape() == shape {
+                return push_f64(a, out);
             }
-            return Ok(());
         }
-        Space::Box(b) => (b.dtype, &b.shape),
-        Space::Binary(b) => (b.dtype, &b.shape),
-        _ => return Err(format!("{at}: unsupported space")),
-    };
-    *count += 1;
-    if let Value::Array(a) = value {
-        if a.dtype() == dtype && dtype.is_native() && a.shape() == shape.as_slice() {
-            return push_f64(a, out);
-        }
-    }
-    let a = cast_owned(scalar(value, at)?, dtype)?;
-    if a.shape() != shape.as_slice() {
-        return Err(format!(
-            "{at} has shape {:?}, its space {:?}",
-            a.shape(),
-            shape
-        ));
-    }
-    push_f64(&a, out)
+        push_f64(&leaf_array(value, at, dtype, shape)?, out)
+    })
 }
 
 /// One transition of one (sub-)env.
@@ -238,31 +217,50 @@ fn collect_keys(space: &Space, prefix: &str, out: &mut Vec<String>) -> Result<()
 }
 
 fn leaves(space: &Space, value: &Value, at: &str, out: &mut Vec<NdArray>) -> Result<(), String> {
-    let (dtype, shape) = match space {
+    each_leaf(space, value, at, &mut |dtype, shape, value, at| {
+        out.push(leaf_array(value, at, dtype, shape)?);
+        Ok(())
+    })
+}
+
+/// Calls `leaf` with each Box or Binary leaf of `space` (dict keys in the
+/// space's order), its dtype and shape, the matching part of `value` and
+/// its path (`at/key/...`); the first error ends the walk.
+fn each_leaf(
+    space: &Space,
+    value: &Value,
+    at: &str,
+    leaf: &mut impl FnMut(DType, &[usize], &Value, &str) -> Result<(), String>,
+) -> Result<(), String> {
+    match space {
         Space::Dict(d) => {
             let Some(v) = value.as_dict() else {
                 return Err(format!("{at} is a {}, not a dict", value.type_name()));
             };
             for (k, s) in d.entries() {
                 let item = v.get(k).ok_or_else(|| format!("{at} has no key {k:?}"))?;
-                leaves(s, item, &format!("{at}/{k}"), out)?;
+                each_leaf(s, item, &format!("{at}/{k}"), leaf)?;
             }
-            return Ok(());
+            Ok(())
         }
-        Space::Box(b) => (b.dtype, &b.shape),
-        Space::Binary(b) => (b.dtype, &b.shape),
-        _ => return Err(format!("{at}: unsupported space")),
-    };
+        Space::Box(b) => leaf(b.dtype, &b.shape, value, at),
+        Space::Binary(b) => leaf(b.dtype, &b.shape, value, at),
+        _ => Err(format!("{at}: unsupported space")),
+    }
+}
+
+/// A leaf's value as an array of its space's dtype, checked against the
+/// space's shape.
+fn leaf_array(value: &Value, at: &str, dtype: DType, shape: &[usize]) -> Result<NdArray, String> {
     let a = cast_owned(scalar(value, at)?, dtype)?;
-    if a.shape() != shape.as_slice() {
+    if a.shape() != shape {
         return Err(format!(
             "{at} has shape {:?}, its space {:?}",
             a.shape(),
             shape
         ));
     }
-    out.push(a);
-    Ok(())
+    Ok(a)
 }
 
 /// A numeric value as an array: arrays as they are, Python scalars as
