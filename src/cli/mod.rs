@@ -8,6 +8,7 @@ mod hostile;
 mod inspect;
 mod json_args;
 mod load;
+mod placement;
 mod pretty;
 mod shared;
 mod view;
@@ -209,6 +210,11 @@ pub struct ServeArgs {
     /// owner-only and removed at exit, a stale one replaced.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["addr", "tls_cert"])]
     pub unix: Option<PathBuf>,
+    /// Run the server's threads on these CPUs only (0, 0,1 or 0-3). With several server
+    /// processes beside a learner on one machine, one server process per vCPU (learner unpinned)
+    /// steps faster at the same CPU per step (BENCHMARKS.md, h25q).
+    #[arg(long, value_name = "LIST", value_parser = placement::parse_cpus)]
+    pub cpus: Option<placement::CpuList>,
 }
 
 /// Options of `inspect`.
@@ -284,6 +290,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             RecordFormatArg::Parquet => crate::record::RecordFormat::parquet(),
         },
         metrics_addr: args.metrics.clone(),
+        cpus: args.cpus.clone(),
         max_message_size: args.max_message_size,
         idle_timeout: (args.idle_timeout > 0.0).then(|| Duration::from_secs_f64(args.idle_timeout)),
         max_connections: args.max_connections,
@@ -309,10 +316,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         Ok(server) => server,
         Err(e) => return fail(format!("invalid server configuration: {e}")),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match placement::runtime(args.cpus.as_deref()) {
         Ok(rt) => rt,
         Err(e) => return fail(e),
     };

@@ -115,6 +115,20 @@ pub struct ServerConfig {
     /// endpoint has no authentication: bind it to loopback or a monitoring
     /// network.
     pub metrics_addr: Option<String>,
+    /// The CPUs the server's threads run on (default none: wherever the
+    /// OS schedules them). When set, each domain thread and the recorder's
+    /// writer pin themselves to these CPUs as they start (threads they
+    /// start, such as a `BatchedEnv`'s stepping threads, inherit it); the
+    /// tokio runtime is the caller's: pin its threads with
+    /// [`pin_current_thread`](super::pin_current_thread) in
+    /// `on_thread_start`, as `unienv-remote serve --cpus` and the Python
+    /// `RemoteServer(cpus=...)` do. Pays when several server processes
+    /// share a machine with a learner: one server process per vCPU, the
+    /// learner unpinned (BENCHMARKS.md, "h25q"). An empty list, a CPU the
+    /// machine does not have or one outside the process's allowed set is
+    /// refused by [`ServerConfig::validate`]; so is any placement where
+    /// threads cannot be pinned (only Linux can).
+    pub cpus: Option<Vec<usize>>,
 }
 
 impl Default for ServerConfig {
@@ -153,6 +167,7 @@ impl Default for ServerConfig {
             record_dir: None,
             record_format: crate::record::RecordFormat::Npz,
             metrics_addr: None,
+            cpus: None,
         }
     }
 }
@@ -228,13 +243,53 @@ pub enum ServerConfigError {
     /// The bearer token is empty or blank (which would turn authentication off).
     #[error("the bearer token is empty: set a non-empty token or none")]
     EmptyToken,
+    /// The CPU list of a placement ([`ServerConfig::cpus`]) is empty.
+    #[error("the CPU list is empty: name at least one CPU, or no placement")]
+    NoCpus,
+    /// A CPU list could not be read.
+    #[error("invalid CPU list {list:?}: {reason}")]
+    InvalidCpuList {
+        /// The list (its first 64 characters).
+        list: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A placement names a CPU this machine does not have.
+    #[error("CPU {cpu} does not exist: this machine has CPUs 0 to {}", .available.saturating_sub(1))]
+    CpuOutOfRange {
+        /// The CPU named.
+        cpu: usize,
+        /// How many CPUs the machine has (configured ones).
+        available: usize,
+    },
+    /// A placement names a CPU outside the set this process may run on
+    /// (limited by `taskset`, cgroups' cpusets or a container).
+    #[error("CPU {cpu} is not one this process may run on (allowed: {allowed})")]
+    CpuNotAllowed {
+        /// The CPU named.
+        cpu: usize,
+        /// The allowed CPUs, as a list (`0-3,6`).
+        allowed: String,
+    },
+    /// The kernel refused to pin a thread.
+    #[error("cannot pin a thread to CPUs {cpus}: {error}")]
+    PinFailed {
+        /// The CPUs asked for, as a list (empty when reading the allowed set failed).
+        cpus: String,
+        /// The OS error.
+        error: String,
+    },
+    /// Threads cannot be pinned on this platform (only Linux can).
+    #[error("a CPU placement (cpus) is not supported on this platform")]
+    PlacementUnsupported,
 }
 
 impl ServerConfig {
     /// Checks every limit: counts that would refuse or stall every session
     /// (`max_connections`, `max_in_flight`, `max_parallel_decodes`,
     /// `max_pending_handshakes` of 0), sizes too small to carry a message,
-    /// and zero time limits. Called by
+    /// zero time limits, and a placement ([`ServerConfig::cpus`]) that
+    /// cannot be used. Called by
     /// [`ServerBuilder::start`](super::ServerBuilder::start) and
     /// [`ServerBuilder::start`](super::ServerBuilder::start).
     pub fn validate(&self) -> Result<(), ServerConfigError> {
@@ -289,7 +344,11 @@ impl ServerConfig {
         positive_or_none("idle_timeout", self.idle_timeout)?;
         positive_or_none("idle_session_timeout", self.idle_session_timeout)?;
         positive_or_none("heartbeat_interval", self.heartbeat_interval)?;
-        positive("heartbeat_timeout", self.heartbeat_timeout)
+        positive("heartbeat_timeout", self.heartbeat_timeout)?;
+        match &self.cpus {
+            Some(cpus) => super::placement::check_cpus(cpus),
+            None => Ok(()),
+        }
     }
 
     /// [`ServerConfig::validate`], and a token, when set, that is not blank

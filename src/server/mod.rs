@@ -35,6 +35,7 @@ mod jobs;
 mod listener;
 mod names;
 mod outbound;
+mod placement;
 mod recording;
 mod session;
 mod shared;
@@ -46,6 +47,9 @@ mod unix;
 pub use config::{ServerConfig, ServerConfigError};
 pub use hosted::{ForeignHost, ForeignResource, Hosted};
 pub use listener::{ListenError, Listener};
+pub use placement::{
+    check_cpus, current_thread_cpus, format_cpu_list, parse_cpu_list, pin_current_thread,
+};
 pub use shared::SERVER_NAME;
 
 use crate::budget;
@@ -80,6 +84,9 @@ pub struct ServerBuilder {
     domains: Vec<(DomainSender, DomainThread)>,
     factory_roots: Vec<(String, usize)>,
     roots: Vec<String>,
+    /// The CPUs domain threads pin themselves to ([`ServerConfig::cpus`]),
+    /// when usable.
+    pin: Option<Arc<[usize]>>,
 }
 
 fn validate_id(id: &str) -> Result<(), RegisterError> {
@@ -91,8 +98,29 @@ fn validate_id(id: &str) -> Result<(), RegisterError> {
 
 impl ServerBuilder {
     fn new(config: ServerConfig) -> ServerBuilder {
+        // An unusable placement is refused by `start` (`validate`); until
+        // then nothing is pinned.
+        let pin: Option<Arc<[usize]>> = config
+            .cpus
+            .as_deref()
+            .filter(|cpus| placement::check_cpus(cpus).is_ok())
+            .map(Arc::from);
         let recorder = config.record_dir.as_deref().and_then(|dir| {
-            crate::record::Recorder::start(dir, config.record_format.clone())
+            let start = || crate::record::Recorder::start(dir, config.record_format.clone());
+            let started = match &pin {
+                // The writer thread inherits the placement of the thread
+                // that starts it (Linux): one of ours, pinned first.
+                Some(cpus) => std::thread::scope(|s| {
+                    s.spawn(|| {
+                        pin_domain_thread(cpus);
+                        start()
+                    })
+                    .join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("the recorder's start panicked")))
+                }),
+                None => start(),
+            };
+            started
                 .map(Arc::new)
                 .map_err(|e| {
                     tracing::error!(dir = %dir.display(), error = %e, "cannot record");
@@ -112,6 +140,7 @@ impl ServerBuilder {
             domains: Vec::new(),
             factory_roots: Vec::new(),
             roots: Vec::new(),
+            pin,
         }
     }
 
@@ -207,12 +236,16 @@ impl ServerBuilder {
         let (core, root) = (self.core.clone(), id.to_string());
         // The domain is built on its own thread: what it hosts need not be Send.
         let (done_tx, done) = tokio::sync::oneshot::channel::<()>();
+        let pin = self.pin.clone();
         let handle = std::thread::Builder::new()
             .name(format!("unienv-domain-{index}"))
             .spawn(move || {
                 // Dropped when the thread ends, however it ends: shutdown
                 // waits on it instead of polling the thread.
                 let _done = done_tx;
+                if let Some(cpus) = pin {
+                    pin_domain_thread(&cpus);
+                }
                 Domain::new(index, root, core, factory, lazy, committed).run(rx)
             })
             .map_err(|e| RegisterError::Failed(e.to_string()))?;
@@ -259,6 +292,7 @@ impl ServerBuilder {
             domains,
             factory_roots,
             roots,
+            pin: _,
         } = self;
         let (senders, threads): (Vec<_>, Vec<_>) = domains.into_iter().unzip();
         let (shutdown, _) = watch::channel(false);
@@ -549,6 +583,15 @@ fn render_metrics(shared: &ServerShared) -> String {
         sessions: sessions.len() as u64,
         observers,
     })
+}
+
+/// Pins the calling thread (a domain's, or the recorder's starter) to
+/// `cpus`, checked usable beforehand; a refusal is logged and the thread
+/// runs unpinned.
+fn pin_domain_thread(cpus: &[usize]) {
+    if let Err(e) = placement::pin_current_thread(cpus) {
+        tracing::warn!(error = %e, "running unpinned");
+    }
 }
 
 /// A domain's OS thread, and the signal of its end.

@@ -90,3 +90,80 @@ async fn a_taken_address_is_a_bind_error_naming_it() {
     assert!(e.to_string().contains("another server is using it"), "{e}");
     server.shutdown().await;
 }
+
+/// With `cpus`, each domain thread runs pinned to them from its start: an
+/// object built on it (eagerly or by a lazy factory at its first request)
+/// sees the placement as its thread's allowed set.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn domain_threads_are_pinned_to_the_configured_cpus() {
+    let allowed = current_thread_cpus().expect("sched_getaffinity");
+    // The last allowed CPU: a proper subset whenever there are two.
+    let cpu = *allowed.last().expect("a CPU");
+    let (seen_tx, seen) = std::sync::mpsc::channel::<(String, Vec<usize>)>();
+    let mut b = Server::builder(ServerConfig {
+        cpus: Some(vec![cpu]),
+        ..ServerConfig::default()
+    });
+    for (id, lazy) in [("eager", false), ("lazy", true)] {
+        let seen_tx = seen_tx.clone();
+        let build = move || {
+            let name = std::thread::current().name().unwrap_or("").to_string();
+            let _ = seen_tx.send((name, current_thread_cpus().unwrap_or_default()));
+            Ok(Hosted::env(CounterEnv::new(None, CounterVariant::Plain)))
+        };
+        if lazy {
+            b.register_factory(id, build).expect("register");
+        } else {
+            b.register_with(id, build).expect("register");
+        }
+    }
+    let server = b.start().expect("a valid placement");
+    let (name, cpus) = seen.recv().expect("the eager build");
+    assert!(name.starts_with("unienv-domain-"), "{name}");
+    assert_eq!(cpus, [cpu]);
+    // The lazy one is built at its first request.
+    let client = Client::over_memory(server.connect_memory(), ClientConfig::default())
+        .await
+        .expect("in-memory session");
+    let env = client.env("lazy").await.expect("the lazy env");
+    env.reset(crate::host::ResetArgs::default())
+        .await
+        .expect("reset");
+    let (name, cpus) = seen.recv().expect("the lazy build");
+    assert!(name.starts_with("unienv-domain-"), "{name}");
+    assert_eq!(cpus, [cpu]);
+    // The caller's thread is not the server's: untouched.
+    assert_eq!(current_thread_cpus().expect("sched_getaffinity"), allowed);
+    client.close().await;
+    server.shutdown().await;
+}
+
+/// An unusable placement is refused at start with what is wrong with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unusable_placement_is_refused_at_start() {
+    let refused = |cpus: Vec<usize>| {
+        builder(ServerConfig {
+            cpus: Some(cpus),
+            ..ServerConfig::default()
+        })
+        .start()
+        .err()
+        .expect("started with an unusable placement")
+    };
+    assert_eq!(refused(vec![]), ServerConfigError::NoCpus);
+    #[cfg(target_os = "linux")]
+    {
+        match refused(vec![0, 1023]) {
+            ServerConfigError::CpuOutOfRange { cpu, available } => {
+                assert_eq!(cpu, 1023);
+                assert!(available < 1023);
+            }
+            e => panic!("another error: {e}"),
+        }
+        let e = refused(vec![1023]);
+        assert!(e.to_string().contains("CPU 1023 does not exist"), "{e}");
+    }
+    #[cfg(not(target_os = "linux"))]
+    assert_eq!(refused(vec![0]), ServerConfigError::PlacementUnsupported);
+}

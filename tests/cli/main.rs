@@ -11,5 +11,6 @@ mod first_hour;
 mod layout;
 mod load;
 mod local;
+mod placement;
 mod skips;
 mod tls;
