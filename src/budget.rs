@@ -133,6 +133,25 @@ impl Account {
         })
     }
 
+    /// Charges `n` bytes as [`Account::charge`] does, but only if this
+    /// connection then holds at most half its cap: for what a connection
+    /// keeps by choice (a cache, such as its kept requests), which must
+    /// leave room for the messages it is sent.
+    pub(crate) fn charge_within_half(self: &Arc<Account>, n: usize) -> Result<Charge, BudgetError> {
+        let half = self.cap / 2;
+        let held = *self.held.lock();
+        if held.saturating_add(n) > half {
+            return Err(BudgetError::Connection {
+                wanted: n,
+                held,
+                cap: half,
+            });
+        }
+        // (Another charge between the check and this one can only make it
+        // fail against the full cap, as any charge.)
+        self.charge(n)
+    }
+
     fn release(&self, n: usize) {
         let mut held = self.held.lock();
         let next = held.saturating_sub(n);

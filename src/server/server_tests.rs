@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::client::{Client, ClientConfig};
+use crate::codec::Value;
 use crate::fixtures::{CounterEnv, CounterVariant};
 
 fn builder(config: ServerConfig) -> ServerBuilder {
@@ -166,4 +167,83 @@ async fn an_unusable_placement_is_refused_at_start() {
     }
     #[cfg(not(target_os = "linux"))]
     assert_eq!(refused(vec![0]), ServerConfigError::PlacementUnsupported);
+}
+
+/// What a session holds, polled until it has not changed for 10 polls
+/// (its requests' frames and trees given back once answered).
+async fn settled(account: &crate::budget::Account) -> usize {
+    let (mut last, mut same) = (usize::MAX, 0);
+    for _ in 0..500 {
+        let held = account.held();
+        same = if held == last { same + 1 } else { 0 };
+        if same == 10 {
+            return held;
+        }
+        last = held;
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    panic!("the account did not settle ({last} bytes)");
+}
+
+/// The session's kept requests are charged to its byte account: a session
+/// whose budget cannot hold them steps as well (every request decoded by
+/// the general decoder, no error), and the account returns to zero when the
+/// session ends, as it does for a session that kept them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_requests_are_charged_to_the_sessions_budget() {
+    let mut held_while_open = Vec::new();
+    for cap in [64 << 10, 5 << 10] {
+        let server = builder(ServerConfig {
+            max_connection_bytes: cap,
+            ..ServerConfig::default()
+        })
+        .start()
+        .expect("a valid server configuration");
+        let client = Client::over_memory(server.connect_memory(), ClientConfig::default())
+            .await
+            .expect("in-memory session");
+        let account = {
+            let sessions = server.inner.shared.sessions.lock();
+            let session = sessions.values().next().and_then(|s| s.upgrade());
+            session.expect("the session").account.clone()
+        };
+        let env = client.env("counter").await.expect("the env");
+        env.reset(crate::host::ResetArgs::default())
+            .await
+            .unwrap_or_else(|e| panic!("budget {cap}: reset: {e:?}"));
+        let mut expected = [0.0f32; 2];
+        for i in 0..20 {
+            let action = [i as f32, 0.5];
+            let step = env
+                .step(Value::Array(crate::codec::NdArray::from_vec(
+                    action.to_vec(),
+                )))
+                .await
+                .expect("step");
+            expected[0] += action[0];
+            expected[1] += action[1];
+            let Value::Dict(obs) = &step.observation else {
+                panic!("{:?}", step.observation)
+            };
+            let Some(Value::Array(position)) = obs.get("position") else {
+                panic!("{obs:?}")
+            };
+            assert_eq!(
+                position.to_f64_vec(),
+                expected.iter().map(|&x| x as f64).collect::<Vec<_>>()
+            );
+        }
+        held_while_open.push(settled(&account).await);
+        client.close().await;
+        server.shutdown().await;
+        assert_eq!(
+            settled(&account).await,
+            0,
+            "budget {cap}: given back at the end"
+        );
+    }
+    // 64 KiB holds the kept step and reset requests (~2.5 KiB each); 5 KiB
+    // (at most 2.5 KiB kept) holds none, and its session stepped all the same.
+    assert!(held_while_open[0] > 0, "{held_while_open:?}");
+    assert_eq!(held_while_open[1], 0, "{held_while_open:?}");
 }

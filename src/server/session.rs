@@ -72,7 +72,8 @@ async fn run_session(
     // The last request in the layout our clients repeat (an env's steps),
     // decoded from its kept tree when the next one differs only in its IDs
     // and attachment bytes.
-    let mut requests = RequestTemplate::default();
+    // What it keeps is charged to the session's account.
+    let mut requests = RequestTemplate::charged_to(session.account.clone());
     // One timer, armed at the hello deadline, then (lazily, when it fires)
     // at the idle limit: no timer is touched per message.
     let timer = tokio::time::sleep(config.hello_timeout);

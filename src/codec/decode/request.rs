@@ -31,9 +31,11 @@
 //! back to back from the attachment section's start.
 
 use super::*;
+use crate::budget::{Account, Charge};
+use std::sync::Arc;
 
 /// Frames larger than this are never kept (a kept request holds a copy of
-/// its header, attachments and tree, outside the byte budget).
+/// its header, attachments and tree).
 const KEEP_MAX_FRAME: usize = 1024;
 
 /// Kept requests per session: one per resource and method in use (a vector
@@ -54,9 +56,19 @@ const OPERATION: &[u8] = br#"],["operation_id",""#;
 /// A session's requests in the kept layout (see the module docs), one per
 /// header shape (resource, method, action dtype and shape), at most
 /// [`CAPACITY`].
+///
+/// What a kept request holds (its header piece, attachments and tree, by
+/// [`Kept::bytes`]) is charged to the session's byte account, when it has
+/// one ([`RequestTemplate::charged_to`]), and given back when the kept
+/// request is dropped (the template with its session). A request is kept
+/// only while the account, with it, holds at most half its cap: a kept
+/// request is a cache, and must never be why a message is refused; when
+/// the account cannot hold it, the frame is decoded by the general decoder
+/// as any other.
 #[derive(Default)]
 pub(crate) struct RequestTemplate {
     kept: Vec<Kept>,
+    account: Option<Arc<Account>>,
 }
 
 struct Kept {
@@ -68,9 +80,41 @@ struct Kept {
     tree: Value,
     /// The tree estimate without the two IDs' lengths.
     base_bytes: usize,
+    /// What this kept request holds, charged to the session's account
+    /// (given back on drop).
+    _charge: Charge,
+}
+
+impl Kept {
+    /// The bytes a kept request holds: its header piece, its attachments'
+    /// copies, and its tree (by the decoder's estimate, which counts the
+    /// attachments' nodes, not their data), with the record itself.
+    fn bytes(middle: usize, attach_len: usize, base_bytes: usize) -> usize {
+        std::mem::size_of::<Kept>()
+            .saturating_add(middle)
+            .saturating_add(attach_len)
+            .saturating_add(base_bytes)
+    }
 }
 
 impl RequestTemplate {
+    /// A template whose kept requests are charged to `account`.
+    pub(crate) fn charged_to(account: Arc<Account>) -> RequestTemplate {
+        RequestTemplate {
+            kept: Vec::new(),
+            account: Some(account),
+        }
+    }
+
+    /// Bytes the kept requests hold (charged, when the template has an account).
+    #[cfg(test)]
+    pub(crate) fn kept_bytes(&self) -> usize {
+        self.kept
+            .iter()
+            .map(|k| Kept::bytes(k.middle.len(), k.attach_len, k.base_bytes))
+            .sum()
+    }
+
     /// Decodes `frame` as [`decode`] does (same tree, same estimate, same
     /// errors), from the kept request when the frame fits it.
     pub(crate) fn decode(
@@ -86,7 +130,7 @@ impl RequestTemplate {
         // A request of another layout (a describe between steps) leaves
         // the kept ones in place.
         if self.kept.len() < CAPACITY {
-            if let Some(kept) = keep(&frame, &decoded.0, decoded.1) {
+            if let Some(kept) = keep(&frame, &decoded.0, decoded.1, self.account.as_ref()) {
                 self.kept.push(kept);
             }
         }
@@ -156,8 +200,13 @@ fn split(frame: &[u8]) -> Option<(&[u8], usize)> {
 }
 
 /// The kept form of a request `decode` just gave `tree` for, if it has the
-/// kept layout.
-fn keep(frame: &Bytes, tree: &Value, tree_bytes: usize) -> Option<Kept> {
+/// kept layout and `account` (if any) can hold it.
+fn keep(
+    frame: &Bytes,
+    tree: &Value,
+    tree_bytes: usize,
+    account: Option<&Arc<Account>>,
+) -> Option<Kept> {
     if frame.len() > KEEP_MAX_FRAME {
         return None;
     }
@@ -194,6 +243,15 @@ fn keep(frame: &Bytes, tree: &Value, tree_bytes: usize) -> Option<Kept> {
     if rid.as_bytes() != request_id || oid.as_bytes() != operation_id || entries.len() < 4 {
         return None;
     }
+    let attach_len = frame.len() - attach_base;
+    let base_bytes = tree_bytes.checked_sub(request_id.len() + operation_id.len())?;
+    // Charged before anything is copied; refused, the request is not kept.
+    let charge = match account {
+        Some(account) => account
+            .charge_within_half(Kept::bytes(middle.len(), attach_len, base_bytes))
+            .ok()?,
+        None => Charge::default(),
+    };
     // The attachments: in tree order, back to back from the section's start.
     let mut tree = tree.clone();
     let mut at = attach_base;
@@ -202,9 +260,10 @@ fn keep(frame: &Bytes, tree: &Value, tree_bytes: usize) -> Option<Kept> {
     }
     Some(Kept {
         middle: middle.to_vec(),
-        attach_len: frame.len() - attach_base,
+        attach_len,
         tree,
-        base_bytes: tree_bytes.checked_sub(request_id.len() + operation_id.len())?,
+        base_bytes,
+        _charge: charge,
     })
 }
 

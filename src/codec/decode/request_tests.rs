@@ -244,3 +244,59 @@ fn a_connection_stepping_many_resources_keeps_one_tree_each() {
     }
     assert_eq!(t.kept.len(), CAPACITY);
 }
+
+/// The kept requests are charged to the session's account while kept, and
+/// given back with the template; an account that cannot hold them (with
+/// room to spare: at most half its cap) leaves every frame to the general
+/// decoder, with the same results.
+#[test]
+fn kept_requests_are_charged_to_the_account_and_given_back() {
+    use crate::budget::{Account, Pool};
+    let op = |i: u64| Value::from(format!("{i:032x}"));
+    let steps = |resources: usize| {
+        (1..40u64).map(move |i| {
+            call_on(
+                &format!("env{}", i as usize % resources),
+                &format!("{i:x}"),
+                &op(i),
+                vec![action(&[i as f32; 3])],
+                Dict::new(),
+            )
+        })
+    };
+    // Room for everything: every resource's request kept and charged.
+    let pool = Pool::new(usize::MAX);
+    let account = Account::new(pool.clone(), 1 << 30);
+    let mut t = RequestTemplate::charged_to(account.clone());
+    let hits = steps(3).filter(|f| agree(&mut t, f, MAX, MAX)).count();
+    assert_eq!(
+        hits,
+        39 - 3,
+        "each resource's first request decoded, then kept"
+    );
+    assert_eq!(t.kept.len(), 3);
+    let kept = t.kept_bytes();
+    assert!(kept > 3 * 200, "{kept} bytes for 3 kept requests");
+    assert_eq!(account.held(), kept);
+    drop(t);
+    assert_eq!(account.held(), 0, "given back with the template");
+
+    // An account whose half cap cannot hold one kept request: nothing is
+    // kept or charged, and every frame decodes as the decoder does.
+    let small = Account::new(pool.clone(), kept / 3);
+    let mut t = RequestTemplate::charged_to(small.clone());
+    assert_eq!(steps(1).filter(|f| agree(&mut t, f, MAX, MAX)).count(), 0);
+    assert!(t.kept.is_empty());
+    assert_eq!(small.held(), 0);
+
+    // Room for one but not three: the first kept, the others decoded.
+    let one = Account::new(pool.clone(), 2 * (kept / 3) + 2 * (kept / 3) / 3);
+    let mut t = RequestTemplate::charged_to(one.clone());
+    let hits = steps(3).filter(|f| agree(&mut t, f, MAX, MAX)).count();
+    assert_eq!(t.kept.len(), 1);
+    assert_eq!(hits, 12, "env1's requests, after the first");
+    assert_eq!(one.held(), t.kept_bytes());
+    drop(t);
+    assert_eq!(one.held(), 0);
+    assert_eq!(pool.used(), 0);
+}
