@@ -477,7 +477,7 @@ impl PyServer {
         max_in_flight = 64, max_subscriptions_per_session = 1024, env_boundary_snapshots = false,
         shutdown_timeout = 10.0, handshake_timeout = 10.0, tls_cert = None, tls_key = None,
         validate_actions = true, record_dir = None, max_connection_bytes = None,
-        max_server_bytes = None, record_format = None))]
+        max_server_bytes = None, record_format = None, cpus = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -502,6 +502,8 @@ impl PyServer {
         max_server_bytes: Option<usize>,
         // h28p (issue 28): the recording's storage writer (`None`: NPZ), see python/src/record.rs.
         record_format: Option<Bound<'_, PyAny>>,
+        // h25q (issue 25): the server's placement (`ServerConfig::cpus`).
+        cpus: Option<Vec<usize>>,
     ) -> PyResult<PyServer> {
         if let Some(dir) = &record_dir {
             std::fs::create_dir_all(dir)
@@ -543,6 +545,7 @@ impl PyServer {
             max_connection_bytes: max_connection_bytes
                 .unwrap_or(ServerConfig::default().max_connection_bytes),
             max_server_bytes: max_server_bytes.unwrap_or(ServerConfig::default().max_server_bytes),
+            cpus: cpus.clone(),
             ..ServerConfig::default()
         };
         // Domain threads hold the class (static helpers) and, for factories,
@@ -580,7 +583,15 @@ impl PyServer {
         config
             .validate()
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
+        let mut runtime = tokio::runtime::Builder::new_multi_thread();
+        if let Some(cpus) = cpus {
+            // The runtime's threads on the placement's CPUs too (the server
+            // pins its domain threads and recorder itself).
+            runtime.on_thread_start(move || {
+                let _ = unienv_remote::server::pin_current_thread(&cpus);
+            });
+        }
+        let runtime = runtime
             .worker_threads(2)
             .thread_name("unienv-server")
             .enable_all()

@@ -114,6 +114,16 @@ class RemoteServer:
       bytes one connection may hold at once (default 256 MiB; beyond it the
       connection is closed, 1008) and most all connections together may hold
       beyond their first MiB each (default 8 GiB; 1013). ``None``: the default.
+    * ``cpus``: run the server's threads (its domain workers, with any
+      threads they start, its runtime and its recorder) on these CPUs only,
+      e.g. ``[0]``; default ``None``, wherever the OS schedules them. With
+      several server processes beside a learner on one machine, one server
+      process per vCPU (``cpus=[i % os.cpu_count()]``, the learner unpinned)
+      steps faster at the same CPU per step (BENCHMARKS.md, "h25q"). The
+      calling (Python main) thread is left as it is. A CPU the machine does not
+      have, or one outside the process's allowed set (``os.sched_getaffinity``),
+      raises ``ValueError`` when the server starts (first
+      ``listen``/``connect``); Linux only (elsewhere, any ``cpus`` raises).
     """
 
     def __init__(self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
@@ -128,7 +138,8 @@ class RemoteServer:
                  record_format: str = "npz",
                  metrics: Optional[str] = None,
                  max_connection_bytes: Optional[int] = None,
-                 max_server_bytes: Optional[int] = None) -> None:
+                 max_server_bytes: Optional[int] = None,
+                 cpus: Optional[Sequence[int]] = None) -> None:
         if idle_timeout is not None and (not math.isfinite(idle_timeout) or idle_timeout <= 0):
             raise ValueError("idle_timeout must be positive and finite, or None")
         if type(max_message_size) is not int or max_message_size < 8:
@@ -154,6 +165,10 @@ class RemoteServer:
             if budget is not None and (type(budget) is not int or budget <= 0):
                 raise ValueError(f"{name} must be a positive integer, or None")
             self._options[name] = budget
+        if cpus is not None:
+            if isinstance(cpus, (str, bytes)) or not all(type(c) is int and c >= 0 for c in cpus):
+                raise ValueError("cpus must be a sequence of CPU numbers (non-negative integers), or None")
+            self._options["cpus"] = list(cpus)
         if (tls_cert is None) != (tls_key is None):
             raise ValueError("tls_cert and tls_key go together: give both (PEM files) or neither")
         self.tls = tls_cert is not None
