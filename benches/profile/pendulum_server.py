@@ -7,7 +7,11 @@ listening on the Unix socket PATH (or, given `tcp:PORT`, on 127.0.0.1:PORT) unti
 killed. Prints the URL.
 
   python pendulum_server.py PATH|tcp:PORT [single|batched|fleet]
+
+With CPUS set (e.g. CPUS=0 or CPUS=0,1), the server's threads run on those
+CPUs (`RemoteServer(cpus=...)`).
 """
+import os
 import sys
 import time
 
@@ -17,7 +21,8 @@ from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
 from unienv_remote import BatchedEnv, RemoteServer
 
 kind = sys.argv[2] if len(sys.argv) > 2 else "single"
-server = RemoteServer()
+cpus = os.environ.get("CPUS")
+server = RemoteServer(cpus=[int(c) for c in cpus.split(",")] if cpus else None)
 if kind == "batched":
     server.register("pendulum", BatchedEnv([lambda: gymnasium.make("Pendulum-v1")] * 8))
 elif kind == "fleet":

@@ -8,7 +8,8 @@
 # system picks: port 0, read back from the printed URL, so two runs never
 # collide). Reads PY, dir, what, TRANSPORT, BIN, SERVER_PYTHONPATH; sets pid
 # (the server's), url and env_id; the server's stdout is $dir/out, its
-# stderr $dir/log.
+# stderr $dir/log. CPUS (e.g. 0, or 0,1), when set, pins the server's threads
+# with its own option: `serve --cpus`, `RemoteServer(cpus=...)`.
 if [ "$TRANSPORT" = tcp ]; then
   listen=(--addr 127.0.0.1:0); where=tcp:0
 else
@@ -17,12 +18,12 @@ fi
 case $what in
   rust)
     env_id=bench_state
-    "${BIN:-target/release/unienv-remote}" serve --fixtures "${listen[@]}" >"$dir/out" 2>"$dir/log" &
+    "${BIN:-target/release/unienv-remote}" serve --fixtures "${listen[@]}" ${CPUS:+--cpus "$CPUS"} >"$dir/out" 2>"$dir/log" &
     ;;
   python|batched|fleet)
     env_id=pendulum
     kind=single; [ "$what" = batched ] && kind=batched; [ "$what" = fleet ] && kind=fleet
-    PYTHONPATH=${SERVER_PYTHONPATH:-${PYTHONPATH:-}} "$PY" benches/profile/pendulum_server.py "$where" "$kind" >"$dir/out" 2>"$dir/log" &
+    PYTHONPATH=${SERVER_PYTHONPATH:-${PYTHONPATH:-}} CPUS=${CPUS:-} "$PY" benches/profile/pendulum_server.py "$where" "$kind" >"$dir/out" 2>"$dir/log" &
     ;;
   *) echo "usage: $0 rust|python|batched|fleet" >&2; exit 2 ;;
 esac

@@ -16,7 +16,8 @@
 # SERVER_PYTHONPATH puts another build of the package first for the server
 # only (the client keeps the venv's). N1/N2 (default 500/2500) and TRANSPORT (unix, the default, or tcp: a
 # loopback port the system picks) are read from the environment; BIN overrides the CLI for
-# `rust`. The server is started by serve.sh (shared with kernel_share.sh).
+# `rust`; CPUS (e.g. CPUS=0) pins the server to those CPUs with its own option (`serve --cpus`,
+# `RemoteServer(cpus=...)`). The server is started by serve.sh (shared with kernel_share.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 what=${1:-rust}
@@ -56,7 +57,7 @@ interval() {
 interval "$N1" > "$dir/a"
 interval "$N2" > "$dir/b"
 echo "load: $(uptime)"
-echo "per step ($what over $TRANSPORT, (N2-N1) = $((N2 - N1)) steps): thread, voluntary, involuntary switches, CPU us"
+echo "per step ($what over $TRANSPORT${CPUS:+, server on CPUs $CPUS}, (N2-N1) = $((N2 - N1)) steps): thread, voluntary, involuntary switches, CPU us"
 join <(sort -k1,1 "$dir/a") <(sort -k1,1 "$dir/b") | awk -v n=$((N2 - N1)) '
   { v=($7-$3)/n; i=($8-$4)/n; c=($9-$5)/n/1000;
     if (v > 0.005 || i > 0.005 || c > 0.05) printf "  %-8s %-18s %6.3f %6.3f %8.2f\n", $1, $2, v, i, c;
