@@ -23,9 +23,9 @@ after:
    other server's do); and (d) the ``BatchedEnv`` of 8 hosted by our
    ``RemoteServer``, two server processes driven lockstep by a
    ``RemoteVectorEnv`` learner of 16 (``throughput.py``'s "remote 2x
-   BatchedEnv(8)" row), as they are and with each server process pinned to
-   one vCPU (``sched_setaffinity`` before it starts any thread: its domain
-   thread never migrates). For each: the sub-env step's wall and CPU time, the
+   BatchedEnv(8)" row), as they are and with each server pinned to one
+   vCPU by its own option (``RemoteServer(cpus=[i])``: its domain, runtime
+   and recorder threads; its domain thread never migrates). For each: the sub-env step's wall and CPU time, the
    process's (server's) user and system CPU per env step, and what is left
    beyond the sub-env steps. For the server, per thread kind (the domain
    thread that runs Python, the tokio runtime workers, the rest) from
@@ -36,7 +36,12 @@ after:
    against one ``SyncVectorEnv(16)`` in the same round; and the remote
    configuration (2 servers x ``BatchedEnv(8)``, untimed envs, the servers
    unpinned and pinned; stepped lockstep and EnvPool's way, ``send``/``recv``
-   with ``batch_size=8`` as ``throughput.py``) in the same rounds.
+   with ``batch_size=8`` as ``throughput.py``) in the same rounds. Pinned
+   three ways (lockstep): the server's threads (``RemoteServer(cpus=[i])``,
+   what users get), the whole process (``sched_setaffinity`` before the
+   server starts: the Python main thread too, as ``taskset``), and the
+   domain threads only (``sched_setaffinity`` of each ``unienv-domain``
+   thread once it exists: the runtime workers free to run anywhere).
 
 Every configuration runs in a process of its own (this script with
 ``--worker`` / ``--serve``); the parent only coordinates, blocked on pipes.
@@ -56,6 +61,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from throughput import process_cpu, stop_process
 
 URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
 
@@ -143,19 +150,28 @@ def since(start: Dict[str, List[int]]) -> Dict[str, List[int]]:
 
 # -- the processes -------------------------------------------------------------------
 
-def serve(sim: str, timed: bool, cpu: Optional[int]) -> None:
-    if cpu is not None:
-        # Before any thread exists: every thread of the server inherits it.
+#: Where a pinned server's threads run (see the module docs).
+PLACEMENTS = ("server", "process", "domains")
+
+
+def serve(sim: str, timed: bool, cpu: Optional[int], placement: str = "server") -> None:
+    if cpu is not None and placement == "process":
+        # Before any thread exists: every thread of the process inherits it.
         os.sched_setaffinity(0, {cpu})
     from unienv_remote import RemoteServer
     from unienv_remote.batched import BatchedEnv
 
     factory: Callable[[], Any] = timed_factory(sim) if timed else plain_factory(sim)
-    server = RemoteServer(idle_timeout=None)
+    server = RemoteServer(idle_timeout=None, cpus=[cpu] if cpu is not None and placement == "server" else None)
     server.register("batch", BatchedEnv([factory for _ in range(8)]))
     # The same again for a send/recv learner (one controller per resource).
     server.register("batch_recv", BatchedEnv([factory for _ in range(8)]))
     print(server.listen("127.0.0.1", 0), flush=True)
+    if cpu is not None and placement == "domains":
+        # The domain threads exist once the server listens.
+        for task in Path("/proc/self/task").iterdir():
+            if (task / "comm").read_text().startswith("unienv-domain"):
+                os.sched_setaffinity(int(task.name), {cpu})
     wall_cost, cpu_cost = clock_cost()
     start_ticks = thread_cpu()
     try:
@@ -309,18 +325,10 @@ class Child:
         self.process.stdin.flush()
 
     def cpu(self) -> Tuple[float, float]:
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        hz = os.sysconf("SC_CLK_TCK")
-        return int(fields[11]) / hz, int(fields[12]) / hz
+        return process_cpu(self.process.pid)
 
     def stop(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
 
 
 def spinner() -> subprocess.Popen[bytes]:
@@ -372,6 +380,9 @@ def hosted_row(servers: Sequence[Child], learner: Child, seconds: float) -> Dict
 
 HOSTED = "BatchedEnv(8) x 2 servers, RemoteVectorEnv lockstep"
 PINNED = ", each server pinned to its own vCPU"
+#: The labels of the pinned rows by placement.
+PINNED_BY = {"server": PINNED + " (RemoteServer(cpus=[i]))", "process": PINNED + " (whole process, taskset's way)",
+             "domains": PINNED + " (domain threads only)"}
 
 
 def part1(sim: str, seconds: float, rounds: int) -> List[str]:
@@ -379,8 +390,10 @@ def part1(sim: str, seconds: float, rounds: int) -> List[str]:
     workers = {kind: Child("--worker", kind, sim, "1")
                for kind in ("sync16", "batched8", "batched8-echo", "batched8-pollute")}
     hosts: Dict[str, Tuple[List[Child], Child]] = {}
-    for label, pins in (("", ("", "")), (PINNED, ("0", "1"))):
-        servers = [Child("--serve", sim, "1", *([pin] if pin else [])) for pin in pins]
+    allowed = sorted(os.sched_getaffinity(0))
+    pins = [str(allowed[i % len(allowed)]) for i in range(2)]
+    for label, pinned in (("", False), (PINNED, True)):
+        servers = [Child("--serve", sim, "1", *([pin] if pinned else [])) for pin in pins]
         urls = [URL.search(s.readline()).group(1) for s in servers]  # type: ignore[union-attr]
         hosts[HOSTED + label] = (servers, Child("--worker", "remote", sim, "1", *urls))
     for c in (*workers.values(), *(learner for _, learner in hosts.values())):
@@ -446,13 +459,17 @@ def part2(sim: str, seconds: float, rounds: int) -> List[str]:
     sync16 = Child("--worker", "sync16", sim, "0")
     halves_sync = [Child("--worker", "sync8", sim, "0") for _ in range(2)]
     halves_batched = [Child("--worker", "batched8", sim, "0") for _ in range(2)]
-    servers = [Child("--serve", sim, "0"), Child("--serve", sim, "0"), Child("--serve", sim, "0", "0"),
-               Child("--serve", sim, "0", "1")]
-    urls = [URL.search(s.readline()).group(1) for s in servers]  # type: ignore[union-attr]
-    learners = {f"remote: {HOSTED.replace(' lockstep', ', ' + mode)}{label}":
-                Child("--worker", kind, sim, "0", *(urls[:2] if not label else urls[2:]))
+    allowed = sorted(os.sched_getaffinity(0))
+    pairs: Dict[str, List[Child]] = {"": [Child("--serve", sim, "0") for _ in range(2)]}
+    for placement in PLACEMENTS:
+        pairs[PINNED_BY[placement]] = [Child("--serve", sim, "0", str(allowed[i % len(allowed)]), placement)
+                                       for i in range(2)]
+    servers = [s for pair in pairs.values() for s in pair]
+    urls = {label: [URL.search(s.readline()).group(1) for s in pair]  # type: ignore[union-attr]
+            for label, pair in pairs.items()}
+    learners = {f"remote: {HOSTED.replace(' lockstep', ', ' + mode)}{label}": Child("--worker", kind, sim, "0", *at)
                 for kind, mode in (("remote", "lockstep"), ("remote-recv", "send/recv M=8"))
-                for label in ("", PINNED)}
+                for label, at in urls.items() if kind == "remote" or label in ("", PINNED_BY["server"])}
     every = [sync16, *halves_sync, *halves_batched, *learners.values()]
     for c in every:
         assert c.readline().strip() == "ready"
@@ -490,7 +507,8 @@ def main() -> None:
     parser.add_argument("--parts", default="1,2", help="which parts to run (1: per-step timing, 2: ceiling)")
     args, rest = parser.parse_known_args()
     if args.serve is not None:
-        serve(args.serve, rest[:1] == ["1"], int(rest[1]) if len(rest) > 1 else None)
+        serve(args.serve, rest[:1] == ["1"], int(rest[1]) if len(rest) > 1 else None,
+              rest[2] if len(rest) > 2 else "server")
         return
     if args.worker is not None:
         kind, sim, timed, *urls = args.worker + rest

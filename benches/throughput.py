@@ -21,7 +21,11 @@ measured in the same run, with the machine's load average before and after:
   default follows);
 * the batched configuration again over Unix domain sockets (``ws+unix://``)
   instead of loopback TCP, and again stepped with ``send``/``recv``
-  (``batch_size=8``: one server's batch at a time, the other stepping).
+  (``batch_size=8``: one server's batch at a time, the other stepping);
+* the 16 single and the batched configurations again with each server
+  process pinned to a vCPU of its own (server i on CPU i mod the CPU count,
+  ``RemoteServer(cpus=[i])``, as a user would; the learner unpinned), in the
+  same rounds, with the ratio pinned / unpinned.
 
 The servers are this script run as ``--serve`` (our Python
 ``unienv_remote.RemoteServer`` on 127.0.0.1, port picked by the OS).
@@ -45,6 +49,8 @@ N = 16
 STRAGGLERS = 64
 PER_SERVER = N // 2
 URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
+#: The rows whose servers are pinned, one vCPU each.
+PINNED = ", servers pinned (RemoteServer(cpus=[i]))"
 UNIX_URL = re.compile(r"(ws\+unix://\S+)")
 
 
@@ -73,12 +79,12 @@ def straggler_factory(seed: int) -> Callable[[], Any]:
     return Straggler
 
 
-def serve(index: int, unix: bool) -> None:
+def serve(index: int, unix: bool, cpu: Optional[int]) -> None:
     import gymnasium
     from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
     from unienv_remote import BatchedEnv, RemoteServer
 
-    server = RemoteServer(idle_timeout=None)
+    server = RemoteServer(idle_timeout=None, cpus=None if cpu is None else [cpu])
     server.register("pendulum_batch", BatchedEnv([lambda: gymnasium.make("Pendulum-v1")] * PER_SERVER))
     server.register("cheetah_batch", BatchedEnv([lambda: gymnasium.make("HalfCheetah-v5")] * PER_SERVER))
     if unix:
@@ -93,12 +99,20 @@ def serve(index: int, unix: bool) -> None:
             server.close()  # removes the socket file
             os.rmdir(socket_dir)
         return
-    # The batches again for send/recv (one controller per resource).
-    server.register("pendulum_batch_recv", BatchedEnv([lambda: gymnasium.make("Pendulum-v1")] * PER_SERVER))
-    server.register("cheetah_batch_recv", BatchedEnv([lambda: gymnasium.make("HalfCheetah-v5")] * PER_SERVER))
     for i in range(PER_SERVER):
         server.register(f"pendulum{i}", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
         server.register(f"cheetah{i}", FromGymnasiumEnv(gymnasium.make("HalfCheetah-v5")))
+    if cpu is not None:
+        # A pinned server: the batched and the 16 single rows only.
+        print(server.listen("127.0.0.1", 0), flush=True)
+        try:
+            sys.stdin.read()
+        finally:
+            server.close()
+        return
+    # The batches again for send/recv (one controller per resource).
+    server.register("pendulum_batch_recv", BatchedEnv([lambda: gymnasium.make("Pendulum-v1")] * PER_SERVER))
+    server.register("cheetah_batch_recv", BatchedEnv([lambda: gymnasium.make("HalfCheetah-v5")] * PER_SERVER))
     # Lockstep uses straggler0..31, send/recv straggler32..63 (one controller each).
     for i in range(STRAGGLERS):
         server.register(f"straggler{i}", FromGymnasiumEnv(straggler_factory(1000 * index + i)()))
@@ -109,9 +123,30 @@ def serve(index: int, unix: bool) -> None:
         server.close()
 
 
+def process_cpu(pid: int) -> Tuple[float, float]:
+    """User and system CPU seconds process ``pid`` has used (``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    hz = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / hz, int(fields[12]) / hz
+
+
+def stop_process(process: "subprocess.Popen[str]") -> None:
+    """Closes the stdin of ``process`` (this script's children end at
+    EOF) and waits for it, killing it (by its Popen) after 15 s."""
+    if process.stdin is not None:
+        process.stdin.close()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 class ServerProcess:
-    def __init__(self, index: int, unix: bool = False) -> None:
-        extra = ["--unix"] if unix else []
+    """This script as ``--serve``; ``cpu``: pinned to that CPU."""
+
+    def __init__(self, index: int, unix: bool = False, cpu: Optional[int] = None) -> None:
+        extra = (["--unix"] if unix else []) + ([] if cpu is None else ["--cpu", str(cpu)])
         self.process = subprocess.Popen([sys.executable, __file__, "--serve", str(index), *extra], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         assert self.process.stdout is not None
@@ -125,17 +160,10 @@ class ServerProcess:
             raise RuntimeError(f"server {index} printed no URL (exit {self.process.wait()})")
 
     def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return sum(process_cpu(self.process.pid))
 
     def stop(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
 
 
 # -- the measurements -------------------------------------------------------------
@@ -225,11 +253,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--unix", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--cpu", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=1.5)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     if args.serve is not None:
-        serve(args.serve, args.unix)
+        serve(args.serve, args.unix, args.cpu)
         return
 
     import gymnasium
@@ -239,14 +268,18 @@ def main() -> None:
     load_before = os.getloadavg()
     servers = [ServerProcess(0), ServerProcess(1)]
     unix_servers = [ServerProcess(0, unix=True), ServerProcess(1, unix=True)]
+    allowed = sorted(os.sched_getaffinity(0))
+    pinned_servers = [ServerProcess(i, cpu=allowed[i % len(allowed)]) for i in range(2)]
     urls = [s.url for s in servers]
     unix_urls = [s.url for s in unix_servers]
+    pinned_urls = [s.url for s in pinned_servers]
 
-    def remote(prefix: str, batched: bool, unix: bool = False, **kw: Any) -> Callable[[], Any]:
+    def remote(prefix: str, batched: bool, unix: bool = False, pinned: bool = False, **kw: Any) -> Callable[[], Any]:
+        at = unix_urls if unix else pinned_urls if pinned else urls
         if batched:
-            addresses = [(u, f"{prefix}_batch") for u in (unix_urls if unix else urls)]
+            addresses = [(u, f"{prefix}_batch") for u in at]
         else:
-            addresses = [(urls[j % 2], f"{prefix}{j // 2}") for j in range(N)]
+            addresses = [(at[j % 2], f"{prefix}{j // 2}") for j in range(N)]
         return lambda: RemoteVectorEnv(addresses, **kw)
 
     stragglers = [(urls[j % 2], f"straggler{j // 2}") for j in range(STRAGGLERS)]
@@ -257,7 +290,11 @@ def main() -> None:
         configs[f"{sim} SyncVectorEnv"] = Config("sync", lambda m=make: SyncVectorEnv([m] * N), lockstep)
         configs[f"{sim} AsyncVectorEnv"] = Config("async", lambda m=make: AsyncVectorEnv([m] * N), lockstep)
         configs[f"{sim} remote 16 single"] = Config("single", remote(prefix, False), lockstep, servers)
+        configs[f"{sim} remote 16 single{PINNED}"] = Config(
+            "single-pinned", remote(prefix, False, pinned=True), lockstep, pinned_servers)
         configs[f"{sim} remote 2x BatchedEnv(8)"] = Config("batched", remote(prefix, True), lockstep, servers)
+        configs[f"{sim} remote 2x BatchedEnv(8){PINNED}"] = Config(
+            "batched-pinned", remote(prefix, True, pinned=True), lockstep, pinned_servers)
         configs[f"{sim} remote 2x BatchedEnv(8), Unix sockets"] = Config(
             "batched-unix", remote(prefix, True, unix=True), lockstep, unix_servers)
         # The same fleet stepped EnvPool's way: while the learner handles one
@@ -282,7 +319,7 @@ def main() -> None:
     finally:
         for config in configs.values():
             config.close()
-        for s in servers + unix_servers:
+        for s in servers + unix_servers + pinned_servers:
             s.stop()
     load_after = os.getloadavg()
 
@@ -299,7 +336,8 @@ def main() -> None:
     for sim in ("Pendulum-v1", "HalfCheetah-v5"):
         sync, asyn = configs[f"{sim} SyncVectorEnv"], configs[f"{sim} AsyncVectorEnv"]
         own_us = 1e6 * statistics.median(sync.own_cpu_per_step)
-        for label in ("SyncVectorEnv", "AsyncVectorEnv", "remote 16 single", "remote 2x BatchedEnv(8)",
+        for label in ("SyncVectorEnv", "AsyncVectorEnv", "remote 16 single", f"remote 16 single{PINNED}",
+                      "remote 2x BatchedEnv(8)", f"remote 2x BatchedEnv(8){PINNED}",
                       "remote 2x BatchedEnv(8), Unix sockets", "remote 2x BatchedEnv(8), send/recv M=8"):
             c = configs[f"{sim} {label}"]
             cpu = f"{1e6 * statistics.median(c.cpu_per_step):.1f}" if c.cpu_per_step else f"({own_us:.1f} in process)" \
@@ -307,6 +345,12 @@ def main() -> None:
             beyond = f"{1e6 * statistics.median(c.cpu_per_step) - own_us:.1f}" if c.cpu_per_step else ""
             print(f"| {sim} {label} | {c.rate:,.0f} ({c.best:,.0f}) | {c.rate / sync.rate:.2f}x ({c.best / sync.best:.2f}x) "
                   f"| {c.rate / asyn.rate:.2f}x ({c.best / asyn.best:.2f}x) | {cpu} | {beyond} |")
+    for sim in ("Pendulum-v1", "HalfCheetah-v5"):
+        for label in ("remote 16 single", "remote 2x BatchedEnv(8)"):
+            plain, pinned = configs[f"{sim} {label}"], configs[f"{sim} {label}{PINNED}"]
+            ratios = [p / u for p, u in zip(pinned.rates, plain.rates)]
+            print(f"| {sim} {label}: pinned / unpinned | | {pinned.rate / plain.rate:.2f}x "
+                  f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)}) | | | |")
     lock, recv = configs["stragglers lockstep step"], configs["stragglers send/recv M=16"]
     print(f"| 64 stragglers (Exp(1 ms) step), lockstep `step` | {lock.rate:,.0f} ({lock.best:,.0f}) | | | | |")
     print(f"| 64 stragglers, send/recv with batch_size=16 | {recv.rate:,.0f} ({recv.best:,.0f}) | "
