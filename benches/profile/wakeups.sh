@@ -35,31 +35,31 @@ client() {
 }
 client 100   # warm-up
 
-# One line per thread: tid name voluntary involuntary run_ns
+# One line per thread: tid name voluntary involuntary run_ns wait_ns (runnable, waiting for a CPU)
 sample() {
   for t in /proc/"$pid"/task/*; do
-    local tid=${t##*/} name vol inv run
+    local tid=${t##*/} name vol inv run wait
     name=$(tr ' ' '_' < "$t/comm")
     vol=$(awk '/^voluntary_ctxt_switches/{print $2}' "$t/status")
     inv=$(awk '/^nonvoluntary_ctxt_switches/{print $2}' "$t/status")
-    run=$(awk '{print $1}' "$t/schedstat")
-    echo "$tid $name $vol $inv $run"
+    read -r run wait _ < "$t/schedstat"
+    echo "$tid $name $vol $inv $run $wait"
   done
 }
 interval() {
   sample > "$dir/before"
   client "$1"
   sample > "$dir/after"
-  # tid name dvol dinv drun
+  # tid name dvol dinv drun dwait
   join <(sort -k1,1 "$dir/before") <(sort -k1,1 "$dir/after") |
-    awk '{print $1, $2, $7-$3, $8-$4, $9-$5}'
+    awk '{print $1, $2, $8-$3, $9-$4, $10-$5, $11-$6}'
 }
 interval "$N1" > "$dir/a"
 interval "$N2" > "$dir/b"
 echo "load: $(uptime)"
-echo "per step ($what over $TRANSPORT${CPUS:+, server on CPUs $CPUS}, (N2-N1) = $((N2 - N1)) steps): thread, voluntary, involuntary switches, CPU us"
+echo "per step ($what over $TRANSPORT${CPUS:+, server on CPUs $CPUS}, (N2-N1) = $((N2 - N1)) steps): thread, voluntary, involuntary switches, CPU us, us runnable waiting for a CPU"
 join <(sort -k1,1 "$dir/a") <(sort -k1,1 "$dir/b") | awk -v n=$((N2 - N1)) '
-  { v=($7-$3)/n; i=($8-$4)/n; c=($9-$5)/n/1000;
-    if (v > 0.005 || i > 0.005 || c > 0.05) printf "  %-8s %-18s %6.3f %6.3f %8.2f\n", $1, $2, v, i, c;
-    tv+=v; ti+=i; tc+=c }
-  END { printf "  total                       %6.3f %6.3f %8.2f\n", tv, ti, tc }'
+  { v=($8-$3)/n; i=($9-$4)/n; c=($10-$5)/n/1000; w=($11-$6)/n/1000;
+    if (v > 0.005 || i > 0.005 || c > 0.05) printf "  %-8s %-18s %6.3f %6.3f %8.2f %8.2f\n", $1, $2, v, i, c, w;
+    tv+=v; ti+=i; tc+=c; tw+=w }
+  END { printf "  total                       %6.3f %6.3f %8.2f %8.2f\n", tv, ti, tc, tw }'
