@@ -24,8 +24,9 @@ after:
    ``RemoteServer``, two server processes driven lockstep by a
    ``RemoteVectorEnv`` learner of 16 (``throughput.py``'s "remote 2x
    BatchedEnv(8)" row), as they are and with each server pinned to one
-   vCPU by its own option (``RemoteServer(cpus=[i])``: its domain, runtime
-   and recorder threads; its domain thread never migrates). For each: the sub-env step's wall and CPU time, the
+   vCPU: by its own option (``RemoteServer(cpus=[i])``: its domain, runtime
+   and recorder threads; its domain thread never migrates), and the two
+   other placements of part 2 (whole process; domain threads only). For each: the sub-env step's wall and CPU time, the
    process's (server's) user and system CPU per env step, and what is left
    beyond the sub-env steps. For the server, per thread kind (the domain
    thread that runs Python, the tokio runtime workers, the rest) from
@@ -392,8 +393,8 @@ def part1(sim: str, seconds: float, rounds: int) -> List[str]:
     hosts: Dict[str, Tuple[List[Child], Child]] = {}
     allowed = sorted(os.sched_getaffinity(0))
     pins = [str(allowed[i % len(allowed)]) for i in range(2)]
-    for label, pinned in (("", False), (PINNED, True)):
-        servers = [Child("--serve", sim, "1", *([pin] if pinned else [])) for pin in pins]
+    for label, placement in (("", None), *((PINNED_BY[p], p) for p in PLACEMENTS)):
+        servers = [Child("--serve", sim, "1", *([pin, placement] if placement else [])) for pin in pins]
         urls = [URL.search(s.readline()).group(1) for s in servers]  # type: ignore[union-attr]
         hosts[HOSTED + label] = (servers, Child("--worker", "remote", sim, "1", *urls))
     for c in (*workers.values(), *(learner for _, learner in hosts.values())):
