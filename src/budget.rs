@@ -348,6 +348,27 @@ mod tests {
     }
 
     #[test]
+    fn charges_within_half_leave_half_the_cap_free() {
+        let pool = Pool::new(usize::MAX);
+        let account = Account::new(pool, 1000);
+        let first = account.charge_within_half(400).expect("400 of 500");
+        assert!(matches!(
+            account.charge_within_half(101),
+            Err(BudgetError::Connection {
+                wanted: 101,
+                held: 400,
+                cap: 500
+            })
+        ));
+        let second = account.charge_within_half(100).expect("up to half exactly");
+        // Ordinary charges still reach the full cap.
+        let rest = account.charge(500).expect("the other half");
+        assert_eq!(account.held(), 1000);
+        drop((first, second, rest));
+        assert_eq!(account.held(), 0);
+    }
+
+    #[test]
     fn a_full_handshake_queue_evicts_the_oldest() {
         let h = Handshakes::new(2);
         let first = h.admit();

@@ -243,45 +243,9 @@ pub enum ServerConfigError {
     /// The bearer token is empty or blank (which would turn authentication off).
     #[error("the bearer token is empty: set a non-empty token or none")]
     EmptyToken,
-    /// The CPU list of a placement ([`ServerConfig::cpus`]) is empty.
-    #[error("the CPU list is empty: name at least one CPU, or no placement")]
-    NoCpus,
-    /// A CPU list could not be read.
-    #[error("invalid CPU list {list:?}: {reason}")]
-    InvalidCpuList {
-        /// The list (its first 64 characters).
-        list: String,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-    /// A placement names a CPU this machine does not have.
-    #[error("CPU {cpu} does not exist: this machine has CPUs 0 to {}", .available.saturating_sub(1))]
-    CpuOutOfRange {
-        /// The CPU named.
-        cpu: usize,
-        /// How many CPUs the machine has (configured ones).
-        available: usize,
-    },
-    /// A placement names a CPU outside the set this process may run on
-    /// (limited by `taskset`, cgroups' cpusets or a container).
-    #[error("CPU {cpu} is not one this process may run on (allowed: {allowed})")]
-    CpuNotAllowed {
-        /// The CPU named.
-        cpu: usize,
-        /// The allowed CPUs, as a list (`0-3,6`).
-        allowed: String,
-    },
-    /// The kernel refused to pin a thread.
-    #[error("cannot pin a thread to CPUs {cpus}: {error}")]
-    PinFailed {
-        /// The CPUs asked for, as a list (empty when reading the allowed set failed).
-        cpus: String,
-        /// The OS error.
-        error: String,
-    },
-    /// Threads cannot be pinned on this platform (only Linux can).
-    #[error("a CPU placement (cpus) is not supported on this platform")]
-    PlacementUnsupported,
+    /// The placement ([`ServerConfig::cpus`]) cannot be used.
+    #[error("invalid placement (cpus): {0}")]
+    Placement(#[from] super::placement::PlacementError),
 }
 
 impl ServerConfig {
@@ -346,7 +310,7 @@ impl ServerConfig {
         positive_or_none("heartbeat_interval", self.heartbeat_interval)?;
         positive("heartbeat_timeout", self.heartbeat_timeout)?;
         match &self.cpus {
-            Some(cpus) => super::placement::check_cpus(cpus),
+            Some(cpus) => Ok(super::placement::check_cpus(cpus)?),
             None => Ok(()),
         }
     }

@@ -49,6 +49,7 @@ pub use hosted::{ForeignHost, ForeignResource, Hosted};
 pub use listener::{ListenError, Listener};
 pub use placement::{
     check_cpus, current_thread_cpus, format_cpu_list, parse_cpu_list, pin_current_thread,
+    PlacementError,
 };
 pub use shared::SERVER_NAME;
 

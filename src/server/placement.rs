@@ -10,10 +10,54 @@
 //! costs 10–25 µs through a hypervisor).
 //!
 //! Pinning uses `sched_setaffinity(2)` (Linux). Elsewhere a configured
-//! placement is refused at startup with
-//! [`ServerConfigError::PlacementUnsupported`](super::ServerConfigError::PlacementUnsupported).
+//! placement is refused at startup with [`PlacementError::Unsupported`].
 
-use super::ServerConfigError;
+/// Why a placement ([`ServerConfig::cpus`](super::ServerConfig::cpus), a
+/// CPU list) cannot be used; in a refused configuration, as
+/// [`ServerConfigError::Placement`](super::ServerConfigError::Placement).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlacementError {
+    /// The CPU list is empty.
+    #[error("the CPU list is empty: name at least one CPU, or no placement")]
+    NoCpus,
+    /// A CPU list could not be read.
+    #[error("invalid CPU list {list:?}: {reason}")]
+    InvalidCpuList {
+        /// The list (its first 64 characters).
+        list: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A placement names a CPU this machine does not have.
+    #[error("CPU {cpu} does not exist: this machine has CPUs 0 to {}", .available.saturating_sub(1))]
+    CpuOutOfRange {
+        /// The CPU named.
+        cpu: usize,
+        /// How many CPUs the machine has (configured ones).
+        available: usize,
+    },
+    /// A placement names a CPU outside the set this process may run on
+    /// (limited by `taskset`, cgroups' cpusets or a container).
+    #[error("CPU {cpu} is not one this process may run on (allowed: {allowed})")]
+    CpuNotAllowed {
+        /// The CPU named.
+        cpu: usize,
+        /// The allowed CPUs, as a list (`0-3,6`).
+        allowed: String,
+    },
+    /// The kernel refused to pin a thread (or to say where it may run).
+    #[error("cannot pin a thread to CPUs {cpus}: {error}")]
+    PinFailed {
+        /// The CPUs asked for, as a list (empty when reading the allowed set failed).
+        cpus: String,
+        /// The OS error.
+        error: String,
+    },
+    /// Threads cannot be pinned on this platform (only Linux can).
+    #[error("a CPU placement (cpus) is not supported on this platform")]
+    Unsupported,
+}
 
 /// The most CPUs a placement may name (the kernel's `cpu_set_t` size).
 pub(crate) const MAX_CPUS: usize = 1024;
@@ -22,14 +66,14 @@ pub(crate) const MAX_CPUS: usize = 1024;
 /// `Cpus_allowed_list` write it: CPU numbers and inclusive ranges separated
 /// by commas (`0`, `0,1`, `0-3,6`). The CPUs come back sorted, without
 /// repeats. An empty list, a malformed item or a range that runs backwards
-/// is a [`ServerConfigError::InvalidCpuList`]; whether the CPUs exist is
+/// is a [`PlacementError::InvalidCpuList`]; whether the CPUs exist is
 /// checked by [`check_cpus`].
-pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, ServerConfigError> {
-    let invalid = |reason: &'static str| ServerConfigError::InvalidCpuList {
+pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, PlacementError> {
+    let invalid = |reason: &'static str| PlacementError::InvalidCpuList {
         list: list.chars().take(64).collect(),
         reason,
     };
-    let number = |s: &str| -> Result<usize, ServerConfigError> {
+    let number = |s: &str| -> Result<usize, PlacementError> {
         let s = s.trim();
         if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
             return Err(invalid("CPUs are numbers (0, 1, ...) or ranges (0-3)"));
@@ -37,13 +81,13 @@ pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, ServerConfigError> {
         s.parse::<usize>()
             .ok()
             .filter(|&n| n < MAX_CPUS)
-            .ok_or(ServerConfigError::CpuOutOfRange {
+            .ok_or(PlacementError::CpuOutOfRange {
                 cpu: s.parse::<usize>().unwrap_or(usize::MAX),
                 available: MAX_CPUS,
             })
     };
     if list.trim().is_empty() {
-        return Err(ServerConfigError::NoCpus);
+        return Err(PlacementError::NoCpus);
     }
     let mut cpus = Vec::new();
     for item in list.split(',') {
@@ -67,9 +111,9 @@ pub fn parse_cpu_list(list: &str) -> Result<Vec<usize>, ServerConfigError> {
 /// machine and is in the calling thread's allowed set (the process's, as
 /// `taskset` or a container limited it). Called by
 /// [`ServerConfig::validate`](super::ServerConfig::validate).
-pub fn check_cpus(cpus: &[usize]) -> Result<(), ServerConfigError> {
+pub fn check_cpus(cpus: &[usize]) -> Result<(), PlacementError> {
     if cpus.is_empty() {
-        return Err(ServerConfigError::NoCpus);
+        return Err(PlacementError::NoCpus);
     }
     imp::check(cpus)
 }
@@ -93,14 +137,14 @@ pub fn check_cpus(cpus: &[usize]) -> Result<(), ServerConfigError> {
 /// ```
 ///
 /// Errors as [`check_cpus`]; and
-/// [`ServerConfigError::PinFailed`] if the kernel refused.
-pub fn pin_current_thread(cpus: &[usize]) -> Result<(), ServerConfigError> {
+/// [`PlacementError::PinFailed`] if the kernel refused.
+pub fn pin_current_thread(cpus: &[usize]) -> Result<(), PlacementError> {
     check_cpus(cpus)?;
     imp::pin(cpus)
 }
 
 /// The CPUs the calling thread may run on (`sched_getaffinity(2)`), sorted.
-pub fn current_thread_cpus() -> Result<Vec<usize>, ServerConfigError> {
+pub fn current_thread_cpus() -> Result<Vec<usize>, PlacementError> {
     imp::allowed()
 }
 
@@ -128,20 +172,20 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use super::{format_cpu_list, ServerConfigError, MAX_CPUS};
+    use crate::server::placement::{format_cpu_list, PlacementError, MAX_CPUS};
 
     fn empty_set() -> libc::cpu_set_t {
         // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
         unsafe { std::mem::zeroed() }
     }
 
-    pub(super) fn allowed() -> Result<Vec<usize>, ServerConfigError> {
+    pub(super) fn allowed() -> Result<Vec<usize>, PlacementError> {
         let mut set = empty_set();
         // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is
         // the calling thread.
         let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
         if r != 0 {
-            return Err(ServerConfigError::PinFailed {
+            return Err(PlacementError::PinFailed {
                 cpus: String::new(),
                 error: std::io::Error::last_os_error().to_string(),
             });
@@ -152,7 +196,7 @@ mod imp {
             .collect())
     }
 
-    pub(super) fn check(cpus: &[usize]) -> Result<(), ServerConfigError> {
+    pub(super) fn check(cpus: &[usize]) -> Result<(), PlacementError> {
         // SAFETY: sysconf has no preconditions.
         let configured = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
         let available = usize::try_from(configured)
@@ -161,11 +205,11 @@ mod imp {
             .unwrap_or(MAX_CPUS)
             .min(MAX_CPUS);
         if let Some(&cpu) = cpus.iter().find(|&&c| c >= available) {
-            return Err(ServerConfigError::CpuOutOfRange { cpu, available });
+            return Err(PlacementError::CpuOutOfRange { cpu, available });
         }
         let allowed = allowed()?;
         if let Some(&cpu) = cpus.iter().find(|c| allowed.binary_search(c).is_err()) {
-            return Err(ServerConfigError::CpuNotAllowed {
+            return Err(PlacementError::CpuNotAllowed {
                 cpu,
                 allowed: format_cpu_list(&allowed),
             });
@@ -173,7 +217,7 @@ mod imp {
         Ok(())
     }
 
-    pub(super) fn pin(cpus: &[usize]) -> Result<(), ServerConfigError> {
+    pub(super) fn pin(cpus: &[usize]) -> Result<(), PlacementError> {
         let mut set = empty_set();
         for &cpu in cpus {
             // SAFETY: `cpu` < MAX_CPUS == CPU_SETSIZE (checked).
@@ -183,7 +227,7 @@ mod imp {
         // the calling thread.
         let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
         if r != 0 {
-            return Err(ServerConfigError::PinFailed {
+            return Err(PlacementError::PinFailed {
                 cpus: format_cpu_list(cpus),
                 error: std::io::Error::last_os_error().to_string(),
             });
@@ -194,18 +238,18 @@ mod imp {
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
-    use super::ServerConfigError;
+    use crate::server::placement::PlacementError;
 
-    pub(super) fn allowed() -> Result<Vec<usize>, ServerConfigError> {
-        Err(ServerConfigError::PlacementUnsupported)
+    pub(super) fn allowed() -> Result<Vec<usize>, PlacementError> {
+        Err(PlacementError::Unsupported)
     }
 
-    pub(super) fn check(_: &[usize]) -> Result<(), ServerConfigError> {
-        Err(ServerConfigError::PlacementUnsupported)
+    pub(super) fn check(_: &[usize]) -> Result<(), PlacementError> {
+        Err(PlacementError::Unsupported)
     }
 
-    pub(super) fn pin(_: &[usize]) -> Result<(), ServerConfigError> {
-        Err(ServerConfigError::PlacementUnsupported)
+    pub(super) fn pin(_: &[usize]) -> Result<(), PlacementError> {
+        Err(PlacementError::Unsupported)
     }
 }
 
@@ -219,13 +263,13 @@ mod tests {
         assert_eq!(parse_cpu_list("0,1"), Ok(vec![0, 1]));
         assert_eq!(parse_cpu_list("0-1"), Ok(vec![0, 1]));
         assert_eq!(parse_cpu_list(" 3 , 0-2,2"), Ok(vec![0, 1, 2, 3]));
-        assert_eq!(parse_cpu_list(""), Err(ServerConfigError::NoCpus));
-        assert_eq!(parse_cpu_list(" "), Err(ServerConfigError::NoCpus));
+        assert_eq!(parse_cpu_list(""), Err(PlacementError::NoCpus));
+        assert_eq!(parse_cpu_list(" "), Err(PlacementError::NoCpus));
         for bad in ["a", "1,", "-1", "0-", "1-0", "0x1", "+1"] {
             assert!(
                 matches!(
                     parse_cpu_list(bad),
-                    Err(ServerConfigError::InvalidCpuList { .. })
+                    Err(PlacementError::InvalidCpuList { .. })
                 ),
                 "{bad}: {:?}",
                 parse_cpu_list(bad)
@@ -233,7 +277,7 @@ mod tests {
         }
         assert_eq!(
             parse_cpu_list("1024"),
-            Err(ServerConfigError::CpuOutOfRange {
+            Err(PlacementError::CpuOutOfRange {
                 cpu: 1024,
                 available: MAX_CPUS
             })
@@ -245,9 +289,9 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn cpus_outside_the_machine_or_the_allowed_set_are_refused() {
-        assert_eq!(check_cpus(&[]), Err(ServerConfigError::NoCpus));
+        assert_eq!(check_cpus(&[]), Err(PlacementError::NoCpus));
         match check_cpus(&[MAX_CPUS - 1]) {
-            Err(ServerConfigError::CpuOutOfRange { cpu, available }) => {
+            Err(PlacementError::CpuOutOfRange { cpu, available }) => {
                 assert_eq!(cpu, MAX_CPUS - 1);
                 assert!(available < MAX_CPUS);
             }
@@ -269,7 +313,7 @@ mod tests {
             .expect("thread");
             assert_eq!(
                 refused,
-                Err(ServerConfigError::CpuNotAllowed {
+                Err(PlacementError::CpuNotAllowed {
                     cpu: second,
                     allowed: first.to_string()
                 })
@@ -280,9 +324,6 @@ mod tests {
     #[cfg(not(target_os = "linux"))]
     #[test]
     fn placement_is_refused_where_unsupported() {
-        assert_eq!(
-            check_cpus(&[0]),
-            Err(ServerConfigError::PlacementUnsupported)
-        );
+        assert_eq!(check_cpus(&[0]), Err(PlacementError::Unsupported));
     }
 }

@@ -152,11 +152,14 @@ async fn an_unusable_placement_is_refused_at_start() {
         .err()
         .expect("started with an unusable placement")
     };
-    assert_eq!(refused(vec![]), ServerConfigError::NoCpus);
+    assert_eq!(
+        refused(vec![]),
+        ServerConfigError::Placement(PlacementError::NoCpus)
+    );
     #[cfg(target_os = "linux")]
     {
         match refused(vec![0, 1023]) {
-            ServerConfigError::CpuOutOfRange { cpu, available } => {
+            ServerConfigError::Placement(PlacementError::CpuOutOfRange { cpu, available }) => {
                 assert_eq!(cpu, 1023);
                 assert!(available < 1023);
             }
@@ -166,7 +169,10 @@ async fn an_unusable_placement_is_refused_at_start() {
         assert!(e.to_string().contains("CPU 1023 does not exist"), "{e}");
     }
     #[cfg(not(target_os = "linux"))]
-    assert_eq!(refused(vec![0]), ServerConfigError::PlacementUnsupported);
+    assert_eq!(
+        refused(vec![0]),
+        ServerConfigError::Placement(PlacementError::Unsupported)
+    );
 }
 
 /// What a session holds, polled until it has not changed for 10 polls

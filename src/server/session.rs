@@ -7,7 +7,7 @@ use super::outbound::{CloseReason, InFlight, Outgoing, SessionShared, MAX_ID_BYT
 use super::shared::{random_hex, ServerShared, SERVER_NAME};
 use super::snapshot::Encoded;
 use crate::budget::{Account, BudgetError, Charge};
-use crate::codec::{Dict, RequestTemplate, Value};
+use crate::codec::{Dict, Held, RequestTemplate, Value};
 use crate::protocol::{err, Command, ErrorCode, ProtocolError, PROTOCOL_VERSION};
 use crate::transport::{Reader, Writer};
 use bytes::Bytes;
@@ -72,8 +72,14 @@ async fn run_session(
     // The last request in the layout our clients repeat (an env's steps),
     // decoded from its kept tree when the next one differs only in its IDs
     // and attachment bytes.
-    // What it keeps is charged to the session's account.
-    let mut requests = RequestTemplate::charged_to(session.account.clone());
+    // What it keeps is charged to the session's account, only while that
+    // leaves half the account free: a cache must never be why a message is
+    // refused.
+    let account = session.account.clone();
+    let mut requests = RequestTemplate::reserving(Box::new(move |n| {
+        let held: Held = Box::new(account.charge_within_half(n).ok()?);
+        Some(held)
+    }));
     // One timer, armed at the hello deadline, then (lazily, when it fires)
     // at the idle limit: no timer is touched per message.
     let timer = tokio::time::sleep(config.hello_timeout);

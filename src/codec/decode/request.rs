@@ -31,8 +31,6 @@
 //! back to back from the attachment section's start.
 
 use super::*;
-use crate::budget::{Account, Charge};
-use std::sync::Arc;
 
 /// Frames larger than this are never kept (a kept request holds a copy of
 /// its header, attachments and tree).
@@ -58,18 +56,22 @@ const OPERATION: &[u8] = br#"],["operation_id",""#;
 /// [`CAPACITY`].
 ///
 /// What a kept request holds (its header piece, attachments and tree, by
-/// [`Kept::bytes`]) is charged to the session's byte account, when it has
-/// one ([`RequestTemplate::charged_to`]), and given back when the kept
-/// request is dropped (the template with its session). A request is kept
-/// only while the account, with it, holds at most half its cap: a kept
-/// request is a cache, and must never be why a message is refused; when
-/// the account cannot hold it, the frame is decoded by the general decoder
-/// as any other.
+/// [`Kept::bytes`]) is reserved, when the template has a [`Reserve`]
+/// ([`RequestTemplate::reserving`]: the server charges the session's byte
+/// account), and given back when the kept request is dropped (the template
+/// with its session). A refused reservation leaves the request unkept: the
+/// frame is decoded by the general decoder as any other.
 #[derive(Default)]
 pub(crate) struct RequestTemplate {
     kept: Vec<Kept>,
-    account: Option<Arc<Account>>,
+    reserve: Option<Reserve>,
 }
+
+/// What holds a kept request's bytes reserved; dropped with it.
+pub(crate) type Held = Box<dyn Send>;
+
+/// Reserves the bytes a request would hold if kept, or refuses them (`None`).
+pub(crate) type Reserve = Box<dyn Fn(usize) -> Option<Held> + Send>;
 
 struct Kept {
     /// The header between the request ID's text and the operation ID's.
@@ -80,9 +82,8 @@ struct Kept {
     tree: Value,
     /// The tree estimate without the two IDs' lengths.
     base_bytes: usize,
-    /// What this kept request holds, charged to the session's account
-    /// (given back on drop).
-    _charge: Charge,
+    /// Its bytes as reserved (given back on drop).
+    _held: Option<Held>,
 }
 
 impl Kept {
@@ -98,15 +99,16 @@ impl Kept {
 }
 
 impl RequestTemplate {
-    /// A template whose kept requests are charged to `account`.
-    pub(crate) fn charged_to(account: Arc<Account>) -> RequestTemplate {
+    /// A template that keeps a request only once `reserve` has reserved
+    /// its bytes.
+    pub(crate) fn reserving(reserve: Reserve) -> RequestTemplate {
         RequestTemplate {
             kept: Vec::new(),
-            account: Some(account),
+            reserve: Some(reserve),
         }
     }
 
-    /// Bytes the kept requests hold (charged, when the template has an account).
+    /// Bytes the kept requests hold (reserved, when the template reserves).
     #[cfg(test)]
     pub(crate) fn kept_bytes(&self) -> usize {
         self.kept
@@ -130,7 +132,7 @@ impl RequestTemplate {
         // A request of another layout (a describe between steps) leaves
         // the kept ones in place.
         if self.kept.len() < CAPACITY {
-            if let Some(kept) = keep(&frame, &decoded.0, decoded.1, self.account.as_ref()) {
+            if let Some(kept) = keep(&frame, &decoded.0, decoded.1, self.reserve.as_ref()) {
                 self.kept.push(kept);
             }
         }
@@ -200,13 +202,8 @@ fn split(frame: &[u8]) -> Option<(&[u8], usize)> {
 }
 
 /// The kept form of a request `decode` just gave `tree` for, if it has the
-/// kept layout and `account` (if any) can hold it.
-fn keep(
-    frame: &Bytes,
-    tree: &Value,
-    tree_bytes: usize,
-    account: Option<&Arc<Account>>,
-) -> Option<Kept> {
+/// kept layout and `reserve` (if any) reserves its bytes.
+fn keep(frame: &Bytes, tree: &Value, tree_bytes: usize, reserve: Option<&Reserve>) -> Option<Kept> {
     if frame.len() > KEEP_MAX_FRAME {
         return None;
     }
@@ -245,12 +242,10 @@ fn keep(
     }
     let attach_len = frame.len() - attach_base;
     let base_bytes = tree_bytes.checked_sub(request_id.len() + operation_id.len())?;
-    // Charged before anything is copied; refused, the request is not kept.
-    let charge = match account {
-        Some(account) => account
-            .charge_within_half(Kept::bytes(middle.len(), attach_len, base_bytes))
-            .ok()?,
-        None => Charge::default(),
+    // Reserved before anything is copied; refused, the request is not kept.
+    let held = match reserve {
+        Some(reserve) => Some(reserve(Kept::bytes(middle.len(), attach_len, base_bytes))?),
+        None => None,
     };
     // The attachments: in tree order, back to back from the section's start.
     let mut tree = tree.clone();
@@ -263,7 +258,7 @@ fn keep(
         attach_len,
         tree,
         base_bytes,
-        _charge: charge,
+        _held: held,
     })
 }
 

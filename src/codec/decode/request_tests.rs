@@ -252,6 +252,14 @@ fn a_connection_stepping_many_resources_keeps_one_tree_each() {
 #[test]
 fn kept_requests_are_charged_to_the_account_and_given_back() {
     use crate::budget::{Account, Pool};
+    use std::sync::Arc;
+    // As the session's: charged within half the account's cap.
+    let charged = |account: Arc<Account>| {
+        RequestTemplate::reserving(Box::new(move |n| {
+            let held: Held = Box::new(account.charge_within_half(n).ok()?);
+            Some(held)
+        }))
+    };
     let op = |i: u64| Value::from(format!("{i:032x}"));
     let steps = |resources: usize| {
         (1..40u64).map(move |i| {
@@ -267,7 +275,7 @@ fn kept_requests_are_charged_to_the_account_and_given_back() {
     // Room for everything: every resource's request kept and charged.
     let pool = Pool::new(usize::MAX);
     let account = Account::new(pool.clone(), 1 << 30);
-    let mut t = RequestTemplate::charged_to(account.clone());
+    let mut t = charged(account.clone());
     let hits = steps(3).filter(|f| agree(&mut t, f, MAX, MAX)).count();
     assert_eq!(
         hits,
@@ -284,14 +292,14 @@ fn kept_requests_are_charged_to_the_account_and_given_back() {
     // An account whose half cap cannot hold one kept request: nothing is
     // kept or charged, and every frame decodes as the decoder does.
     let small = Account::new(pool.clone(), kept / 3);
-    let mut t = RequestTemplate::charged_to(small.clone());
+    let mut t = charged(small.clone());
     assert_eq!(steps(1).filter(|f| agree(&mut t, f, MAX, MAX)).count(), 0);
     assert!(t.kept.is_empty());
     assert_eq!(small.held(), 0);
 
     // Room for one but not three: the first kept, the others decoded.
     let one = Account::new(pool.clone(), 2 * (kept / 3) + 2 * (kept / 3) / 3);
-    let mut t = RequestTemplate::charged_to(one.clone());
+    let mut t = charged(one.clone());
     let hits = steps(3).filter(|f| agree(&mut t, f, MAX, MAX)).count();
     assert_eq!(t.kept.len(), 1);
     assert_eq!(hits, 12, "env1's requests, after the first");
