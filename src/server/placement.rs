@@ -2,8 +2,9 @@
 //! ([`ServerConfig::cpus`](super::ServerConfig::cpus)).
 //!
 //! On a machine that runs several server processes beside a learner, each
-//! server pinned to a vCPU of its own steps faster at the same CPU per step
-//! (BENCHMARKS.md, "h25m" and "h25q"): its domain thread is never migrated
+//! server pinned to a vCPU of its own steps faster, mostly at less CPU per
+//! step, the more so the busier the machine (BENCHMARKS.md, "h25m" and
+//! "h25q"): its domain thread is never migrated
 //! and never waits behind another server's, and the hand-off between a
 //! runtime worker and the domain thread wakes a thread on the same CPU
 //! instead of interrupting another one (an inter-processor interrupt, which
