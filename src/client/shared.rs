@@ -14,7 +14,7 @@ use super::error::{ClientError, ClientResult, CloseReason, ProtocolViolation};
 use super::known::KnownDescriptors;
 use super::sub_queue::SubShared;
 use super::template::{plain_request, CallTemplates};
-use crate::codec::{Codec, Dict, Value};
+use crate::codec::{Codec, Dict, KeptReplies, Value};
 use crate::protocol::{Op, ProtocolError, PROTOCOL_VERSION};
 use crate::transport::{Reader, TransportError, Writer};
 use bytes::Bytes;
@@ -172,6 +172,9 @@ pub(crate) struct Shared {
     known: Mutex<KnownDescriptors>,
     /// Call requests' kept encodings (see [`CallTemplates`]).
     templates: Mutex<CallTemplates>,
+    /// Replies' values kept by their text (the reader's; see
+    /// [`KeptReplies`]).
+    replies: Mutex<KeptReplies>,
 }
 
 impl Shared {
@@ -197,6 +200,7 @@ impl Shared {
             tasks: Mutex::new(Vec::new()),
             known: Mutex::new(KnownDescriptors::default()),
             templates: Mutex::new(CallTemplates::default()),
+            replies: Mutex::new(KeptReplies::default()),
         });
         // [transport: heartbeat hook] pings a silent server; a server that
         // stays silent past the timeout is a lost connection.
@@ -548,10 +552,14 @@ impl Shared {
         let (frame, recognised) = self.known.lock().strip(frame);
         // A response in the servers' layout: its envelope read without
         // building it (the same checks and routing as below).
+        // Its value, when the reply has a kept one's text, from the kept
+        // tree (the same value).
         let reply = self
             .session_id()
             .and_then(|session| {
-                crate::codec::decode_reply(&frame, self.max_message_size())
+                self.replies
+                    .lock()
+                    .decode(&frame, self.max_message_size())
                     .filter(|r| r.session_id == session)
             })
             .map(|r| (u64::from_str_radix(r.request_id, 16).ok(), r.result));
