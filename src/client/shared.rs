@@ -20,6 +20,7 @@ use crate::transport::{Reader, TransportError, Writer};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -45,7 +46,7 @@ pub(crate) struct State {
     /// Open component operations, per domain.
     pub operations: HashMap<String, Arc<str>>,
     pub subscriptions: HashMap<Arc<str>, Arc<SubShared>>,
-    pending: HashMap<u64, oneshot::Sender<Reply>>,
+    pending: HashMap<u64, oneshot::Sender<Reply>, BuildHasherDefault<IdHasher>>,
     /// Why the connection closed.
     failure: Option<ClientError>,
 }
@@ -141,6 +142,29 @@ impl State {
             }),
             None => ClientError::Closed(CloseReason::Unknown),
         }
+    }
+}
+
+/// Hashes a request ID, a counter of the connection's own, with one
+/// multiplication (Fibonacci hashing: the high bits the table probes with
+/// vary) instead of SipHash: one insertion and one removal per request.
+/// Replies only look IDs up.
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
 }
 
@@ -367,10 +391,11 @@ impl Shared {
     ) -> ClientResult<Bytes> {
         if let (Op::Call, Some(session), Some(resource_id)) = (op, self.session.get(), resource_id)
         {
-            let id = format!("{request_id:x}");
+            let mut digits = [0u8; 16];
+            let id = lower_hex(request_id, &mut digits);
             let codec = self.codec()?;
             let mut templates = self.templates.lock();
-            if let Some(frame) = templates.encode(&codec, session, &id, resource_id, params) {
+            if let Some(frame) = templates.encode(&codec, session, id, resource_id, params) {
                 return Ok(frame);
             }
         }
@@ -795,8 +820,37 @@ impl IdSource {
     fn next(&self) -> String {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let mixed = splitmix(self.seed ^ n.rotate_left(32));
-        format!("{:016x}{:016x}", self.seed ^ splitmix(n), mixed)
+        // `format!("{:016x}{:016x}", ...)`, written without the formatter
+        // (an ID per env call).
+        let mut text = [0u8; 32];
+        for (half, x) in [self.seed ^ splitmix(n), mixed].into_iter().enumerate() {
+            for (k, b) in text[16 * half..16 * (half + 1)].iter_mut().enumerate() {
+                *b = HEX[((x >> (60 - 4 * k)) & 15) as usize];
+            }
+        }
+        // ASCII digits only.
+        String::from(std::str::from_utf8(&text).unwrap_or_default())
     }
+}
+
+/// Lowercase hexadecimal digits.
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// `n` in lowercase hexadecimal without leading zeros (`format!("{n:x}")`),
+/// written into `buf`.
+fn lower_hex(n: u64, buf: &mut [u8; 16]) -> &str {
+    let mut i = buf.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        buf[i] = HEX[(n & 15) as usize];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    // ASCII digits only.
+    std::str::from_utf8(&buf[i..]).unwrap_or_default()
 }
 
 fn splitmix(mut x: u64) -> u64 {
@@ -864,6 +918,36 @@ mod tests {
         assert!(!st.snapshots.contains_key("a") && st.snapshots.contains_key("b"));
         st.drop_snapshots(None);
         assert!(st.snapshots.is_empty());
+    }
+
+    #[test]
+    fn ids_are_written_as_the_formatter_writes_them() {
+        let mut samples: Vec<u64> = vec![
+            0,
+            1,
+            9,
+            10,
+            15,
+            16,
+            255,
+            256,
+            4095,
+            4096,
+            u64::MAX,
+            u64::MAX - 1,
+        ];
+        samples.extend((0..64).map(|k| 1u64 << k));
+        samples.extend((0..1000u64).map(splitmix));
+        for n in samples {
+            let mut digits = [0u8; 16];
+            assert_eq!(lower_hex(n, &mut digits), format!("{n:x}"));
+        }
+        let ids = IdSource::new();
+        for n in 0..1000u64 {
+            let mixed = splitmix(ids.seed ^ n.rotate_left(32));
+            let want = format!("{:016x}{:016x}", ids.seed ^ splitmix(n), mixed);
+            assert_eq!(ids.next(), want);
+        }
     }
 
     #[test]
