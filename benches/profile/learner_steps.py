@@ -59,8 +59,9 @@ def threads() -> Dict[str, Tuple[int, int]]:
 
 def requests_per_call(config: str) -> int:
     """Replies the learner waits for per vector call."""
-    return {"pendulum-batched": 2, "pendulum-single": N, "stragglers-step": STRAGGLERS,
-            "stragglers-recv": 16}[config]
+    counts = {"pendulum-batched": 2, "pendulum-single": int(N), "stragglers-step": int(STRAGGLERS),
+              "stragglers-recv": 16}
+    return counts[config]
 
 
 def wakes(path: str, steps: int, replies: int) -> None:
