@@ -147,9 +147,10 @@ def main() -> None:
             subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], check=True,
                            stdout=subprocess.DEVNULL)
         env_steps = 0
-        before, cpu, start = threads(), time.process_time(), time.perf_counter()
+        before, cpu, start, times = threads(), time.process_time(), time.perf_counter(), os.times()
         run(steps)
         cpu, wall, after = time.process_time() - cpu, time.perf_counter() - start, threads()
+        user, system = os.times()[0] - times[0], os.times()[1] - times[1]
         if os.environ.get("CG"):
             subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], check=True,
                            stdout=subprocess.DEVNULL)
@@ -161,7 +162,8 @@ def main() -> None:
                 envs.recv()
         print(f"{config}: {steps} vector calls, {env_steps} env steps, {wall:.2f} s, "
               f"load {os.getloadavg()[0]:.2f}")
-        print(f"learner CPU {1e6 * cpu / steps:.1f} µs per vector call, {1e6 * cpu / env_steps:.2f} µs per env step")
+        print(f"learner CPU {1e6 * cpu / steps:.1f} µs per vector call, {1e6 * cpu / env_steps:.2f} µs per env step "
+              f"(user {1e6 * user / env_steps:.2f}, system {1e6 * system / env_steps:.2f}; clock ticks)")
         print("context switches per vector call (voluntary / involuntary), per thread:")
         for name, (v, i) in sorted(after.items()):
             v0, i0 = before.get(name, (0, 0))
