@@ -122,3 +122,32 @@ def test_changing_scalars_equal_sync_vector_env_bit_for_bit(server: str, mode: A
     finally:
         envs.close()
         local.close()
+
+
+def test_recv_results_have_the_step_dtypes(server: str) -> None:
+    """``recv``'s columns (written straight into NumPy by the extension):
+    float64 rewards, bool flags, int64 ids, equal to lockstep ``step``'s."""
+    addresses = [(server, "one_disabled"), (server, "three_disabled"), (server, "two_disabled")]
+    envs = RemoteVectorEnv(addresses, autoreset_mode=AutoresetMode.DISABLED, batch_size=1)
+    local = SyncVectorEnv([Scalars for _ in range(5)], autoreset_mode=AutoresetMode.DISABLED)
+    try:
+        envs.reset(seed=9)
+        local.reset(seed=9)
+        actions = np.zeros((5, 1), np.float32)
+        want = local.step(actions)
+        envs.send(actions)
+        seen: Dict[int, Tuple[Any, ...]] = {}
+        while len(seen) < 5:
+            obs, rewards, terminated, truncated, infos = envs.recv()
+            ids = infos["env_id"]
+            assert ids.dtype == np.int64 and rewards.dtype == np.float64
+            assert terminated.dtype == np.bool_ and truncated.dtype == np.bool_
+            for k, i in enumerate(ids):
+                seen[int(i)] = (obs[k], rewards[k], terminated[k], truncated[k])
+        for i in range(5):
+            assert seen[i][0].tobytes() == want[0][i].tobytes()
+            assert np.float64(seen[i][1]).tobytes() == np.float64(want[1][i]).tobytes()
+            assert (seen[i][2], seen[i][3]) == (want[2][i], want[3][i])
+    finally:
+        envs.close()
+        local.close()
