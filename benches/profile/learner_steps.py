@@ -5,6 +5,7 @@ one lockstep ``step`` (or one ``recv``) costs the process that drives
 
     .venv-ref/bin/python benches/profile/learner_steps.py CONFIG [STEPS]
     STRACE=1 .venv-ref/bin/python benches/profile/learner_steps.py CONFIG [STEPS]   # + strace -c -f
+    WAKES=1 .venv-ref/bin/python benches/profile/learner_steps.py CONFIG [STEPS]    # + replies per wake
     CG=1 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=OUT \\
         .venv-ref/bin/python benches/profile/learner_steps.py CONFIG [STEPS]
 
@@ -18,7 +19,12 @@ learner's threads, its CPU (user + system, µs), and with STRACE=1 the
 syscalls of every learner thread (``strace -c -f -p``, attached after the
 warm-up; the strace run's CPU and timing are inflated, its counts are not).
 With CG=1 callgrind's instrumentation is switched on around the counted loop
-only (``callgrind_control -i``).
+only (``callgrind_control -i``). With WAKES=1 strace logs every ``epoll_wait``
+and ``recvfrom`` of the learner (attached after the warm-up) and the script
+prints, per vector call, the waits that slept (a timeout other than 0) and
+returned events, the zero-timeout polls, the reads that returned data, and
+the replies per sleeping wait (requests per vector call / those waits): how
+many replies each wake of the learner finds.
 """
 
 from __future__ import annotations
@@ -49,6 +55,39 @@ def threads() -> Dict[str, Tuple[int, int]]:
         out[f"{fields['Name'].strip()}/{task.name}"] = (
             int(fields["voluntary_ctxt_switches"]), int(fields["nonvoluntary_ctxt_switches"]))
     return out
+
+
+def requests_per_call(config: str) -> int:
+    """Replies the learner waits for per vector call."""
+    counts = {"pendulum-batched": 2, "pendulum-single": int(N), "stragglers-step": int(STRAGGLERS),
+              "stragglers-recv": 16}
+    return counts[config]
+
+
+def wakes(path: str, steps: int, replies: int) -> None:
+    """Prints the sleeping waits, polls and reads per vector call from an
+    ``strace -f -e trace=epoll_wait,recvfrom`` log."""
+    slept = polled = reads = 0
+    for line in Path(path).read_text().splitlines():
+        if "epoll_wait(" in line and "resumed" not in line and "unfinished" not in line:
+            args = line.split("epoll_wait(", 1)[1]
+            timeout = args.split(")", 1)[0].rsplit(",", 1)[-1].strip()
+            result = line.rsplit("=", 1)[-1].strip().split()[0]
+            if timeout == "0":
+                polled += 1
+            elif result.isdigit() and int(result) > 0:
+                slept += 1
+        elif "epoll_wait resumed" in line:
+            result = line.rsplit("=", 1)[-1].strip().split()[0]
+            if result.isdigit() and int(result) > 0:
+                slept += 1
+        elif "recvfrom" in line:
+            result = line.rsplit("=", 1)[-1].strip().split()[0]
+            if result.isdigit() and int(result) > 0:
+                reads += 1
+    print(f"per vector call (strace -f, {path}): waits that slept and returned events {slept / steps:.2f}, "
+          f"zero-timeout polls {polled / steps:.2f}, reads with data {reads / steps:.2f}; "
+          f"replies per sleeping wait {replies * steps / max(slept, 1):.2f}")
 
 
 def main() -> None:
@@ -99,13 +138,19 @@ def main() -> None:
             tracer = subprocess.Popen(["strace", "-c", "-f", "-p", str(os.getpid()), "-o", trace_out],
                                       stderr=subprocess.DEVNULL)
             time.sleep(1.5)
+        wakes_out = os.path.join(tempfile.mkdtemp(), "wakes.txt")
+        if os.environ.get("WAKES"):
+            tracer = subprocess.Popen(["strace", "-f", "-e", "trace=epoll_wait,recvfrom", "-p", str(os.getpid()),
+                                       "-o", wakes_out], stderr=subprocess.DEVNULL)
+            time.sleep(1.5)
         if os.environ.get("CG"):
             subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], check=True,
                            stdout=subprocess.DEVNULL)
         env_steps = 0
-        before, cpu, start = threads(), time.process_time(), time.perf_counter()
+        before, cpu, start, times = threads(), time.process_time(), time.perf_counter(), os.times()
         run(steps)
         cpu, wall, after = time.process_time() - cpu, time.perf_counter() - start, threads()
+        user, system = os.times()[0] - times[0], os.times()[1] - times[1]
         if os.environ.get("CG"):
             subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], check=True,
                            stdout=subprocess.DEVNULL)
@@ -117,13 +162,16 @@ def main() -> None:
                 envs.recv()
         print(f"{config}: {steps} vector calls, {env_steps} env steps, {wall:.2f} s, "
               f"load {os.getloadavg()[0]:.2f}")
-        print(f"learner CPU {1e6 * cpu / steps:.1f} µs per vector call, {1e6 * cpu / env_steps:.2f} µs per env step")
+        print(f"learner CPU {1e6 * cpu / steps:.1f} µs per vector call, {1e6 * cpu / env_steps:.2f} µs per env step "
+              f"(user {1e6 * user / env_steps:.2f}, system {1e6 * system / env_steps:.2f}; clock ticks)")
         print("context switches per vector call (voluntary / involuntary), per thread:")
         for name, (v, i) in sorted(after.items()):
             v0, i0 = before.get(name, (0, 0))
             if v - v0 or i - i0:
                 print(f"  {name:28} {(v - v0) / steps:7.3f} / {(i - i0) / steps:.3f}")
-        if tracer is not None:
+        if tracer is not None and os.environ.get("WAKES"):
+            wakes(wakes_out, steps, requests_per_call(config))
+        elif tracer is not None:
             print(f"syscalls per vector call (strace -c -f; {trace_out}):")
             for line in Path(trace_out).read_text().splitlines():
                 parts = line.split()

@@ -252,14 +252,26 @@ pub(crate) fn new_array<'py>(
             data.len()
         )));
     }
+    new_array_with(py, dtype, shape, |out| out.copy_from_slice(data))
+}
+
+/// A new C-contiguous NumPy array of `dtype` and `shape` whose bytes
+/// (product(shape) × itemsize of them, in C order) `fill` writes.
+pub(crate) fn new_array_with<'py>(
+    py: Python<'py>,
+    dtype: DType,
+    shape: &[usize],
+    fill: impl FnOnce(&mut [u8]),
+) -> PyResult<Bound<'py, PyAny>> {
+    let nbytes = shape.iter().product::<usize>() * dtype.itemsize();
     let t = types(py)?;
     let descr = t.descrs[dtype_slot(dtype)].bind(py).clone();
     let mut dims: Vec<npy_intp> = shape.iter().map(|&d| d as npy_intp).collect();
     // SAFETY: PyArray_Empty steals the descriptor reference that
     // into_dtype_ptr hands over, and returns a new reference (or null with
     // a Python error set). The new array is C-contiguous, owns exactly
-    // product(shape) × itemsize bytes (the length of `data`, checked
-    // above), and no other code has seen it yet.
+    // product(shape) × itemsize bytes (`nbytes`), and no other code has
+    // seen it yet: `fill` gets those bytes, and only them.
     unsafe {
         let raw = PY_ARRAY_API.PyArray_Empty(
             py,
@@ -269,9 +281,12 @@ pub(crate) fn new_array<'py>(
             0,
         );
         let obj = Bound::from_owned_ptr_or_err(py, raw)?;
-        if !data.is_empty() {
+        if nbytes != 0 {
             let arr = obj.as_ptr() as *mut numpy::npyffi::PyArrayObject;
-            std::ptr::copy_nonoverlapping(data.as_ptr(), (*arr).fields.data as *mut u8, data.len());
+            fill(std::slice::from_raw_parts_mut(
+                (*arr).fields.data as *mut u8,
+                nbytes,
+            ));
         }
         Ok(obj)
     }

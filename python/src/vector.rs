@@ -20,7 +20,7 @@ use unienv_remote::client::vector::{
 };
 use unienv_remote::client::ClientConfig;
 use unienv_remote::host::ResetArgs;
-use unienv_remote::{Dict, NdArray, Value};
+use unienv_remote::{DType, Dict, NdArray, Value};
 
 /// A vector error as `(index, kind, exception)`: `kind` is `"failed"` for a
 /// failure in this call (the exception is what the single-env client raises
@@ -91,6 +91,34 @@ fn array_to_py<'py>(py: Python<'py>, a: NdArray) -> PyResult<Bound<'py, PyAny>> 
     convert::array_to_py(py, &a)
 }
 
+/// A 1-D `float64` array of `values`, written straight into the NumPy
+/// array (what `array_to_py(NdArray::from_vec(values.to_vec()))` gives).
+fn f64_column<'py>(py: Python<'py>, values: &[f64]) -> PyResult<Bound<'py, PyAny>> {
+    convert::new_array_with(py, DType::F64, &[values.len()], |out| {
+        for (o, v) in out.chunks_exact_mut(8).zip(values) {
+            o.copy_from_slice(&v.to_ne_bytes());
+        }
+    })
+}
+
+/// A 1-D `bool` array of `values`, written straight into the NumPy array.
+fn bool_column<'py>(py: Python<'py>, values: &[bool]) -> PyResult<Bound<'py, PyAny>> {
+    convert::new_array_with(py, DType::BOOL, &[values.len()], |out| {
+        for (o, &v) in out.iter_mut().zip(values) {
+            *o = u8::from(v);
+        }
+    })
+}
+
+/// A 1-D `int64` array of the sub-environments' ids.
+fn id_column<'py>(py: Python<'py>, ids: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+    convert::new_array_with(py, DType::I64, &[ids.len()], |out| {
+        for (o, &i) in out.chunks_exact_mut(8).zip(ids) {
+            o.copy_from_slice(&(i as i64).to_ne_bytes());
+        }
+    })
+}
+
 /// A vector step as Python objects (see `PyVectorEnv::step_wait`).
 fn step_to_py<'py>(py: Python<'py>, s: &VectorStep) -> PyResult<Bound<'py, PyTuple>> {
     let finals = PyList::empty(py);
@@ -107,17 +135,14 @@ fn step_to_py<'py>(py: Python<'py>, s: &VectorStep) -> PyResult<Bound<'py, PyTup
         py,
         [
             convert::to_py(py, &s.observation)?,
-            array_to_py(py, s.reward_array())?,
-            array_to_py(py, s.terminated_array())?,
-            array_to_py(py, s.truncated_array())?,
+            f64_column(py, &s.reward)?,
+            bool_column(py, &s.terminated)?,
+            bool_column(py, &s.truncated)?,
             infos_to_py(py, &s.infos)?.into_any(),
-            array_to_py(py, NdArray::from_vec(s.autoreset.clone()))?,
+            bool_column(py, &s.autoreset)?,
             finals.into_any(),
             errors_to_py(py, &s.errors)?.into_any(),
-            array_to_py(
-                py,
-                NdArray::from_vec(s.env_id.iter().map(|&i| i as i64).collect::<Vec<i64>>()),
-            )?,
+            id_column(py, &s.env_id)?,
         ],
     )
 }

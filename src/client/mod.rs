@@ -82,6 +82,7 @@ mod config;
 mod connection;
 mod descriptor;
 mod error;
+mod ids;
 pub mod interrupt;
 mod known;
 mod operation;

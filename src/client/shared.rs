@@ -11,15 +11,17 @@
 use super::config::ClientConfig;
 use super::descriptor::{BoundarySnapshot, Descriptor};
 use super::error::{ClientError, ClientResult, CloseReason, ProtocolViolation};
+use super::ids::{lower_hex, IdHasher, IdSource};
 use super::known::KnownDescriptors;
 use super::sub_queue::SubShared;
 use super::template::{plain_request, CallTemplates};
-use crate::codec::{Codec, Dict, Value};
+use crate::codec::{Codec, Dict, KeptReplies, Value};
 use crate::protocol::{Op, ProtocolError, PROTOCOL_VERSION};
 use crate::transport::{Reader, TransportError, Writer};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -45,7 +47,7 @@ pub(crate) struct State {
     /// Open component operations, per domain.
     pub operations: HashMap<String, Arc<str>>,
     pub subscriptions: HashMap<Arc<str>, Arc<SubShared>>,
-    pending: HashMap<u64, oneshot::Sender<Reply>>,
+    pending: HashMap<u64, oneshot::Sender<Reply>, BuildHasherDefault<IdHasher>>,
     /// Why the connection closed.
     failure: Option<ClientError>,
 }
@@ -172,6 +174,9 @@ pub(crate) struct Shared {
     known: Mutex<KnownDescriptors>,
     /// Call requests' kept encodings (see [`CallTemplates`]).
     templates: Mutex<CallTemplates>,
+    /// Replies' values kept by their text (the reader's; see
+    /// [`KeptReplies`]).
+    replies: Mutex<KeptReplies>,
 }
 
 impl Shared {
@@ -197,6 +202,7 @@ impl Shared {
             tasks: Mutex::new(Vec::new()),
             known: Mutex::new(KnownDescriptors::default()),
             templates: Mutex::new(CallTemplates::default()),
+            replies: Mutex::new(KeptReplies::default()),
         });
         // [transport: heartbeat hook] pings a silent server; a server that
         // stays silent past the timeout is a lost connection.
@@ -363,10 +369,11 @@ impl Shared {
     ) -> ClientResult<Bytes> {
         if let (Op::Call, Some(session), Some(resource_id)) = (op, self.session.get(), resource_id)
         {
-            let id = format!("{request_id:x}");
+            let mut digits = [0u8; 16];
+            let id = lower_hex(request_id, &mut digits);
             let codec = self.codec()?;
             let mut templates = self.templates.lock();
-            if let Some(frame) = templates.encode(&codec, session, &id, resource_id, params) {
+            if let Some(frame) = templates.encode(&codec, session, id, resource_id, params) {
                 return Ok(frame);
             }
         }
@@ -548,10 +555,14 @@ impl Shared {
         let (frame, recognised) = self.known.lock().strip(frame);
         // A response in the servers' layout: its envelope read without
         // building it (the same checks and routing as below).
+        // Its value, when the reply has a kept one's text, from the kept
+        // tree (the same value).
         let reply = self
             .session_id()
             .and_then(|session| {
-                crate::codec::decode_reply(&frame, self.max_message_size())
+                self.replies
+                    .lock()
+                    .decode(&frame, self.max_message_size())
                     .filter(|r| r.session_id == session)
             })
             .map(|r| (u64::from_str_radix(r.request_id, 16).ok(), r.result));
@@ -764,40 +775,6 @@ async fn write_loop(
     let _ = tokio::time::timeout(Duration::from_secs(1), writer.close(None)).await;
 }
 
-/// Fresh random-looking 128-bit IDs: a per-client random prefix and a counter,
-/// mixed so that IDs of different clients and processes do not collide.
-struct IdSource {
-    seed: u64,
-    counter: AtomicU64,
-}
-
-impl IdSource {
-    fn new() -> IdSource {
-        use std::collections::hash_map::RandomState;
-        use std::hash::BuildHasher;
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        IdSource {
-            seed: RandomState::new().hash_one(nanos),
-            counter: AtomicU64::new(0),
-        }
-    }
-
-    fn next(&self) -> String {
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        let mixed = splitmix(self.seed ^ n.rotate_left(32));
-        format!("{:016x}{:016x}", self.seed ^ splitmix(n), mixed)
-    }
-}
-
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -856,15 +833,5 @@ mod tests {
         assert!(!st.snapshots.contains_key("a") && st.snapshots.contains_key("b"));
         st.drop_snapshots(None);
         assert!(st.snapshots.is_empty());
-    }
-
-    #[test]
-    fn ids_are_fresh() {
-        let ids = IdSource::new();
-        let a = ids.next();
-        let b = ids.next();
-        assert_eq!(a.len(), 32);
-        assert_ne!(a, b);
-        assert_ne!(IdSource::new().next(), a);
     }
 }

@@ -32,7 +32,7 @@ pub mod stack;
 mod value;
 
 pub use array::{ArrayError, NdArray, MAX_DIMS};
-pub(crate) use decode::reply::decode_reply;
+pub(crate) use decode::reply::KeptReplies;
 pub(crate) use decode::request::{Held, RequestTemplate};
 pub use dtype::{ByteOrder, DType, DTypeError, Element, ScalarKind};
 pub(crate) use encode::DictText;

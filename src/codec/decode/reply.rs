@@ -18,8 +18,16 @@
 //! envelope, its keys distinct); anything else, including a `VALUE` the
 //! parser refuses, is `None`, and the caller decodes the frame as before,
 //! which then gives the usual value or error.
+//!
+//! The client reads replies through [`KeptReplies`] (`reply_kept.rs`):
+//! the same envelope, and a `VALUE` whose text is a kept one's but for its
+//! scalars taken from the kept tree instead of parsed again.
 
 use super::*;
+
+#[path = "reply_kept.rs"]
+mod kept;
+pub(crate) use kept::KeptReplies;
 
 /// What a response in the servers' layout holds, its texts borrowed.
 pub(crate) struct Reply<'a> {
@@ -32,8 +40,25 @@ pub(crate) struct Reply<'a> {
 }
 
 /// Reads `frame` as a response in the servers' layout; `None` when it is
-/// not one (see the module docs).
+/// not one (see the module docs). The client reads replies through
+/// [`KeptReplies::decode`], which gives the same; this is the plain path
+/// the tests compare it with.
+#[cfg(test)]
 pub(crate) fn decode_reply(frame: &Bytes, max_message_size: usize) -> Option<Reply<'_>> {
+    let (session_id, request_id, mut p) = envelope(frame, max_message_size)?;
+    let result = p.value(1).ok()?;
+    finish(&p)?;
+    Some(Reply {
+        session_id,
+        request_id,
+        result,
+    })
+}
+
+/// The envelope of a response in the servers' layout up to its result: the
+/// session ID, the request ID, and a parser at the start of `VALUE` (depth
+/// 1, no attachment claimed yet).
+fn envelope(frame: &Bytes, max_message_size: usize) -> Option<(&str, &str, Parser<'_>)> {
     let len = frame.len();
     if len > max_message_size || len < 4 {
         return None;
@@ -62,7 +87,7 @@ pub(crate) fn decode_reply(frame: &Bytes, max_message_size: usize) -> Option<Rep
     literal(&mut at, br#"],["operation_id","#)?;
     plain_or_null(header, &mut at)?;
     literal(&mut at, br#"],["result","#)?;
-    let mut p = Parser {
+    let p = Parser {
         src,
         text: header,
         pos: at,
@@ -74,17 +99,15 @@ pub(crate) fn decode_reply(frame: &Bytes, max_message_size: usize) -> Option<Rep
         tree_bytes: 0,
         max_tree_bytes: usize::MAX,
     };
-    let result = p.value(1).ok()?;
-    let mut end = p.pos;
-    literal(&mut end, b"]]}")?;
-    if end != src.len() || p.cursor != p.attach_len {
-        return None;
-    }
-    Some(Reply {
-        session_id,
-        request_id,
-        result,
-    })
+    Some((session_id, request_id, p))
+}
+
+/// The end of a response after its `VALUE`: the envelope closed, the
+/// header and the attachments used up.
+fn finish(p: &Parser<'_>) -> Option<()> {
+    let end = p.pos.checked_add(3)?;
+    (p.src.get(p.pos..end) == Some(b"]]}") && end == p.src.len() && p.cursor == p.attach_len)
+        .then_some(())
 }
 
 /// A JSON string at `at` without escapes or control characters (the text
