@@ -1,4 +1,4 @@
-//! The Parquet format of recordings ([`RecordFormat::parquet`],
+//! The Parquet format of recordings, the default ([`RecordFormat::parquet`],
 //! `serve --record-format parquet`, the Python package's
 //! `record_format="parquet"`): each storage of a recorded `ReplayBuffer` a
 //! `unienv_data.storages.parquet.ParquetStorage` directory, written by the
