@@ -19,7 +19,7 @@ DEFAULT_RECORD_FORMAT = "parquet"
 #: ``PIECE_BYTES``: ``piece_size`` is a power of two from 16 to 4096 rows
 #: near it; a resumed storage keeps its own). Tests shrink it to get
 #: 16-row pieces.
-PARQUET_PIECE_BYTES = 64 * 1024
+PARQUET_PIECE_BYTES = 256 * 1024
 
 #: Whether the missing pyarrow was already warned about (once per process).
 _warned = False
