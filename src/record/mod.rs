@@ -54,6 +54,7 @@ mod parquet;
 mod queue;
 mod slot;
 mod stats;
+mod straight;
 mod swap;
 mod transition;
 mod vector;
