@@ -7,9 +7,10 @@ learner's side (``RemoteVectorEnv(..., record_dir=...)``, ``--side learner``).
     .venv-ref/bin/python benches/record_cost.py [--steps 1500] [--rounds 3] [--dir DIR] [--side host|learner]
         [--format npz|parquet|npz,parquet]
 
-``--format``: the recording's storage (``record_format``), default ``npz``;
-several, comma-separated, are measured in the same rounds (plain, npz,
-parquet, plain, ...), each against the same plain runs.
+``--format``: the recording's storage (``record_format``), by default the
+package's default format (``unienv_remote._record.DEFAULT_RECORD_FORMAT``:
+``parquet``; printed); several, comma-separated, are measured in the same
+rounds (plain, npz, parquet, plain, ...), each against the same plain runs.
 
 Runs alternate (plain, recording, plain, recording, ...) so that both see the
 same machine load; each run starts fresh servers, resets, takes 50 warm-up
@@ -65,13 +66,13 @@ N, SERVERS = 16, 2
 URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
 
 
-def serve(count: int, record: Optional[str], fmt: str) -> None:
+def serve(count: int, record: Optional[str], fmt: Optional[str]) -> None:
     import gymnasium
     from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
 
     from unienv_remote import RemoteServer
 
-    server = RemoteServer(idle_timeout=None, record_dir=record, record_format=fmt)
+    server = RemoteServer(idle_timeout=None, record_dir=record, **({} if fmt is None else {"record_format": fmt}))
     for i in range(count):
         server.register(f"pendulum{i}", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
     print(server.listen("127.0.0.1", 0), flush=True)
@@ -162,7 +163,7 @@ class TimedRecorder:
         return getattr(self.inner, name)
 
 
-def run(steps: int, record: Optional[Path], side: str, fmt: str = "npz") -> Tuple[float, float, float, float, Dict[str, float]]:
+def run(steps: int, record: Optional[Path], side: str, fmt: str = "parquet") -> Tuple[float, float, float, float, Dict[str, float]]:
     from unienv_remote import RemoteVectorEnv
 
     procs = start(record if side == "host" else None, fmt)
@@ -213,13 +214,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dir", help="where recordings go (default: the system's temporary directory)")
     parser.add_argument("--side", choices=["host", "learner"], default="host")
-    parser.add_argument("--format", default="npz", help="npz, parquet, or both comma-separated (interleaved)")
+    parser.add_argument("--format", help="npz, parquet, or both comma-separated (interleaved); "
+                        "default: the package's default format (parquet)")
     parser.add_argument("--remove-each", action="store_true",
                         help="remove each recording right after its run (by default: all at the end)")
     args = parser.parse_args()
     if args.serve is not None:
         serve(args.serve, args.record, args.format)
         return
+    if args.format is None:
+        from unienv_remote._record import DEFAULT_RECORD_FORMAT
+
+        args.format = DEFAULT_RECORD_FORMAT
+        print(f"format: {args.format} (the default)", flush=True)
     formats = args.format.split(",")
     assert formats and all(f in ("npz", "parquet") for f in formats), args.format
     print("load average before:", " ".join(f"{x:.2f}" for x in os.getloadavg()), flush=True)

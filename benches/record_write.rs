@@ -5,10 +5,15 @@
 //! `Box(1,) float32`; flattened elements, one file each), episodes of 200
 //! steps; and, for the floor, the same number of files of the same size
 //! written by a plain loop (`std::fs::write`). With `--format parquet`,
-//! the Parquet format instead (pieces of 512 transitions; no plain loop).
+//! the Parquet format instead (pieces of 512 transitions at the default
+//! `PIECE_BYTES`, or sized for `--piece-bytes N`; no plain loop).
+//!
+//! `--commit-each`: waits for the writer after each episode's end, so that
+//! each episode is committed on its own, as at a simulator's pace (without
+//! it the writer, behind, commits several episodes of a buffer at once).
 //!
 //! ```sh
-//! cargo bench --bench record_write -- [--steps N] [--format npz|parquet] [DIR ...]
+//! cargo bench --bench record_write -- [--steps N] [--format npz|parquet] [--piece-bytes N] [--commit-each] [DIR ...]
 //! ```
 //!
 //! DIRs default to the system's temporary directory and `/dev/shm`. Figures:
@@ -17,10 +22,13 @@
 //! plain loop's per file.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 use unienv_remote::codec::{DType, NdArray, Value};
 use unienv_remote::host::Space;
-use unienv_remote::record::{RecordFormat, RowKind, VectorRecord, VectorRecorder};
+use unienv_remote::record::{
+    ParquetFormat, RecordFormat, RowKind, VectorRecord, VectorRecorder, PIECE_BYTES,
+};
 
 const ENVS: usize = 16;
 const EPISODE: usize = 200;
@@ -57,7 +65,7 @@ struct Figures {
     wall_us: f64,
 }
 
-fn record(dir: &Path, steps: usize, format: RecordFormat) -> Figures {
+fn record(dir: &Path, steps: usize, format: RecordFormat, commit_each: bool) -> Figures {
     let observation = Space::boxed(DType::F32, vec![3], -8.0, 8.0);
     let action = Space::boxed(DType::F32, vec![1], -2.0, 2.0);
     let recorder = VectorRecorder::start(dir, observation, action, ENVS, format).expect("recorder");
@@ -95,6 +103,9 @@ fn record(dir: &Path, steps: usize, format: RecordFormat) -> Figures {
             let mut r = reset.clone();
             r.observation = f32s(vec![ENVS, 3], t + 2);
             recorder.record(r);
+            if commit_each {
+                recorder.flush();
+            }
         }
     }
     let caller = own_cpu_ns() - caller_before;
@@ -126,12 +137,21 @@ fn plain_files(dir: &Path, count: usize, size: usize) -> f64 {
 fn main() {
     let mut steps: usize = 2000;
     let mut parquet = false;
+    let mut piece_bytes = PIECE_BYTES;
+    let mut commit_each = false;
     let mut dirs: Vec<PathBuf> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--steps" => steps = args.next().and_then(|s| s.parse().ok()).unwrap_or(steps),
             "--format" => parquet = args.next().as_deref() == Some("parquet"),
+            "--piece-bytes" => {
+                piece_bytes = args
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(piece_bytes)
+            }
+            "--commit-each" => commit_each = true,
             "--bench" => {}
             other => dirs.push(PathBuf::from(other)),
         }
@@ -150,9 +170,10 @@ fn main() {
     for dir in dirs {
         let root = tempfile::tempdir_in(&dir).expect("temporary directory");
         if parquet {
-            let f = record(&root.path().join("rec"), steps, RecordFormat::parquet());
+            let format = RecordFormat::External(Arc::new(ParquetFormat::new(piece_bytes)));
+            let f = record(&root.path().join("rec"), steps, format, commit_each);
             println!(
-                "{} (parquet): writer {:.2} us CPU/transition, caller {:.2} us CPU/transition, \
+                "{} (parquet, pieces for {piece_bytes} bytes): writer {:.2} us CPU/transition, caller {:.2} us CPU/transition, \
                  wall {:.2} us/transition",
                 dir.display(),
                 f.writer_ns / 1e3,
@@ -161,7 +182,12 @@ fn main() {
             );
             continue;
         }
-        let f = record(&root.path().join("rec"), steps, RecordFormat::Npz);
+        let f = record(
+            &root.path().join("rec"),
+            steps,
+            RecordFormat::Npz,
+            commit_each,
+        );
         let size = std::fs::metadata(root.path().join("rec/0/storage/inner_storage/0.npz"))
             .map(|m| m.len() as usize)
             .unwrap_or(256);

@@ -23,22 +23,34 @@ use unienv_remote::host::Space;
 use unienv_remote::record::{ParquetFormat, RecordFormat, RowKind, VectorRecord, VectorRecorder};
 
 /// The [`RecordFormat`] for a `record_format` argument (as
-/// `unienv_remote._record.native_format` makes it): NPZ for `None`, the
-/// Parquet format for `("parquet", piece_bytes)` (pieces sized for about
+/// `unienv_remote._record.native_format` makes it): the default
+/// ([`RecordFormat::parquet`]) for `None` and `"parquet"`, NPZ for `"npz"`, the Parquet
+/// format for `("parquet", piece_bytes)` (pieces sized for about
 /// `piece_bytes` bytes of rows), written by the recorder's thread.
 pub fn format(spec: Option<&Bound<'_, PyAny>>) -> PyResult<RecordFormat> {
     let Some(spec) = spec.filter(|f| !f.is_none()) else {
-        return Ok(RecordFormat::Npz);
+        return Ok(RecordFormat::default());
     };
+    if let Ok(name) = spec.extract::<String>() {
+        return match name.as_str() {
+            "npz" => Ok(RecordFormat::Npz),
+            "parquet" => Ok(RecordFormat::parquet()),
+            other => Err(PyValueError::new_err(format!(
+                "record_format: no format {other:?}"
+            ))),
+        };
+    }
     let (name, piece_bytes): (String, usize) = spec.extract().map_err(|_| {
-        PyValueError::new_err("record_format: expected None or (\"parquet\", piece_bytes)")
+        PyValueError::new_err(
+            "record_format: expected None, \"npz\", \"parquet\" or (\"parquet\", piece_bytes)",
+        )
     })?;
     match name.as_str() {
         "parquet" => Ok(RecordFormat::External(Arc::new(ParquetFormat::new(
             piece_bytes,
         )))),
         other => Err(PyValueError::new_err(format!(
-            "record_format: no format {other:?}"
+            "record_format: no format {other:?} with a piece size"
         ))),
     }
 }

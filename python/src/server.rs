@@ -500,7 +500,7 @@ impl PyServer {
         record_dir: Option<std::path::PathBuf>,
         max_connection_bytes: Option<usize>,
         max_server_bytes: Option<usize>,
-        // h28p (issue 28): the recording's storage writer (`None`: NPZ), see python/src/record.rs.
+        // h28p (issue 28): the recording's storage writer (`None`: the default, Parquet), see python/src/record.rs.
         record_format: Option<Bound<'_, PyAny>>,
         // h25q (issue 25): the server's placement (`ServerConfig::cpus`).
         cpus: Option<Vec<usize>>,

@@ -159,3 +159,26 @@ def sigkill(proc: "subprocess.Popen[Any]") -> Callable[[], None]:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
     return kill
+
+
+#: The storage classes a buffer's storage metadata names, by format.
+STORAGE_CLASSES = {
+    "npz": "unienv_data.storages.npz_storage.NPZStorage",
+    "parquet": "unienv_data.storages.parquet.ParquetStorage",
+}
+
+
+def storage_class(path: Path) -> str:
+    """The format of the buffer at ``path`` (``"npz"`` or ``"parquet"``), by
+    the storage classes its flattened or dict storage metadata names (all
+    the same one, or this fails)."""
+    storage = path / "storage"
+    meta = storage / "flattened_metadata.json"
+    if meta.exists():
+        classes = [json.loads(meta.read_text())["inner_storage_type"]]
+    else:
+        text = (storage / "dict_storage_metadata.json").read_text()
+        classes = [c for c in STORAGE_CLASSES.values() if c in text]
+    formats = {f for f, c in STORAGE_CLASSES.items() if c in classes}
+    assert len(formats) == 1 and len(classes) == 1, classes
+    return formats.pop()

@@ -1,16 +1,21 @@
 """Recording on the host (``serve --record DIR``, ``RemoteServer(record_dir=DIR)``):
 every env-mode transition lands in ``DIR/<resource_id>/`` as a ``unienv_data``
-``ReplayBuffer`` that ``ReplayBuffer.load_from`` opens with unienv alone, equal
-to the transitions the client saw, and to what ``ReplayBufferCollectionWrapper``
-records when the same env is wrapped locally.
+``ReplayBuffer`` that ``ReplayBuffer.load_from`` opens with unienv alone (NPZ)
+or with unienv and pyarrow (Parquet, the default), equal to the transitions
+the client saw, and to what ``ReplayBufferCollectionWrapper`` records when the
+same env is wrapped locally.
 
-The loading runs in a fresh interpreter that never imports ``unienv_remote``.
+Most tests run twice (``fmt``): with no format given (the default, which must
+be Parquet) and with ``npz`` asked for. The loading runs in a fresh
+interpreter that never imports ``unienv_remote``.
 """
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
-from typing import Any, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 import pytest
@@ -20,25 +25,49 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "tests" / "py"))
 from ref_fixture_server import CounterEnv  # noqa: E402
-from _record_helpers import (expected_segments, kill_after_committed_episodes, load, plain,  # noqa: E402
-                             run_episodes, serve, sigkill, three_counter_episodes_through_serve)
+from _record_helpers import (LOADER, expected_segments, kill_after_committed_episodes, load,  # noqa: E402
+                             plain, run_episodes, serve, sigkill, storage_class,
+                             three_counter_episodes_through_serve)
+
+#: ``None``: no format given (the default: Parquet); ``"npz"``: asked for.
+FORMATS = [None, "npz"]
+fmt_param = pytest.mark.parametrize("fmt", FORMATS, ids=["default", "npz"])
 
 
-def test_three_episodes_through_our_server_load_with_unienv_data(tmp_path: Path) -> None:
-    three_counter_episodes_through_serve(tmp_path)
+def flags(fmt: Optional[str]) -> List[str]:
+    """``serve``'s flags for ``fmt``."""
+    return [] if fmt is None else ["--record-format", fmt]
 
 
-def test_a_crash_loses_only_the_open_episode(tmp_path: Path) -> None:
-    server = serve("--fixtures", "--record", str(tmp_path))
+def kwargs(fmt: Optional[str]) -> Dict[str, str]:
+    """``RemoteServer``'s keywords for ``fmt``."""
+    return {} if fmt is None else {"record_format": fmt}
+
+
+def expected_class(fmt: Optional[str]) -> str:
+    return "npz" if fmt == "npz" else "parquet"
+
+
+@fmt_param
+def test_three_episodes_through_our_server_load_with_unienv_data(tmp_path: Path, fmt: Optional[str]) -> None:
+    path, _ = three_counter_episodes_through_serve(tmp_path, *flags(fmt))
+    assert storage_class(path) == expected_class(fmt)
+
+
+@fmt_param
+def test_a_crash_loses_only_the_open_episode(tmp_path: Path, fmt: Optional[str]) -> None:
+    server = serve("--fixtures", "--record", str(tmp_path), *flags(fmt))
     try:
         client = reference.RemoteClient.connect(server.url)
         # The two finished episodes are committed by the writer thread.
         kill_after_committed_episodes(client.env("counter"), 2, 2, tmp_path / "counter", sigkill(server.process))
     finally:
         server.stop()
+    assert storage_class(tmp_path / "counter") == expected_class(fmt)
 
 
-def test_batched_env_records_one_buffer_per_sub_env_like_the_wrapper(tmp_path: Path) -> None:
+@fmt_param
+def test_batched_env_records_one_buffer_per_sub_env_like_the_wrapper(tmp_path: Path, fmt: Optional[str]) -> None:
     """A batched counter hosted by our Python RemoteServer, reset with masks,
     recorded per sub-env; the same calls on a local copy wrapped in
     ReplayBufferCollectionWrapper (per_env mode) give the same buffers."""
@@ -50,7 +79,7 @@ def test_batched_env_records_one_buffer_per_sub_env_like_the_wrapper(tmp_path: P
     import unienv_remote
 
     record = tmp_path / "rec"
-    server = unienv_remote.RemoteServer(idle_timeout=None, record_dir=record)
+    server = unienv_remote.RemoteServer(idle_timeout=None, record_dir=record, **kwargs(fmt))
     server.register("counter3", CounterEnv(batch_size=3))
     rng = np.random.default_rng(3)
     actions = [rng.uniform(0.0, 0.6, size=(3, 2)).astype(np.float32) for _ in range(40)]
@@ -62,6 +91,7 @@ def test_batched_env_records_one_buffer_per_sub_env_like_the_wrapper(tmp_path: P
     finally:
         server.close()
     paths = [record / "counter3" / str(i) for i in range(3)]
+    assert {storage_class(p) for p in paths} == {expected_class(fmt)}
     loaded = load(*paths)
 
     # The same calls on a local copy, recorded by unienv_data's own wrapper
@@ -149,11 +179,12 @@ def test_record_on_the_built_in_simulators(tmp_path: Path, sim: str) -> None:
         assert (item["terminated"]["data"] or item["truncated"]["data"]) == done
 
 
-def test_rust_server_flushes_on_sigterm_and_resumes(tmp_path: Path) -> None:
+@fmt_param
+def test_rust_server_flushes_on_sigterm_and_resumes(tmp_path: Path, fmt: Optional[str]) -> None:
     """A second run of the server continues the same buffer after the committed episodes."""
     episodes = []
     for run in range(2):
-        server = serve("--fixtures", "--record", str(tmp_path))
+        server = serve("--fixtures", "--record", str(tmp_path), *flags(fmt))
         try:
             client = reference.RemoteClient.connect(server.url)
             episodes += run_episodes(client.env("counter"), 1, np.random.default_rng(10 + run))
@@ -166,18 +197,26 @@ def test_rust_server_flushes_on_sigterm_and_resumes(tmp_path: Path) -> None:
     assert loaded["items"] == [t for steps in episodes for t in steps]
 
 
-def test_no_stray_files_beyond_the_buffer_layout(tmp_path: Path) -> None:
-    server = serve("--fixtures", "--record", str(tmp_path))
+@fmt_param
+def test_no_stray_files_beyond_the_buffer_layout(tmp_path: Path, fmt: Optional[str]) -> None:
+    server = serve("--fixtures", "--record", str(tmp_path), *flags(fmt))
     try:
         client = reference.RemoteClient.connect(server.url)
-        run_episodes(client.env("counter"), 1, np.random.default_rng(5))
+        episode = run_episodes(client.env("counter"), 1, np.random.default_rng(5))[0]
         client.close()
     finally:
         server.stop()
-    # Every leaf of counter converts to float64 exactly: one flattened file per element.
+    # Every leaf of counter converts to float64 exactly: one flattened storage,
+    # NPZ's a file per element, Parquet's one piece (and its _metadata.json).
     storage = tmp_path / "counter" / "storage"
     assert sorted(os.listdir(storage)) == ["flattened_metadata.json", "inner_storage"]
+    assert sorted(os.listdir(tmp_path / "counter")) == ["metadata.json", "storage"]
     assert "unienv_data.storages.flattened.FlattenedStorage" in (tmp_path / "counter" / "metadata.json").read_text()
+    inner = sorted(os.listdir(storage / "inner_storage"))
+    if fmt == "npz":
+        assert inner == sorted([f"{i}.npz" for i in range(len(episode))] + ["npz_metadata.json"])
+    else:
+        assert inner == ["_metadata.json", "part-000000.parquet"]
     assert not list((tmp_path / "counter").glob("**/*.tmp"))
 
 
@@ -207,10 +246,11 @@ class TickCounter(CopyingCounter):
         return {**obs, "tick": np.int64(self.tick)}, reward, terminated, truncated, info
 
 
-def test_int64_leaves_are_stored_per_leaf_exactly(tmp_path: Path) -> None:
+@fmt_param
+def test_int64_leaves_are_stored_per_leaf_exactly(tmp_path: Path, fmt: Optional[str]) -> None:
     import unienv_remote
 
-    server = unienv_remote.RemoteServer(idle_timeout=None, record_dir=tmp_path)
+    server = unienv_remote.RemoteServer(idle_timeout=None, record_dir=tmp_path, **kwargs(fmt))
     server.register("ticks", TickCounter())
     try:
         client = reference.RemoteClient.connect(server.listen("127.0.0.1", 0))
@@ -220,7 +260,27 @@ def test_int64_leaves_are_stored_per_leaf_exactly(tmp_path: Path) -> None:
         server.close()
     path = tmp_path / "ticks"
     assert "unienv_data.storages.dict_storage.DictStorage" in (path / "metadata.json").read_text()
+    assert storage_class(path) == expected_class(fmt)
     loaded = load(path)[str(path)]
     assert loaded["segments"] == expected_segments(episodes)
     assert loaded["items"] == [t for steps in episodes for t in steps]
     assert loaded["items"][0]["next_obs"]["tick"] == {"dtype": "int64", "shape": [], "data": 2 ** 60 + 2}
+
+
+NO_PYARROW_LOADER = "import sys; sys.modules['pyarrow'] = None  # as if it were not installed\n" + LOADER
+
+
+@fmt_param
+def test_what_loading_needs_besides_unienv(tmp_path: Path, fmt: Optional[str]) -> None:
+    """NPZ loads with unienv alone; the default (Parquet) needs pyarrow:
+    without it ``load_from`` raises ``ModuleNotFoundError`` naming pyarrow
+    (unienv_data's parquet module imports it), as the docs say."""
+    path, _ = three_counter_episodes_through_serve(tmp_path, *flags(fmt))
+    done = subprocess.run([sys.executable, "-c", NO_PYARROW_LOADER, str(path)], capture_output=True, text=True,
+                          cwd="/", timeout=120)
+    if fmt == "npz":
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == load(path)
+    else:
+        assert done.returncode != 0
+        assert "ModuleNotFoundError" in done.stderr and "pyarrow" in done.stderr, done.stderr

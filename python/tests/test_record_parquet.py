@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
@@ -35,7 +36,8 @@ import unienv_remote  # noqa: E402
 from unienv_remote import RemoteVectorEnv, _record  # noqa: E402
 
 from _record_helpers import (committed, expected_segments, kill_after_committed_episodes, load,  # noqa: E402
-                             run_episodes, sigkill, three_counter_episodes_through_serve, wait_for)
+                             run_episodes, sigkill, storage_class, three_counter_episodes_through_serve,
+                             wait_for)
 from test_record import CopyingCounter, TickCounter, drive_batched  # noqa: E402
 from test_record_vector import check, drive, server  # noqa: E402,F401
 
@@ -198,7 +200,7 @@ import unienv_remote
 from unienv_remote import _record
 from test_record import CopyingCounter, run_episodes
 _record.PARQUET_PIECE_BYTES = 1
-server = unienv_remote.RemoteServer(idle_timeout=None, record_dir=sys.argv[1], record_format="parquet")
+server = unienv_remote.RemoteServer(idle_timeout=None, record_dir=sys.argv[1])  # the default: Parquet
 server.register("counter", CopyingCounter())
 client = reference.RemoteClient.connect(server.listen("127.0.0.1", 0))
 episodes = run_episodes(client.env("counter"), 3, np.random.default_rng(8))
@@ -210,18 +212,31 @@ print(json.dumps(episodes))
 
 
 def test_recording_needs_no_pyarrow(tmp_path: Path) -> None:
-    """The Rust writer records Parquet in a process without pyarrow;
-    unienv_data (with pyarrow) loads what the client saw."""
+    """The Rust writer records Parquet (the default format) in a process
+    without pyarrow, warning once that loading will need it; unienv_data
+    (with pyarrow) loads what the client saw."""
     done = subprocess.run([sys.executable, "-c", NO_PYARROW, str(tmp_path), str(Path(__file__).parent)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if "RuntimeWarning" in line]
+    assert len(warned) == 1 and "needs pyarrow" in warned[0], done.stderr
     episodes = json.loads(done.stdout.splitlines()[-1])
     path = tmp_path / "counter"
+    assert storage_class(path) == "parquet"
     loaded = load(path)[str(path)]
     assert loaded["segments"] == expected_segments(episodes)
     assert loaded["items"] == [t for steps in episodes for t in steps]
     with pytest.raises(ValueError, match="record_format"):
         unienv_remote.RemoteServer(record_format="hdf5")
+    with pytest.raises(ValueError, match="record_format"):
+        RemoteVectorEnv([], record_format="hdf5")
+    # With pyarrow here, nothing to warn about.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        unienv_remote.RemoteServer(record_dir=tmp_path / "quiet")
+        assert _record.native_format("parquet") == ("parquet", _record.PARQUET_PIECE_BYTES)
+        assert _record.native_format("npz") == "npz"
+        assert _record.native_format("npz", recording=False) is None
 
 
 class AllDtypes(TickCounter):

@@ -1,16 +1,17 @@
 """Recording on the learner's side (``RemoteVectorEnv(..., record_dir=DIR)``):
 one ``unienv_data`` ``ReplayBuffer`` per sub-env, ``DIR/<index>/``, that
-``ReplayBuffer.load_from`` opens with unienv alone (a fresh interpreter that
-never imports ``unienv_remote``), holding exactly the transitions the learner
-saw, one segment per episode, in every autoreset mode, over single and
-batched resources mixed; never a transition across an autoreset.
+``ReplayBuffer.load_from`` opens with unienv (and pyarrow, for the default
+format, Parquet; NPZ when asked for) in a fresh interpreter that never imports
+``unienv_remote``, holding exactly the transitions the learner saw, one
+segment per episode, in every autoreset mode, over single and batched
+resources mixed; never a transition across an autoreset.
 """
 
 import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ import unienv_remote  # noqa: E402
 from unienv_remote import BatchedEnv, RemoteVectorEnv  # noqa: E402
 
 from test_record import load  # noqa: E402
+from _record_helpers import storage_class  # noqa: E402
 
 MODES = ("next", "same", "disabled")
 FLEETS = MODES + ("recv", "crash")
@@ -118,21 +120,23 @@ def check(recording: Dict[str, Any], want: List[List[Transition]]) -> None:
         assert got["truncated"]["data"] == bool(t["truncated"])
 
 
+@pytest.mark.parametrize("fmt", [None, "npz"], ids=["default", "npz"])
 @pytest.mark.parametrize("fleet", ["mixed", "cartpole", "batched_cartpole"])
 @pytest.mark.parametrize("mode", MODES)
 def test_a_vector_recording_equals_what_the_learner_saw(server: str, tmp_path: Path, fleet: str,
-                                                          mode: str) -> None:
+                                                          mode: str, fmt: Optional[str]) -> None:
     names = {"mixed": ["pair", "single", "triple"], "cartpole": ["cartpole0", "cartpole1", "cartpole2"],
              "batched_cartpole": ["cartpoles2", "cartpoles3"]}[fleet]
     gym_mode = {"next": AutoresetMode.NEXT_STEP, "same": AutoresetMode.SAME_STEP,
                 "disabled": AutoresetMode.DISABLED}[mode]
     envs = RemoteVectorEnv([(server, f"{name}_{mode}") for name in names], autoreset_mode=gym_mode,
-                           record_dir=tmp_path)
+                           record_dir=tmp_path, **({} if fmt is None else {"record_format": fmt}))
     want = drive(envs, mode, 40 if fleet == "mixed" else 150, seed=3)
     envs.close()
     n = len(want)
     assert n == {"mixed": 6, "cartpole": 3, "batched_cartpole": 5}[fleet]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(str(i) for i in range(n))
+    assert {storage_class(tmp_path / str(i)) for i in range(n)} == {fmt or "parquet"}
     loaded = load(*[tmp_path / str(i) for i in range(n)])
     for i in range(n):
         assert len(want[i]) >= 2, "the test drives more than one episode per env"
@@ -188,7 +192,9 @@ import sys
 import numpy as np
 from unienv_remote import RemoteVectorEnv
 url, record_dir = sys.argv[1], sys.argv[2]
-envs = RemoteVectorEnv([(url, f"{name}_crash") for name in ("pair", "single", "triple")], record_dir=record_dir)
+formats = {} if sys.argv[3] == "default" else {"record_format": sys.argv[3]}
+envs = RemoteVectorEnv([(url, f"{name}_crash") for name in ("pair", "single", "triple")], record_dir=record_dir,
+                       **formats)
 envs.reset(seed=1)
 for _ in range(17):  # episodes end at steps 7 and 14 (truncation); 15 is the autoreset
     envs.step(np.zeros((envs.num_envs, 1), np.float32))
@@ -198,14 +204,16 @@ sys.stdin.read()
 """
 
 
-def test_a_learner_killed_mid_episode_loses_only_the_open_episode(server: str, tmp_path: Path) -> None:
-    learner = subprocess.Popen([sys.executable, "-c", CRASHING_LEARNER, server, str(tmp_path)],
+@pytest.mark.parametrize("fmt", ["default", "npz"])
+def test_a_learner_killed_mid_episode_loses_only_the_open_episode(server: str, tmp_path: Path, fmt: str) -> None:
+    learner = subprocess.Popen([sys.executable, "-c", CRASHING_LEARNER, server, str(tmp_path), fmt],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert learner.stdout is not None and learner.stdout.readline().strip() == "stepped"
     finally:
         learner.send_signal(signal.SIGKILL)
         learner.wait(timeout=60)
+    assert {storage_class(tmp_path / str(i)) for i in range(6)} == {"parquet" if fmt == "default" else fmt}
     loaded = load(*[tmp_path / str(i) for i in range(6)])
     for i in range(6):
         recording = loaded[str(tmp_path / str(i))]

@@ -270,7 +270,9 @@ class VectorEnv:
 @final
 class Recorder:
     """A vector env's learner-side recording: one ``unienv_data``
-    ``ReplayBuffer`` per sub-env under ``dir``, written by a Rust thread."""
+    ``ReplayBuffer`` per sub-env under ``dir``, written by a Rust thread.
+    ``record_format`` (as ``Server``'s): ``None`` or ``"parquet"`` (the
+    default, ``ParquetStorage``), ``"npz"``, or ``("parquet", piece_bytes)``."""
 
     def __new__(
         cls,

@@ -99,12 +99,14 @@ class RemoteServer:
       commits the open episodes. Open it with ``ReplayBuffer.load_from(path,
       backend=NumpyComputeBackend)``.
     * ``record_format``: how ``record_dir``'s buffers store their elements:
-      ``"npz"`` (default: one ``NPZStorage`` file per transition, loadable
-      with unienv alone) or ``"parquet"`` (``unienv_data``'s
-      ``ParquetStorage``, pieces of many transitions, a few files per
-      episode instead of one per transition, written by the Rust recorder;
-      loading it needs pyarrow, recording does not). See README, "Record
-      every transition".
+      ``"parquet"`` (default: ``unienv_data``'s ``ParquetStorage``, pieces
+      of many transitions, a few files per episode, written by the Rust
+      recorder; loading it needs pyarrow beside unienv, which
+      ``unienv_data.storages.parquet`` imports: without it ``load_from``
+      raises ``ModuleNotFoundError``; recording does not need it, and warns
+      once when it is missing here) or ``"npz"`` (one ``NPZStorage`` file
+      per transition, loadable with unienv alone, far dearer to write). See
+      README, "Record every transition".
     * ``metrics``: an address (``"127.0.0.1:9464"``, port 0 for any) at which
       the server's metrics are served in the Prometheus text format, from the
       first ``listen``/``connect`` on; ``metrics_url`` is then
@@ -135,7 +137,7 @@ class RemoteServer:
                  tls_key: Optional[Union[str, os.PathLike[str]]] = None,
                  validate_actions: bool = True,
                  record_dir: Optional[Union[str, os.PathLike[str]]] = None,
-                 record_format: str = "npz",
+                 record_format: str = "parquet",
                  metrics: Optional[str] = None,
                  max_connection_bytes: Optional[int] = None,
                  max_server_bytes: Optional[int] = None,

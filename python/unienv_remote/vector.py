@@ -243,8 +243,9 @@ class RemoteVectorEnv(VectorEnv):
     ``record_dir``: records each sub-env's transitions as the learner sees
     them into a ``unienv_data`` ``ReplayBuffer`` of its own,
     ``record_dir/<index>/``, from a Rust thread (SPEC.md section 10.2);
-    ``record_format``: ``"npz"`` (default) or ``"parquet"`` (loading it needs
-    pyarrow), as for ``RemoteServer``.
+    ``record_format``: ``"parquet"`` (default; loading it needs pyarrow) or
+    ``"npz"`` (loads with unienv alone; a file per transition), as for
+    ``RemoteServer``.
     """
 
     def __init__(
@@ -261,7 +262,7 @@ class RemoteVectorEnv(VectorEnv):
         batch_size: Optional[int] = None,
         restart: Optional[RestartPolicy] = None,
         record_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
-        record_format: str = "npz",
+        record_format: str = "parquet",
     ) -> None:
         if on_error not in ("raise", "info"):
             raise ValueError("on_error must be 'raise' or 'info'")

@@ -129,9 +129,9 @@ pub enum Command {
 /// `serve --record-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RecordFormatArg {
-    /// `NPZStorage`: one file per transition.
+    /// `NPZStorage`: one file per transition (loads with unienv alone).
     Npz,
-    /// `ParquetStorage`: pieces of many transitions.
+    /// `ParquetStorage`: pieces of many transitions (the default; loading needs pyarrow).
     Parquet,
 }
 
@@ -190,14 +190,15 @@ pub struct ServeArgs {
     /// in the format of --record-format.
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
-    /// The storage of --record's buffers: npz (one file per transition,
-    /// loadable with unienv alone) or parquet (unienv_data's ParquetStorage,
-    /// pieces of many transitions, far cheaper to write; loading needs pyarrow).
+    /// The storage of --record's buffers: parquet (the default: unienv_data's
+    /// ParquetStorage, pieces of many transitions; loading it needs pyarrow
+    /// beside unienv, `pip install pyarrow`) or npz (one file per transition,
+    /// far dearer to write; loads with unienv alone).
     #[arg(
         long,
         value_enum,
         value_name = "FORMAT",
-        default_value = "npz",
+        default_value = "parquet",
         requires = "record"
     )]
     pub record_format: RecordFormatArg,

@@ -1,8 +1,9 @@
-//! Which storage a recording's elements go to: `NPZStorage` files written
-//! here (the default, [`RecordFormat::Npz`]: loadable with `unienv` alone),
-//! or rows handed to another writer ([`RecordFormat::External`]; the
-//! Parquet format, [`RecordFormat::parquet`], is one, writing `unienv_data`'s
-//! `ParquetStorage` pieces, see [`ParquetFormat`](super::ParquetFormat)).
+//! Which storage a recording's elements go to: rows handed to another
+//! writer ([`RecordFormat::External`]; the Parquet format,
+//! [`RecordFormat::parquet`], is one, writing `unienv_data`'s
+//! `ParquetStorage` pieces, see [`ParquetFormat`](super::ParquetFormat): the
+//! default), or `NPZStorage` files written here ([`RecordFormat::Npz`]: one
+//! file per transition, loadable with `unienv` alone, without pyarrow).
 //!
 //! The replay buffer around the storage (`metadata.json`, the
 //! `FlattenedStorage` or `DictStorage` metadata) is written here either
@@ -20,13 +21,27 @@ use std::sync::Arc;
 /// The storage a recording writes: NPZ files, or rows handed to another
 /// writer (see [`ExternalFormat`]; the replay buffer around the storage is
 /// written by the recorder either way, its `metadata.json` the commit point).
-#[derive(Clone, Default)]
+///
+/// The default is [`RecordFormat::parquet`]: `unienv_data`'s
+/// `ParquetStorage`, a few files per episode. Loading it needs pyarrow
+/// beside `unienv` (`unienv_data.storages.parquet` imports it; without it
+/// `ReplayBuffer.load_from` raises `ModuleNotFoundError: No module named
+/// 'pyarrow'`); [`RecordFormat::Npz`] loads with `unienv` alone but costs a
+/// file per transition.
+#[derive(Clone)]
 pub enum RecordFormat {
-    /// One `NPZStorage` file per element, written by the recorder's thread.
-    #[default]
+    /// One `NPZStorage` file per element, written by the recorder's thread
+    /// (loadable with `unienv` alone).
     Npz,
     /// Rows handed to an external writer, on the recorder's thread.
     External(Arc<dyn ExternalFormat>),
+}
+
+impl Default for RecordFormat {
+    /// [`RecordFormat::parquet`].
+    fn default() -> Self {
+        RecordFormat::parquet()
+    }
 }
 
 impl fmt::Debug for RecordFormat {
@@ -113,5 +128,31 @@ pub(crate) fn column_dir(path: &Path, key: Option<&str>) -> PathBuf {
     match key {
         None => storage.join("inner_storage"),
         Some(k) => storage.join(k.replace('/', ".")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(format: &RecordFormat) -> Option<String> {
+        match format {
+            RecordFormat::Npz => None,
+            RecordFormat::External(e) => Some(e.storage_class().to_string()),
+        }
+    }
+
+    /// Parquet is the default, of the format and of a server's
+    /// configuration (`serve --record` and the Python recorders too: their
+    /// tests load what the default wrote).
+    #[test]
+    fn the_default_is_parquet() {
+        let parquet = Some(super::super::STORAGE_CLASS.to_string());
+        assert_eq!(class(&RecordFormat::default()), parquet);
+        assert_eq!(
+            class(&crate::server::ServerConfig::default().record_format),
+            parquet
+        );
+        assert_eq!(class(&RecordFormat::Npz), None);
     }
 }

@@ -6,15 +6,18 @@
 //! percent-quoted as the reference quotes names in URLs: `arm/grip` becomes
 //! `arm%2Fgrip`): a `unienv_data` `ReplayBuffer` that
 //! `ReplayBuffer.load_from(path, backend=NumpyComputeBackend)` opens with
-//! `unienv` alone, one segment per episode, each element the transition
+//! nothing of ours (`unienv`, and pyarrow for the default format), one
+//! segment per episode, each element the transition
 //! dict of `ReplayBufferCollectionWrapper`'s default builder (`obs`,
 //! `action`, `reward`, `terminated`, `truncated`, `next_obs`, and `context`
 //! when the env has a context space). A batched env records one buffer per
 //! sub-env, `DIR/<resource_id>/<i>/`. See [`buffer`](self) for the files.
-//! Its storages are `NPZStorage`s by default; with
+//! Its storages are `ParquetStorage`s by default ([`RecordFormat::parquet`],
+//! [`ParquetFormat`], written at each episode's end; loading them needs
+//! pyarrow); with
 //! [`ServerConfig::record_format`](crate::server::ServerConfig::record_format)
-//! [`RecordFormat::parquet`] they are `ParquetStorage`s ([`ParquetFormat`],
-//! written at each episode's end), or any [`RecordFormat::External`] writer's.
+//! [`RecordFormat::Npz`] they are `NPZStorage`s (a file per transition,
+//! loadable with `unienv` alone), or any [`RecordFormat::External`] writer's.
 //!
 //! # Where the work happens
 //! The domain thread only clones the call's action and result (arrays are
@@ -51,6 +54,7 @@ mod parquet;
 mod queue;
 mod slot;
 mod stats;
+mod straight;
 mod swap;
 mod transition;
 mod vector;

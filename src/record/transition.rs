@@ -141,13 +141,36 @@ fn flat_leaves(
 ) -> Result<(), String> {
     each_leaf(space, value, at, &mut |dtype, shape, value, at| {
         *count += 1;
-        if let Value::Array(a) = value {
-            if a.dtype() == dtype && dtype.is_native() && a.shape() == shape {
-                return push_f64(a, out);
-            }
-        }
-        push_f64(&leaf_array(value, at, dtype, shape)?, out)
+        flat_leaf(dtype, shape, value, at, out)
     })
+}
+
+/// `value` (of `space`) appended as float64 as [`Layout::push_flat`]
+/// appends each part of a transition (on error `out` may hold part of it).
+pub(crate) fn push_flat_value(
+    space: &Space,
+    value: &Value,
+    at: &str,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    flat_leaves(space, value, at, out, &mut 0)
+}
+
+/// One leaf of [`flat_leaves`]: `value` as an array of `dtype` and `shape`
+/// ([`leaf_array`]'s checks and casts), appended as float64.
+pub(crate) fn flat_leaf(
+    dtype: DType,
+    shape: &[usize],
+    value: &Value,
+    at: &str,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    if let Value::Array(a) = value {
+        if a.dtype() == dtype && dtype.is_native() && a.shape() == shape {
+            return push_f64(a, out);
+        }
+    }
+    push_f64(&leaf_array(value, at, dtype, shape)?, out)
 }
 
 /// One transition of one (sub-)env.
@@ -354,44 +377,47 @@ pub(crate) fn cast(a: &NdArray, dtype: DType) -> Result<NdArray, String> {
 /// for native float, bool and up-to-32-bit integer leaves (a transition's
 /// usual ones; others go through [`cast`]).
 pub(crate) fn push_f64(a: &NdArray, out: &mut Vec<u8>) -> Result<(), String> {
-    let d = a.dtype();
-    let b = a.as_bytes();
-    if d.is_native() {
-        let n = b.len() / d.itemsize().max(1);
-        match (d.kind(), d.itemsize()) {
-            (ScalarKind::Float, 8) => {
-                out.extend_from_slice(b);
-                return Ok(());
-            }
-            (ScalarKind::Float, 4) => {
-                out.reserve(n * 8);
-                for c in b.chunks_exact(4) {
-                    let x = f32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
-                    out.extend_from_slice(&f64::from(x).to_ne_bytes());
-                }
-                return Ok(());
-            }
-            (ScalarKind::Bool, 1) => {
-                out.reserve(n * 8);
-                for &x in b {
-                    out.extend_from_slice(&f64::from(u8::from(x != 0)).to_ne_bytes());
-                }
-                return Ok(());
-            }
-            (ScalarKind::Int, 4) => {
-                out.reserve(n * 8);
-                for c in b.chunks_exact(4) {
-                    let x = i32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
-                    out.extend_from_slice(&f64::from(x).to_ne_bytes());
-                }
-                return Ok(());
-            }
-            _ => {}
-        }
+    if push_f64_native(a.dtype(), a.as_bytes(), out) {
+        return Ok(());
     }
     let f = cast(a, DType::F64)?;
     out.extend_from_slice(f.as_bytes());
     Ok(())
+}
+
+/// [`push_f64`] of the elements `b` holds, of dtype `d`, for the dtypes
+/// it converts itself (native float64, float32, bool, int32); false
+/// (nothing appended) for others.
+pub(crate) fn push_f64_native(d: DType, b: &[u8], out: &mut Vec<u8>) -> bool {
+    if !d.is_native() {
+        return false;
+    }
+    let n = b.len() / d.itemsize().max(1);
+    match (d.kind(), d.itemsize()) {
+        (ScalarKind::Float, 8) => out.extend_from_slice(b),
+        (ScalarKind::Float, 4) => {
+            out.reserve(n * 8);
+            for c in b.chunks_exact(4) {
+                let x = f32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
+                out.extend_from_slice(&f64::from(x).to_ne_bytes());
+            }
+        }
+        (ScalarKind::Bool, 1) => {
+            out.reserve(n * 8);
+            for &x in b {
+                out.extend_from_slice(&f64::from(u8::from(x != 0)).to_ne_bytes());
+            }
+        }
+        (ScalarKind::Int, 4) => {
+            out.reserve(n * 8);
+            for c in b.chunks_exact(4) {
+                let x = i32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
+                out.extend_from_slice(&f64::from(x).to_ne_bytes());
+            }
+        }
+        _ => return false,
+    }
+    true
 }
 
 fn ints<T: Into<i128>>(v: Vec<T>) -> Vec<Num> {

@@ -104,8 +104,9 @@ pub struct ServerConfig {
     /// directory is created when the server is built; if it cannot be,
     /// nothing is recorded and the failure is logged at `error`.
     pub record_dir: Option<std::path::PathBuf>,
-    /// The storage `record_dir`'s buffers are written in (default NPZ,
-    /// loadable with `unienv` alone; see [`crate::record::RecordFormat`]).
+    /// The storage `record_dir`'s buffers are written in (default Parquet,
+    /// whose loading needs pyarrow beside `unienv`; NPZ loads with `unienv`
+    /// alone at a file per transition; see [`crate::record::RecordFormat`]).
     pub record_format: crate::record::RecordFormat,
     // [metrics: endpoint hook]
     /// When set (e.g. `127.0.0.1:9464`), the first
@@ -165,7 +166,7 @@ impl Default for ServerConfig {
             heartbeat_interval: Some(Duration::from_secs(20)),
             heartbeat_timeout: Duration::from_secs(60),
             record_dir: None,
-            record_format: crate::record::RecordFormat::Npz,
+            record_format: crate::record::RecordFormat::parquet(),
             metrics_addr: None,
             cpus: None,
         }

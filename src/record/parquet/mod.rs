@@ -1,4 +1,4 @@
-//! The Parquet format of recordings ([`RecordFormat::parquet`],
+//! The Parquet format of recordings, the default ([`RecordFormat::parquet`],
 //! `serve --record-format parquet`, the Python package's
 //! `record_format="parquet"`): each storage of a recorded `ReplayBuffer` a
 //! `unienv_data.storages.parquet.ParquetStorage` directory, written by the
@@ -44,7 +44,7 @@ use std::sync::Arc;
 pub const STORAGE_CLASS: &str = "unienv_data.storages.parquet.ParquetStorage";
 
 /// Bytes a piece is sized for by default (see [`piece_size`]).
-pub const PIECE_BYTES: usize = 64 * 1024;
+pub const PIECE_BYTES: usize = 256 * 1024;
 
 /// unienv_data's default piece compression (`ParquetStorage.create`).
 const COMPRESSION: &str = "snappy";
@@ -53,11 +53,15 @@ const COMPRESSION: &str = "snappy";
 /// `piece_bytes`: a power of two from 16 to 4096 rows.
 ///
 /// A commit (an episode's end) writes at least two files (the partial
-/// piece, `_metadata.json`) whatever the piece size. The partial piece
-/// holds half a piece on average: at 64 KiB, 32 KiB of rows. Larger
-/// pieces would make every commit dearer (re-encoding the partial piece)
-/// and save files only on long episodes; smaller ones create a file per
-/// few dozen rows. Pendulum's transitions (10 float64) get 512-row pieces.
+/// piece, `_metadata.json`) whatever the piece size, and each piece is a
+/// file created (an inode, which costs most of a piece's writing on a busy
+/// ext4). The partial piece holds half a piece on average: at 256 KiB,
+/// 128 KiB of rows (snappy-compressed), rewritten at each commit from the
+/// row groups already encoded (only the commit's rows are encoded). At
+/// 256 KiB instead of 64 KiB a recording creates a quarter of the files
+/// for about the same instructions; at 1 MiB the rewrites cost more than
+/// the files saved (BENCHMARKS.md, "h28y"). Pendulum's transitions (10
+/// float64) get 2048-row pieces.
 pub fn piece_size(row_bytes: usize, piece_bytes: usize) -> usize {
     let rows = (piece_bytes / row_bytes.max(1)).max(1);
     let mut size = 16;

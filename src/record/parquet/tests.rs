@@ -15,7 +15,8 @@ fn f32_rows(values: &[f32]) -> Vec<u8> {
 
 #[test]
 fn piece_sizes_are_powers_of_two_near_the_bytes() {
-    assert_eq!(piece_size(80, PIECE_BYTES), 512);
+    assert_eq!(piece_size(80, PIECE_BYTES), 2048);
+    assert_eq!(piece_size(80, 64 * 1024), 512);
     assert_eq!(piece_size(1, PIECE_BYTES), 4096);
     assert_eq!(piece_size(1 << 20, PIECE_BYTES), 16);
     assert_eq!(piece_size(80, 1), 16);
