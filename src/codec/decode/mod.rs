@@ -14,6 +14,7 @@
 //! linear in the input whatever the member order (only a scalar `v` before
 //! its tag is scanned twice, and scalars do not nest).
 
+mod kept_tree;
 pub(crate) mod reply;
 pub(crate) mod request;
 mod tagged;
