@@ -63,7 +63,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from throughput import process_cpu, stop_process
+from throughput import process_cpu, send_recv, stop_process
 
 URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
 
@@ -238,24 +238,6 @@ def lockstep(envs: Any, seconds: float, batched_reset: bool = False, echo: Optio
             echo.round_trip()
         steps += 1
     return steps * n, time.perf_counter() - start
-
-
-def send_recv(envs: Any, seconds: float) -> Tuple[int, float]:
-    """EnvPool's way (as ``throughput.py``): ``recv`` the first batch whose
-    results arrived and ``send`` it its next actions at once."""
-    single = envs.single_action_space.shape
-    envs.reset(seed=0)
-    envs.send(np.zeros((envs.num_envs,) + single, np.float32))
-    count, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        *_, infos = envs.recv()
-        ids = infos["env_id"]
-        count += len(ids)
-        envs.send(np.zeros((len(ids),) + single, np.float32), ids)
-    window = time.perf_counter() - start
-    while envs._native.step_pending():
-        envs.recv()
-    return count, window
 
 
 def worker(kind: str, sim: str, timed: bool, urls: Sequence[str]) -> None:
