@@ -17,7 +17,7 @@
 //! `push_flat` fails it (the tests in [`super::vector`] compare both paths'
 //! files byte for byte).
 
-use super::transition::{array_row, flat_leaf, push_f64_native};
+use super::transition::{array_row, each_part, flat_leaf, push_f64_native};
 use crate::codec::Value;
 use crate::host::Space;
 
@@ -58,9 +58,9 @@ pub(crate) fn value(space: &Space, value: &Value, at: &str, mut out: Vec<u8>) ->
     }
 }
 
-/// `transition::row`'s walk (the same structure errors), each leaf's row
-/// appended as float64 until one does not fit (kept in `unfit`; the walk
-/// goes on, for the structure errors that come after it).
+/// `transition::row`'s walk (the same structure errors: [`each_part`]),
+/// each leaf's row appended as float64 until one does not fit (kept in
+/// `unfit`; the walk goes on, for the structure errors that come after it).
 fn walk(
     space: &Space,
     value: &Value,
@@ -69,19 +69,7 @@ fn walk(
     out: &mut Vec<u8>,
     unfit: &mut Option<String>,
 ) -> Result<(), String> {
-    match space {
-        Space::Dict(d) => {
-            let Some(v) = value.as_dict() else {
-                return Err(format!("{at} is a {}, not a dict", value.type_name()));
-            };
-            for (key, s) in d.entries() {
-                let item = v
-                    .get(key)
-                    .ok_or_else(|| format!("{at} has no key {key:?}"))?;
-                walk(s, item, k, &format!("{at}/{key}"), out, unfit)?;
-            }
-            Ok(())
-        }
+    each_part(space, value, at, &mut |space, value, at| match space {
         Space::Box(b) => leaf(b.dtype, &b.shape, value, k, at, out, unfit),
         Space::Binary(b) => leaf(b.dtype, &b.shape, value, k, at, out, unfit),
         // (A layout holds no other leaves; as `transition::row` splits them.)
@@ -90,7 +78,7 @@ fn walk(
             unfit.get_or_insert_with(|| format!("{at}: unsupported space"));
             Ok(())
         }
-    }
+    })
 }
 
 fn leaf(

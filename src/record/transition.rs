@@ -246,14 +246,15 @@ fn leaves(space: &Space, value: &Value, at: &str, out: &mut Vec<NdArray>) -> Res
     })
 }
 
-/// Calls `leaf` with each Box or Binary leaf of `space` (dict keys in the
-/// space's order), its dtype and shape, the matching part of `value` and
-/// its path (`at/key/...`); the first error ends the walk.
-fn each_leaf(
+/// Calls `part` with each part of `space` that is not a dict (dict keys in
+/// the space's order), the matching part of `value` and its path
+/// (`at/key/...`); a `value` that is not a dict where `space` is one, or
+/// lacks one of its keys, is an error, and the first error ends the walk.
+pub(crate) fn each_part(
     space: &Space,
     value: &Value,
     at: &str,
-    leaf: &mut impl FnMut(DType, &[usize], &Value, &str) -> Result<(), String>,
+    part: &mut impl FnMut(&Space, &Value, &str) -> Result<(), String>,
 ) -> Result<(), String> {
     match space {
         Space::Dict(d) => {
@@ -262,14 +263,28 @@ fn each_leaf(
             };
             for (k, s) in d.entries() {
                 let item = v.get(k).ok_or_else(|| format!("{at} has no key {k:?}"))?;
-                each_leaf(s, item, &format!("{at}/{k}"), leaf)?;
+                each_part(s, item, &format!("{at}/{k}"), part)?;
             }
             Ok(())
         }
+        _ => part(space, value, at),
+    }
+}
+
+/// Calls `leaf` with each Box or Binary leaf of `space` ([`each_part`]), its
+/// dtype and shape, the matching part of `value` and its path; any other
+/// leaf is an error.
+fn each_leaf(
+    space: &Space,
+    value: &Value,
+    at: &str,
+    leaf: &mut impl FnMut(DType, &[usize], &Value, &str) -> Result<(), String>,
+) -> Result<(), String> {
+    each_part(space, value, at, &mut |space, value, at| match space {
         Space::Box(b) => leaf(b.dtype, &b.shape, value, at),
         Space::Binary(b) => leaf(b.dtype, &b.shape, value, at),
         _ => Err(format!("{at}: unsupported space")),
-    }
+    })
 }
 
 /// A leaf's value as an array of its space's dtype, checked against the
