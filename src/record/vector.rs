@@ -169,6 +169,29 @@ pub(crate) enum VectorEvent {
     Record(VectorRecord),
 }
 
+/// The sub-env row `k` of `r` belongs to, and its slot.
+fn slot_of<'s>(
+    slots: &'s mut [Slot],
+    r: &VectorRecord,
+    k: usize,
+) -> Result<(usize, &'s mut Slot), String> {
+    let Some(&env) = r.env_id.get(k) else {
+        return Err(format!("row {k} names no env"));
+    };
+    match slots.get_mut(env) {
+        Some(slot) => Ok((env, slot)),
+        None => Err(format!("env {env} is beyond the recording")),
+    }
+}
+
+/// Row `k`'s `(terminated, truncated)` (false where the call sent none).
+fn flags(r: &VectorRecord, k: usize) -> (bool, bool) {
+    (
+        r.terminated.get(k).copied().unwrap_or(false),
+        r.truncated.get(k).copied().unwrap_or(false),
+    )
+}
+
 impl VectorRecording {
     /// Writes one call's rows.
     pub(super) fn record(&mut self, r: &VectorRecord, stats: &RecordStats) {
@@ -195,12 +218,7 @@ impl VectorRecording {
         kind: &RowKind,
         stats: &RecordStats,
     ) -> Result<(), String> {
-        let Some(&env) = r.env_id.get(k) else {
-            return Err(format!("row {k} names no env"));
-        };
-        let Some(slot) = self.slots.get_mut(env) else {
-            return Err(format!("env {env} is beyond the recording"));
-        };
+        let (_, slot) = slot_of(&mut self.slots, r, k)?;
         let space = &self.layout.observation;
         match kind {
             RowKind::Skip => Ok(()),
@@ -226,10 +244,7 @@ impl VectorRecording {
                     slot.obs = restart.or(Some(next_obs));
                     return Ok(());
                 };
-                let (terminated, truncated) = (
-                    r.terminated.get(k).copied().unwrap_or(false),
-                    r.truncated.get(k).copied().unwrap_or(false),
-                );
+                let (terminated, truncated) = flags(r, k);
                 let t = Transition {
                     obs: prev,
                     action,
@@ -260,12 +275,7 @@ impl VectorRecording {
         kind: &RowKind,
         stats: &RecordStats,
     ) -> Result<(), String> {
-        let Some(&env) = r.env_id.get(k) else {
-            return Err(format!("row {k} names no env"));
-        };
-        let Some(slot) = self.slots.get_mut(env) else {
-            return Err(format!("env {env} is beyond the recording"));
-        };
+        let (env, slot) = slot_of(&mut self.slots, r, k)?;
         let space = &self.layout.observation;
         let spare = &mut self.spare;
         let mut buffer = || spare.pop().unwrap_or_default();
@@ -293,10 +303,7 @@ impl VectorRecording {
                     _ => (obs, None),
                 };
                 let prev = self.prev[env].take();
-                let (terminated, truncated) = (
-                    r.terminated.get(k).copied().unwrap_or(false),
-                    r.truncated.get(k).copied().unwrap_or(false),
-                );
+                let (terminated, truncated) = flags(r, k);
                 let reward = r.reward.get(k).copied().unwrap_or(0.0);
                 let appended = match (&action, &next_obs, &prev) {
                     // Stepped without a reset the recording saw.
