@@ -1,30 +1,7 @@
 //! The IDs a connection writes: request IDs in hexadecimal, fresh
-//! operation IDs, and the hasher of the pending replies' map.
+//! operation IDs.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Hashes a request ID, a counter of the connection's own, with one
-/// multiplication (Fibonacci hashing: the high bits the table probes with
-/// vary) instead of SipHash: one insertion and one removal per request.
-/// Replies only look IDs up.
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
 
 /// Fresh random-looking 128-bit IDs: a per-client random prefix and a counter,
 /// mixed so that IDs of different clients and processes do not collide.

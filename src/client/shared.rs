@@ -11,7 +11,7 @@
 use super::config::ClientConfig;
 use super::descriptor::{BoundarySnapshot, Descriptor};
 use super::error::{ClientError, ClientResult, CloseReason, ProtocolViolation};
-use super::ids::{lower_hex, IdHasher, IdSource};
+use super::ids::{lower_hex, IdSource};
 use super::known::KnownDescriptors;
 use super::sub_queue::SubShared;
 use super::template::{plain_request, CallTemplates};
@@ -21,7 +21,6 @@ use crate::transport::{Reader, TransportError, Writer};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -47,7 +46,7 @@ pub(crate) struct State {
     /// Open component operations, per domain.
     pub operations: HashMap<String, Arc<str>>,
     pub subscriptions: HashMap<Arc<str>, Arc<SubShared>>,
-    pending: HashMap<u64, oneshot::Sender<Reply>, BuildHasherDefault<IdHasher>>,
+    pending: HashMap<u64, oneshot::Sender<Reply>, rustc_hash::FxBuildHasher>,
     /// Why the connection closed.
     failure: Option<ClientError>,
 }
