@@ -267,7 +267,10 @@ impl Drop for PyRecorder {
     }
 }
 
-/// Registers `Recorder`.
+/// Registers `Recorder` and `PARQUET_PIECE_BYTES` (the Rust writer's
+/// [`unienv_remote::record::PIECE_BYTES`], which Python's default piece
+/// size is read from rather than copied).
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("PARQUET_PIECE_BYTES", unienv_remote::record::PIECE_BYTES)?;
     m.add_class::<PyRecorder>()
 }

@@ -13,12 +13,16 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, final
 from numpy.typing import NDArray
 
 __all__ = [
-    "BUILD_PROFILE", "__version__", "encode", "decode", "Client", "Operation", "Subscription", "Server",
-    "VectorEnv", "Recorder", "coerce_action", "set_log_level", "flush_logs", "stop_logs",
+    "BUILD_PROFILE", "PARQUET_PIECE_BYTES", "__version__", "encode", "decode", "Client", "Operation",
+    "Subscription", "Server", "VectorEnv", "Recorder", "coerce_action", "set_log_level", "flush_logs",
+    "stop_logs",
 ]
 
 #: ``"debug"`` or ``"release"``: how the extension was compiled.
 BUILD_PROFILE: str
+#: Bytes of rows a Parquet piece of a recording is sized for (the Rust
+#: writer's ``PIECE_BYTES``).
+PARQUET_PIECE_BYTES: int
 #: The package's version (``python/Cargo.toml``, the one source).
 __version__: str
 

@@ -6,6 +6,8 @@ import importlib.util
 import warnings
 from typing import Optional, Tuple, Union
 
+from . import _native
+
 #: The formats a recording can be written in.
 RECORD_FORMATS = ("parquet", "npz")
 
@@ -15,11 +17,11 @@ RECORD_FORMATS = ("parquet", "npz")
 #: pyarrow). ``"npz"`` (one file per transition) loads with unienv alone.
 DEFAULT_RECORD_FORMAT = "parquet"
 
-#: Bytes of rows a Parquet piece is sized for (the Rust writer's
-#: ``PIECE_BYTES``: ``piece_size`` is a power of two from 16 to 4096 rows
-#: near it; a resumed storage keeps its own). Tests shrink it to get
-#: 16-row pieces.
-PARQUET_PIECE_BYTES = 256 * 1024
+#: Bytes of rows a Parquet piece is sized for: the Rust writer's
+#: ``PIECE_BYTES``, read from the extension (``piece_size`` is a power of two
+#: from 16 to 4096 rows near it; a resumed storage keeps its own). Tests
+#: shrink it to get 16-row pieces.
+PARQUET_PIECE_BYTES: int = _native.PARQUET_PIECE_BYTES
 
 #: Whether the missing pyarrow was already warned about (once per process).
 _warned = False
