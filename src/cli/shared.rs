@@ -157,3 +157,8 @@ pub(crate) fn write_out(text: std::fmt::Arguments<'_>) {
         std::process::exit(1);
     }
 }
+
+/// The span of the command line's own start-up session (the banner's
+/// descriptors): its sessions' events below `WARN` are not logged, so that
+/// `serve` logs no session before a client comes.
+pub(super) const STARTUP_SPAN: &str = "startup_describe";
