@@ -4,9 +4,9 @@ batch_size=8)`` driven as ``benches/throughput.py``'s ``send_recv`` drives it
 (or lockstep ``step`` with ``--lockstep``), traced with the kernel's
 scheduler and syscall tracepoints.
 
-    .venv-ref/bin/python benches/profile/send_recv_timeline.py [--steps 3000] [--lockstep] [--keep DIR]
+    .venv-ref/bin/python benches/profile/send_recv_timeline.py [--steps 3000] [--lockstep] [--pin] [--keep DIR]
     .venv-ref/bin/python benches/profile/send_recv_timeline.py --no-trace [--server-nice 10]   # timed only
-    .venv-ref/bin/python benches/profile/send_recv_timeline.py --fleet 2x8 --batch 8   # K resources per server
+    .venv-ref/bin/python benches/profile/send_recv_timeline.py --fleet 2x8 --batch 8 [--pin]   # K resources per server
 
 The servers are ``benches/throughput.py --serve`` processes. After a warm-up
 the script starts ``perf record -a -k mono`` on ``sched:sched_switch``,
@@ -175,13 +175,14 @@ def states(events: List[Tuple[int, str, int, int, str, int]], tids: Dict[int, st
     return totals, latencies
 
 
-def serve_fleet(fleet: str) -> None:
-    """A server of K BatchedEnv(W) (``--fleet KxW``), until stdin closes."""
+def serve_fleet(fleet: str, cpu: Optional[int]) -> None:
+    """A server of K BatchedEnv(W) (``--fleet KxW``; ``cpu``: its threads
+    pinned there, ``RemoteServer(cpus=[cpu])``), until stdin closes."""
     import gymnasium
     from unienv_remote import BatchedEnv, RemoteServer
 
     k, w = (int(x) for x in fleet.split("x"))
-    server = RemoteServer(idle_timeout=None)
+    server = RemoteServer(idle_timeout=None, cpus=None if cpu is None else [cpu])
     for j in range(k):
         server.register(f"batch{j}", BatchedEnv([lambda: gymnasium.make("Pendulum-v1")] * w))
     print(server.listen("127.0.0.1", 0), flush=True)
@@ -191,14 +192,16 @@ def serve_fleet(fleet: str) -> None:
         server.close()
 
 
-def fleet_rate(fleet: str, batch: int, steps: int) -> None:
+def fleet_rate(fleet: str, batch: int, steps: int, pin: bool) -> None:
     """send/recv over 2 servers x K BatchedEnv(W), ``batch_size=batch``:
     env steps per second and CPU per env step (no tracing)."""
     from unienv_remote import RemoteVectorEnv
 
     k, _ = (int(x) for x in fleet.split("x"))
-    procs = [subprocess.Popen([sys.executable, __file__, "--serve-fleet", fleet], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    allowed = sorted(os.sched_getaffinity(0))
+    procs = [subprocess.Popen([sys.executable, __file__, "--serve-fleet", fleet]
+                              + (["--serve-cpu", str(allowed[i % len(allowed)])] if pin else []),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for i in range(2)]
     envs: Any = None
     try:
         urls = []
@@ -227,7 +230,8 @@ def fleet_rate(fleet: str, batch: int, steps: int) -> None:
         count = run(steps)
         window = (time.monotonic_ns() - start) / 1e9
         used = {who: sum(process_cpu(pid)) - cpu0[who] for who, pid in pids.items()}
-        print(f"send/recv, 2 servers x {fleet} (BatchedEnv), batch_size={batch}, {envs.num_envs} envs: "
+        print(f"send/recv, 2 servers{' (pinned)' if pin else ''} x {fleet} (BatchedEnv), batch_size={batch}, "
+              f"{envs.num_envs} envs: "
               f"{count / window:,.0f} env-steps/s; CPU µs per env step: "
               + ", ".join(f"{who} {1e6 * u / count:.1f}" for who, u in used.items())
               + f"; load {os.getloadavg()[0]:.2f}")
@@ -251,17 +255,27 @@ def main() -> None:
                         help="KxW: each of the 2 servers hosts K BatchedEnv(W) of Pendulum-v1 (this script's own "
                              "servers), RemoteVectorEnv over the 2K resources with --batch; timed only (no perf)")
     parser.add_argument("--batch", type=int, default=8, help="batch_size with --fleet")
+    parser.add_argument("--pin", action="store_true",
+                        help="server i's threads pinned to vCPU i (RemoteServer(cpus=[i]))")
     parser.add_argument("--serve-fleet", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-cpu", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_fleet:
-        serve_fleet(args.serve_fleet)
+        serve_fleet(args.serve_fleet, args.serve_cpu)
         return
     if args.fleet:
-        fleet_rate(args.fleet, args.batch, args.steps)
+        fleet_rate(args.fleet, args.batch, args.steps, args.pin)
         return
     from unienv_remote import RemoteVectorEnv
 
-    servers = [ServerProcess(0), ServerProcess(1)]
+    allowed = sorted(os.sched_getaffinity(0))
+    if args.pin:
+        # throughput.py's pinned servers (RemoteServer(cpus=[i])) host no
+        # separate send/recv resource: this script's vector env is their
+        # resources' only controller either way.
+        servers = [ServerProcess(i, cpu=allowed[i % len(allowed)]) for i in range(2)]
+    else:
+        servers = [ServerProcess(0), ServerProcess(1)]
     urls = [s.url for s in servers]
     workdir = args.keep or tempfile.mkdtemp(prefix="send-recv-timeline-")
     os.makedirs(workdir, exist_ok=True)
@@ -272,7 +286,8 @@ def main() -> None:
         if args.lockstep:
             envs = RemoteVectorEnv([(u, "pendulum_batch") for u in urls])
         else:
-            envs = RemoteVectorEnv([(u, "pendulum_batch_recv") for u in urls], batch_size=8)
+            recv_id = "pendulum_batch" if args.pin else "pendulum_batch_recv"
+            envs = RemoteVectorEnv([(u, recv_id) for u in urls], batch_size=8)
         single = envs.single_action_space.shape
         zeros = np.zeros((8,) + single, np.float32)
         all_zeros = np.zeros((16,) + single, np.float32)
@@ -319,7 +334,8 @@ def main() -> None:
             used = {who: sum(process_cpu(pid)) - cpu0[who] for pid, who in pids.items()}
             calls, window = args.steps, end - start
             env_steps = calls * (16 if args.lockstep else 8)
-            print(f"{'lockstep step' if args.lockstep else 'send/recv M=8'}, servers at nice {args.server_nice}: "
+            print(f"{'lockstep step' if args.lockstep else 'send/recv M=8'}, servers {'pinned, ' if args.pin else ''}"
+                  f"at nice {args.server_nice}: "
                   f"{env_steps / (window / 1e9):,.0f} env-steps/s; CPU µs per env step: "
                   + ", ".join(f"{who} {1e6 * u / env_steps:.1f}" for who, u in used.items())
                   + f"; load {os.getloadavg()[0]:.2f}")
@@ -350,7 +366,8 @@ def main() -> None:
     window = end - start
     calls = args.steps
     env_steps = calls * (16 if args.lockstep else 8)
-    print(f"{'lockstep step' if args.lockstep else 'send/recv M=8'}: {calls} vector calls, {env_steps} env steps in "
+    print(f"{'lockstep step' if args.lockstep else 'send/recv M=8'}{', servers pinned' if args.pin else ''}: "
+          f"{calls} vector calls, {env_steps} env steps in "
           f"{window / 1e9:.3f} s: {env_steps / (window / 1e9):,.0f} env-steps/s, "
           f"{window / calls / 1e3:.1f} µs per vector call; load {os.getloadavg()[0]:.2f}; perf data {data}")
     totals, latencies = states(events, tids, start, end)
