@@ -1,6 +1,8 @@
 """The learner's side of issue 25's throughput: CPU per env step of the
 process that drives ``RemoteVectorEnv`` (not the servers'), and the
-stragglers' asynchronous ``recv`` against lockstep ``step``.
+stragglers' asynchronous ``recv`` against lockstep ``step``; and the batched
+fleet driven EnvPool's way (``pendulum-recv``: ``batch_size=8``, one server's
+batch per ``recv``).
 
     .venv-ref/bin/python benches/learner_side.py [--seconds 2] [--rounds 3] [--only NAME,...]
     .venv-ref/bin/python benches/learner_side.py --profile NAME   # cProfile of one configuration
@@ -67,6 +69,7 @@ def main() -> None:
     urls = [s.url for s in servers]
     single = [(urls[j % 2], f"pendulum{j // 2}") for j in range(N)]
     batched = [(u, "pendulum_batch") for u in urls]
+    batched_recv = [(u, "pendulum_batch_recv") for u in urls]  # one controller per resource
     stragglers = [(urls[j % 2], f"straggler{j // 2}") for j in range(STRAGGLERS)]
     stragglers_recv = [(urls[j % 2], f"straggler{STRAGGLERS // 2 + j // 2}") for j in range(STRAGGLERS)]
     configs: Dict[str, Config] = {
@@ -74,6 +77,7 @@ def main() -> None:
         "pendulum-single": Config(lambda: RemoteVectorEnv(single), lockstep, servers),
         "stragglers-step": Config(lambda: RemoteVectorEnv(stragglers), lockstep, servers),
         "stragglers-recv": Config(lambda: RemoteVectorEnv(stragglers_recv, batch_size=16), send_recv, servers),
+        "pendulum-recv": Config(lambda: RemoteVectorEnv(batched_recv, batch_size=8), send_recv, servers),
     }
     if args.only:
         configs = {k: v for k, v in configs.items() if k in args.only.split(",")}

@@ -11,7 +11,10 @@ one lockstep ``step`` (or one ``recv``) costs the process that drives
 
 CONFIG is one of ``benches/learner_side.py``'s: pendulum-batched (2 servers x
 BatchedEnv(8)), pendulum-single (16 single envs), stragglers-step (64,
-lockstep), stragglers-recv (64, send/recv with batch_size 16). The servers are
+lockstep), stragglers-recv (64, send/recv with batch_size 16), and
+pendulum-recv (2 servers x BatchedEnv(8), send/recv with batch_size 8, as
+``throughput.py``'s batched send/recv row: one vector call is one recv and
+one send, 8 env steps). The servers are
 ``benches/throughput.py --serve`` processes (never traced). After 300 warm-up
 steps the script counts STEPS (default 2000) vector calls and prints, per
 vector call: voluntary / involuntary context switches of each of the
@@ -60,7 +63,7 @@ def threads() -> Dict[str, Tuple[int, int]]:
 def requests_per_call(config: str) -> int:
     """Replies the learner waits for per vector call."""
     counts = {"pendulum-batched": 2, "pendulum-single": int(N), "stragglers-step": int(STRAGGLERS),
-              "stragglers-recv": 16}
+              "stragglers-recv": 16, "pendulum-recv": 1}
     return counts[config]
 
 
@@ -99,13 +102,15 @@ def main() -> None:
     urls = [s.url for s in servers]
     envs: Any = None
     try:
-        recv = config == "stragglers-recv"
+        recv = config in ("stragglers-recv", "pendulum-recv")
         if config == "pendulum-batched":
             envs = RemoteVectorEnv([(u, "pendulum_batch") for u in urls])
         elif config == "pendulum-single":
             envs = RemoteVectorEnv([(urls[j % 2], f"pendulum{j // 2}") for j in range(N)])
         elif config == "stragglers-step":
             envs = RemoteVectorEnv([(urls[j % 2], f"straggler{j // 2}") for j in range(STRAGGLERS)])
+        elif config == "pendulum-recv":
+            envs = RemoteVectorEnv([(u, "pendulum_batch_recv") for u in urls], batch_size=8)
         elif recv:
             envs = RemoteVectorEnv([(urls[j % 2], f"straggler{STRAGGLERS // 2 + j // 2}")
                                     for j in range(STRAGGLERS)], batch_size=16)

@@ -482,7 +482,14 @@ class RemoteVectorEnv(VectorEnv):
         cover whole resources (a batched resource's sub-envs go together),
         none of them in flight: send back what ``recv`` returned. A nested
         list or scalars become the stacked array, as in ``step_async``."""
-        ids = list(range(self.num_envs)) if env_id is None else [int(i) for i in np.asarray(env_id).reshape(-1)]
+        if env_id is None:
+            ids = list(range(self.num_envs))
+        elif type(env_id) is np.ndarray and env_id.dtype.kind in "iu":
+            # What recv's infos["env_id"] is: its ints at once (iterating
+            # the array makes a NumPy scalar per id and ends on an IndexError).
+            ids = env_id.reshape(-1).tolist()
+        else:
+            ids = [int(i) for i in np.asarray(env_id).reshape(-1)]
         if type(actions) in _actions.PLAIN:
             actions = _actions.coerce_batched(actions, self._native.space_document("action_space"), len(ids))
         self._native.send(actions, ids)
@@ -498,6 +505,11 @@ class RemoteVectorEnv(VectorEnv):
         restart policy, a ``recv`` that restarts envs returns every env that
         was in flight (see the class's help)."""
         native = self._native.recv(self.batch_size or self.num_envs)
+        if not (native[4] or native[6] or native[7]) and self._healer is None and self._recorder is None:
+            # The common recv: no info, no final observation, no failure,
+            # nothing to record or heal: what the general path below
+            # returns (its infos empty but for the ids).
+            return native[0], native[1], native[2], native[3], {"env_id": native[8]}
         if self._recorder is not None:
             self._recorder.stepped(native)
         extra: Dict[int, Dict[str, Any]] = {}

@@ -1,0 +1,140 @@
+"""``RemoteVectorEnv.recv``'s common path (no infos, no final observation, no
+failure, no recorder or restart policy: the native results returned as they
+are, with ``infos == {"env_id": ids}``) against the general path
+(``_results_positional``) and against local Gymnasium envs, bit for bit; and
+``send``'s ids given as ``recv``'s own int64 array, other integer arrays,
+lists, tuples and a float array: the same envs stepped with the same actions.
+"""
+
+from typing import Any, Dict, Iterator, List, Tuple
+
+import numpy as np
+import pytest
+
+gymnasium = pytest.importorskip("gymnasium")
+from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv  # noqa: E402
+
+import unienv_remote  # noqa: E402
+from unienv_remote import BatchedEnv, RemoteVectorEnv  # noqa: E402
+
+
+def pendulum() -> gymnasium.Env:
+    return gymnasium.make("Pendulum-v1")
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    s = unienv_remote.RemoteServer(idle_timeout=None)
+    for fleet in ("a", "b", "c"):
+        s.register(f"{fleet}_pair", BatchedEnv([pendulum] * 2))
+        s.register(f"{fleet}_single", FromGymnasiumEnv(pendulum()))
+        s.register(f"{fleet}_triple", BatchedEnv([pendulum] * 3))
+    address = s.listen("127.0.0.1", 0)
+    yield address
+    s.close()
+
+
+def fleet(url: str, name: str) -> List[Tuple[str, str]]:
+    return [(url, f"{name}_pair"), (url, f"{name}_single"), (url, f"{name}_triple")]
+
+
+#: Sub-envs 0-1 (pair), 2 (single), 3-5 (triple).
+N = 6
+
+
+def action(env: int, step: int) -> np.ndarray:
+    """The action of env ``env``'s ``step``-th step: a function of both, so
+    two fleets stepped in different orders get the same actions."""
+    return np.array([np.sin(1.7 * env + 0.31 * step) * 2.0], np.float32)
+
+
+Row = Tuple[bytes, bytes, bytes, bytes]
+
+
+def rows(result: Tuple[Any, ...], ids: List[int]) -> Dict[int, Row]:
+    obs, rewards, terminated, truncated = result[:4]
+    assert obs.dtype == np.float32 and rewards.dtype == np.float64
+    assert terminated.dtype == np.bool_ and truncated.dtype == np.bool_
+    return {i: (obs[k].tobytes(), rewards[k:k + 1].tobytes(), terminated[k:k + 1].tobytes(),
+                truncated[k:k + 1].tobytes()) for k, i in enumerate(ids)}
+
+
+def drive(envs: RemoteVectorEnv, general: bool, id_kind: str, rounds: int) -> Dict[Tuple[int, int], Row]:
+    """send/recv ``rounds`` times; each env's results by (env, its step)."""
+    out: Dict[Tuple[int, int], Row] = {}
+    count = [0] * N
+    envs.reset(seed=11)
+    envs.send(np.stack([action(i, 0) for i in range(N)]))
+    for _ in range(rounds):
+        if general:
+            native = envs._native.recv(envs.batch_size or envs.num_envs)
+            ids = [int(i) for i in native[8]]
+            result = envs._results_positional(native, len(ids))
+            infos = result[4]
+            assert infos == {}
+            infos["env_id"] = native[8]
+        else:
+            result = envs.recv()
+            infos = result[4]
+            assert list(infos) == ["env_id"]
+            ids = [int(i) for i in infos["env_id"]]
+        env_id = infos["env_id"]
+        assert isinstance(env_id, np.ndarray) and env_id.dtype == np.int64
+        for i, row in rows(result, ids).items():
+            out[(i, count[i])] = row
+            count[i] += 1
+        actions = np.stack([action(i, count[i]) for i in ids])
+        given: Any = {
+            "recv": env_id,
+            "int32": env_id.astype(np.int32),
+            "uint8": env_id.astype(np.uint8),
+            "list": ids,
+            "tuple": tuple(ids),
+            "float": env_id.astype(np.float64),
+            "column": env_id.reshape(-1, 1),
+        }[id_kind]
+        envs.send(actions, given)
+    while envs._native.step_pending():
+        envs.recv()
+    return out
+
+
+@pytest.mark.parametrize("id_kind", ["recv", "int32", "uint8", "list", "tuple", "float", "column"])
+def test_common_recv_is_the_general_path_bit_for_bit(url: str, id_kind: str) -> None:
+    a = RemoteVectorEnv(fleet(url, "a"), batch_size=2)
+    b = RemoteVectorEnv(fleet(url, "b"), batch_size=2)
+    try:
+        fast = drive(a, False, id_kind, 40)
+        general = drive(b, True, "recv", 40)
+    finally:
+        a.close()
+        b.close()
+    common = fast.keys() & general.keys()
+    assert len(common) >= 40
+    for key in sorted(common):
+        assert fast[key] == general[key], key
+
+
+def test_common_recv_matches_local_envs(url: str) -> None:
+    envs = RemoteVectorEnv(fleet(url, "c"), batch_size=3)
+    locals_ = [pendulum() for _ in range(N)]
+    try:
+        got = drive(envs, False, "recv", 60)
+        for i, e in enumerate(locals_):
+            e.reset(seed=11 + i)
+        steps = max(s for _, s in got) + 1
+        checked = 0
+        for step in range(steps):
+            for i, e in enumerate(locals_):
+                if (i, step) not in got:
+                    continue
+                obs, reward, terminated, truncated, _ = e.step(action(i, step))
+                want = (np.asarray(obs, np.float32).tobytes(), np.array([reward], np.float64).tobytes(),
+                        np.array([terminated]).tobytes(), np.array([truncated]).tobytes())
+                assert got[(i, step)] == want, (i, step)
+                checked += 1
+        assert checked >= 60
+    finally:
+        envs.close()
+        for e in locals_:
+            e.close()
