@@ -182,6 +182,11 @@ impl Subscriptions {
         revision: u64,
         sequence: u64,
     ) {
+        // Nobody observes this domain (a learner's usual case): nothing to
+        // build. The boundary's sequence is the caller's, taken already.
+        if self.list.is_empty() {
+            return;
+        }
         let Publish {
             operation_id,
             kind,
