@@ -22,6 +22,11 @@ measured in the same run, with the machine's load average before and after:
 * the batched configuration again over Unix domain sockets (``ws+unix://``)
   instead of loopback TCP, and again stepped with ``send``/``recv``
   (``batch_size=8``: one server's batch at a time, the other stepping);
+* 32 envs as 2 server processes x 2 ``BatchedEnv`` of 8, stepped with
+  ``send``/``recv`` (``batch_size=16``: while the learner handles one batch,
+  each server steps its other one), against ``SyncVectorEnv`` of 32, servers
+  unpinned and pinned: what a server's own turnaround costs once it has a
+  second resource to step;
 * the 16 single and the batched configurations again with each server
   process pinned to a vCPU of its own (server i on CPU i mod the CPU count,
   ``RemoteServer(cpus=[i])``, as a user would; the learner unpinned), in the
@@ -99,6 +104,10 @@ def serve(index: int, unix: bool, cpu: Optional[int]) -> None:
             server.close()  # removes the socket file
             os.rmdir(socket_dir)
         return
+    # Two more batches per server for the 32-env send/recv rows.
+    for k in range(2):
+        server.register(f"pendulum_batch_x{k}", BatchedEnv([lambda: gymnasium.make("Pendulum-v1")] * PER_SERVER))
+        server.register(f"cheetah_batch_x{k}", BatchedEnv([lambda: gymnasium.make("HalfCheetah-v5")] * PER_SERVER))
     for i in range(PER_SERVER):
         server.register(f"pendulum{i}", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
         server.register(f"cheetah{i}", FromGymnasiumEnv(gymnasium.make("HalfCheetah-v5")))
@@ -303,6 +312,13 @@ def main() -> None:
         configs[f"{sim} remote 2x BatchedEnv(8), send/recv M=8"] = Config(
             "batched-recv", (lambda a: lambda: RemoteVectorEnv(a, batch_size=PER_SERVER))(recv_fleet), send_recv,
             servers)
+        # 32 envs, two resources per server: a server steps one while the
+        # learner turns the other around.
+        configs[f"{sim} SyncVectorEnv(32)"] = Config("sync32", lambda m=make: SyncVectorEnv([m] * 2 * N), lockstep)
+        for pin, at in (("", servers), (PINNED, pinned_servers)):
+            fleet32 = [(s.url, f"{prefix}_batch_x{k}") for k in range(2) for s in at]
+            configs[f"{sim} remote 2x2 BatchedEnv(8), send/recv M=16{pin}"] = Config(
+                "batched32-recv", (lambda a: lambda: RemoteVectorEnv(a, batch_size=N))(fleet32), send_recv, at)
     configs["stragglers lockstep step"] = Config("lockstep", lambda: RemoteVectorEnv(stragglers), lockstep, servers)
     configs["stragglers send/recv M=16"] = Config(
         "recv", lambda: RemoteVectorEnv(stragglers_recv, batch_size=16), send_recv, servers)
@@ -360,6 +376,18 @@ def main() -> None:
         two = configs[f"{sim} BatchedEnv(8) in process, threads=2"]
         print(f"| {sim} BatchedEnv(8) in process, threads=1 / threads=2 | {one.rate:,.0f} / {two.rate:,.0f} | "
               f"2 threads {two.rate / one.rate:.2f}x ({two.best / one.best:.2f}x) | | | |")
+    print()
+    print("| 32 envs | env-steps/s | vs SyncVectorEnv(32) | server CPU µs/env-step | beyond the simulator |")
+    print("|---|---:|---:|---:|---:|")
+    for sim in ("Pendulum-v1", "HalfCheetah-v5"):
+        sync32 = configs[f"{sim} SyncVectorEnv(32)"]
+        own_us = 1e6 * statistics.median(sync32.own_cpu_per_step)
+        print(f"| {sim} SyncVectorEnv(32) | {sync32.rate:,.0f} ({sync32.best:,.0f}) | 1.00x | ({own_us:.1f} in process) | |")
+        for pin in ("", PINNED):
+            c = configs[f"{sim} remote 2x2 BatchedEnv(8), send/recv M=16{pin}"]
+            cpu_us = 1e6 * statistics.median(c.cpu_per_step)
+            print(f"| {sim} remote 2x2 BatchedEnv(8), send/recv M=16{pin} | {c.rate:,.0f} ({c.best:,.0f}) "
+                  f"| {c.rate / sync32.rate:.2f}x ({c.best / sync32.best:.2f}x) | {cpu_us:.1f} | {cpu_us - own_us:.1f} |")
     print()
     print("Targets: Pendulum batched >= 1.0x Sync and >= 5x Async; HalfCheetah batched >= 1.3x Sync; "
           "16 single remote >= 2x Async; stragglers recv/step >= 1.5x.")
