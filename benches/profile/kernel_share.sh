@@ -19,15 +19,8 @@ cd "$(dirname "$0")/../.."
 what=${1:-python}
 PY=${UNIENV_REF_PYTHON:-$PWD/.venv-ref/bin/python}
 SECS=${SECS:-4}
-dir=$(mktemp -d /tmp/ue-kshare-XXXXXX)
-TRANSPORT=${TRANSPORT:-tcp}
-pid=
-trap 'kill -INT $pid 2>/dev/null || true; sleep 1; kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+TAG=kshare
 . benches/profile/serve.sh
-client() {
-  if [ "$what" = fleet ]; then "$PY" benches/profile/step_fleet.py "$url" "$1"
-  else "$PY" benches/profile/step_n.py "$url" "$env_id" "$1"; fi
-}
 client 100   # warm-up
 n=${N:-$(case $what in fleet) echo 1500;; batched) echo 6000;; *) echo 12000;; esac)}
 client "$n" & cpid=$!

@@ -18,16 +18,8 @@ cd "$(dirname "$0")/../.."
 what=${1:-python}
 PY=${UNIENV_REF_PYTHON:-$PWD/.venv-ref/bin/python}
 N=${N:-2000}; [ "$what" = fleet ] && N=${N_FLEET:-500}
-dir=$(mktemp -d /tmp/ue-sched-XXXXXX)
-TRANSPORT=${TRANSPORT:-tcp}
-pid=
-sp=
-trap 'kill -INT $sp 2>/dev/null || true; kill -INT $pid 2>/dev/null || true; sleep 1; kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+TAG=sched
 . benches/profile/serve.sh
-client() {
-  if [ "$what" = fleet ]; then "$PY" benches/profile/step_fleet.py "$url" "$1"
-  else "$PY" benches/profile/step_n.py "$url" "$env_id" "$1"; fi
-}
 client 100 >/dev/null   # warm-up
 perf sched record -o "$dir/perf.data" -- sleep 600 >/dev/null 2>&1 &
 sp=$!

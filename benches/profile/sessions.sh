@@ -19,11 +19,7 @@ K=${1:-8}
 N=${N:-1500}
 what=fleet
 PY=${UNIENV_REF_PYTHON:-$PWD/.venv-ref/bin/python}
-dir=$(mktemp -d /tmp/ue-sessions-XXXXXX)
-TRANSPORT=${TRANSPORT:-tcp}
-pid=
-sp=
-trap 'kill -INT $sp 2>/dev/null || true; kill -INT $pid 2>/dev/null || true; sleep 1; kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+TAG=sessions
 . benches/profile/serve.sh
 clients() {
   local pids=() i

@@ -17,22 +17,16 @@
 # only (the client keeps the venv's). N1/N2 (default 500/2500) and TRANSPORT (unix, the default, or tcp: a
 # loopback port the system picks) are read from the environment; BIN overrides the CLI for
 # `rust`; CPUS (e.g. CPUS=0) pins the server to those CPUs with its own option (`serve --cpus`,
-# `RemoteServer(cpus=...)`). The server is started by serve.sh (shared with kernel_share.sh).
+# `RemoteServer(cpus=...)`). The server is started by serve.sh (shared with the other profiling scripts).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 what=${1:-rust}
 PY=${UNIENV_REF_PYTHON:-$PWD/.venv-ref/bin/python}
 N1=${N1:-500}
 N2=${N2:-2500}
-dir=$(mktemp -d /tmp/ue-wake-XXXXXX)
+TAG=wake
 TRANSPORT=${TRANSPORT:-unix}
-pid=
-trap 'kill -INT $pid 2>/dev/null || true; sleep 1; kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
 . benches/profile/serve.sh
-client() {
-  if [ "$what" = fleet ]; then "$PY" benches/profile/step_fleet.py "$url" "$1"
-  else "$PY" benches/profile/step_n.py "$url" "$env_id" "$1"; fi
-}
 client 100   # warm-up
 
 # One line per thread: tid name voluntary involuntary run_ns wait_ns (runnable, waiting for a CPU)
