@@ -112,7 +112,7 @@ def serve(index: int, unix: bool, cpu: Optional[int]) -> None:
         server.register(f"pendulum{i}", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
         server.register(f"cheetah{i}", FromGymnasiumEnv(gymnasium.make("HalfCheetah-v5")))
     if cpu is not None:
-        # A pinned server: the batched and the 16 single rows only.
+        # A pinned server: the batched, the 16 single and the 32-env rows only.
         print(server.listen("127.0.0.1", 0), flush=True)
         try:
             sys.stdin.read()

@@ -3,7 +3,8 @@ failure, no recorder or restart policy: the native results returned as they
 are, with ``infos == {"env_id": ids}``) against the general path
 (``_results_positional``) and against local Gymnasium envs, bit for bit; and
 ``send``'s ids given as ``recv``'s own int64 array, other integer arrays,
-lists, tuples and a float array: the same envs stepped with the same actions.
+lists, tuples and a float array of whole numbers: the same envs stepped with the
+same actions; a boolean mask or fractional ids refused before anything is sent.
 """
 
 from typing import Any, Dict, Iterator, List, Tuple
@@ -25,7 +26,7 @@ def pendulum() -> gymnasium.Env:
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
     s = unienv_remote.RemoteServer(idle_timeout=None)
-    for fleet in ("a", "b", "c"):
+    for fleet in ("a", "b", "c", "d"):
         s.register(f"{fleet}_pair", BatchedEnv([pendulum] * 2))
         s.register(f"{fleet}_single", FromGymnasiumEnv(pendulum()))
         s.register(f"{fleet}_triple", BatchedEnv([pendulum] * 3))
@@ -138,3 +139,22 @@ def test_common_recv_matches_local_envs(url: str) -> None:
         envs.close()
         for e in locals_:
             e.close()
+
+
+@pytest.mark.parametrize("bad, error", [
+    (np.ones(2, bool), TypeError),
+    ([True, False], TypeError),
+    (np.array([0.9, 2.7]), ValueError),
+])
+def test_send_refuses_masks_and_fractional_ids(url: str, bad: Any, error: type) -> None:
+    envs = RemoteVectorEnv(fleet(url, "d"), batch_size=2)
+    try:
+        envs.reset(seed=0)
+        with pytest.raises(error):
+            envs.send(np.zeros((2, 1), np.float32), bad)
+        assert not envs._native.step_pending()  # nothing was sent
+        envs.send(np.zeros((N, 1), np.float32))
+        while envs._native.step_pending():
+            envs.recv()
+    finally:
+        envs.close()

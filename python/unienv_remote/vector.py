@@ -481,7 +481,10 @@ class RemoteVectorEnv(VectorEnv):
         ``actions`` stacked in that order) and returns at once. The ids must
         cover whole resources (a batched resource's sub-envs go together),
         none of them in flight: send back what ``recv`` returned. A nested
-        list or scalars become the stacked array, as in ``step_async``."""
+        list or scalars become the stacked array, as in ``step_async``.
+        Ids are integers (a float array of whole numbers is taken too); a
+        boolean mask is refused (``TypeError``), as are fractional ids
+        (``ValueError``), before anything is sent."""
         if env_id is None:
             ids = list(range(self.num_envs))
         elif type(env_id) is np.ndarray and env_id.dtype.kind in "iu":
@@ -489,7 +492,12 @@ class RemoteVectorEnv(VectorEnv):
             # the array makes a NumPy scalar per id and ends on an IndexError).
             ids = env_id.reshape(-1).tolist()
         else:
-            ids = [int(i) for i in np.asarray(env_id).reshape(-1)]
+            given = np.asarray(env_id).reshape(-1)
+            if given.dtype.kind == "b":
+                raise TypeError("env_id takes the sub-envs' ids (as recv's infos['env_id']), not a boolean mask")
+            if given.dtype.kind == "f" and not np.all(np.mod(given, 1) == 0):
+                raise ValueError(f"env_id must be whole numbers (sub-env ids), got {given.tolist()}")
+            ids = [int(i) for i in given]
         if type(actions) in _actions.PLAIN:
             actions = _actions.coerce_batched(actions, self._native.space_document("action_space"), len(ids))
         self._native.send(actions, ids)

@@ -258,8 +258,8 @@ async fn kept_requests_are_charged_to_the_sessions_budget() {
         );
     }
     // 64 KiB holds the kept step and reset requests (~2.5 KiB each); with
-    // 33 KiB of it taken, less than 1 KiB is left under half the cap, which
-    // holds none, and that session stepped all the same.
+    // 33 KiB of it taken, the account is already over half the cap, so
+    // nothing is kept, and that session stepped all the same.
     assert!(held_while_open[0] > 0, "{held_while_open:?}");
     assert_eq!(held_while_open[1], 0, "{held_while_open:?}");
 }
