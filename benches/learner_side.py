@@ -2,7 +2,8 @@
 process that drives ``RemoteVectorEnv`` (not the servers'), and the
 stragglers' asynchronous ``recv`` against lockstep ``step``; and the batched
 fleet driven EnvPool's way (``pendulum-recv``: ``batch_size=8``, one server's
-batch per ``recv``).
+batch per ``recv``); and the HalfCheetah fleets (``cheetah-batched``,
+``cheetah-single``), whose steps return infos.
 
     .venv-ref/bin/python benches/learner_side.py [--seconds 2] [--rounds 3] [--only NAME,...]
     .venv-ref/bin/python benches/learner_side.py --profile NAME   # cProfile of one configuration
@@ -78,6 +79,11 @@ def main() -> None:
         "stragglers-step": Config(lambda: RemoteVectorEnv(stragglers), lockstep, servers),
         "stragglers-recv": Config(lambda: RemoteVectorEnv(stragglers_recv, batch_size=16), send_recv, servers),
         "pendulum-recv": Config(lambda: RemoteVectorEnv(batched_recv, batch_size=8), send_recv, servers),
+        # HalfCheetah's sub-envs return an info dict each (4 floats): the
+        # learner gathers them into Gymnasium's per-key arrays and masks.
+        "cheetah-batched": Config(lambda: RemoteVectorEnv([(u, "cheetah_batch") for u in urls]), lockstep, servers),
+        "cheetah-single": Config(lambda: RemoteVectorEnv([(urls[j % 2], f"cheetah{j // 2}") for j in range(N)]),
+                                 lockstep, servers),
     }
     if args.only:
         configs = {k: v for k, v in configs.items() if k in args.only.split(",")}

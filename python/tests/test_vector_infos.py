@@ -1,0 +1,152 @@
+"""``_gather_infos`` (a vector step's infos, a column at a time when the envs
+report the same keys with values of one type) gives what Gymnasium's
+``_add_info`` gives env by env, to the byte: the same keys in the same order,
+each value array and mask of the same dtype, shape and bytes; across the
+cases it takes whole (scalars of every NumPy type, 0-d and n-d arrays, envs
+without an info, unused envs) and those it hands to ``_add_info`` (keys that
+differ, mixed types, nested dicts, objects, ``final_obs``, ``_``-keys)."""
+
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+import pytest
+
+from unienv_remote.vector import _gather_infos, _InfoBuilder
+
+
+def by_add_info(n: int, env_infos: List[Dict[str, Any]], used: Optional[List[bool]] = None) -> Dict[str, Any]:
+    builder = _InfoBuilder(n)
+    infos: Dict[str, Any] = {}
+    for i, info in enumerate(env_infos):
+        if info and (used is None or used[i]):
+            infos = builder._add_info(infos, info, i)
+    return infos
+
+
+def same(a: Any, b: Any) -> None:
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b)
+        for k in a:
+            same(a[k], b[k])
+    elif isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape
+        if a.dtype == object:
+            assert len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b))
+        else:
+            assert a.tobytes() == b.tobytes()
+    else:
+        assert a == b
+
+
+CHEETAH = [{"x_position": 0.1 * i, "x_velocity": -1.5 * i, "reward_forward": float(i),
+            "reward_ctrl": np.array(-0.01 * i, np.float32)} for i in range(16)]
+
+CASES: Dict[str, List[Dict[str, Any]]] = {
+    "cheetah": CHEETAH,
+    "some envs without infos": [{} if i % 3 == 0 else CHEETAH[i] for i in range(16)],
+    "ints and bools": [{"lives": i, "done": i % 2 == 0, "np_bool": np.bool_(i % 3 == 0)} for i in range(8)],
+    "numpy scalars": [{"a": np.float32(i / 3), "b": np.int32(-i), "c": np.uint8(i), "d": np.float16(i / 7),
+                       "e": np.int64(i * 10 ** 12)} for i in range(8)],
+    "n-d arrays": [{"contact": np.arange(6, dtype=np.float64).reshape(2, 3) * i, "ids": np.array([i, i + 1])}
+                   for i in range(8)],
+    "keys differ": [{"a": 1.0} if i % 2 else {"b": 2.0} for i in range(8)],
+    "key order differs": [{"a": float(i), "b": 2.0} if i % 2 else {"b": 3.0, "a": float(i)} for i in range(8)],
+    "types differ": [{"a": 1 if i % 2 else 1.5} for i in range(8)],
+    "bool after int": [{"a": i if i else True} for i in range(8)],
+    "array shapes differ": [{"a": np.zeros(i % 2 + 1)} for i in range(2)] + [{"a": np.zeros(1)}],
+    "array dtypes differ": [{"a": np.zeros(2, np.float32 if i % 2 else np.float64)} for i in range(8)],
+    "nested": [{"inner": {"x": float(i), "y": i}, "z": 1.0} for i in range(8)],
+    "objects": [{"name": f"env{i}", "z": 1.0} for i in range(8)],
+    "final_obs": [{"final_obs": np.zeros(3), "final_info": {}} for _ in range(4)],
+    "underscore keys": [{"x": 1.0, "_x": 2.0} for _ in range(4)],
+    "none": [{} for _ in range(8)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gather_equals_add_info(name: str) -> None:
+    env_infos = CASES[name]
+    for n in (len(env_infos), len(env_infos) + 3):
+        try:
+            want = by_add_info(n, env_infos)
+        except ValueError as e:  # arrays of other shapes: _add_info cannot stack them
+            with pytest.raises(type(e), match="broadcast"):
+                _gather_infos(_InfoBuilder(n), env_infos)
+            continue
+        same(want, _gather_infos(_InfoBuilder(n), env_infos))
+
+
+@pytest.mark.parametrize("name", ["cheetah", "ints and bools", "keys differ"])
+def test_gather_leaves_out_unused_envs(name: str) -> None:
+    env_infos = CASES[name]
+    used = [i % 4 != 1 for i in range(len(env_infos))]
+    same(by_add_info(len(env_infos), env_infos, used), _gather_infos(_InfoBuilder(len(env_infos)), env_infos, used))
+
+
+def test_gather_copies_the_values() -> None:
+    """The columns hold the values, not the envs' arrays: a sub-env that
+    writes into its info array later changes nothing gathered."""
+    env_infos = [{"a": np.array([1.0, 2.0])} for _ in range(4)]
+    infos = _gather_infos(_InfoBuilder(4), env_infos)
+    env_infos[0]["a"][0] = 99.0
+    assert infos["a"][0, 0] == 1.0
+
+
+class Counting(_InfoBuilder):
+    calls = 0
+
+    def _add_info(self, *args: Any) -> Any:  # type: ignore[override]
+        Counting.calls += 1
+        return super()._add_info(*args)
+
+
+@pytest.mark.parametrize("name, whole", [("cheetah", True), ("some envs without infos", True),
+                                         ("numpy scalars", True), ("n-d arrays", True),
+                                         ("ints and bools", False), ("keys differ", False), ("nested", False),
+                                         ("types differ", False), ("objects", False)])
+def test_which_cases_are_gathered_whole(name: str, whole: bool) -> None:
+    Counting.calls = 0
+    _gather_infos(Counting(16), CASES[name])
+    assert (Counting.calls == 0) == whole, Counting.calls
+
+
+def test_halfcheetah_infos_equal_sync_vector_envs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """End to end: HalfCheetah's four infos (three floats and a float32
+    0-d array) from a batched and a single remote resource, gathered whole,
+    equal ``SyncVectorEnv``'s over the same envs, dtypes and bytes."""
+    gymnasium = pytest.importorskip("gymnasium")
+    pytest.importorskip("mujoco")
+    from gymnasium.vector import SyncVectorEnv
+    from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
+
+    import unienv_remote
+    from unienv_remote import BatchedEnv, RemoteVectorEnv
+
+    def make() -> Any:
+        return gymnasium.make("HalfCheetah-v5")
+
+    server = unienv_remote.RemoteServer(idle_timeout=None)
+    server.register("batch", BatchedEnv([make] * 3))
+    server.register("single", FromGymnasiumEnv(make()))
+    url = server.listen("127.0.0.1", 0)
+    envs = RemoteVectorEnv([(url, "batch"), (url, "single")])
+    local = SyncVectorEnv([make] * 4)
+    try:
+        envs.reset(seed=3)
+        local.reset(seed=3)
+        local.action_space.seed(3)
+        calls: List[int] = []
+        add_info = RemoteVectorEnv._add_info
+        monkeypatch.setattr(RemoteVectorEnv, "_add_info", lambda self, *a: calls.append(1) or add_info(self, *a))
+        for _ in range(20):
+            actions = local.action_space.sample()
+            got, want = envs.step(actions), local.step(actions)
+            assert list(got[4]) == ["x_position", "_x_position", "x_velocity", "_x_velocity",
+                                    "reward_forward", "_reward_forward", "reward_ctrl", "_reward_ctrl"]
+            same(want[4], got[4])
+            assert got[0].tobytes() == want[0].tobytes() and got[1].tobytes() == want[1].tobytes()
+        assert not calls  # gathered whole, every step
+    finally:
+        envs.close()
+        local.close()
+        server.close()
