@@ -1,8 +1,10 @@
 """A vector step's infos gathered by Gymnasium's ``_add_info`` env by env
-against ``unienv_remote.vector._gather_infos`` (a column at a time), on the
+against ``unienv_remote.vector._gather_infos`` (a column at a time, in
+Python: the path for infos the extension does not gather itself), on the
 infos a real fleet returns: 2 ``BatchedEnv(8)`` of HalfCheetah-v5 hosted by
 an in-process ``RemoteServer`` (three floats and a float32 0-d array per
-sub-env), and a 16-env fleet where half the envs report nothing.
+sub-env, as the extension's per-env dicts carried them), and a 16-env fleet
+where half the envs report nothing.
 
     .venv-ref/bin/python benches/info_gather.py [--rounds 5]
 
@@ -45,10 +47,15 @@ def main() -> None:
     try:
         envs.reset(seed=0)
         envs._native.step_async(np.zeros((16, 6), np.float32))
-        infos = envs._native.step_wait()[4]
+        gathered = envs._native.step_wait()[4]
     finally:
         envs.close()
         server.close()
+    # The extension now returns these infos gathered (python/src/vector_infos.rs);
+    # the per-env dicts it used to return, taken back out of the columns:
+    keys = [k for k in gathered if not k.startswith("_")]
+    infos = [{k: (gathered[k][i].item() if gathered[k].dtype == np.float64 else np.array(gathered[k][i]))
+              for k in keys} for i in range(16)]
     half = [info if i % 2 else {} for i, info in enumerate(infos)]
     builder = _InfoBuilder(16)
     cases = {"16 HalfCheetah infos": infos, "8 of 16": half}

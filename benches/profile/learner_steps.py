@@ -12,7 +12,8 @@ one lockstep ``step`` (or one ``recv``) costs the process that drives
 CONFIG is one of ``benches/learner_side.py``'s: pendulum-batched (2 servers x
 BatchedEnv(8)), pendulum-single (16 single envs), stragglers-step (64,
 lockstep), stragglers-recv (64, send/recv with batch_size 16), and
-pendulum-recv (2 servers x BatchedEnv(8), send/recv with batch_size 8, as
+cheetah-batched (2 servers x BatchedEnv(8) of HalfCheetah-v5, whose sub-envs
+report four infos each), pendulum-recv (2 servers x BatchedEnv(8), send/recv with batch_size 8, as
 ``throughput.py``'s batched send/recv row: one vector call is one recv and
 one send, 8 env steps). The servers are
 ``benches/throughput.py --serve`` processes (never traced). After 300 warm-up
@@ -63,7 +64,7 @@ def threads() -> Dict[str, Tuple[int, int]]:
 def requests_per_call(config: str) -> int:
     """Replies the learner waits for per vector call."""
     counts = {"pendulum-batched": 2, "pendulum-single": int(N), "stragglers-step": int(STRAGGLERS),
-              "stragglers-recv": 16, "pendulum-recv": 1}
+              "stragglers-recv": 16, "pendulum-recv": 1, "cheetah-batched": 2}
     return counts[config]
 
 
@@ -105,6 +106,8 @@ def main() -> None:
         recv = config in ("stragglers-recv", "pendulum-recv")
         if config == "pendulum-batched":
             envs = RemoteVectorEnv([(u, "pendulum_batch") for u in urls])
+        elif config == "cheetah-batched":  # sub-envs that report infos (four each)
+            envs = RemoteVectorEnv([(u, "cheetah_batch") for u in urls])
         elif config == "pendulum-single":
             envs = RemoteVectorEnv([(urls[j % 2], f"pendulum{j // 2}") for j in range(N)])
         elif config == "stragglers-step":

@@ -22,6 +22,7 @@ pub mod log;
 pub mod record;
 pub mod server;
 pub mod vector;
+mod vector_infos;
 pub mod wait;
 
 /// The `_native` module.

@@ -119,7 +119,9 @@ fn id_column<'py>(py: Python<'py>, ids: &[usize]) -> PyResult<Bound<'py, PyAny>>
     })
 }
 
-/// A vector step as Python objects (see `PyVectorEnv::step_wait`).
+/// A vector step as Python objects (see `PyVectorEnv::step_wait`); its
+/// infos already in Gymnasium's vector layout when [`crate::vector_infos`]
+/// can build it, else one dict per env.
 fn step_to_py<'py>(py: Python<'py>, s: &VectorStep) -> PyResult<Bound<'py, PyTuple>> {
     let finals = PyList::empty(py);
     for (i, (o, inf)) in s.final_observation.iter().zip(&s.final_info).enumerate() {
@@ -138,7 +140,10 @@ fn step_to_py<'py>(py: Python<'py>, s: &VectorStep) -> PyResult<Bound<'py, PyTup
             f64_column(py, &s.reward)?,
             bool_column(py, &s.terminated)?,
             bool_column(py, &s.truncated)?,
-            infos_to_py(py, &s.infos)?.into_any(),
+            match crate::vector_infos::gathered(py, &s.infos)? {
+                Some(gathered) => gathered.into_any(),
+                None => infos_to_py(py, &s.infos)?.into_any(),
+            },
             bool_column(py, &s.autoreset)?,
             finals.into_any(),
             errors_to_py(py, &s.errors)?.into_any(),

@@ -150,3 +150,95 @@ def test_halfcheetah_infos_equal_sync_vector_envs(monkeypatch: pytest.MonkeyPatc
         envs.close()
         local.close()
         server.close()
+
+
+# -- the extension's gather (python/src/vector_infos.rs) against SyncVectorEnv --
+
+INFO_CASES = {
+    "floats": lambda i, t: {"a": 0.5 * i + t, "b": -1.0 * t},
+    "ints": lambda i, t: {"n": i * 10 + t},
+    "bools": lambda i, t: {"flag": (i + t) % 2 == 0},
+    "float32 scalars": lambda i, t: {"c": np.float32(i + 0.25 * t)},
+    "arrays": lambda i, t: {"v": np.arange(3, dtype=np.float32) * (i + t), "m": np.eye(2) * t},
+    "partial": lambda i, t: {} if (i + t) % 3 == 0 else {"a": float(i), "n": t},
+    "mixed types": lambda i, t: {"a": i if i % 2 else float(i)},
+    "nested": lambda i, t: {"d": {"x": float(i), "y": t}, "z": 1.0},
+    "underscore key": lambda i, t: {"x": 1.0 * t, "_y": 2.0},
+    "keys differ": lambda i, t: {"a": 1.0 * t} if i % 2 else {"b": 2.0},
+}
+#: Cases whose every reporting step the extension gathers itself.
+GATHERED = {"floats", "ints", "bools", "float32 scalars", "arrays", "partial"}
+
+
+def info_env(case: str, index: int) -> Any:
+    gymnasium = pytest.importorskip("gymnasium")
+
+    class InfoEnv(gymnasium.Env):  # type: ignore[misc]
+        observation_space = gymnasium.spaces.Box(-1e6, 1e6, (1,), np.float32)
+        action_space = gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+        def __init__(self) -> None:
+            self.t = 0
+
+        def reset(self, *, seed: Optional[int] = None, options: Any = None) -> Any:
+            super().reset(seed=seed)
+            self.t = 0
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action: Any) -> Any:
+            self.t += 1
+            return (np.full(1, self.t, np.float32), float(index), False, False,
+                    INFO_CASES[case](index, self.t))
+
+    return InfoEnv()
+
+
+@pytest.fixture(scope="module")
+def info_url() -> Any:
+    pytest.importorskip("gymnasium")
+    from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
+
+    import unienv_remote
+    from unienv_remote import BatchedEnv
+
+    server = unienv_remote.RemoteServer(idle_timeout=None)
+    for case in INFO_CASES:
+        for i in range(3):
+            server.register(f"{case}/{i}", FromGymnasiumEnv(info_env(case, i)))
+        server.register(f"{case}/batch", BatchedEnv([lambda c=case, k=k: info_env(c, k) for k in (3, 4)]))
+    yield server.listen("127.0.0.1", 0)
+    server.close()
+
+
+@pytest.mark.parametrize("case", sorted(INFO_CASES))
+def test_extension_gather_equals_sync_vector_env(info_url: str, case: str) -> None:
+    """Three single and a batched resource of 2 whose infos are ``case``:
+    every step's infos equal ``SyncVectorEnv``'s over the same envs
+    (dtypes, shapes, bytes, key order), stepping and receiving, and the
+    extension gathers them itself exactly in the cases it should."""
+    from gymnasium.vector import SyncVectorEnv
+
+    from unienv_remote import RemoteVectorEnv
+
+    addresses = [(info_url, f"{case}/{i}") for i in range(3)] + [(info_url, f"{case}/batch")]
+    envs = RemoteVectorEnv(addresses)
+    local = SyncVectorEnv([lambda k=k: info_env(case, k) for k in range(5)])
+    try:
+        envs.reset(seed=0)
+        local.reset(seed=0)
+        kinds = set()
+        for t in range(6):
+            actions = np.zeros((5, 1), np.float32)
+            if t % 2:
+                envs._native.step_async(actions)
+                native = envs._native.step_wait()
+                kinds.add(type(native[4]).__name__ if native[4] else "none")
+                got = envs._results(native, envs)
+            else:
+                got = envs.step(actions)
+            want = local.step(actions)
+            same(want[4], got[4])
+        assert ("dict" in kinds) == (case in GATHERED), kinds
+    finally:
+        envs.close()
+        local.close()

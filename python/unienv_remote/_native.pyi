@@ -8,7 +8,7 @@ these are its building blocks.
 """
 
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple, final
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, final
 
 from numpy.typing import NDArray
 
@@ -38,7 +38,9 @@ _VectorStep = Tuple[
     NDArray[Any],
     NDArray[Any],
     NDArray[Any],
-    List[Dict[str, Any]],
+    # One info dict per env, or (when they allow it) already in Gymnasium's
+    # vector layout: {key: column, "_key": mask}.
+    Union[List[Dict[str, Any]], Dict[str, Any]],
     NDArray[Any],
     List[Tuple[int, Any, Dict[str, Any]]],
     _VectorErrors,

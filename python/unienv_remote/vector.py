@@ -140,7 +140,7 @@ _SCALARS = frozenset((int, float, bool, np.float64, np.float32, np.float16, np.i
                       np.uint64, np.uint32, np.uint16, np.uint8))
 
 
-def _gather_infos(builder: Any, env_infos: Sequence[Dict[str, Any]],
+def _gather_infos(builder: Any, env_infos: Union[Sequence[Dict[str, Any]], Dict[str, Any]],
                   used: Optional[Any] = None) -> Dict[str, Any]:
     """Gymnasium's ``_add_info`` of every env's info in env order (envs whose
     info is empty, or false in ``used``, a bool sequence or array, left
@@ -153,7 +153,11 @@ def _gather_infos(builder: Any, env_infos: Sequence[Dict[str, Any]],
     value: ``zeros(num_envs, type)`` (``(num_envs, *shape)``, the array's
     dtype), the values at the envs' indices, a mask true there. Anything else
     (nested dicts, other objects, keys that differ or start with ``_``,
-    ``final_obs``, mixed types) goes through ``_add_info`` env by env."""
+    ``final_obs``, mixed types) goes through ``_add_info`` env by env.
+    A dict is a step's infos that the extension gathered the same way
+    (``python/src/vector_infos.rs``): returned as it is."""
+    if isinstance(env_infos, dict):
+        return env_infos  # a step's infos the extension gathered already (same layout)
     sizes = list(map(len, env_infos))
     if used is None:
         present = [i for i, size in enumerate(sizes) if size]
