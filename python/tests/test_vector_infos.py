@@ -214,8 +214,9 @@ def info_url() -> Any:
 def test_extension_gather_equals_sync_vector_env(info_url: str, case: str) -> None:
     """Three single and a batched resource of 2 whose infos are ``case``:
     every step's infos equal ``SyncVectorEnv``'s over the same envs
-    (dtypes, shapes, bytes, key order), stepping and receiving, and the
-    extension gathers them itself exactly in the cases it should."""
+    (dtypes, shapes, bytes, key order), through ``step``, ``step_wait``
+    and ``recv`` (by position, in arrival order), and the extension gathers
+    them itself exactly in the cases it should."""
     from gymnasium.vector import SyncVectorEnv
 
     from unienv_remote import RemoteVectorEnv
@@ -242,3 +243,21 @@ def test_extension_gather_equals_sync_vector_env(info_url: str, case: str) -> No
     finally:
         envs.close()
         local.close()
+
+    # recv: the infos by position, in arrival order: Gymnasium's _add_info
+    # over the envs' own infos in that order (a column's dtype follows the
+    # first env that reports, here the first to arrive).
+    envs = RemoteVectorEnv(addresses, batch_size=5)
+    try:
+        envs.reset(seed=0)
+        envs.send(np.zeros((5, 1), np.float32))
+        for t in range(1, 5):
+            obs, _, _, _, infos = envs.recv()
+            ids = infos.pop("env_id")
+            assert sorted(ids.tolist()) == list(range(5))
+            same(by_add_info(5, [INFO_CASES[case](int(i), t) for i in ids]), infos)
+            envs.send(np.zeros((5, 1), np.float32), ids)
+        while envs._native.step_pending():
+            envs.recv()
+    finally:
+        envs.close()
