@@ -202,10 +202,14 @@ def info_url() -> Any:
     from unienv_remote import BatchedEnv
 
     server = unienv_remote.RemoteServer(idle_timeout=None)
+    # Resources of their own for the recv part ("r"): a closed vector env's
+    # control is released when the server sees its sessions end, which a
+    # new session may beat.
     for case in INFO_CASES:
-        for i in range(3):
-            server.register(f"{case}/{i}", FromGymnasiumEnv(info_env(case, i)))
-        server.register(f"{case}/batch", BatchedEnv([lambda c=case, k=k: info_env(c, k) for k in (3, 4)]))
+        for part in ("", "r"):
+            for i in range(3):
+                server.register(f"{case}/{part}{i}", FromGymnasiumEnv(info_env(case, i)))
+            server.register(f"{case}/{part}batch", BatchedEnv([lambda c=case, k=k: info_env(c, k) for k in (3, 4)]))
     yield server.listen("127.0.0.1", 0)
     server.close()
 
@@ -247,7 +251,8 @@ def test_extension_gather_equals_sync_vector_env(info_url: str, case: str) -> No
     # recv: the infos by position, in arrival order: Gymnasium's _add_info
     # over the envs' own infos in that order (a column's dtype follows the
     # first env that reports, here the first to arrive).
-    envs = RemoteVectorEnv(addresses, batch_size=5)
+    envs = RemoteVectorEnv([(info_url, f"{case}/r{i}") for i in range(3)] + [(info_url, f"{case}/rbatch")],
+                           batch_size=5)
     try:
         envs.reset(seed=0)
         envs.send(np.zeros((5, 1), np.float32))
