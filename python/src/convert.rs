@@ -292,6 +292,25 @@ pub(crate) fn new_array_with<'py>(
     }
 }
 
+/// A 1-D `float64` array of `values`, written straight into the NumPy
+/// array (what `array_to_py(NdArray::from_vec(values.to_vec()))` gives).
+pub(crate) fn f64_column<'py>(py: Python<'py>, values: &[f64]) -> PyResult<Bound<'py, PyAny>> {
+    new_array_with(py, DType::F64, &[values.len()], |out| {
+        for (o, v) in out.chunks_exact_mut(8).zip(values) {
+            o.copy_from_slice(&v.to_ne_bytes());
+        }
+    })
+}
+
+/// A 1-D `bool` array of `values`, written straight into the NumPy array.
+pub(crate) fn bool_column<'py>(py: Python<'py>, values: &[bool]) -> PyResult<Bound<'py, PyAny>> {
+    new_array_with(py, DType::BOOL, &[values.len()], |out| {
+        for (o, &v) in out.iter_mut().zip(values) {
+            *o = u8::from(v);
+        }
+    })
+}
+
 fn object_array_to_py<'py>(py: Python<'py>, o: &ObjectArray) -> PyResult<Bound<'py, PyAny>> {
     let t = types(py)?;
     let mut dims: Vec<npy_intp> = o.shape().iter().map(|&d| d as npy_intp).collect();

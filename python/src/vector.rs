@@ -91,25 +91,6 @@ fn array_to_py<'py>(py: Python<'py>, a: NdArray) -> PyResult<Bound<'py, PyAny>> 
     convert::array_to_py(py, &a)
 }
 
-/// A 1-D `float64` array of `values`, written straight into the NumPy
-/// array (what `array_to_py(NdArray::from_vec(values.to_vec()))` gives).
-fn f64_column<'py>(py: Python<'py>, values: &[f64]) -> PyResult<Bound<'py, PyAny>> {
-    convert::new_array_with(py, DType::F64, &[values.len()], |out| {
-        for (o, v) in out.chunks_exact_mut(8).zip(values) {
-            o.copy_from_slice(&v.to_ne_bytes());
-        }
-    })
-}
-
-/// A 1-D `bool` array of `values`, written straight into the NumPy array.
-fn bool_column<'py>(py: Python<'py>, values: &[bool]) -> PyResult<Bound<'py, PyAny>> {
-    convert::new_array_with(py, DType::BOOL, &[values.len()], |out| {
-        for (o, &v) in out.iter_mut().zip(values) {
-            *o = u8::from(v);
-        }
-    })
-}
-
 /// A 1-D `int64` array of the sub-environments' ids.
 fn id_column<'py>(py: Python<'py>, ids: &[usize]) -> PyResult<Bound<'py, PyAny>> {
     convert::new_array_with(py, DType::I64, &[ids.len()], |out| {
@@ -137,14 +118,14 @@ fn step_to_py<'py>(py: Python<'py>, s: &VectorStep) -> PyResult<Bound<'py, PyTup
         py,
         [
             convert::to_py(py, &s.observation)?,
-            f64_column(py, &s.reward)?,
-            bool_column(py, &s.terminated)?,
-            bool_column(py, &s.truncated)?,
+            convert::f64_column(py, &s.reward)?,
+            convert::bool_column(py, &s.terminated)?,
+            convert::bool_column(py, &s.truncated)?,
             match crate::vector_infos::gathered(py, &s.infos)? {
                 Some(gathered) => gathered.into_any(),
                 None => infos_to_py(py, &s.infos)?.into_any(),
             },
-            bool_column(py, &s.autoreset)?,
+            convert::bool_column(py, &s.autoreset)?,
             finals.into_any(),
             errors_to_py(py, &s.errors)?.into_any(),
             id_column(py, &s.env_id)?,

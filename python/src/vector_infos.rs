@@ -15,7 +15,7 @@
 use crate::convert;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use unienv_remote::{DType, Dict, Value};
+use unienv_remote::{DType, Dict, NdArray, Value};
 
 /// One gathered column: the values of every env, zero where one did not
 /// report.
@@ -30,45 +30,48 @@ enum Column {
     },
 }
 
-/// The column of `key` over the envs in `present` (`n` envs in all), when
-/// every one holds a value of `first`'s kind (and, for arrays, its dtype
-/// and shape).
+/// The scalars `pick` reads from `key`'s value of each env in `present`,
+/// at their env's place among `infos.len()` (the default elsewhere); `None`
+/// when one is missing or not of `pick`'s kind.
+fn scalars<T: Copy + Default>(
+    infos: &[Dict],
+    present: &[usize],
+    key: &str,
+    pick: fn(&Value) -> Option<T>,
+) -> Option<Vec<T>> {
+    let mut out = vec![T::default(); infos.len()];
+    for &i in present {
+        out[i] = pick(infos[i].get(key)?)?;
+    }
+    Some(out)
+}
+
+/// The column of `key` over the envs in `present` (`infos.len()` envs in
+/// all), when every one holds a value of `first`'s kind (and, for arrays,
+/// its dtype and shape).
 fn column(infos: &[Dict], present: &[usize], key: &str, first: &Value) -> Option<Column> {
-    let n = infos.len();
-    let values = || present.iter().map(|&i| (i, infos[i].get(key)));
-    Some(match first {
-        Value::Float(_) => {
-            let mut out = vec![0.0; n];
-            for (i, v) in values() {
-                let Some(Value::Float(x)) = v else {
-                    return None;
-                };
-                out[i] = *x;
-            }
-            Column::F64(out)
-        }
-        Value::Int(_) => {
-            let mut out = vec![0; n];
-            for (i, v) in values() {
-                let Some(Value::Int(x)) = v else { return None };
-                out[i] = *x;
-            }
-            Column::I64(out)
-        }
-        Value::Bool(_) => {
-            let mut out = vec![false; n];
-            for (i, v) in values() {
-                let Some(Value::Bool(x)) = v else { return None };
-                out[i] = *x;
-            }
-            Column::Bool(out)
-        }
+    match first {
+        Value::Float(_) => scalars(infos, present, key, |v| match v {
+            Value::Float(x) => Some(*x),
+            _ => None,
+        })
+        .map(Column::F64),
+        Value::Int(_) => scalars(infos, present, key, |v| match v {
+            Value::Int(x) => Some(*x),
+            _ => None,
+        })
+        .map(Column::I64),
+        Value::Bool(_) => scalars(infos, present, key, |v| match v {
+            Value::Bool(x) => Some(*x),
+            _ => None,
+        })
+        .map(Column::Bool),
         Value::Array(a) => {
             let (dtype, shape) = (a.dtype(), a.shape().to_vec());
             let size = a.as_bytes().len();
-            let mut data = vec![0u8; n * size];
-            for (i, v) in values() {
-                let Some(Value::Array(b)) = v else {
+            let mut data = vec![0u8; infos.len() * size];
+            for &i in present {
+                let Some(Value::Array(b)) = infos[i].get(key) else {
                     return None;
                 };
                 if b.dtype() != dtype || b.shape() != shape.as_slice() {
@@ -76,10 +79,10 @@ fn column(infos: &[Dict], present: &[usize], key: &str, first: &Value) -> Option
                 }
                 data[i * size..(i + 1) * size].copy_from_slice(b.as_bytes());
             }
-            Column::Array { dtype, shape, data }
+            Some(Column::Array { dtype, shape, data })
         }
-        _ => return None,
-    })
+        _ => None,
+    }
 }
 
 /// The infos of a step's envs as Gymnasium's vector info dict, or `None`
@@ -113,9 +116,9 @@ pub(crate) fn gathered<'py>(
     let out = PyDict::new(py);
     for (key, c) in columns {
         let values = match c {
-            Column::F64(v) => convert::array_to_py(py, &unienv_remote::NdArray::from_vec(v))?,
-            Column::I64(v) => convert::array_to_py(py, &unienv_remote::NdArray::from_vec(v))?,
-            Column::Bool(v) => convert::array_to_py(py, &unienv_remote::NdArray::from_vec(v))?,
+            Column::F64(v) => convert::f64_column(py, &v)?,
+            Column::I64(v) => convert::array_to_py(py, &NdArray::from_vec(v))?,
+            Column::Bool(v) => convert::bool_column(py, &v)?,
             Column::Array { dtype, shape, data } => {
                 let mut full = Vec::with_capacity(shape.len() + 1);
                 full.push(n);
@@ -124,10 +127,7 @@ pub(crate) fn gathered<'py>(
             }
         };
         out.set_item(key, values)?;
-        out.set_item(
-            format!("_{key}"),
-            convert::array_to_py(py, &unienv_remote::NdArray::from_vec(mask.clone()))?,
-        )?;
+        out.set_item(format!("_{key}"), convert::bool_column(py, &mask)?)?;
     }
     Ok(Some(out))
 }
