@@ -490,13 +490,18 @@ class RemoteVectorEnv(VectorEnv):
         if self._recorder is not None:
             self._recorder.sent(actions)
 
+    def _plain(self, native: Tuple[Any, ...]) -> bool:
+        """Whether a step's or recv's native results are the common case,
+        returned as they are: no info, no final observation, no failure,
+        nothing to record or heal."""
+        return not (native[4] or native[6] or native[7]) and self._healer is None and self._recorder is None
+
     def step_wait(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """Waits for the pending step and returns the stacked results (with
         a restart policy, after restarting the lost or faulted envs)."""
         native = self._native.step_wait()
-        if not (native[4] or native[6] or native[7]) and self._healer is None and self._recorder is None:
-            # The common step: no info, no final observation, no failure,
-            # nothing to record or heal: what _results would return.
+        if self._plain(native):
+            # What _results would return.
             return native[0], native[1], native[2], native[3], {}
         if self._recorder is not None:
             self._recorder.stepped(native)
@@ -585,10 +590,9 @@ class RemoteVectorEnv(VectorEnv):
         restart policy, a ``recv`` that restarts envs returns every env that
         was in flight (see the class's help)."""
         native = self._native.recv(self.batch_size or self.num_envs)
-        if not (native[4] or native[6] or native[7]) and self._healer is None and self._recorder is None:
-            # The common recv: no info, no final observation, no failure,
-            # nothing to record or heal: what the general path below
-            # returns (its infos empty but for the ids).
+        if self._plain(native):
+            # What the general path below returns (its infos empty but for
+            # the ids).
             return native[0], native[1], native[2], native[3], {"env_id": native[8]}
         if self._recorder is not None:
             self._recorder.stepped(native)
