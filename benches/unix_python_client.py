@@ -17,13 +17,18 @@ import os
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Dict, List
 
 import numpy as np
 
 from unienv_remote import RemoteClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from throughput import process_cpu  # noqa: E402
 
 URL = re.compile(r"(ws(?:\+unix)?://\S+)")
 
@@ -40,9 +45,7 @@ def start(binary: str, args: List[str]) -> "tuple[subprocess.Popen[str], str]":
 
 
 def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(process_cpu(pid))
 
 
 def steps(url: str, n: int, pid: int) -> "tuple[float, float]":
