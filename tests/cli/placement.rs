@@ -46,8 +46,22 @@ fn serve_with_cpus_pins_every_thread() {
         .next_line(Duration::from_secs(30))
         .expect("the serve banner");
     assert!(line.contains("serving"), "{line}");
-    let threads = threads(serve.pid());
-    for kind in ["unienv-domain", "tokio-rt-worker", "unienv-recorder"] {
+    // A new thread names itself once it first runs (Rust's std sets the
+    // name from inside it), which on one pinned, busy CPU may come after the
+    // banner: until then it shows the process's name. Read the threads
+    // again until every kind has named itself (or 10 s have passed).
+    let kinds = ["unienv-domain", "tokio-rt-worker", "unienv-recorder"];
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut threads = self::threads(serve.pid());
+    while std::time::Instant::now() < deadline
+        && !kinds
+            .iter()
+            .all(|kind| threads.iter().any(|(name, _)| name.starts_with(kind)))
+    {
+        std::thread::sleep(Duration::from_millis(50));
+        threads = self::threads(serve.pid());
+    }
+    for kind in kinds {
         assert!(
             threads.iter().any(|(name, _)| name.starts_with(kind)),
             "no {kind} thread: {threads:?}"
