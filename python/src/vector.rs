@@ -16,7 +16,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use unienv_remote::client::vector::{
-    AutoresetMode, BlockingVectorEnv, EnvAddress, VectorError, VectorReset, VectorStep,
+    AutoresetMode, BlockingVectorEnv, EnvAddress, StepInfos, VectorError, VectorReset, VectorStep,
 };
 use unienv_remote::client::ClientConfig;
 use unienv_remote::host::ResetArgs;
@@ -87,6 +87,21 @@ fn infos_to_py<'py>(py: Python<'py>, infos: &[Dict]) -> PyResult<Bound<'py, PyLi
     Ok(out)
 }
 
+/// A step's infos: Gymnasium's vector info dict when
+/// [`crate::vector_infos`] can build it, else one dict per env as
+/// [`infos_to_py`] gives them.
+fn step_infos_to_py<'py>(py: Python<'py>, infos: &StepInfos) -> PyResult<Bound<'py, PyAny>> {
+    let empty =
+        infos.rows().iter().all(Dict::is_empty) && infos.blocks().iter().all(|b| b.info.is_empty());
+    if empty {
+        return Ok(PyList::empty(py).into_any());
+    }
+    Ok(match crate::vector_infos::gathered(py, infos)? {
+        Some(gathered) => gathered.into_any(),
+        None => infos_to_py(py, &infos.to_vec())?.into_any(),
+    })
+}
+
 fn array_to_py<'py>(py: Python<'py>, a: NdArray) -> PyResult<Bound<'py, PyAny>> {
     convert::array_to_py(py, &a)
 }
@@ -121,10 +136,7 @@ fn step_to_py<'py>(py: Python<'py>, s: &VectorStep) -> PyResult<Bound<'py, PyTup
             convert::f64_column(py, &s.reward)?,
             convert::bool_column(py, &s.terminated)?,
             convert::bool_column(py, &s.truncated)?,
-            match crate::vector_infos::gathered(py, &s.infos)? {
-                Some(gathered) => gathered.into_any(),
-                None => infos_to_py(py, &s.infos)?.into_any(),
-            },
+            step_infos_to_py(py, &s.infos)?,
             convert::bool_column(py, &s.autoreset)?,
             finals.into_any(),
             errors_to_py(py, &s.errors)?.into_any(),

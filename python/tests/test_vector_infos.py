@@ -266,3 +266,144 @@ def test_extension_gather_equals_sync_vector_env(info_url: str, case: str) -> No
             envs.recv()
     finally:
         envs.close()
+
+
+# -- a batched resource's info read whole (StepInfos' blocks) --------------------
+
+def raw(t: int) -> Dict[str, Dict[str, Any]]:
+    """Vector infos of a batch of 2 as a batched env may return them, by
+    case, at step ``t``."""
+    yes, half = np.array([True, True]), np.array([True, False])
+    return {
+        # Entries where the mask is off are not zeros: they are left out.
+        "garbage where unreported": {"a": np.array([1.5 * t, 99.0]), "_a": half,
+                                     "n": np.array([t, -7]), "_n": half},
+        "2-d and float32 columns": {"c": np.arange(6, dtype=np.float32).reshape(2, 3) * t, "_c": yes,
+                                    "f": np.array([0.5, t], np.float32), "_f": yes,
+                                    "ok": np.array([True, t % 2 == 0]), "_ok": yes},
+        "nobody reports": {"a": np.zeros(2), "_a": np.array([False, False])},
+        # The general way (split into one dict per sub-env):
+        "int mask": {"a": np.array([1.5, 2.5 * t]), "_a": np.array([1, 0])},
+        "masks differ": {"a": np.array([1.0, 2.0 * t]), "_a": yes, "b": np.array([3, 4]), "_b": half},
+        "big-endian column": {"a": np.array([1.5, 2.5 * t], ">f8"), "_a": yes},
+        "no mask": {"a": np.array([1.0, 2.0 * t])},
+        "list column": {"a": [1.0, 2.0 * t], "_a": yes},
+    }
+
+
+#: Cases the extension gathers itself.
+RAW_WHOLE = {"garbage where unreported", "2-d and float32 columns"}
+
+
+def split(info: Dict[str, Any], b: int) -> List[Dict[str, Any]]:
+    """A batched info as one dict per sub-env, as the Rust client splits it
+    (for the cases above): masked rows, ``float64``/``int64``/``bool`` rows
+    as scalars, other rows as arrays; a key without a mask of ``b`` entries
+    given whole to every sub-env."""
+    out: List[Dict[str, Any]] = [{} for _ in range(b)]
+    for key, value in info.items():
+        if key.startswith("_") and key[1:] in info:
+            continue
+        mask = info.get(f"_{key}")
+        if mask is None or not isinstance(value, (np.ndarray, list)) or len(value) != b:
+            for d in out:
+                d[key] = value
+            continue
+        for j in range(b):
+            if mask[j]:
+                row = np.asarray(value[j])
+                native = row.dtype.newbyteorder("=")
+                if row.ndim == 0 and native in (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)):
+                    out[j][key] = row.item()
+                else:
+                    out[j][key] = row
+    return out
+
+
+def raw_single(case: str) -> Any:
+    """A single env whose info at step ``t`` is sub-env 0's of ``raw(t)[case]``."""
+    env = info_env("floats", 0)
+
+    def step(action: Any) -> Any:
+        obs, reward, terminated, truncated, _ = type(env).step(env, action)
+        return obs, reward, terminated, truncated, split(raw(env.t)[case], 2)[0]
+
+    env.step = step
+    return env
+
+
+@pytest.fixture(scope="module")
+def raw_url() -> Any:
+    pytest.importorskip("gymnasium")
+    from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
+
+    import unienv_remote
+    from unienv_remote import BatchedEnv
+
+    class RawInfoBatch(BatchedEnv):
+        """A batch of 2 whose step returns ``raw(t)[case]`` as its info (``t``
+        counted from its last reset)."""
+
+        def __init__(self, case: str) -> None:
+            super().__init__([lambda k=k: info_env("floats", k) for k in (0, 1)])
+            self.case, self.t = case, 0
+
+        def reset(self, *args: Any, **kwargs: Any) -> Any:
+            self.t = 0
+            return super().reset(*args, **kwargs)
+
+        def step(self, action: Any) -> Any:
+            obs, reward, terminated, truncated, _ = super().step(action)
+            self.t += 1
+            return obs, reward, terminated, truncated, raw(self.t)[self.case]
+
+    server = unienv_remote.RemoteServer(idle_timeout=None)
+    for case in raw(0):
+        for i in range(2):
+            server.register(f"{case}/b{i}", RawInfoBatch(case))
+        server.register(f"{case}/single", FromGymnasiumEnv(raw_single(case)))
+    yield server.listen("127.0.0.1", 0)
+    server.close()
+
+
+@pytest.mark.parametrize("case", sorted(raw(0)))
+def test_batched_infos_read_whole_equal_split_ones(raw_url: str, case: str) -> None:
+    """Two batched resources whose infos are ``case``: each step's infos are
+    those of their sub-envs' own dicts (split by their masks) gathered with
+    Gymnasium's ``_add_info``, and the extension reads them column by column
+    exactly in the cases it should."""
+    from unienv_remote import RemoteVectorEnv
+
+    envs = RemoteVectorEnv([(raw_url, f"{case}/b{i}") for i in range(2)])
+    try:
+        envs.reset(seed=0)
+        kinds = set()
+        for t in range(1, 4):
+            envs._native.step_async(np.zeros((4, 1), np.float32))
+            native = envs._native.step_wait()
+            kinds.add(type(native[4]).__name__)
+            got = envs._results(native, envs)[4]
+            same(by_add_info(4, split(raw(t)[case], 2) * 2), got)
+        assert kinds == ({"dict"} if case in RAW_WHOLE else {"list"}), kinds
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize("case", sorted(RAW_WHOLE))
+def test_batched_and_single_infos_gather_together(raw_url: str, case: str) -> None:
+    """A single env (in the middle) and two batched resources that report
+    the same keys: one column over all of them, the single env's values
+    beside the batches' rows, gathered by the extension."""
+    from unienv_remote import RemoteVectorEnv
+
+    envs = RemoteVectorEnv([(raw_url, f"{case}/b0"), (raw_url, f"{case}/single"), (raw_url, f"{case}/b1")])
+    try:
+        envs.reset(seed=0)
+        for t in range(1, 4):
+            envs._native.step_async(np.zeros((5, 1), np.float32))
+            native = envs._native.step_wait()
+            rows = split(raw(t)[case], 2)
+            same(by_add_info(5, rows + rows[:1] + rows), envs._results(native, envs)[4])
+            assert isinstance(native[4], dict)
+    finally:
+        envs.close()

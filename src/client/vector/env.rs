@@ -2,6 +2,7 @@
 
 mod arrivals;
 mod gather;
+mod infos;
 mod latest;
 mod reconnect;
 mod recv;
@@ -9,6 +10,7 @@ mod resource;
 
 pub use super::mode::AutoresetMode;
 use arrivals::{carry, Arrivals, Job, Outcome};
+pub use infos::{InfoBlock, StepInfos};
 use latest::Latest;
 pub(crate) use resource::unbatched;
 use resource::{reset_resource, EnvReset, Resource};
@@ -140,8 +142,10 @@ pub struct VectorStep {
     pub terminated: Vec<bool>,
     /// Each env's `truncated`.
     pub truncated: Vec<bool>,
-    /// Each env's info (the reset's info for autoreset envs).
-    pub infos: Vec<Dict>,
+    /// Each env's info (the reset's info for autoreset envs); a batched
+    /// resource's kept whole as it arrived when none of its sub-envs was
+    /// reset ([`StepInfos::to_vec`] splits them).
+    pub infos: StepInfos,
     /// `NextStep` mode: the envs that were reset instead of stepped in this
     /// call (their actions were ignored).
     pub autoreset: Vec<bool>,

@@ -102,7 +102,10 @@ mod mode;
 
 pub use crate::codec::stack::{stack, stack_filled, unstack, zeros_like};
 pub use blocking::BlockingVectorEnv;
-pub use env::{AutoresetMode, EnvAddress, VectorEnv, VectorError, VectorReset, VectorStep};
+pub use env::{
+    AutoresetMode, EnvAddress, InfoBlock, StepInfos, VectorEnv, VectorError, VectorReset,
+    VectorStep,
+};
 
 #[cfg(test)]
 mod tests;

@@ -200,14 +200,13 @@ async fn batched_host_equals_single_envs_in_every_mode() {
     use crate::client::ClientConfig;
     use crate::host::BatchedEnv;
     use crate::server::{Server, ServerConfig};
-    use crate::sims::CartPole;
 
     let mut builder = Server::builder(ServerConfig::default());
-    let batch = BatchedEnv::new((0..4).map(|_| CartPole::new()).collect()).expect("a batch");
+    let batch = BatchedEnv::new((0..4).map(|_| Informed::new()).collect()).expect("a batch");
     builder.register_env("batch", batch).expect("register");
     for i in 0..8 {
         builder
-            .register_env(&format!("c{i}"), CartPole::new())
+            .register_env(&format!("c{i}"), Informed::new())
             .expect("register");
     }
     let server = builder.start().expect("a valid server configuration");
@@ -251,6 +250,18 @@ async fn batched_host_equals_single_envs_in_every_mode() {
             assert_eq!(sa.truncated, sb.truncated);
             assert_eq!(sa.autoreset, sb.autoreset);
             assert_eq!(sa.final_observation, sb.final_observation);
+            assert_eq!(sa.final_info, sb.final_info);
+            // The batch's info is kept whole unless one of its sub-envs
+            // was reset in the step; split, it is the single envs'.
+            let reset = sa.autoreset[..4].iter().any(|&x| x)
+                || sa.final_observation[..4].iter().any(Option::is_some);
+            assert_eq!(
+                sa.infos.blocks().len(),
+                usize::from(!reset),
+                "{mode:?} t {t}"
+            );
+            assert_eq!(sa.infos.to_vec(), sb.infos.to_vec(), "{mode:?} t {t}");
+            assert!(sb.infos.blocks().is_empty());
             ends += sa.terminated.iter().filter(|&&x| x).count();
             if mode == AutoresetMode::Disabled && sa.terminated.iter().any(|&x| x) {
                 let mask = sa.terminated.clone();
@@ -268,6 +279,48 @@ async fn batched_host_equals_single_envs_in_every_mode() {
         b.close().await;
     }
     server.shutdown().await;
+}
+
+/// CartPole reporting an info on two steps of three: its step count (a
+/// float) and whether it is even.
+struct Informed {
+    cartpole: crate::sims::CartPole,
+    t: u64,
+}
+
+impl Informed {
+    fn new() -> Informed {
+        Informed {
+            cartpole: crate::sims::CartPole::new(),
+            t: 0,
+        }
+    }
+}
+
+impl crate::host::Env for Informed {
+    fn reset(&mut self, args: ResetArgs) -> crate::host::HostResult<crate::host::ResetResult> {
+        self.t = 0;
+        self.cartpole.reset(args)
+    }
+
+    fn step(&mut self, action: Value) -> crate::host::HostResult<crate::host::StepResult> {
+        let mut r = self.cartpole.step(action)?;
+        self.t += 1;
+        if !self.t.is_multiple_of(3) {
+            r.info = Dict::new()
+                .with("t", self.t as f64)
+                .with("even", self.t.is_multiple_of(2));
+        }
+        Ok(r)
+    }
+
+    fn action_space(&self) -> Option<crate::host::Space> {
+        self.cartpole.action_space()
+    }
+
+    fn observation_space(&self) -> Option<crate::host::Space> {
+        self.cartpole.observation_space()
+    }
 }
 
 /// An env that reports each step on a channel (from the server's domain

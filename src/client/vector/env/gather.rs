@@ -10,10 +10,11 @@
 //! scalars) goes through [`stack_filled`] over the rows.
 
 use super::arrivals::Outcome;
+use super::infos::StepInfos;
 use super::latest::{row, Latest};
 use super::{VectorEnv, VectorError, VectorStep};
 use crate::codec::stack::stack_filled;
-use crate::codec::{Dict, NdArray, Value};
+use crate::codec::{NdArray, Value};
 use bytes::Bytes;
 use std::sync::Arc;
 
@@ -101,7 +102,7 @@ impl VectorEnv {
             reward: vec![0.0; m],
             terminated: vec![false; m],
             truncated: vec![false; m],
-            infos: vec![Dict::new(); m],
+            infos: StepInfos::empty(m),
             autoreset: vec![false; m],
             final_observation: vec![None; m],
             final_info: vec![None; m],
@@ -115,6 +116,9 @@ impl VectorEnv {
             let range = self.resources[k].range();
             match outcome {
                 Outcome::Stepped(stepped) => {
+                    if let Some(info) = stepped.info {
+                        out.infos.keep(slot, range.len(), info);
+                    }
                     let stacked = stepped.stacked.map(Arc::new);
                     let mut rows = Vec::new();
                     for (j, (i, s)) in range.zip(stepped.steps).enumerate() {
@@ -129,7 +133,7 @@ impl VectorEnv {
                         out.reward[slot] = s.reward;
                         out.terminated[slot] = s.terminated;
                         out.truncated[slot] = s.truncated;
-                        out.infos[slot] = s.info;
+                        out.infos.set(slot, s.info);
                         out.autoreset[slot] = s.autoreset;
                         if let Some((obs, info)) = s.final_ {
                             out.final_observation[slot] = Some(obs);
@@ -178,6 +182,7 @@ mod tests {
     use super::*;
     use crate::codec::stack::unstack;
     use crate::codec::DType;
+    use crate::codec::Dict;
 
     /// An array of `dtype` and `shape` whose bytes count from `seed`.
     fn array(dtype: DType, shape: &[usize], seed: u8) -> NdArray {

@@ -64,10 +64,14 @@ pub(super) struct EnvStep {
 /// row `i` is the array's row `i` (what [`unstack`] gives), split out only
 /// when a row is needed on its own (the vector env's output copies the
 /// whole array at once).
+/// Its info likewise: when none of its sub-envs was reset in the step,
+/// `info` is the batched env's info as it arrived (the rows' `info` is then
+/// empty), split only by those who want one dict per sub-env.
 #[derive(Debug, Clone)]
 pub(super) struct Stepped {
     pub(super) steps: Vec<EnvStep>,
     pub(super) stacked: Option<NdArray>,
+    pub(super) info: Option<Dict>,
 }
 
 /// One sub-env's outcome of a reset.
@@ -323,6 +327,7 @@ pub(super) async fn step_resource(
         return Ok(Stepped {
             steps: vec![step_single(&r.proxy, action, reset_instead, mode).await?],
             stacked: None,
+            info: None,
         });
     };
     let step = r.proxy.step(action);
@@ -348,30 +353,39 @@ pub(super) async fn step_resource(
     let rewards = entries(&s.reward, b, "reward")?;
     let terminated = entries(&s.terminated, b, "terminated")?;
     let truncated = entries(&s.truncated, b, "truncated")?;
-    let infos = split_info(&s.info, b);
+    let reset_mask: Vec<bool> = match mode {
+        AutoresetMode::NextStep => ended,
+        AutoresetMode::SameStep => (0..b)
+            .map(|i| terminated[i] != 0.0 || truncated[i] != 0.0)
+            .collect(),
+        AutoresetMode::Disabled => vec![false; b],
+    };
+    let reset_any = reset_mask.iter().any(|&m| m);
+    // Rows whose info is replaced (or kept as a final info) need their
+    // own; otherwise the info stays whole.
+    let (mut split, info) = if reset_any {
+        (split_info(&s.info, b), None)
+    } else {
+        (Vec::new(), Some(s.info))
+    };
     let mut out: Vec<EnvStep> = observations
         .into_iter()
-        .zip(infos)
         .enumerate()
-        .map(|(i, (observation, info))| EnvStep {
+        .map(|(i, observation)| EnvStep {
             observation,
             reward: rewards[i],
             terminated: terminated[i] != 0.0,
             truncated: truncated[i] != 0.0,
-            info,
+            info: split.get_mut(i).map(std::mem::take).unwrap_or_default(),
             autoreset: false,
             final_: None,
         })
         .collect();
-    let reset_mask: Vec<bool> = match mode {
-        AutoresetMode::NextStep => ended,
-        AutoresetMode::SameStep => out.iter().map(|e| e.terminated || e.truncated).collect(),
-        AutoresetMode::Disabled => vec![false; b],
-    };
-    if !reset_mask.iter().any(|&m| m) {
+    if !reset_any {
         return Ok(Stepped {
             steps: out,
             stacked,
+            info,
         });
     }
     // Rows are replaced: split the stacked observation into them.
@@ -406,6 +420,7 @@ pub(super) async fn step_resource(
     Ok(Stepped {
         steps: out,
         stacked: None,
+        info: None,
     })
 }
 
