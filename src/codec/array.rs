@@ -221,6 +221,13 @@ impl NdArray {
         (self.dtype, self.shape, self.data)
     }
 
+    /// Points the array at `data`, bytes of the same length (the same
+    /// elements' place in another frame: a kept tree's attachment);
+    /// `None`, and the array unchanged, when the length differs.
+    pub(crate) fn rebind(&mut self, data: Bytes) -> Option<()> {
+        (data.len() == self.data.len()).then(|| self.data = data)
+    }
+
     fn check_type<T: Element>(&self) -> Result<(), ArrayError> {
         if self.dtype.to_native() != T::DTYPE {
             return Err(ArrayError::DTypeMismatch {

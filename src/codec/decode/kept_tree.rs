@@ -72,11 +72,7 @@ pub(super) fn reslice(v: &mut Value, frame: &Bytes, at: &mut usize) -> Option<()
             let end = at
                 .checked_add(a.as_bytes().len())
                 .filter(|&e| e <= frame.len())?;
-            let Value::Array(a) = std::mem::take(v) else {
-                return None;
-            };
-            let (dtype, shape, _) = a.into_parts();
-            *v = Value::Array(NdArray::from_bytes(dtype, shape, frame.slice(*at..end)).ok()?);
+            a.rebind(frame.slice(*at..end))?;
             *at = end;
         }
         Value::List(items) | Value::Tuple(items) => {
