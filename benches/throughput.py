@@ -27,6 +27,9 @@ measured in the same run, with the machine's load average before and after:
   each server steps its other one), against ``SyncVectorEnv`` of 32, servers
   unpinned and pinned: what a server's own turnaround costs once it has a
   second resource to step;
+* ``ProcessVectorEnv(env_fns)`` with its defaults (16 envs: it starts 2
+  server processes, one per vCPU, pinned, Unix sockets, ``BatchedEnv(8)``
+  each): the one-line construction, against the hand-built rows;
 * the 16 single and the batched configurations again with each server
   process pinned to a vCPU of its own (server i on CPU i mod the CPU count,
   ``RemoteServer(cpus=[i])``, as a user would; the learner unpinned), in the
@@ -193,16 +196,23 @@ class Config:
         if self.obj is None:
             self.obj = self.make()
             self.run_fn(self.obj, 0.3)  # warm-up
-        before = sum(s.cpu_seconds() for s in self.servers)
+        before = self.server_cpu()
         start, cpu_start = time.perf_counter(), time.process_time()
         steps, window = self.run_fn(self.obj, seconds)
         rate = steps / window
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         self.rates.append(rate)
         self.own_cpu_per_step.append(cpu / (rate * elapsed))
-        if self.servers:
-            used = sum(s.cpu_seconds() for s in self.servers) - before
+        if self.servers or self.pids():
+            used = self.server_cpu() - before
             self.cpu_per_step.append(used / (rate * elapsed))
+
+    def pids(self) -> List[int]:
+        """The server processes a configuration started itself (``ProcessVectorEnv``)."""
+        return list(getattr(self.obj, "server_pids", []))
+
+    def server_cpu(self) -> float:
+        return sum(s.cpu_seconds() for s in self.servers) + sum(sum(process_cpu(p)) for p in self.pids())
 
     @property
     def rate(self) -> float:
@@ -272,7 +282,7 @@ def main() -> None:
 
     import gymnasium
     from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
-    from unienv_remote import BatchedEnv, RemoteVectorEnv
+    from unienv_remote import BatchedEnv, ProcessVectorEnv, RemoteVectorEnv
 
     load_before = os.getloadavg()
     servers = [ServerProcess(0), ServerProcess(1)]
@@ -306,6 +316,9 @@ def main() -> None:
             "batched-pinned", remote(prefix, True, pinned=True), lockstep, pinned_servers)
         configs[f"{sim} remote 2x BatchedEnv(8), Unix sockets"] = Config(
             "batched-unix", remote(prefix, True, unix=True), lockstep, unix_servers)
+        # The one-line construction (its own server processes).
+        configs[f"{sim} ProcessVectorEnv(16), its defaults"] = Config(
+            "process", lambda m=make: ProcessVectorEnv([m] * N), lockstep)
         # The same fleet stepped EnvPool's way: while the learner handles one
         # batch's results, the other server steps its own.
         recv_fleet = [(u, f"{prefix}_batch_recv") for u in urls]
@@ -354,7 +367,8 @@ def main() -> None:
         own_us = 1e6 * statistics.median(sync.own_cpu_per_step)
         for label in ("SyncVectorEnv", "AsyncVectorEnv", "remote 16 single", f"remote 16 single{PINNED}",
                       "remote 2x BatchedEnv(8)", f"remote 2x BatchedEnv(8){PINNED}",
-                      "remote 2x BatchedEnv(8), Unix sockets", "remote 2x BatchedEnv(8), send/recv M=8"):
+                      "remote 2x BatchedEnv(8), Unix sockets", "remote 2x BatchedEnv(8), send/recv M=8",
+                      "ProcessVectorEnv(16), its defaults"):
             c = configs[f"{sim} {label}"]
             cpu = f"{1e6 * statistics.median(c.cpu_per_step):.1f}" if c.cpu_per_step else f"({own_us:.1f} in process)" \
                 if label == "SyncVectorEnv" else ""

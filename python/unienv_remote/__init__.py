@@ -42,6 +42,7 @@ _LAZY: Dict[str, Tuple[str, str, str]] = {
     "RemoteVectorEnv": ("vector", "gymnasium", "vector"),
     "VectorEnvError": ("vector", "gymnasium", "vector"),
     "BatchedEnv": ("batched", "gymnasium", "vector"),
+    "ProcessVectorEnv": ("fleet", "gymnasium", "vector"),
 }
 
 

@@ -1,0 +1,193 @@
+"""``ProcessVectorEnv`` (``unienv_remote/fleet.py``): the envs split over
+server processes it starts (``BatchedEnv`` resources, Unix sockets, pinned
+servers) step as ``SyncVectorEnv`` steps the same envs, through ``step`` and
+through ``send``/``recv``; its processes end when it closes, when its
+process dies, and when an env factory fails; bad arguments are refused
+before any process starts."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from typing import Any, List
+
+import numpy as np
+import pytest
+
+gymnasium = pytest.importorskip("gymnasium")
+
+from unienv_remote import ProcessVectorEnv  # noqa: E402
+
+
+def cartpole() -> Any:
+    return gymnasium.make("CartPole-v1")
+
+
+def gone(pids: List[int], within: float = 15.0) -> bool:
+    """Whether every process in ``pids`` has ended within ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                continue
+            # A zombie of ours counts as ended.
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    if f.read().split(")")[-1].split()[0] == "Z":
+                        continue
+            except OSError:
+                continue
+            alive.append(pid)
+        if not alive:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_steps_as_sync_vector_env_and_closes_its_servers() -> None:
+    """7 CartPoles over 2 servers (4 + 3 envs, lambdas pickled): every
+    transition equals ``SyncVectorEnv``'s, episodes ending, in NEXT_STEP
+    mode; close() ends the processes and removes the sockets."""
+    from gymnasium.vector import SyncVectorEnv
+
+    envs = ProcessVectorEnv([lambda: gymnasium.make("CartPole-v1")] * 7, servers=2)
+    local = SyncVectorEnv([cartpole] * 7)
+    pids, socket_dir = envs.server_pids, envs._socket_dir
+    try:
+        assert len(pids) == 2 and envs.num_envs == 7
+        assert all(url.startswith("ws+unix://") for url, _ in envs.addresses)
+        assert [r for _, r in envs.addresses] == ["batch0", "batch0"]
+        assert envs._ranges == [(0, 4), (4, 3)]
+        obs, _ = envs.reset(seed=3)
+        want, _ = local.reset(seed=3)
+        assert np.array_equal(obs, want)
+        rng = np.random.default_rng(0)
+        ends = 0
+        for _ in range(60):
+            actions = rng.integers(0, 2, size=7)
+            got = envs.step(actions)
+            want = local.step(actions)
+            for a, b in zip(got[:4], want[:4]):
+                assert np.array_equal(a, b)
+            ends += int(np.sum(want[2]))
+        assert ends > 0
+    finally:
+        envs.close()
+        local.close()
+    assert gone(pids)
+    assert socket_dir is not None and not os.path.exists(socket_dir)
+
+
+def test_send_recv_over_two_resources_per_server() -> None:
+    """8 envs, 2 servers x 2 resources of 2, TCP, unpinned, ``batch_size=4``:
+    every env comes back exactly once per send, with the transition its
+    action gives (the same as ``SyncVectorEnv`` stepping it alone)."""
+    envs = ProcessVectorEnv([cartpole] * 8, servers=2, resources_per_server=2, unix=False, pin=False, batch_size=4)
+    local = [cartpole() for _ in range(8)]
+    try:
+        assert all(url.startswith("ws://127.0.0.1:") for url, _ in envs.addresses)
+        assert len(envs.addresses) == 4
+        obs, _ = envs.reset(seed=0)
+        last = [env.reset(seed=i)[0] for i, env in enumerate(local)]
+        assert np.array_equal(obs, np.stack(last))
+        # Env i's k-th action is k % 2: no episode ends in these 10 steps
+        # (deterministic from the seeds; checked below). Each resource's next
+        # action goes out as soon as its results are back.
+        steps = [0] * 8
+        in_flight = set(range(8))
+        envs.send(np.zeros(8, np.int64))
+        while in_flight:
+            obs, rewards, terminated, truncated, infos = envs.recv()
+            ids = [int(i) for i in infos["env_id"]]
+            assert set(ids) <= in_flight and len(set(ids)) == len(ids)
+            in_flight -= set(ids)
+            for pos, i in enumerate(ids):
+                want = local[i].step(steps[i] % 2)
+                steps[i] += 1
+                assert np.array_equal(obs[pos], want[0])
+                assert rewards[pos] == want[1]
+                assert not (want[2] or want[3] or terminated[pos] or truncated[pos])
+            again = [i for i in ids if steps[i] < 10]
+            if again:
+                envs.send(np.array([steps[i] % 2 for i in again], np.int64), again)
+                in_flight |= set(again)
+        assert steps == [10] * 8
+        while envs._native.step_pending():
+            envs.recv()
+    finally:
+        envs.close()
+
+
+def failing() -> Any:
+    raise RuntimeError("no simulator here")
+
+
+def test_a_failing_factory_fails_the_construction_and_leaves_no_process(capfd: pytest.CaptureFixture[str]) -> None:
+    before = set(children())
+    with pytest.raises(RuntimeError, match=r"server process 1 .* exited with code"):
+        ProcessVectorEnv([cartpole, cartpole, failing], servers=2)
+    assert gone(sorted(set(children()) - before))
+    assert "no simulator here" in capfd.readouterr().err
+
+
+def children() -> List[int]:
+    """This process's child processes."""
+    me = os.getpid()
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().split(")")[-1].split()[1]) == me:
+                        out.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def test_its_servers_end_when_its_process_is_killed() -> None:
+    """A learner killed with SIGKILL (no cleanup at all): its server
+    processes see their standard input close and end."""
+    script = textwrap.dedent("""
+        import gymnasium, sys, time
+        from unienv_remote import ProcessVectorEnv
+        envs = ProcessVectorEnv([lambda: gymnasium.make("CartPole-v1")] * 2, servers=2)
+        print(*envs.server_pids, flush=True)
+        time.sleep(600)
+    """)
+    learner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert learner.stdout is not None
+        pids = [int(p) for p in learner.stdout.readline().split()]
+        assert len(pids) == 2
+        os.kill(learner.pid, signal.SIGKILL)
+        learner.wait()
+        assert gone(pids)
+    finally:
+        if learner.poll() is None:
+            learner.kill()
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"servers": 0}, ValueError),
+    ({"servers": 4}, ValueError),
+    ({"servers": 2, "resources_per_server": 2}, ValueError),
+    ({"resources_per_server": 0}, ValueError),
+])
+def test_bad_arguments_are_refused_before_any_process_starts(kwargs: Any, error: type) -> None:
+    before = set(children())
+    with pytest.raises(error):
+        ProcessVectorEnv([cartpole] * 3, **kwargs)
+    assert set(children()) <= before
+
+
+def test_no_envs_or_no_callables_are_refused() -> None:
+    with pytest.raises(ValueError):
+        ProcessVectorEnv([])
+    with pytest.raises(TypeError):
+        ProcessVectorEnv([cartpole(), cartpole])  # type: ignore[list-item]
