@@ -192,3 +192,37 @@ def test_no_envs_or_no_callables_are_refused() -> None:
         ProcessVectorEnv([])
     with pytest.raises(TypeError):
         ProcessVectorEnv([cartpole(), cartpole])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("unix", [True, False])
+def test_a_killed_server_is_started_again_with_a_restart_policy(unix: bool) -> None:
+    """With a ``RestartPolicy``, a server process killed between steps is
+    started again (the same envs; over TCP at a new port): its envs are
+    reset and reported restarted in the next step's infos, the other
+    server's envs step on untouched, and later steps run normally."""
+    from unienv_remote import RestartPolicy
+
+    envs = ProcessVectorEnv([cartpole] * 4, servers=2, resources_per_server=2, unix=unix,
+                            restart=RestartPolicy(max_restarts=2, window=60.0, timeout=30.0))
+    local = [cartpole() for _ in range(4)]
+    try:
+        envs.reset(seed=0)
+        for i, env in enumerate(local):
+            env.reset(seed=i)
+        old = envs.server_pids
+        os.kill(old[1], signal.SIGKILL)
+        assert gone([old[1]])
+        obs, rewards, terminated, truncated, infos = envs.step(np.ones(4, np.int64))
+        assert infos["_restart"].tolist() == [False, False, True, True]
+        assert truncated.tolist() == [False, False, True, True]
+        for i in (0, 1):  # the other server's envs: stepped as if nothing happened
+            assert np.array_equal(obs[i], local[i].step(1)[0])
+        new = envs.server_pids
+        assert new[0] == old[0] and new[1] != old[1]
+        for _ in range(3):
+            obs, rewards, terminated, truncated, infos = envs.step(np.ones(4, np.int64))
+            assert "restart" not in infos
+            assert np.array_equal(obs[:2], np.stack([local[i].step(1)[0] for i in (0, 1)]))
+    finally:
+        envs.close()
+    assert gone(new)

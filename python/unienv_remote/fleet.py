@@ -26,6 +26,7 @@ when this vector env closes, or when this process ends, however it ends.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import select
@@ -35,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .vector import RemoteVectorEnv
 
@@ -65,7 +66,7 @@ class _Server:
 
     def __init__(self, index: int, fns: Sequence[Callable[[], Any]], groups: List[int],
                  cpu: Optional[int], socket_path: Optional[str]) -> None:
-        self.index = index
+        self.index, self.fns, self.groups, self.cpu, self.socket_path = index, fns, groups, cpu, socket_path
         self.process = subprocess.Popen(
             [sys.executable, "-m", "unienv_remote._fleet_server"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -101,6 +102,17 @@ class _Server:
                 self.url = line[len(URL_PREFIX):].strip()
                 return self.url
 
+    def again(self, deadline: float) -> "_Server":
+        """A new process serving the same envs (at the same socket path),
+        started and serving by ``deadline``."""
+        new = _Server(self.index, self.fns, self.groups, self.cpu, self.socket_path)
+        try:
+            new.read_url(deadline)
+        except BaseException:
+            new.stop()
+            raise
+        return new
+
     def stop(self, timeout: float = 10.0) -> None:
         """Closes its standard input (it closes its server and exits); kills
         it after ``timeout`` seconds."""
@@ -134,6 +146,11 @@ class ProcessVectorEnv(RemoteVectorEnv):
     * ``unix``: serve on Unix domain sockets in a private temporary
       directory (else loopback TCP).
     * ``start_timeout``: seconds to wait for every server to serve.
+    * ``restart``: a ``RestartPolicy`` (without ``resolve``): a server
+      process that died is started again (the same envs, vCPU and socket
+      path), and its envs heal as ``RemoteVectorEnv``'s policy says (they
+      are reset and reported in that step's ``infos["restart"]``), within
+      the policy's limits; the other servers' envs are not touched.
     * everything else (``autoreset_mode``, ``batch_size``, ``timeout``,
       ``on_error``, ``record_dir``, ...) as ``RemoteVectorEnv``.
 
@@ -159,6 +176,10 @@ class ProcessVectorEnv(RemoteVectorEnv):
             raise ValueError("resources_per_server must be at least 1 and leave each resource an env "
                              f"({len(fns)} envs over {servers} servers)")
         self._servers: List[_Server] = []
+        self._start_timeout = start_timeout
+        restart = kwargs.get("restart")
+        if restart is not None and restart.resolve is None:
+            kwargs["restart"] = dataclasses.replace(restart, resolve=self._resolve)
         self._socket_dir: Optional[str] = tempfile.mkdtemp(prefix="unienv-fleet-") if unix else None
         try:
             # Resources server-major: server s's resources hold consecutive envs.
@@ -174,11 +195,28 @@ class ProcessVectorEnv(RemoteVectorEnv):
                 self._servers.append(_Server(i, share, groups, cpu, path))
             deadline = time.monotonic() + start_timeout
             urls = [s.read_url(deadline) for s in self._servers]
+            # Every URL each server had (a TCP server started again has a new port).
+            self._slot_of: Dict[str, int] = {url: k for k, url in enumerate(urls)}
             addresses = [(url, f"batch{k}") for url, (_, groups) in zip(urls, shares) for k in range(len(groups))]
             super().__init__(addresses, **kwargs)
         except BaseException:
             self._stop_servers()
             raise
+
+    def _resolve(self, url: str, resource_id: str) -> Optional[str]:
+        """``RestartPolicy.resolve``: where the envs of the server that
+        served ``url`` are now; a dead server is started again (once for all
+        of its resources: the next call finds the new one alive)."""
+        k = self._slot_of.get(url)
+        if k is None:
+            return None  # not one of ours: where it was
+        server = self._servers[k]
+        if server.process.poll() is None:
+            return server.url  # alive (a timeout, a faulted env, or started again already)
+        self._servers[k] = server.again(time.monotonic() + self._start_timeout)
+        server.stop()
+        self._slot_of[self._servers[k].url] = k
+        return self._servers[k].url
 
     @property
     def server_pids(self) -> List[int]:
