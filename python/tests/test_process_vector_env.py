@@ -226,3 +226,29 @@ def test_a_killed_server_is_started_again_with_a_restart_policy(unix: bool) -> N
     finally:
         envs.close()
     assert gone(new)
+
+
+def chatty() -> Any:
+    """CartPole that prints 1 KiB to standard output at every step."""
+    env = cartpole()
+    step = env.step
+
+    def noisy_step(action: Any) -> Any:
+        print("x" * 1024, flush=True)
+        return step(action)
+
+    env.step = noisy_step
+    print("made a chatty env", flush=True)
+    return env
+
+
+def test_envs_that_print_never_fill_a_pipe() -> None:
+    """Envs printing 1 KiB per step, 200 steps (more than a pipe holds): the
+    prints go to the servers' standard error and every step completes."""
+    envs = ProcessVectorEnv([chatty] * 2, servers=1)
+    try:
+        envs.reset(seed=0)
+        for _ in range(200):
+            envs.step(np.zeros(2, np.int64))
+    finally:
+        envs.close()

@@ -9,6 +9,7 @@ serves until its standard input closes."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import struct
 import sys
@@ -23,6 +24,11 @@ def _read_exactly(n: int) -> bytes:
 
 
 def main() -> None:
+    # Standard output is a pipe that the vector env reads only until the URL:
+    # everything else printed (by the envs, now or while they step) goes to
+    # standard error, so that a chatty simulator never fills that pipe.
+    url_out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
     (length,) = struct.unpack("<Q", _read_exactly(8))
     outer: Dict[str, Any] = pickle.loads(_read_exactly(length))
     # The vector env's import path, for factories pickled by reference.
@@ -40,7 +46,8 @@ def main() -> None:
             server.register(f"batch{k}", BatchedEnv(fns[start:start + size]))
             start += size
         url = server.listen("127.0.0.1", 0) if spec["unix"] is None else server.listen_unix(spec["unix"])
-        print(URL_PREFIX + url, flush=True)
+        print(URL_PREFIX + url, file=url_out, flush=True)
+        url_out.close()
         sys.stdin.buffer.read()  # until the vector env closes (or its process ends)
     finally:
         server.close()

@@ -67,9 +67,10 @@ class _Server:
     def __init__(self, index: int, fns: Sequence[Callable[[], Any]], groups: List[int],
                  cpu: Optional[int], socket_path: Optional[str]) -> None:
         self.index, self.fns, self.groups, self.cpu, self.socket_path = index, fns, groups, cpu, socket_path
+        # Unbuffered: select() on its standard output sees every byte not read.
         self.process = subprocess.Popen(
             [sys.executable, "-m", "unienv_remote._fleet_server"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
         # The parent's import path first (as multiprocessing's spawn sends it):
         # factories pickled by reference import their modules from it.
         payload = pickle.dumps({"sys_path": list(sys.path),
