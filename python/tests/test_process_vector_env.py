@@ -252,3 +252,24 @@ def test_envs_that_print_never_fill_a_pipe() -> None:
             envs.step(np.zeros(2, np.int64))
     finally:
         envs.close()
+
+
+def test_factories_larger_than_a_pipe_travel_whole() -> None:
+    """Factories that carry 4 MiB each (closures over an array) reach their
+    server whole: its envs see the array's checksum."""
+    table = np.arange(512 * 1024, dtype=np.float64)  # 4 MiB
+    want = float(table.sum())
+
+    def make() -> Any:
+        env = cartpole()
+        env.unwrapped.checksum = float(table.sum())  # type: ignore[attr-defined]
+        if env.unwrapped.checksum != want:  # type: ignore[attr-defined]
+            raise RuntimeError("the table arrived changed")
+        return env
+
+    envs = ProcessVectorEnv([make, make], servers=1)
+    try:
+        obs, _ = envs.reset(seed=0)
+        assert obs.shape == (2, 4)
+    finally:
+        envs.close()

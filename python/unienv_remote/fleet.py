@@ -75,10 +75,12 @@ class _Server:
         # factories pickled by reference import their modules from it.
         payload = pickle.dumps({"sys_path": list(sys.path),
                                 "spec": _dumps({"fns": list(fns), "groups": groups, "cpu": cpu, "unix": socket_path})})
-        assert self.process.stdin is not None
+        stdin = self.process.stdin
+        assert stdin is not None
+        data = memoryview(struct.pack("<Q", len(payload)) + payload)
         try:
-            self.process.stdin.write(struct.pack("<Q", len(payload)) + payload)
-            self.process.stdin.flush()
+            while data:  # unbuffered: a write may take part of it
+                data = data[stdin.write(data) or 0:]
         except BrokenPipeError:
             pass  # it died at once: read_url says how
         self.url = ""
