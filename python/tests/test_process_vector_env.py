@@ -255,8 +255,8 @@ def test_envs_that_print_never_fill_a_pipe() -> None:
 
 
 def test_factories_larger_than_a_pipe_travel_whole() -> None:
-    """Factories that carry 4 MiB each (closures over an array) reach their
-    server whole: its envs see the array's checksum."""
+    """Factories that carry a 4 MiB array (closures over it; more than a
+    pipe holds) reach their server whole: its envs see the array's sum."""
     table = np.arange(512 * 1024, dtype=np.float64)  # 4 MiB
     want = float(table.sum())
 
