@@ -227,6 +227,13 @@ pub(crate) fn gathered<'py>(
                 }
             }
         }
+        if kind == Kind::Scalar(DType::BOOL) {
+            // A bool column's rows are Python bools (what a sub-env's own
+            // dict holds): any nonzero byte is true, written as 1.
+            for x in &mut data {
+                *x = u8::from(*x != 0);
+            }
+        }
         // The single envs' values.
         for i in (head..n).filter(|&i| present[i] && block_of[i].is_none()) {
             let Some((k, entry)) = rows[i].get(key).and_then(value_cell) else {

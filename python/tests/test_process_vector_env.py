@@ -273,3 +273,43 @@ def test_factories_larger_than_a_pipe_travel_whole() -> None:
         assert obs.shape == (2, 4)
     finally:
         envs.close()
+
+
+def test_a_factory_that_does_not_pickle_starts_no_process() -> None:
+    import threading
+
+    lock = threading.Lock()
+    before = set(children())
+    with pytest.raises(TypeError):
+        ProcessVectorEnv([lambda: (lock, cartpole())[1]] * 2, servers=2)
+    assert set(children()) <= before
+
+
+def test_forked_children_do_not_hold_the_servers_life_lines() -> None:
+    """A child forked by the learner (a data loader's worker) does not keep
+    the servers' standard input open (it would hide the learner's end from
+    them); the servers run in a session of their own (the terminal's Ctrl-C
+    is the learner's)."""
+    envs = ProcessVectorEnv([cartpole] * 2, servers=2)
+    try:
+        fds = [s.fd(s.process.stdin) for s in envs._servers]
+        assert all(os.getsid(pid) == pid != os.getsid(0) for pid in envs.server_pids)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report whether each of those fds is closed
+            closed = []
+            for fd in fds:
+                try:
+                    os.fstat(fd)
+                    closed.append(False)
+                except OSError:
+                    closed.append(True)
+            os.write(w, bytes(closed))
+            os._exit(0)
+        os.close(w)
+        report = os.read(r, 16)
+        os.close(r)
+        os.waitpid(pid, 0)
+        assert list(report) == [1, 1]
+    finally:
+        envs.close()

@@ -282,6 +282,8 @@ def raw(t: int) -> Dict[str, Dict[str, Any]]:
                                     "f": np.array([0.5, t], np.float32), "_f": yes,
                                     "ok": np.array([True, t % 2 == 0]), "_ok": yes},
         "nobody reports": {"a": np.zeros(2), "_a": np.array([False, False])},
+        # Bool bytes other than 0 and 1 (a view of uint8) are true, written as 1.
+        "bool bytes above 1": {"ok": np.array([2, 0], np.uint8).view(np.bool_), "_ok": yes},
         # The general way (split into one dict per sub-env):
         "int mask": {"a": np.array([1.5, 2.5 * t]), "_a": np.array([1, 0])},
         "masks differ": {"a": np.array([1.0, 2.0 * t]), "_a": yes, "b": np.array([3, 4]), "_b": half},
@@ -292,7 +294,7 @@ def raw(t: int) -> Dict[str, Dict[str, Any]]:
 
 
 #: Cases the extension gathers itself.
-RAW_WHOLE = {"garbage where unreported", "2-d and float32 columns"}
+RAW_WHOLE = {"garbage where unreported", "2-d and float32 columns", "bool bytes above 1"}
 
 
 def split(info: Dict[str, Any], b: int) -> List[Dict[str, Any]]:
@@ -389,21 +391,28 @@ def test_batched_infos_read_whole_equal_split_ones(raw_url: str, case: str) -> N
         envs.close()
 
 
+@pytest.mark.parametrize("single_first", [False, True])
 @pytest.mark.parametrize("case", sorted(RAW_WHOLE))
-def test_batched_and_single_infos_gather_together(raw_url: str, case: str) -> None:
-    """A single env (in the middle) and two batched resources that report
-    the same keys: one column over all of them, the single env's values
-    beside the batches' rows, gathered by the extension."""
+def test_batched_and_single_infos_gather_together(raw_url: str, case: str, single_first: bool) -> None:
+    """A single env (in the middle, or first: the key order is then its
+    dict's) and two batched resources that report the same keys: one column
+    over all of them, the single env's values beside the batches' rows,
+    gathered by the extension."""
     from unienv_remote import RemoteVectorEnv
 
-    envs = RemoteVectorEnv([(raw_url, f"{case}/b0"), (raw_url, f"{case}/single"), (raw_url, f"{case}/b1")])
+    if single_first:
+        names = [f"{case}/single", f"{case}/b0", f"{case}/b1"]
+    else:
+        names = [f"{case}/b0", f"{case}/single", f"{case}/b1"]
+    envs = RemoteVectorEnv([(raw_url, name) for name in names])
     try:
         envs.reset(seed=0)
         for t in range(1, 4):
             envs._native.step_async(np.zeros((5, 1), np.float32))
             native = envs._native.step_wait()
             rows = split(raw(t)[case], 2)
-            same(by_add_info(5, rows + rows[:1] + rows), envs._results(native, envs)[4])
+            want = rows[:1] + rows + rows if single_first else rows + rows[:1] + rows
+            same(by_add_info(5, want), envs._results(native, envs)[4])
             assert isinstance(native[4], dict)
     finally:
         envs.close()

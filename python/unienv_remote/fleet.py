@@ -36,11 +36,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+import weakref
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .vector import RemoteVectorEnv
 
 __all__ = ["ProcessVectorEnv"]
+
+#: The longest Unix socket path (``sun_path`` holds 108 bytes on Linux,
+#: 104 on macOS, with its terminating NUL).
+_SUN_PATH_MAX = 103
 
 #: The line a server process prints before its URL.
 URL_PREFIX = "unienv-remote-fleet-url "
@@ -61,58 +66,90 @@ def _split(n: int, parts: int) -> List[int]:
     return [n // parts + (1 if i < n % parts else 0) for i in range(parts)]
 
 
+#: Every server process's standard input (its life line), closed in a child
+#: this process forks: a forked child (a data loader's worker) holding it
+#: would keep the server from seeing its learner end.
+_LIFE_LINES: "weakref.WeakSet[_Server]" = weakref.WeakSet()
+
+
+def _close_life_lines_in_child() -> None:
+    for server in list(_LIFE_LINES):
+        server.drop_life_line()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_life_lines_in_child)
+
+
 class _Server:
-    """One server process: started, its URL read, stopped."""
+    """One server process: started, given its envs, its URL read, stopped."""
 
     def __init__(self, index: int, fns: Sequence[Callable[[], Any]], groups: List[int],
                  cpu: Optional[int], socket_path: Optional[str]) -> None:
         self.index, self.fns, self.groups, self.cpu, self.socket_path = index, fns, groups, cpu, socket_path
-        # Unbuffered: select() on its standard output sees every byte not read.
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "unienv_remote._fleet_server"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
         # The parent's import path first (as multiprocessing's spawn sends it):
-        # factories pickled by reference import their modules from it.
+        # factories pickled by reference import their modules from it. Pickled
+        # before the process starts: a factory that does not pickle starts none.
         payload = pickle.dumps({"sys_path": list(sys.path),
                                 "spec": _dumps({"fns": list(fns), "groups": groups, "cpu": cpu, "unix": socket_path})})
+        self.unsent = memoryview(struct.pack("<Q", len(payload)) + payload)
+        self.url = ""
+        # Unbuffered pipes (select() sees every byte), a session of its own
+        # (the terminal's Ctrl-C is the learner's to handle, not the servers').
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "unienv_remote._fleet_server"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, start_new_session=True)
+        _LIFE_LINES.add(self)
+
+    @staticmethod
+    def fd(pipe: Optional[IO[bytes]]) -> int:
+        """A pipe's file descriptor (the pipes are made, so never ``None``)."""
+        assert pipe is not None
+        return pipe.fileno()
+
+    def drop_life_line(self) -> None:
+        """Closes this process's copy of the server's standard input."""
+        if self.process.stdin is not None:
+            try:
+                self.process.stdin.close()
+            except OSError:
+                pass
+
+    def _send_some(self) -> None:
+        """Writes what the pipe takes of the envs not yet sent (non-blocking)."""
         stdin = self.process.stdin
         assert stdin is not None
-        data = memoryview(struct.pack("<Q", len(payload)) + payload)
         try:
-            while data:  # unbuffered: a write may take part of it
-                data = data[stdin.write(data) or 0:]
-        except BrokenPipeError:
-            pass  # it died at once: read_url says how
-        self.url = ""
+            written = stdin.write(self.unsent)
+        except BlockingIOError:
+            return
+        except (BrokenPipeError, ValueError):
+            self.unsent = memoryview(b"")  # it died: its standard output says so
+            return
+        self.unsent = self.unsent[written or 0:]
 
-    def read_url(self, deadline: float) -> str:
-        """Waits for the server's URL (until ``deadline``, a monotonic time)."""
+    def _read_some(self) -> bool:
+        """Reads a line of its standard output; True once it is the URL."""
         stdout = self.process.stdout
         assert stdout is not None
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"server process {self.index} (pid {self.process.pid}) did not start in time")
-            ready, _, _ = select.select([stdout], [], [], left)
-            if not ready:
-                continue
-            line = stdout.readline().decode("utf-8", "replace")
-            if not line:
-                code = self.process.wait()
-                raise RuntimeError(f"server process {self.index} (pid {self.process.pid}) exited with code {code} "
-                                   "before serving (its error is on standard error above)")
-            if line.startswith(URL_PREFIX):
-                self.url = line[len(URL_PREFIX):].strip()
-                return self.url
+        line = stdout.readline().decode("utf-8", "replace")
+        if not line:
+            code = self.process.wait()
+            raise RuntimeError(f"server process {self.index} (pid {self.process.pid}) exited with code {code} "
+                               "before serving (its error is on standard error above)")
+        if line.startswith(URL_PREFIX):
+            self.url = line[len(URL_PREFIX):].strip()
+            return True
+        return False
 
     def again(self, deadline: float) -> "_Server":
         """A new process serving the same envs (at the same socket path),
         started and serving by ``deadline``."""
         new = _Server(self.index, self.fns, self.groups, self.cpu, self.socket_path)
         try:
-            new.read_url(deadline)
+            _start_all([new], deadline)
         except BaseException:
-            new.stop()
+            new.stop(timeout=0)
             raise
         return new
 
@@ -130,6 +167,28 @@ class _Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def _start_all(servers: Sequence[_Server], deadline: float) -> List[str]:
+    """Gives every server its envs and reads its URL, all at once, by
+    ``deadline`` (a monotonic time); the URLs in order."""
+    for s in servers:
+        os.set_blocking(s.fd(s.process.stdin), False)
+    waiting = [s for s in servers if not s.url]
+    while waiting:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            late = ", ".join(f"{s.index} (pid {s.process.pid})" for s in waiting)
+            raise TimeoutError(f"server process(es) {late} did not start in time")
+        readers = {s.fd(s.process.stdout): s for s in waiting}
+        writers = {s.fd(s.process.stdin): s for s in waiting if s.unsent}
+        readable, writable, _ = select.select(list(readers), list(writers), [], left)
+        for fd in writable:
+            writers[fd]._send_some()
+        for fd in readable:
+            if readers[fd]._read_some():
+                waiting.remove(readers[fd])
+    return [s.url for s in servers]
 
 
 class ProcessVectorEnv(RemoteVectorEnv):
@@ -181,6 +240,8 @@ class ProcessVectorEnv(RemoteVectorEnv):
         self._servers: List[_Server] = []
         self._start_timeout = start_timeout
         restart = kwargs.get("restart")
+        # A server started again must serve within the policy's time too.
+        self._restart_timeout = start_timeout if restart is None else min(start_timeout, restart.timeout)
         if restart is not None and restart.resolve is None:
             kwargs["restart"] = dataclasses.replace(restart, resolve=self._resolve)
         self._socket_dir: Optional[str] = tempfile.mkdtemp(prefix="unienv-fleet-") if unix else None
@@ -195,15 +256,18 @@ class ProcessVectorEnv(RemoteVectorEnv):
             for i, (share, groups) in enumerate(shares):
                 cpu = cpus[i % len(cpus)] if pin and cpus else None
                 path = None if self._socket_dir is None else os.path.join(self._socket_dir, f"server{i}.sock")
+                if path is not None and len(os.fsencode(path)) > _SUN_PATH_MAX:
+                    raise ValueError(f"the socket path {path!r} is longer than a Unix socket address takes "
+                                     f"({_SUN_PATH_MAX} bytes): set TMPDIR to a shorter directory, or unix=False")
                 self._servers.append(_Server(i, share, groups, cpu, path))
             deadline = time.monotonic() + start_timeout
-            urls = [s.read_url(deadline) for s in self._servers]
+            urls = _start_all(self._servers, deadline)
             # Every URL each server had (a TCP server started again has a new port).
             self._slot_of: Dict[str, int] = {url: k for k, url in enumerate(urls)}
             addresses = [(url, f"batch{k}") for url, (_, groups) in zip(urls, shares) for k in range(len(groups))]
             super().__init__(addresses, **kwargs)
         except BaseException:
-            self._stop_servers()
+            self._stop_servers(timeout=2.0)
             raise
 
     def _resolve(self, url: str, resource_id: str) -> Optional[str]:
@@ -214,9 +278,13 @@ class ProcessVectorEnv(RemoteVectorEnv):
         if k is None:
             return None  # not one of ours: where it was
         server = self._servers[k]
-        if server.process.poll() is None:
+        try:
+            # A connection drops as its process dies, a moment before the
+            # process can be waited for.
+            server.process.wait(0.5)
+        except subprocess.TimeoutExpired:
             return server.url  # alive (a timeout, a faulted env, or started again already)
-        self._servers[k] = server.again(time.monotonic() + self._start_timeout)
+        self._servers[k] = server.again(time.monotonic() + self._restart_timeout)
         server.stop()
         self._slot_of[self._servers[k].url] = k
         return self._servers[k].url
@@ -226,9 +294,9 @@ class ProcessVectorEnv(RemoteVectorEnv):
         """The server processes' ids."""
         return [s.process.pid for s in self._servers]
 
-    def _stop_servers(self) -> None:
+    def _stop_servers(self, timeout: float = 10.0) -> None:
         for s in self._servers:
-            s.stop()
+            s.stop(timeout)
         self._servers = []
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)

@@ -33,7 +33,9 @@ impl InfoBlock {
 }
 
 /// The infos of a vector step's envs, in the order of its other fields.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// (Not `PartialEq`: a block and the rows it splits into are the same
+/// infos in two forms; compare [`to_vec`](Self::to_vec)s.)
+#[derive(Debug, Clone, Default)]
 pub struct StepInfos {
     /// One dict per env; empty for the envs of `blocks`.
     rows: Vec<Dict>,
@@ -82,7 +84,8 @@ impl StepInfos {
     }
 
     /// The info of the env at position `slot` (split out of its resource's
-    /// info when it is in a block), `None` past the end.
+    /// info when it is in a block: that splits the whole block, so for
+    /// every env use [`to_vec`](Self::to_vec)), `None` past the end.
     pub fn env(&self, slot: usize) -> Option<Dict> {
         match self.blocks.iter().find(|b| b.holds(slot)) {
             Some(b) => split_info(&b.info, b.width).into_iter().nth(slot - b.start),
