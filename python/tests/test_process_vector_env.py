@@ -313,3 +313,20 @@ def test_forked_children_do_not_hold_the_servers_life_lines() -> None:
         assert list(report) == [1, 1]
     finally:
         envs.close()
+
+
+def test_an_unclosed_env_with_a_restart_policy_ends_its_servers_when_dropped() -> None:
+    """No reference cycle through the restart policy: dropping the last
+    reference to an unclosed env ends its servers (without a collection)."""
+    import gc
+
+    from unienv_remote import RestartPolicy
+
+    gc.disable()
+    try:
+        envs = ProcessVectorEnv([cartpole] * 2, servers=2, restart=RestartPolicy())
+        pids = envs.server_pids
+        del envs
+        assert gone(pids)
+    finally:
+        gc.enable()

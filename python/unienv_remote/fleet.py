@@ -243,7 +243,15 @@ class ProcessVectorEnv(RemoteVectorEnv):
         # A server started again must serve within the policy's time too.
         self._restart_timeout = start_timeout if restart is None else min(start_timeout, restart.timeout)
         if restart is not None and restart.resolve is None:
-            kwargs["restart"] = dataclasses.replace(restart, resolve=self._resolve)
+            # Through a weak reference: the policy is the vector env's own, and
+            # a cycle would keep an unclosed env's servers until a collection.
+            me = weakref.ref(self)
+
+            def resolve(url: str, resource_id: str) -> Optional[str]:
+                env = me()
+                return None if env is None else env._resolve(url, resource_id)
+
+            kwargs["restart"] = dataclasses.replace(restart, resolve=resolve)
         self._socket_dir: Optional[str] = tempfile.mkdtemp(prefix="unienv-fleet-") if unix else None
         try:
             # Resources server-major: server s's resources hold consecutive envs.
