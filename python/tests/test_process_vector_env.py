@@ -210,6 +210,7 @@ def test_a_killed_server_is_started_again_with_a_restart_policy(unix: bool) -> N
         for i, env in enumerate(local):
             env.reset(seed=i)
         old = envs.server_pids
+        original = [url for url, _ in envs.addresses]
         os.kill(old[1], signal.SIGKILL)
         assert gone([old[1]])
         obs, rewards, terminated, truncated, infos = envs.step(np.ones(4, np.int64))
@@ -219,6 +220,11 @@ def test_a_killed_server_is_started_again_with_a_restart_policy(unix: bool) -> N
             assert np.array_equal(obs[i], local[i].step(1)[0])
         new = envs.server_pids
         assert new[0] == old[0] and new[1] != old[1]
+        # A new address (over Unix, a socket path of its own).
+        urls = [url for url, _ in envs.addresses]
+        assert urls[2] == urls[3] != original[2] and urls[:2] == original[:2]
+        if unix:
+            assert urls[2].endswith("server1~1.sock")
         for _ in range(3):
             obs, rewards, terminated, truncated, infos = envs.step(np.ones(4, np.int64))
             assert "restart" not in infos

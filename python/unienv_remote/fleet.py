@@ -87,6 +87,8 @@ class _Server:
     def __init__(self, index: int, fns: Sequence[Callable[[], Any]], groups: List[int],
                  cpu: Optional[int], socket_path: Optional[str]) -> None:
         self.index, self.fns, self.groups, self.cpu, self.socket_path = index, fns, groups, cpu, socket_path
+        #: How many times this server was started again before this process.
+        self.generation = 0
         # The parent's import path first (as multiprocessing's spawn sends it):
         # factories pickled by reference import their modules from it. Pickled
         # before the process starts: a factory that does not pickle starts none.
@@ -143,9 +145,16 @@ class _Server:
         return False
 
     def again(self, deadline: float) -> "_Server":
-        """A new process serving the same envs (at the same socket path),
-        started and serving by ``deadline``."""
-        new = _Server(self.index, self.fns, self.groups, self.cpu, self.socket_path)
+        """A new process serving the same envs, started and serving by
+        ``deadline``; over a Unix socket at a path of its own
+        (``server{i}~1.sock``, ``~2``, ...: nothing left of the dead server,
+        such as a listening socket a child of it may still hold, is in its
+        way)."""
+        path = None
+        if self.socket_path is not None:
+            path = os.path.join(os.path.dirname(self.socket_path), f"server{self.index}~{self.generation + 1}.sock")
+        new = _Server(self.index, self.fns, self.groups, self.cpu, path)
+        new.generation = self.generation + 1
         try:
             _start_all([new], deadline)
         except BaseException:
@@ -209,8 +218,8 @@ class ProcessVectorEnv(RemoteVectorEnv):
       directory (else loopback TCP).
     * ``start_timeout``: seconds to wait for every server to serve.
     * ``restart``: a ``RestartPolicy`` (without ``resolve``): a server
-      process that died is started again (the same envs, vCPU and socket
-      path), and its envs heal as ``RemoteVectorEnv``'s policy says (they
+      process that died is started again (the same envs and vCPU; a new
+      socket path or port), and its envs heal as ``RemoteVectorEnv``'s policy says (they
       are reset and reported in that step's ``infos["restart"]``), within
       the policy's limits; the other servers' envs are not touched.
     * everything else (``autoreset_mode``, ``batch_size``, ``timeout``,
@@ -270,7 +279,7 @@ class ProcessVectorEnv(RemoteVectorEnv):
                 self._servers.append(_Server(i, share, groups, cpu, path))
             deadline = time.monotonic() + start_timeout
             urls = _start_all(self._servers, deadline)
-            # Every URL each server had (a TCP server started again has a new port).
+            # Every URL each server had (a server started again has a new one).
             self._slot_of: Dict[str, int] = {url: k for k, url in enumerate(urls)}
             addresses = [(url, f"batch{k}") for url, (_, groups) in zip(urls, shares) for k in range(len(groups))]
             super().__init__(addresses, **kwargs)
