@@ -154,32 +154,6 @@ fn scalar(v: Value) -> Value {
     }
 }
 
-/// The rows of a 1-D array of `b` native `float64`, `int64` or `bool`
-/// values as the scalars [`scalar`] makes of each 0-d row, read straight
-/// from its bytes (what most infos are: no 0-d array per row); `None` for
-/// any other value, which goes through `unstack`.
-fn scalar_rows(value: &Value, b: usize) -> Option<Vec<Value>> {
-    let Value::Array(a) = value else { return None };
-    let d = a.dtype();
-    if a.shape() != [b] || !d.is_native() {
-        return None;
-    }
-    let bytes = a.as_bytes();
-    let word = |c: &[u8]| <[u8; 8]>::try_from(c).ok();
-    match (d.kind(), d.itemsize()) {
-        (ScalarKind::Float, 8) => bytes
-            .chunks_exact(8)
-            .map(|c| word(c).map(|w| Value::Float(f64::from_ne_bytes(w))))
-            .collect(),
-        (ScalarKind::Int, 8) if d == DType::I64 => bytes
-            .chunks_exact(8)
-            .map(|c| word(c).map(|w| Value::Int(i64::from_ne_bytes(w))))
-            .collect(),
-        (ScalarKind::Bool, 1) => Some(bytes.iter().map(|&x| Value::Bool(x != 0)).collect()),
-        _ => None,
-    }
-}
-
 /// Splits a batched env's info (Gymnasium's vector layout: key `k` holds
 /// one entry per sub-env, `_k` the bool mask of those that have it; dicts
 /// nest) into one info per sub-env. A key without a mask of `b` booleans,
@@ -203,11 +177,9 @@ pub(super) fn split_info(info: &Dict, b: usize) -> Vec<Dict> {
             .map(|m| m.into_iter().map(|x| x != 0.0).collect());
         let rows: Option<Vec<Value>> = match value {
             Value::Dict(d) => Some(split_info(d, b).into_iter().map(Value::Dict).collect()),
-            Value::Array(_) | Value::List(_) => scalar_rows(value, b).or_else(|| {
-                unstack(value, b)
-                    .ok()
-                    .map(|r| r.into_iter().map(scalar).collect())
-            }),
+            Value::Array(_) | Value::List(_) => unstack(value, b)
+                .ok()
+                .map(|r| r.into_iter().map(scalar).collect()),
             _ => None,
         };
         match (mask, rows) {
@@ -596,46 +568,6 @@ mod tests {
         assert_eq!(split[1].get("d"), None);
         assert_eq!(split[1].get("plain"), Some(&Value::from("everyone")));
         assert!(split.iter().all(|d| !d.contains_key("_x")));
-    }
-
-    #[test]
-    fn scalar_rows_are_what_unstack_and_scalar_make() {
-        let general = |v: &Value, b: usize| -> Vec<Value> {
-            unstack(v, b)
-                .map(|r| r.into_iter().map(scalar).collect())
-                .unwrap_or_default()
-        };
-        let big_endian = NdArray::from_bytes(
-            DType::F64.with_byte_order(crate::codec::ByteOrder::Big),
-            vec![2],
-            bytes::Bytes::from([1.5f64.to_be_bytes(), (-0.0f64).to_be_bytes()].concat()),
-        )
-        .map(Value::Array);
-        let fast = [
-            Value::Array(NdArray::from_vec(vec![1.5f64, -0.0, f64::NAN, 1e300])),
-            Value::Array(NdArray::from_vec(vec![7i64, -8, i64::MAX, 0])),
-            Value::Array(NdArray::from_vec(vec![true, false, true, true])),
-        ];
-        for v in &fast {
-            let rows = scalar_rows(v, 4);
-            assert!(rows.is_some(), "{v:?}");
-            let (rows, want) = (rows.unwrap_or_default(), general(v, 4));
-            // Value's equality would call NaN unequal to itself: compare bits.
-            assert_eq!(format!("{rows:?}"), format!("{want:?}"));
-        }
-        // Other values go the general way.
-        let others = [
-            Value::Array(NdArray::from_vec(vec![1.0f32, 2.0, 3.0, 4.0])),
-            Value::Array(NdArray::from_vec(vec![1i32, 2, 3, 4])),
-            Value::Array(NdArray::from_vec(vec![1.0f64, 2.0, 3.0])), // not b rows
-            Value::List(vec![Value::Float(1.0); 4]),
-        ];
-        for v in &others {
-            assert!(scalar_rows(v, 4).is_none(), "{v:?}");
-        }
-        let big_endian = big_endian.expect("a big-endian f8 array");
-        assert!(scalar_rows(&big_endian, 2).is_none());
-        assert_eq!(general(&big_endian, 2)[0], Value::Float(1.5));
     }
 
     #[test]
