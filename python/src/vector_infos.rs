@@ -196,15 +196,14 @@ pub(crate) fn gathered<'py>(
     }
     let mut columns = Vec::with_capacity(keys.len());
     for key in keys {
-        let (kind, size) = match block_of[head] {
+        let first = match block_of[head] {
             Some((k, _)) => blocks[k].column(key).and_then(row_kind),
             None => rows[head]
                 .get(key)
                 .and_then(value_cell)
                 .map(|(kind, entry)| (kind, entry.bytes().len())),
-        }
-        .map_or((None, 0), |(kind, size)| (Some(kind), size));
-        let Some(kind) = kind else {
+        };
+        let Some((kind, size)) = first else {
             return Ok(None);
         };
         let mut data = vec![0u8; n * size];

@@ -85,10 +85,10 @@ class _Server:
     """One server process: started, given its envs, its URL read, stopped."""
 
     def __init__(self, index: int, fns: Sequence[Callable[[], Any]], groups: List[int],
-                 cpu: Optional[int], socket_path: Optional[str]) -> None:
+                 cpu: Optional[int], socket_path: Optional[str], generation: int = 0) -> None:
         self.index, self.fns, self.groups, self.cpu, self.socket_path = index, fns, groups, cpu, socket_path
         #: How many times this server was started again before this process.
-        self.generation = 0
+        self.generation = generation
         # The parent's import path first (as multiprocessing's spawn sends it):
         # factories pickled by reference import their modules from it. Pickled
         # before the process starts: a factory that does not pickle starts none.
@@ -153,8 +153,7 @@ class _Server:
         path = None
         if self.socket_path is not None:
             path = os.path.join(os.path.dirname(self.socket_path), f"server{self.index}~{self.generation + 1}.sock")
-        new = _Server(self.index, self.fns, self.groups, self.cpu, path)
-        new.generation = self.generation + 1
+        new = _Server(self.index, self.fns, self.groups, self.cpu, path, self.generation + 1)
         try:
             _start_all([new], deadline)
         except BaseException:
@@ -165,12 +164,9 @@ class _Server:
     def stop(self, timeout: float = 10.0) -> None:
         """Closes its standard input (it closes its server and exits); kills
         it after ``timeout`` seconds."""
-        for pipe in (self.process.stdin, self.process.stdout):
-            if pipe is not None:
-                try:
-                    pipe.close()
-                except OSError:
-                    pass
+        self.drop_life_line()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
         try:
             self.process.wait(timeout)
         except subprocess.TimeoutExpired:
