@@ -60,6 +60,10 @@ async fn transcript(url: &str) -> Vec<String> {
             Value::Dict(step.info)
         ));
     }
+    // Released by a request the domain answers once control is gone: a
+    // connection's close alone frees control only after the server has seen
+    // the close, and the next transcript may reach `counter` first.
+    env.close().await.expect("release");
     client.close().await;
     log
 }
