@@ -234,6 +234,44 @@ def test_a_killed_server_is_started_again_with_a_restart_policy(unix: bool) -> N
     assert gone(new)
 
 
+def test_a_restart_never_takes_an_address_another_server_had(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over TCP, a restarted server whose port another server of the fleet
+    had before (here: declared so) is started again while it holds that
+    port, so a resource of that other server not yet reconnected can never
+    be sent to it; the stand-in is stopped and the envs step on."""
+    from unienv_remote import RestartPolicy
+    from unienv_remote import fleet
+
+    envs = ProcessVectorEnv([cartpole] * 4, servers=2, unix=False,
+                            restart=RestartPolicy(max_restarts=2, window=60.0, timeout=30.0))
+    taken: List[Any] = []
+    again = fleet._Server.again
+
+    def again_recorded(self: Any, deadline: float) -> Any:
+        new = again(self, deadline)
+        if not taken:  # the first restart's address: once server 0's
+            envs._slot_of[new.url] = 0
+        taken.append(new)
+        return new
+
+    monkeypatch.setattr(fleet._Server, "again", again_recorded)
+    try:
+        envs.reset(seed=0)
+        old = envs.server_pids
+        os.kill(old[1], signal.SIGKILL)
+        assert gone([old[1]])
+        infos = envs.step(np.ones(4, np.int64))[4]
+        assert infos["_restart"].tolist() == [False, False, True, True]
+        assert len(taken) == 2, "started again once more"
+        assert gone([taken[0].process.pid]), "the stand-in at the taken address is stopped"
+        urls = [url for url, _ in envs.addresses]  # one resource per server
+        assert urls[1] == taken[1].url != taken[0].url
+        assert envs.server_pids[1] == taken[1].process.pid
+        envs.step(np.ones(4, np.int64))
+    finally:
+        envs.close()
+
+
 def chatty() -> Any:
     """CartPole that prints 1 KiB to standard output at every step."""
     env = cartpole()

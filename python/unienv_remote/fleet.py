@@ -46,6 +46,9 @@ __all__ = ["ProcessVectorEnv"]
 #: The longest Unix socket path (``sun_path`` holds 108 bytes on Linux,
 #: 104 on macOS, with its terminating NUL).
 _SUN_PATH_MAX = 103
+#: How many more times a restarted server is started again while its TCP
+#: address is one another server of the fleet had (see ``_resolve``).
+_MAX_URL_RETRIES = 5
 
 #: The line a server process prints before its URL.
 URL_PREFIX = "unienv-remote-fleet-url "
@@ -297,10 +300,27 @@ class ProcessVectorEnv(RemoteVectorEnv):
             server.process.wait(0.5)
         except subprocess.TimeoutExpired:
             return server.url  # alive (a timeout, a faulted env, or started again already)
-        self._servers[k] = server.again(time.monotonic() + self._restart_timeout)
+        deadline = time.monotonic() + self._restart_timeout
+        fresh = server.again(deadline)
+        # Over TCP the OS may hand out a port another of our servers had
+        # before it died: a resource of that server not yet reconnected would
+        # then be sent here. Such a server is started again while it holds
+        # the port (so the next one gets another), until its URL was never
+        # another server's.
+        for _ in range(_MAX_URL_RETRIES):
+            if self._slot_of.get(fresh.url, k) == k:
+                break
+            retry = fresh.again(deadline)
+            fresh.stop(timeout=2.0)
+            fresh = retry
+        else:
+            fresh.stop(timeout=2.0)
+            raise RuntimeError(f"server {k} was started again {_MAX_URL_RETRIES + 1} times, and each time at an "
+                               "address another server of this fleet had before")
+        self._servers[k] = fresh
         server.stop()
-        self._slot_of[self._servers[k].url] = k
-        return self._servers[k].url
+        self._slot_of[fresh.url] = k
+        return fresh.url
 
     @property
     def server_pids(self) -> List[int]:
