@@ -358,6 +358,22 @@ impl Domain {
         true
     }
 
+    /// A session that controls the domain and has closed (its peer closed
+    /// the connection, it vanished, or it was closed) gives up control now,
+    /// as its cleanup's [`Job::Detach`] will: a peer that closed its
+    /// connection and reconnects is never refused for its own past session
+    /// while that cleanup is on its way.
+    fn release_closed_owner(&mut self) {
+        let closed = match self.control.owner() {
+            Some((owner, _)) if owner.is_closed() => owner.clone(),
+            _ => return,
+        };
+        if self.release(&closed) {
+            self.last_activity = Instant::now();
+            self.commit_owner();
+        }
+    }
+
     /// Faults the domain: stepping is refused until a successful reset or
     /// reload; `cause` says what happened, for the refusal and the log.
     fn fault(&mut self, cause: String) {
@@ -399,6 +415,7 @@ impl Domain {
         if session.is_closed() {
             return Err(err(ErrorCode::InvalidSession, "Session has closed"));
         }
+        self.release_closed_owner();
         let command = Command::from_request(request);
         let holds_nothing = matches!(
             command,

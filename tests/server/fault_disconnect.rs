@@ -266,3 +266,67 @@ async fn disconnect_mid_env_call() {
     );
     server.shutdown().await;
 }
+
+/// Another session's reset, queued at a domain while its controller's step
+/// runs, and the controller then disconnects: when the step finishes, the
+/// reset takes control (the controller's session is closed, so its control
+/// is given up at the next request) rather than being refused as
+/// `ownership_conflict` because the gone session's cleanup (its detach) is
+/// queued behind it. The same holds for a peer that closes its connection
+/// and reconnects at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_queued_before_the_controller_disconnected_takes_control() {
+    let gate = Gate::new();
+    let server = common::fixture_server_with(ServerConfig::default(), |b| {
+        b.register_env("gated", GatedEnv::new(gate.clone()))
+            .map(|_| ())
+    });
+    let mut a = Raw::connect(&server).await;
+    result(&a.env_call("gated", "reset", vec![], seed(10)).await);
+    let step = a.request(
+        "call",
+        Some("gated"),
+        fields(&[
+            ("method", Value::from("step")),
+            ("args", Value::Tuple(vec![Value::Float(5.0)])),
+            ("operation_id", Value::from("a5")),
+        ]),
+    );
+    a.send_value(&Value::Dict(step)).await;
+    gate.wait_reached(1).await;
+
+    let mut b = Raw::connect(&server).await;
+    let reset = b.request(
+        "call",
+        Some("gated"),
+        fields(&[
+            ("method", Value::from("reset")),
+            ("kwargs", Value::Dict(seed(20))),
+            ("operation_id", Value::from("b-reset")),
+        ]),
+    );
+    let reset_id = reset.get("request_id").cloned();
+    b.send_value(&Value::Dict(reset)).await;
+    // A describe of another domain, sent after the reset: its answer proves
+    // that b's session handed the reset to the gated domain already.
+    let probe = b.request("describe", Some("counter"), Dict::new());
+    result(&b.call_raw(probe).await);
+    drop(a);
+    // a's session ended: its detach is queued behind b's reset.
+    wait_sessions(&server, 1).await;
+    gate.open();
+    let r = b.recv().await.expect("the reset's answer");
+    assert_eq!(r.get("request_id").cloned(), reset_id, "{r:?}");
+    let Some(Value::Tuple(reset)) = result(&r).get("value").cloned() else {
+        panic!("a reset's value: {r:?}");
+    };
+    assert_eq!(numbers(reset.get(1)), vec![20.0]);
+    // b controls the domain, unfaulted (a's step had finished): it steps on.
+    result(
+        &b.env_call("gated", "step", vec![Value::Float(1.0)], Dict::new())
+            .await,
+    );
+    let render = b.env_call("gated", "render", vec![], Dict::new()).await;
+    assert_eq!(result(&render).get("value"), Some(&Value::Float(21.0)));
+    server.shutdown().await;
+}
