@@ -26,7 +26,8 @@ from gymnasium.vector import SyncVectorEnv
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 from unienv_remote import ProcessVectorEnv  # noqa: E402
 
-N = 16
+from learner_share import N, measure  # noqa: E402  (this folder: the script's own)
+
 SPINNER = (
     "import os, sys\n"
     "os.sched_setaffinity(0, {int(sys.argv[1])})\n"
@@ -34,15 +35,6 @@ SPINNER = (
     "while True:\n"
     "    pass\n"
 )
-
-
-def measure(env: Any, actions: np.ndarray, seconds: float) -> float:
-    env.reset(seed=0)
-    steps, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        env.step(actions)
-        steps += 1
-    return steps * N / (time.perf_counter() - start)
 
 
 def main() -> None:
@@ -70,7 +62,7 @@ def main() -> None:
                     time.sleep(0.3)
                 try:
                     for name, env in envs.items():
-                        rates.setdefault((name, spin), []).append(measure(env, actions, args.seconds))
+                        rates.setdefault((name, spin), []).append(measure(env.step, lambda env=env: env.reset(seed=0), actions, args.seconds))
                 finally:
                     for p in spinners:
                         p.kill()

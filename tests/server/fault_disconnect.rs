@@ -167,13 +167,36 @@ async fn disconnect_at_every_point_of_a_detached_operation() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn disconnect_mid_env_call() {
+/// The fixtures and `gated` (an env whose step waits at `gate`).
+fn gated_server() -> (std::sync::Arc<Gate>, Server) {
     let gate = Gate::new();
     let server = common::fixture_server_with(ServerConfig::default(), |b| {
         b.register_env("gated", GatedEnv::new(gate.clone()))
             .map(|_| ())
     });
+    (gate, server)
+}
+
+/// Sends a call of `gated`'s `method` without waiting for its answer;
+/// returns its request ID.
+async fn send_gated_call(
+    raw: &mut Raw,
+    method: &str,
+    extra: &[(&str, Value)],
+    op: &str,
+) -> Option<Value> {
+    let mut pairs = vec![("method", Value::from(method))];
+    pairs.extend(extra.iter().cloned());
+    pairs.push(("operation_id", Value::from(op)));
+    let request = raw.request("call", Some("gated"), fields(&pairs));
+    let id = request.get("request_id").cloned();
+    raw.send_value(&Value::Dict(request)).await;
+    id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disconnect_mid_env_call() {
+    let (gate, server) = gated_server();
     let mut observer = Raw::connect(&server).await;
     result(
         &observer
@@ -189,16 +212,8 @@ async fn disconnect_mid_env_call() {
     result(&a.env_call("gated", "reset", vec![], seed(10)).await);
     // step(5) waits at the gate; step(1) is queued behind it.
     for (action, op) in [(5.0, "a5"), (1.0, "a1")] {
-        let r = a.request(
-            "call",
-            Some("gated"),
-            fields(&[
-                ("method", Value::from("step")),
-                ("args", Value::Tuple(vec![Value::Float(action)])),
-                ("operation_id", Value::from(op)),
-            ]),
-        );
-        a.send_value(&Value::Dict(r)).await;
+        let args = ("args", Value::Tuple(vec![Value::Float(action)]));
+        send_gated_call(&mut a, "step", &[args], op).await;
     }
     gate.wait_reached(1).await;
     // A describe of another domain, sent after both steps: its answer
@@ -221,16 +236,7 @@ async fn disconnect_mid_env_call() {
     // Another session's request waits its turn behind the running call:
     // a describe of another domain sent after it is answered first.
     let mut c = Raw::connect(&server).await;
-    let render = c.request(
-        "call",
-        Some("gated"),
-        fields(&[
-            ("method", Value::from("render")),
-            ("operation_id", Value::from("c1")),
-        ]),
-    );
-    let render_id = render.get("request_id").cloned();
-    c.send_value(&Value::Dict(render)).await;
+    let render_id = send_gated_call(&mut c, "render", &[], "c1").await;
     let probe = c.request("describe", Some("counter"), Dict::new());
     let probe_id = probe.get("request_id").cloned();
     c.send_value(&Value::Dict(probe)).await;
@@ -276,37 +282,16 @@ async fn disconnect_mid_env_call() {
 /// and reconnects at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_queued_before_the_controller_disconnected_takes_control() {
-    let gate = Gate::new();
-    let server = common::fixture_server_with(ServerConfig::default(), |b| {
-        b.register_env("gated", GatedEnv::new(gate.clone()))
-            .map(|_| ())
-    });
+    let (gate, server) = gated_server();
     let mut a = Raw::connect(&server).await;
     result(&a.env_call("gated", "reset", vec![], seed(10)).await);
-    let step = a.request(
-        "call",
-        Some("gated"),
-        fields(&[
-            ("method", Value::from("step")),
-            ("args", Value::Tuple(vec![Value::Float(5.0)])),
-            ("operation_id", Value::from("a5")),
-        ]),
-    );
-    a.send_value(&Value::Dict(step)).await;
+    let args = ("args", Value::Tuple(vec![Value::Float(5.0)]));
+    send_gated_call(&mut a, "step", &[args], "a5").await;
     gate.wait_reached(1).await;
 
     let mut b = Raw::connect(&server).await;
-    let reset = b.request(
-        "call",
-        Some("gated"),
-        fields(&[
-            ("method", Value::from("reset")),
-            ("kwargs", Value::Dict(seed(20))),
-            ("operation_id", Value::from("b-reset")),
-        ]),
-    );
-    let reset_id = reset.get("request_id").cloned();
-    b.send_value(&Value::Dict(reset)).await;
+    let kwargs = ("kwargs", Value::Dict(seed(20)));
+    let reset_id = send_gated_call(&mut b, "reset", &[kwargs], "b-reset").await;
     // A describe of another domain, sent after the reset: its answer proves
     // that b's session handed the reset to the gated domain already.
     let probe = b.request("describe", Some("counter"), Dict::new());
