@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use unienv_remote::codec::Value;
 use unienv_remote::host::Space;
@@ -61,9 +61,12 @@ pub fn format(spec: Option<&Bound<'_, PyAny>>) -> PyResult<RecordFormat> {
 #[pyclass(module = "unienv_remote._native", name = "Recorder", frozen)]
 pub struct PyRecorder {
     recorder: VectorRecorder,
+    dir: PathBuf,
     num_envs: usize,
     /// Each sub-env's step in flight: the stacked actions sent and its row.
     pending: Mutex<Vec<Option<(Value, usize)>>>,
+    /// Whether `close()` already warned about a failure.
+    warned: AtomicBool,
 }
 
 fn space(doc: &Bound<'_, PyAny>, name: &str) -> PyResult<Space> {
@@ -88,6 +91,19 @@ fn failed(errors: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
 }
 
 impl PyRecorder {
+    /// `"recording failed N time(s), first: ..."` once anything failed.
+    fn failure(&self) -> Option<String> {
+        let stats = self.recorder.stats();
+        let errors = stats.errors.load(Ordering::Relaxed);
+        (errors > 0).then(|| {
+            let first = stats
+                .first_error()
+                .unwrap_or_else(|| "(see the log)".to_string());
+            let directory = self.dir.display();
+            format!("recording to {directory} failed {errors} time(s); the first: {first}")
+        })
+    }
+
     /// Queues a record; only when the queue is full (the disk is behind)
     /// does it wait, and then without the GIL.
     fn queue(&self, py: Python<'_>, record: VectorRecord) {
@@ -113,12 +129,14 @@ impl PyRecorder {
         let action = space(action_space, "action_space")?;
         let format = format(record_format)?;
         let recorder = py
-            .detach(move || VectorRecorder::start(&dir, observation, action, num_envs, format))
+            .detach(|| VectorRecorder::start(&dir, observation, action, num_envs, format))
             .map_err(PyRuntimeError::new_err)?;
         Ok(PyRecorder {
             recorder,
+            dir,
             num_envs,
             pending: Mutex::new(vec![None; num_envs]),
+            warned: AtomicBool::new(false),
         })
     }
 
@@ -239,12 +257,30 @@ impl PyRecorder {
         py.detach(|| self.recorder.flush());
     }
 
-    /// Commits every open episode and stops the writer (idempotent).
-    fn close(&self, py: Python<'_>) {
+    /// Commits every open episode and stops the writer (idempotent); when
+    /// anything could not be recorded, warns once (`RuntimeWarning`) with
+    /// the number of failures and the first one (each was logged as it
+    /// happened).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| self.recorder.close());
+        if let Some(message) = self.failure() {
+            if !self.warned.swap(true, Ordering::Relaxed) {
+                let category = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+                PyErr::warn(py, &category, &std::ffi::CString::new(message)?, 2)?;
+            }
+        }
+        Ok(())
     }
 
-    /// The counters: `transitions`, `episodes`, `queue_waits`, `errors`.
+    /// What went wrong, when anything could not be recorded (`None`
+    /// otherwise): the number of failures and the first one.
+    #[getter]
+    fn error(&self) -> Option<String> {
+        self.failure()
+    }
+
+    /// The counters: `transitions` (committed), `episodes`, `queue_waits`,
+    /// `errors`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.recorder.stats();
         let d = PyDict::new(py);
