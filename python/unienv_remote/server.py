@@ -106,7 +106,7 @@ class RemoteServer:
       raises ``ModuleNotFoundError``; recording does not need it, and warns
       once when it is missing here) or ``"npz"`` (one ``NPZStorage`` file
       per transition, loadable with unienv alone, far dearer to write). See
-      README, "Record every transition".
+      docs/recording.md.
     * ``metrics``: an address (``"127.0.0.1:9464"``, port 0 for any) at which
       the server's metrics are served in the Prometheus text format, from the
       first ``listen``/``connect`` on; ``metrics_url`` is then
