@@ -8,8 +8,9 @@ before it:
   ``python`` block is a hosting script that prints its address (its
   ``listen("127.0.0.1", PORT)`` on port 0) and stops with exit code 0 on
   Ctrl-C when the document is done;
-- ``<!-- test: run -->`` runs a ``python`` block to its end (exit code 0),
-  its ``ws://127.0.0.1:PORT`` addresses replaced by those of what the document
+- ``<!-- test: run -->`` runs a ``python`` block to its end, or each
+  ``unienv-remote`` command of an ``sh`` block in turn (exit code 0), its
+  ``ws://127.0.0.1:PORT`` addresses replaced by those of what the document
   started before it: a block that needs what the document has not started
   above it fails;
 - ``<!-- test: skip (reason) -->`` does not run it.
@@ -137,8 +138,17 @@ def test_snippets_run_in_the_order_the_document_gives_them(document, tmp_path):
                 url = host.stdout.readline().strip()
                 assert url.startswith("ws://127.0.0.1:"), f"{document}: {what}: {log_path.read_text()}"
                 addresses[f"ws://127.0.0.1:{listen.group(1)}"] = url
+            elif mark == "run" and language == "sh":
+                for line in localize(code, what).splitlines():
+                    words = shlex.split(line, comments=True)
+                    if not words:
+                        continue
+                    assert words[0] == "unienv-remote", f"{document}: {what}: only unienv-remote commands run"
+                    done = subprocess.run([str(our_binary()), *words[1:]], capture_output=True, text=True,
+                                          timeout=120, cwd=tmp_path)
+                    assert done.returncode == 0, f"{document}: {line}:\n{done.stderr}"
             elif mark == "run":
-                assert language == "python", f"{document}: {what}: only python blocks run"
+                assert language == "python", f"{document}: {what}: only python and sh blocks run"
                 done = subprocess.run([sys.executable, "-c", localize(code, what)], capture_output=True, text=True,
                                       timeout=300, cwd=tmp_path)
                 assert done.returncode == 0, f"{document}: {what}:\n{done.stderr}"
