@@ -81,13 +81,28 @@ fn vec1<T: numpy::Element + Copy>(obj: &Bound<'_, PyAny>, name: &str) -> PyResul
     Ok(a.as_array().iter().copied().collect())
 }
 
-/// The env indices of a native call's `errors` list (`(index, kind, exc)`).
-fn failed(errors: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
-    let mut out = Vec::new();
+/// The env indices of a native call's `errors` list (`(index, kind, exc)`):
+/// `(failed, refused)`. A refused env (a certain `invalid_request`: its
+/// action refused before it ran) is unchanged and goes on where it was, so
+/// its episode is neither ended nor recorded in this call.
+fn failed(errors: &Bound<'_, PyAny>) -> PyResult<(Vec<usize>, Vec<usize>)> {
+    let (mut failed, mut refused) = (Vec::new(), Vec::new());
     for item in errors.cast::<PyList>()?.iter() {
-        out.push(item.get_item(0)?.extract::<usize>()?);
+        let index = item.get_item(0)?.extract::<usize>()?;
+        let exc = item.get_item(2)?;
+        let code = exc.getattr("code").ok();
+        let is_refusal = code.is_some_and(|c| c.eq("invalid_request").unwrap_or(false))
+            && !exc
+                .getattr("uncertain")
+                .and_then(|u| u.is_truthy())
+                .unwrap_or(true);
+        if is_refusal {
+            refused.push(index);
+        } else {
+            failed.push(index);
+        }
     }
-    Ok(out)
+    Ok((failed, refused))
 }
 
 impl PyRecorder {
@@ -153,10 +168,12 @@ impl PyRecorder {
             Ok(v) => v,
             Err(_) => used.extract()?,
         };
-        let failed = failed(errors)?;
+        let (failed, refused) = failed(errors)?;
         let kind = (0..self.num_envs)
             .map(|i| {
-                if failed.contains(&i) {
+                if refused.contains(&i) {
+                    RowKind::Skip
+                } else if failed.contains(&i) {
                     RowKind::Failed
                 } else if used.get(i).copied().unwrap_or(false) {
                     RowKind::Reset
@@ -209,7 +226,7 @@ impl PyRecorder {
                 convert::from_py(&item.get_item(1)?, ArrayMode::Copy)?,
             );
         }
-        let failed = failed(&native.get_item(7)?)?;
+        let (failed, refused) = failed(&native.get_item(7)?)?;
         let ids: Vec<usize> = vec1::<i64>(&native.get_item(8)?, "env_id")?
             .into_iter()
             .map(|i| usize::try_from(i).unwrap_or(usize::MAX))
@@ -218,7 +235,9 @@ impl PyRecorder {
         let mut kind = Vec::with_capacity(ids.len());
         for (k, &env) in ids.iter().enumerate() {
             let sent = pending.get_mut(env).and_then(Option::take);
-            kind.push(if failed.contains(&env) {
+            kind.push(if refused.contains(&env) {
+                RowKind::Skip
+            } else if failed.contains(&env) {
                 RowKind::Failed
             } else if autoreset.get(k).copied().unwrap_or(false) {
                 RowKind::Reset

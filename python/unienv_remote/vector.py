@@ -576,6 +576,8 @@ class RemoteVectorEnv(VectorEnv):
             if given.dtype.kind == "f" and not np.all(np.mod(given, 1) == 0):
                 raise ValueError(f"env_id must be whole numbers (sub-env ids), got {given.tolist()}")
             ids = [int(i) for i in given]
+        if any(i < 0 for i in ids):
+            raise ValueError(f"env_id must be sub-env ids from 0 to {self.num_envs - 1}, got {min(ids)}")
         if type(actions) in _actions.PLAIN:
             actions = _actions.coerce_batched(actions, self._native.space_document("action_space"), len(ids))
         self._native.send(actions, ids)
