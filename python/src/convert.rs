@@ -394,6 +394,19 @@ pub fn from_py_bounded(
     })
 }
 
+/// [`from_py_bounded`] with its refusal raised as any other: the
+/// reference's `CodecError` saying the value passed `max_message_size`.
+pub fn from_py_limited(
+    obj: &Bound<'_, PyAny>,
+    mode: ArrayMode,
+    max_message_size: usize,
+) -> PyResult<Value> {
+    from_py_bounded(obj, mode, max_message_size).map_err(|e| match e {
+        Ok(too_large) => PyErr::from(too_large),
+        Err(other) => other,
+    })
+}
+
 /// What [`from_py_bounded`] would find converting the Python objects that
 /// `value` mirrors (as `from_py` makes it): `Err(TooLarge)`, counted the
 /// same way and at the same point, when they are over `max_message_size`.
@@ -717,11 +730,7 @@ fn encode<'py>(
     let codec = codec(max_message_size)?;
     // Bounded: a value over the limit is refused as soon as that is known,
     // before the rest of it is converted.
-    let value =
-        from_py_bounded(value, ArrayMode::Borrow, max_message_size).map_err(|e| match e {
-            Ok(too_large) => PyErr::from(too_large),
-            Err(other) => other,
-        })?;
+    let value = from_py_limited(value, ArrayMode::Borrow, max_message_size)?;
     let frame = codec
         .encode(&value)
         .map_err(|e| CodecError::new_err(e.to_string()))?;

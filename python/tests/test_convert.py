@@ -286,6 +286,11 @@ def test_large_dicts_convert_in_linear_time():
     elapsed = time.perf_counter() - start
     assert elapsed < 30, f"{elapsed:.1f} s to convert {n} keys"
     assert frame == REF.encode(value)
+    start = time.perf_counter()
+    back = _native.decode(frame)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 30, f"{elapsed:.1f} s to decode {n} keys"
+    assert back == value
 
 
 class _CountedGraph(GraphInstance):
@@ -318,3 +323,29 @@ def test_long_float_list_is_refused_early():
     a 64 KiB limit is refused with the size it was stopped at."""
     with pytest.raises(CodecError, match=r"at least 65537 bytes exceeds the limit of 65536"):
         _native.encode([0.5] * 1_000_000, 65536)
+
+
+def test_a_call_argument_over_the_limit_is_refused_before_it_is_converted_whole() -> None:
+    """A client's call argument is converted against the connection's
+    message limit: refused after about the limit's worth, not read whole."""
+    import gymnasium
+    from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
+
+    import unienv_remote
+
+    server = unienv_remote.RemoteServer(idle_timeout=None, max_message_size=16384)
+    server.register("e", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
+    client = unienv_remote.RemoteClient.connect(server.listen("127.0.0.1", 0), max_message_size=16384)
+    try:
+        items = [
+            _CountedGraph(n_nodes=np.int64(4), nodes_features=np.zeros(128))
+            for _ in range(1000)
+        ]
+        _CountedGraph.reads = 0
+        with pytest.raises(CodecError, match="exceeds the limit of 16384 bytes"):
+            client.call("e", "step", items)
+        assert 0 < _CountedGraph.reads <= 5 * 20, _CountedGraph.reads
+        client.env("e").reset(seed=0)  # nothing was sent: the connection serves on
+    finally:
+        client.close()
+        server.close()
