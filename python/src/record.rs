@@ -285,7 +285,7 @@ impl PyRecorder {
         if let Some(message) = self.failure() {
             if !self.warned.swap(true, Ordering::Relaxed) {
                 let category = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
-                PyErr::warn(py, &category, &std::ffi::CString::new(message)?, 2)?;
+                PyErr::warn(py, &category, &std::ffi::CString::new(message)?, 3)?;
             }
         }
         Ok(())
