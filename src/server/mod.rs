@@ -28,6 +28,7 @@ mod committed;
 mod config;
 mod control;
 mod descriptors;
+mod dial;
 mod domain;
 mod hosted;
 mod instance;
@@ -45,13 +46,18 @@ mod tasks;
 mod unix;
 
 pub use config::{ServerConfig, ServerConfigError};
+pub use dial::{DialError, DialHandle, DialOptions, DialState, DialStatus};
+// The relay (`crate::relay`) admits connections as the listener does.
 pub use hosted::{ForeignHost, ForeignResource, Hosted};
+pub(crate) use listener::Policy;
 pub use listener::{ListenError, Listener};
+pub(crate) use names::machine_names;
 pub use placement::{
     check_cpus, current_thread_cpus, format_cpu_list, parse_cpu_list, pin_current_thread,
     PlacementError,
 };
 pub use shared::SERVER_NAME;
+pub(crate) use tasks::Tasks;
 
 use crate::budget;
 use crate::host::{Env, HostResult, Node};
