@@ -231,6 +231,8 @@ pub struct Relay {
     shared: Arc<Shared>,
     local_addr: SocketAddr,
     tls: bool,
+    /// The accept loop, awaited at shutdown (the port is free then).
+    accepting: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
 impl std::fmt::Debug for Relay {
@@ -294,11 +296,12 @@ impl Relay {
             config,
         });
         let tls = shared.config.listen.tls.is_some();
-        tokio::spawn(accept::accept_loop(shared.clone(), tcp));
+        let accepting = tokio::spawn(accept::accept_loop(shared.clone(), tcp));
         Ok(Relay {
             shared,
             local_addr,
             tls,
+            accepting: Arc::new(Mutex::new(Some(accepting))),
         })
     }
 
@@ -365,6 +368,10 @@ impl Relay {
     pub async fn shutdown(&self) {
         let shared = &self.shared;
         shared.shutdown.send_replace(true);
+        let accepting = self.accepting.lock().take();
+        if let Some(task) = accepting {
+            let _ = task.await;
+        }
         let deadline = tokio::time::Instant::now() + shared.config.listen.shutdown_timeout;
         loop {
             let gone = shared.live_gone.notified();

@@ -312,17 +312,10 @@ impl Dialer {
                     tracing::info!("registered at the relay");
                     match self.serve(reader, writer, &mut stop, &mut shutdown).await {
                         Lost::Stopped => break,
-                        Lost::Failed(why) => {
-                            tracing::warn!(reason = %why, "lost the relay; re-dialing");
-                            why
-                        }
+                        Lost::Failed(why) => format!("lost the relay: {why}"),
                     }
                 }
-                Err(why) => {
-                    tracing::warn!(reason = %why, retry_in_ms = backoff.as_millis() as u64,
-                        "cannot register at the relay");
-                    why
-                }
+                Err(why) => why,
             };
             // Equal jitter: between half and all of the backoff, so that
             // hosts dropped together do not re-dial together.
@@ -334,6 +327,8 @@ impl Dialer {
                 crate::transport::frame::random_u64() % spread
             };
             let wait = half + Duration::from_nanos(jitter);
+            tracing::warn!(reason = %why, retry_in_ms = wait.as_millis() as u64,
+                "not registered at the relay; re-dialing");
             self.status.update(|s, until| {
                 s.state = DialState::Waiting;
                 s.last_error = Some(why);
