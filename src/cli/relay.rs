@@ -220,9 +220,7 @@ fn is_root(url: &str) -> bool {
     let rest = url
         .strip_prefix("ws://")
         .or_else(|| url.strip_prefix("wss://"));
-    rest.is_some_and(|r| {
-        matches!(r.find('/'), None) || r.ends_with('/') && r.matches('/').count() == 1
-    })
+    rest.is_some_and(|r| r.find('/').is_none() || r.ends_with('/') && r.matches('/').count() == 1)
 }
 
 /// `discover`: for a relay's URL, the hosts connected to it (name, version,

@@ -104,9 +104,10 @@ pub struct ServeArgs {
     /// steps faster, the more so the busier the machine (BENCHMARKS.md, h25q).
     #[arg(long, value_name = "LIST", value_parser = placement::parse_cpus)]
     pub cpus: Option<placement::CpuList>,
-    /// Dialing a relay (--dial, --name, --host-token, --no-listen).
+    /// Dialing a relay (--dial, --name, --host-token, --no-listen); boxed,
+    /// as the largest subcommand's options.
     #[command(flatten)]
-    pub dial: super::relay::DialArgs,
+    pub dial: Box<super::relay::DialArgs>,
 }
 
 /// `serve`: registers the simulators, listens, prints how to connect, and

@@ -8,7 +8,7 @@ use super::{HostEntry, Shared};
 use crate::budget::Account;
 use crate::transport::tls::Stream;
 use crate::transport::ws::{self, Refusal, RequestHead};
-use crate::transport::{Reader, TransportError, Writer};
+use crate::transport::{Reader, Writer};
 use bytes::BytesMut;
 use std::sync::Arc;
 use std::time::Duration;
@@ -602,12 +602,6 @@ fn json_response(value: &serde_json::Value, head_only: bool) -> Vec<u8> {
         out.extend_from_slice(body.as_bytes());
     }
     out
-}
-
-/// Closes with the error's own code (budget, size, framing) when it has
-/// one.
-pub(super) fn close_code(e: &TransportError) -> Option<(u16, String)> {
-    e.close_code().map(|c| (c, e.to_string()))
 }
 
 /// Returns once the flag is set (or its sender is gone); holds no borrow

@@ -17,6 +17,9 @@ pub(crate) struct Tunnel {
     pub(crate) _permit: OwnedSemaphorePermit,
 }
 
+/// A close frame's code and reason (`None`: a bare close).
+type Close = Option<(u16, String)>;
+
 /// How forwarding ended.
 enum End {
     /// The client's side failed or closed (reading it, or writing to it).
@@ -98,16 +101,16 @@ pub(crate) async fn run(
     host.clients.fetch_sub(1, Ordering::Relaxed);
     let gone_text = format!("host '{name}' disconnected from the relay");
     // (the client's close, the host's close)
-    let (to_client, to_host): (Option<(u16, String)>, Option<(u16, String)>) = match &end {
+    let (to_client, to_host): (Close, Close) = match &end {
         End::Client(e, true) => (
-            super::accept::close_code(e),
+            close_code(e),
             Some((1000, "the client closed its connection".into())),
         ),
         // Writing to the tunnel failed: the host's side is gone.
         End::Client(_, false) => (Some((1001, gone_text.clone())), None),
         End::Host(e, true) => (
             Some((1001, "the host closed this connection".into())),
-            super::accept::close_code(e),
+            close_code(e),
         ),
         End::Host(_, false) => (None, Some((1000, "the client's connection failed".into()))),
         End::ClientSilent => (
@@ -144,4 +147,10 @@ pub(crate) async fn run(
 /// of the flag across its caller's awaits.
 async fn until(flag: &mut tokio::sync::watch::Receiver<bool>) {
     let _ = flag.wait_for(|set| *set).await;
+}
+
+/// Closes with the error's own code (budget, size, framing) when it has
+/// one.
+fn close_code(e: &TransportError) -> Close {
+    e.close_code().map(|c| (c, e.to_string()))
 }

@@ -1,8 +1,7 @@
 //! Asking a relay which hosts are connected (what `discover` prints for a
 //! relay's URL).
 
-use super::wire;
-use super::{HostIdentity, HostInfo};
+use super::wire::{self, HostIdentity, HostInfo};
 use crate::transport::{ConnectError, Reader, TransportError};
 use std::sync::Arc;
 use std::time::Duration;

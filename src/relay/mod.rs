@@ -21,10 +21,12 @@
 mod accept;
 mod forward;
 mod list;
-pub mod wire;
 
+/// What a relay and a dialing host say to each other (shared with
+/// [`Server::dial`](crate::server::Server::dial)).
+pub use crate::server::relay_wire as wire;
 pub use list::{list_hosts, ListError};
-pub use wire::{validate_name, HostIdentity, InvalidName};
+pub use wire::{validate_name, HostIdentity, HostInfo, InvalidName};
 
 use crate::budget::Guards;
 use crate::server::{Policy, ServerConfig, ServerConfigError, Tasks};
@@ -164,17 +166,6 @@ pub enum RelayError {
         #[source]
         source: std::io::Error,
     },
-}
-
-/// A connected host, as the listing shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostInfo {
-    /// Its name, software, version and resources.
-    pub identity: HostIdentity,
-    /// Client sessions forwarded to it now.
-    pub clients: usize,
-    /// How long it has been registered.
-    pub connected_for: Duration,
 }
 
 /// What a client waiting for a tunnel is given.

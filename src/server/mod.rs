@@ -46,6 +46,7 @@ mod tasks;
 mod unix;
 
 pub use config::{ServerConfig, ServerConfigError};
+pub use dial::wire as relay_wire;
 pub use dial::{DialError, DialHandle, DialOptions, DialState, DialStatus};
 // The relay (`crate::relay`) admits connections as the listener does.
 pub use hosted::{ForeignHost, ForeignResource, Hosted};
@@ -381,6 +382,16 @@ impl Server {
     pub async fn serve(&self, tcp: tokio::net::TcpListener) -> std::io::Result<Listener> {
         self.configured_metrics().await?;
         listener::serve(self.inner.shared.clone(), tcp).await
+    }
+
+    /// Dials the relay at `url` (`ws://HOST:PORT` or `wss://…`, module
+    /// [`crate::relay`]) and serves the clients it forwards, each tunnel
+    /// with the same session code as an accepted connection, re-dialing
+    /// after any loss until [`DialHandle::stop`] or [`Server::shutdown`]. A
+    /// server may dial and listen at once. Must be called inside a tokio
+    /// runtime.
+    pub fn dial(&self, url: &str, options: DialOptions) -> Result<DialHandle, DialError> {
+        dial::dial(&self.inner.shared, &self.inner.roots, url, options)
     }
 
     /// Serves the metrics ([`crate::metrics`]) at `http://ADDR/metrics` until

@@ -426,15 +426,19 @@ async fn tokens_are_checked_on_both_sides() {
     assert!(good.wait_registered(PATIENCE).await, "{:?}", good.status());
     // Clients: the client token, not the host's.
     for token in [None, Some("host-secret")] {
-        let mut config = ClientConfig::default();
-        config.token = token.map(String::from);
+        let config = ClientConfig {
+            token: token.map(String::from),
+            ..ClientConfig::default()
+        };
         let e = Client::connect(&relay.host_url("fx"), config)
             .await
             .expect_err("refused");
         assert!(e.to_string().contains("401"), "{e}");
     }
-    let mut config = ClientConfig::default();
-    config.token = Some("client-secret".into());
+    let config = ClientConfig {
+        token: Some("client-secret".into()),
+        ..ClientConfig::default()
+    };
     let client = Client::connect(&relay.host_url("fx"), config)
         .await
         .expect("the client token");
@@ -539,8 +543,7 @@ async fn unknown_tunnels_and_the_root_are_refused() {
     ] {
         let e = tokio_tungstenite::connect_async(format!("{}{path}", relay.url()))
             .await
-            .err()
-            .expect("refused");
+            .expect_err("refused");
         assert!(e.to_string().contains("404"), "{path}: {e}");
     }
     // A client given the relay's own URL is told what it is.

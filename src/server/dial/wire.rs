@@ -2,8 +2,9 @@
 //! dial-out hosts"): the request paths, host names, and the control
 //! messages, each one JSON object in one binary WebSocket message.
 //!
-//! This module imports nothing of the server or the relay, so that both
-//! ends (`crate::server`'s dialing host and `crate::relay`) share it.
+//! It lives with the dialing host (`crate::server`), below the relay
+//! (`crate::relay`, which re-exports it as `relay::wire`): the relay
+//! depends on the server, never the reverse.
 
 use serde_json::{json, Map, Value as Json};
 
@@ -68,6 +69,17 @@ pub struct HostIdentity {
     pub version: String,
     /// The resource IDs it hosts (root registrations).
     pub resources: Vec<String>,
+}
+
+/// A connected host, as the listing shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostInfo {
+    /// Its name, software, version and resources.
+    pub identity: HostIdentity,
+    /// Client sessions forwarded to it now.
+    pub clients: usize,
+    /// How long it has been registered.
+    pub connected_for: std::time::Duration,
 }
 
 /// A control message.

@@ -7,8 +7,11 @@
 //! backoff and jitter up to a cap; every attempt (TCP, TLS, upgrade and
 //! registration) is bounded by a stall timeout.
 
-use super::{session, Server, ServerShared};
-use crate::relay::wire::{self, Control, HostIdentity};
+pub mod wire;
+
+use super::config::ServerConfigError;
+use super::session;
+use super::shared::{ServerShared, SERVER_NAME};
 use crate::transport::{Reader, Writer};
 use parking_lot::Mutex;
 use std::path::PathBuf;
@@ -16,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
+use wire::{Control, HostIdentity};
 
 /// How a server dials a relay.
 #[derive(Debug, Clone)]
@@ -68,7 +72,7 @@ impl DialOptions {
 pub enum DialError {
     /// The name is not valid.
     #[error(transparent)]
-    Name(#[from] crate::relay::InvalidName),
+    Name(#[from] wire::InvalidName),
     /// The URL is not `ws://HOST[:PORT][/PREFIX]` or `wss://…`.
     #[error("invalid relay URL {url:?}: expected ws://HOST[:PORT] or wss://HOST[:PORT]")]
     Url {
@@ -83,7 +87,7 @@ pub enum DialError {
     Tls(#[from] crate::transport::TlsError),
     /// The server's configuration cannot serve WebSocket connections.
     #[error(transparent)]
-    Config(#[from] super::ServerConfigError),
+    Config(#[from] ServerConfigError),
     /// Not called inside a tokio runtime.
     #[error("Server::dial must be called inside a tokio runtime")]
     NoRuntime,
@@ -183,68 +187,69 @@ impl DialHandle {
     }
 }
 
-impl Server {
-    /// Dials the relay at `url` (`ws://HOST:PORT` or `wss://…`) and serves
-    /// the clients it forwards, re-dialing after any loss until
-    /// [`DialHandle::stop`] or [`Server::shutdown`]. A server may dial and
-    /// listen at once. Must be called inside a tokio runtime.
-    pub fn dial(&self, url: &str, options: DialOptions) -> Result<DialHandle, DialError> {
-        wire::validate_name(&options.name)?;
-        if !(url.starts_with("ws://") || url.starts_with("wss://")) || url.contains('?') {
-            return Err(DialError::Url { url: url.into() });
-        }
-        if options.connect_timeout.is_zero() || options.initial_backoff.is_zero() {
-            return Err(DialError::Options(
-                "connect_timeout and initial_backoff must be longer than zero",
-            ));
-        }
-        if options.max_backoff < options.initial_backoff {
-            return Err(DialError::Options(
-                "max_backoff must be at least initial_backoff",
-            ));
-        }
-        self.inner.shared.core.config.validate_for_websocket()?;
-        let tls = match (&options.tls, url.starts_with("wss://")) {
-            (Some(t), _) => Some(t.clone()),
-            (None, true) => Some(crate::transport::tls::client_config(
-                options.ca_file.as_deref(),
-            )?),
-            (None, false) => None,
-        };
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| DialError::NoRuntime)?;
-        let shared = Arc::new(DialShared {
-            status: Mutex::new((
-                DialStatus {
-                    state: DialState::Connecting,
-                    relay: url.to_string(),
-                    name: options.name.clone(),
-                    attempts: 0,
-                    registrations: 0,
-                    tunnels: 0,
-                    last_error: None,
-                    retry_in: None,
-                },
-                None,
-            )),
-            changed: watch::channel(0).0,
-        });
-        let (stop, stop_rx) = watch::channel(false);
-        let dialer = Dialer {
-            server: self.inner.shared.clone(),
-            roots: self.inner.roots.clone(),
-            url: url.trim_end_matches('/').to_string(),
-            options,
-            tls,
-            status: shared.clone(),
-            instance: wire::tunnel_id(),
-        };
-        let span = tracing::info_span!("dial", relay = %url, name = %dialer.options.name);
-        runtime.spawn(dialer.run(stop_rx).instrument(span));
-        Ok(DialHandle {
-            shared,
-            stop: Arc::new(stop),
-        })
+/// [`Server::dial`](super::Server::dial): starts dialing for the server
+/// `server` hosting `roots`.
+pub(super) fn dial(
+    server: &Arc<ServerShared>,
+    roots: &[String],
+    url: &str,
+    options: DialOptions,
+) -> Result<DialHandle, DialError> {
+    wire::validate_name(&options.name)?;
+    if !(url.starts_with("ws://") || url.starts_with("wss://")) || url.contains('?') {
+        return Err(DialError::Url { url: url.into() });
     }
+    if options.connect_timeout.is_zero() || options.initial_backoff.is_zero() {
+        return Err(DialError::Options(
+            "connect_timeout and initial_backoff must be longer than zero",
+        ));
+    }
+    if options.max_backoff < options.initial_backoff {
+        return Err(DialError::Options(
+            "max_backoff must be at least initial_backoff",
+        ));
+    }
+    server.core.config.validate_for_websocket()?;
+    let tls = match (&options.tls, url.starts_with("wss://")) {
+        (Some(t), _) => Some(t.clone()),
+        (None, true) => Some(crate::transport::tls::client_config(
+            options.ca_file.as_deref(),
+        )?),
+        (None, false) => None,
+    };
+    let runtime = tokio::runtime::Handle::try_current().map_err(|_| DialError::NoRuntime)?;
+    let shared = Arc::new(DialShared {
+        status: Mutex::new((
+            DialStatus {
+                state: DialState::Connecting,
+                relay: url.to_string(),
+                name: options.name.clone(),
+                attempts: 0,
+                registrations: 0,
+                tunnels: 0,
+                last_error: None,
+                retry_in: None,
+            },
+            None,
+        )),
+        changed: watch::channel(0).0,
+    });
+    let (stop, stop_rx) = watch::channel(false);
+    let dialer = Dialer {
+        server: server.clone(),
+        roots: roots.to_vec(),
+        url: url.trim_end_matches('/').to_string(),
+        options,
+        tls,
+        status: shared.clone(),
+        instance: wire::tunnel_id(),
+    };
+    let span = tracing::info_span!("dial", relay = %url, name = %dialer.options.name);
+    runtime.spawn(dialer.run(stop_rx).instrument(span));
+    Ok(DialHandle {
+        shared,
+        stop: Arc::new(stop),
+    })
 }
 
 struct Dialer {
@@ -362,7 +367,7 @@ impl Dialer {
         let (mut reader, mut writer) = (Reader::Ws(r), Writer::Ws(w));
         let identity = HostIdentity {
             name: self.options.name.clone(),
-            server: super::SERVER_NAME.to_string(),
+            server: SERVER_NAME.to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
             resources: self.roots.clone(),
         };
