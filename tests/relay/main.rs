@@ -603,3 +603,73 @@ fn discover_lists_a_relays_hosts_and_a_hosts_resources() {
         relay.shutdown().await;
     });
 }
+
+/// Raises this process's soft limit of open files to `want` (at most the
+/// hard limit): 1,000 hosts and the relay's ends of their connections
+/// are 2,000 sockets in this one process.
+#[cfg(target_os = "linux")]
+fn allow_open_files(want: u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid, initialised struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < want {
+            limit.rlim_cur = want.min(limit.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn allow_open_files(_want: u64) {}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_hosts_register_on_one_relay() {
+    allow_open_files(4096);
+    let relay = relay_with(RelayConfig {
+        listen: ServerConfig {
+            max_connections: 1100,
+            ..ServerConfig::default()
+        },
+        ..RelayConfig::default()
+    })
+    .await;
+    let mut raw = Vec::with_capacity(999);
+    for chunk in 0..9 {
+        let batch: Vec<_> = (0..111)
+            .map(|i| {
+                let relay = relay.clone();
+                tokio::spawn(async move {
+                    let mut host = RawHost::connect(&relay, None).await.expect("connect");
+                    let name = format!("sim-{}", chunk * 111 + i);
+                    let answer = host.register(&name, &name).await;
+                    assert_eq!(answer["type"], "registered", "{answer}");
+                    host
+                })
+            })
+            .collect();
+        for h in batch {
+            raw.push(h.await.expect("task"));
+        }
+    }
+    let (real, dial) = dialing_host(&relay, "real").await;
+    let hosts = relay.wait_for(1000, PATIENCE).await.expect("1,000 hosts");
+    assert_eq!(hosts.len(), 1000);
+    assert_eq!(relay.addresses().len(), 1000);
+    // The listing and a session on one of them work with all registered.
+    let listed = unienv_remote::relay::list_hosts(&relay.url(), None, None, PATIENCE)
+        .await
+        .expect("listing");
+    assert_eq!(listed.len(), 1000);
+    let client = connect(&relay.host_url("real")).await.expect("connect");
+    let env = client.env("counter").await.expect("counter");
+    env.reset(ResetArgs::with_seed(5)).await.expect("reset");
+    env.step(action()).await.expect("step");
+    client.close().await;
+    dial.stop();
+    drop(raw);
+    real.shutdown().await;
+    relay.shutdown().await;
+}
