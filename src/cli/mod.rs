@@ -145,8 +145,7 @@ pub fn run(cli: Cli) -> ExitCode {
     init_logging(cli.verbose, default);
     match cli.command {
         Command::Serve(args) => serve(args),
-        // A relay's URL lists its hosts; a server's, its resources.
-        Command::Discover(args) => relay::discover(args),
+        Command::Discover(args) => discover(args),
         Command::Describe(args) => describe(args),
         Command::Call(args) => call(args),
         Command::Watch(args) => watch(args),

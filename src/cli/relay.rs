@@ -214,100 +214,62 @@ pub async fn serve_dial_only(server: Server, args: &DialArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Whether a URL names a server's root (`ws://HOST:PORT` or `…/`): a
-/// relay's root is a listing, not a server.
-fn is_root(url: &str) -> bool {
-    let rest = url
-        .strip_prefix("ws://")
-        .or_else(|| url.strip_prefix("wss://"));
-    rest.is_some_and(|r| r.find('/').is_none() || r.ends_with('/') && r.matches('/').count() == 1)
+/// Whether a client's connection was refused by a relay's root (a relay's
+/// URL given where a server's was expected).
+pub(super) fn is_relay_root(e: &crate::client::ClientError) -> bool {
+    use crate::client::{ClientError, ConnectFailure};
+    matches!(e, ClientError::Connect(ConnectFailure::Refused { source, .. })
+        if crate::relay::ListError::is_relay_root(source))
 }
 
-/// `discover`: for a relay's URL, the hosts connected to it (name, version,
-/// clients, resources, URL); for a server's, its resources as ever.
-pub fn discover(args: DiscoverArgs) -> ExitCode {
-    if is_root(&args.client.url) {
-        if let Some(code) = discover_relay(&args) {
-            return code;
-        }
-    }
-    super::discover(args)
-}
-
-/// The relay listing for `discover`, when the URL is a relay's (`None`:
-/// not a relay, go on as for a server).
-fn discover_relay(args: &DiscoverArgs) -> Option<ExitCode> {
+/// `discover` given a relay's URL: the connected hosts (name, version,
+/// clients, time connected, URL, resources), or with `--json` the same as
+/// a JSON array.
+pub(super) async fn discover_hosts(args: &DiscoverArgs) -> ExitCode {
     let client: &ClientArgs = &args.client;
     let timeout = if client.timeout.is_finite() && client.timeout > 0.0 {
         Duration::from_secs_f64(client.timeout)
     } else {
         Duration::from_secs(3600)
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .ok()?;
-    let url = client.url.clone();
-    runtime.block_on(async move {
-        let tls = if url.starts_with("wss://") {
-            match crate::transport::tls::client_config(client.ca_file.as_deref()) {
-                Ok(t) => Some(t),
-                Err(e) => return Some(fail(e)),
-            }
-        } else {
-            None
-        };
-        let headers: Vec<(String, String)> = client
-            .token
-            .as_ref()
-            .map(|t| vec![("Authorization".to_string(), format!("Bearer {t}"))])
-            .unwrap_or_default();
-        // The URL itself: a server accepts it (then this is no relay), a
-        // relay refuses it, saying so.
-        let probe = tokio::time::timeout(
-            timeout,
-            crate::transport::ws::connect_with(&url, &headers, 1 << 20, tls.clone()),
-        )
-        .await;
-        match probe {
-            Ok(Err(e)) if crate::relay::ListError::is_relay_root(&e) => {}
-            Ok(Ok((_, writer))) => {
-                crate::transport::Writer::Ws(writer).close(None).await;
-                return None;
-            }
-            _ => return None,
+    let url = &client.url;
+    let tls = if url.starts_with("wss://") {
+        match crate::transport::tls::client_config(client.ca_file.as_deref()) {
+            Ok(t) => Some(t),
+            Err(e) => return fail(e),
         }
-        let hosts =
-            match crate::relay::list_hosts(&url, client.token.as_deref(), tls, timeout).await {
-                Ok(h) => h,
-                Err(e) => return Some(fail(format!("cannot list the relay's hosts: {e}"))),
-            };
-        if args.json {
-            let list: Vec<serde_json::Value> = hosts
-                .iter()
-                .map(|h| {
-                    serde_json::json!({
-                        "name": h.identity.name,
-                        "url": format!("{}/hosts/{}", url.trim_end_matches('/'), h.identity.name),
-                        "server": h.identity.server,
-                        "version": h.identity.version,
-                        "resources": h.identity.resources,
-                        "clients": h.clients,
-                        "connected_s": h.connected_for.as_secs_f64(),
-                    })
+    } else {
+        None
+    };
+    let hosts = match crate::relay::list_hosts(url, client.token.as_deref(), tls, timeout).await {
+        Ok(h) => h,
+        Err(e) => return fail(format!("cannot list the relay's hosts: {e}")),
+    };
+    if args.json {
+        let list: Vec<serde_json::Value> = hosts
+            .iter()
+            .map(|h| {
+                serde_json::json!({
+                    "name": h.identity.name,
+                    "url": format!("{}/hosts/{}", url.trim_end_matches('/'), h.identity.name),
+                    "server": h.identity.server,
+                    "version": h.identity.version,
+                    "resources": h.identity.resources,
+                    "clients": h.clients,
+                    "connected_s": h.connected_for.as_secs_f64(),
                 })
-                .collect();
-            write_out(format_args!("{}\n", serde_json::Value::Array(list)));
-            return Some(ExitCode::SUCCESS);
-        }
-        write_out(format_args!(
-            "unienv-remote relay at {url}: {} host{} connected\n",
-            hosts.len(),
-            if hosts.len() == 1 { "" } else { "s" }
-        ));
-        write_out(format_args!("{}", host_table(&url, &hosts)));
-        Some(ExitCode::SUCCESS)
-    })
+            })
+            .collect();
+        write_out(format_args!("{}\n", serde_json::Value::Array(list)));
+        return ExitCode::SUCCESS;
+    }
+    write_out(format_args!(
+        "unienv-remote relay at {url}: {} host{} connected\n",
+        hosts.len(),
+        if hosts.len() == 1 { "" } else { "s" }
+    ));
+    write_out(format_args!("{}", host_table(url, &hosts)));
+    ExitCode::SUCCESS
 }
 
 /// The relay's `discover` table: one row per host.
@@ -356,24 +318,4 @@ fn host_table(url: &str, hosts: &[crate::relay::HostInfo]) -> String {
         line([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]);
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn roots() {
-        for root in ["ws://h:1", "ws://h:1/", "wss://h"] {
-            assert!(is_root(root), "{root}");
-        }
-        for not in [
-            "ws://h:1/hosts/a",
-            "ws://h/x",
-            "ws+unix:///tmp/s",
-            "http://h/",
-        ] {
-            assert!(!is_root(not), "{not}");
-        }
-    }
 }
