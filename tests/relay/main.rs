@@ -673,3 +673,95 @@ async fn a_thousand_hosts_register_on_one_relay() {
     real.shutdown().await;
     relay.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_tls_relay_serves_hosts_and_clients_over_wss() {
+    let pki = common::pki::make_pki("relay");
+    let relay = relay_with(RelayConfig {
+        listen: ServerConfig {
+            tls: Some(
+                unienv_remote::transport::ServerTls::from_pem_files(&pki.cert, &pki.key)
+                    .expect("tls"),
+            ),
+            ..ServerConfig::default()
+        },
+        ..RelayConfig::default()
+    })
+    .await;
+    assert!(relay.url().starts_with("wss://"), "{}", relay.url());
+    let server = common::fixture_server();
+    let dial = server
+        .dial(
+            &relay.url(),
+            DialOptions {
+                ca_file: Some(pki.ca.clone()),
+                ..quick("secure")
+            },
+        )
+        .expect("dial");
+    assert!(dial.wait_registered(PATIENCE).await, "{:?}", dial.status());
+    let client = Client::connect(
+        &relay.host_url("secure"),
+        ClientConfig::default().with_ca_file(&pki.ca),
+    )
+    .await
+    .expect("wss client");
+    let env = client.env("counter").await.expect("counter");
+    env.reset(ResetArgs::with_seed(1)).await.expect("reset");
+    env.step(action()).await.expect("step");
+    client.close().await;
+    // A plain ws:// client is told to use wss://.
+    let plain = relay.host_url("secure").replacen("wss://", "ws://", 1);
+    let e = connect(&plain).await.expect_err("plain on TLS");
+    assert!(e.to_string().contains("wss://"), "{e}");
+    // A host that does not trust the relay's certificate is told why.
+    let untrusting = common::fixture_server();
+    let refused = untrusting
+        .dial(&relay.url(), quick("untrusting"))
+        .expect("dial");
+    let mut told = false;
+    for _ in 0..3000 {
+        if refused
+            .status()
+            .last_error
+            .is_some_and(|e| e.contains("certificate"))
+        {
+            told = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(told, "{:?}", refused.status());
+    refused.stop();
+    dial.stop();
+    untrusting.shutdown().await;
+    server.shutdown().await;
+    relay.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_host_at_its_connection_cap_declines_and_the_client_is_told() {
+    let relay = relay().await;
+    let server = common::fixture_server_with(
+        ServerConfig {
+            max_connections: 1,
+            ..ServerConfig::default()
+        },
+        |_| Ok(()),
+    );
+    let dial = server.dial(&relay.url(), quick("small")).expect("dial");
+    assert!(dial.wait_registered(PATIENCE).await);
+    let first = connect(&relay.host_url("small")).await.expect("first");
+    let e = connect(&relay.host_url("small"))
+        .await
+        .expect_err("over the host's cap");
+    let text = e.to_string();
+    assert!(
+        text.contains("503") && text.contains("too many connections"),
+        "{text}"
+    );
+    first.close().await;
+    dial.stop();
+    server.shutdown().await;
+    relay.shutdown().await;
+}
