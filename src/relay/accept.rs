@@ -344,9 +344,8 @@ async fn control(
             return;
         }
         Err(_) => {
-            writer
-                .close(Some((1008, "no registration within the handshake timeout")))
-                .await;
+            let reason = Some((1008, "no registration within the handshake timeout"));
+            bounded(config, writer.close(reason)).await;
             return;
         }
     };
@@ -367,18 +366,16 @@ async fn control(
             if let Control::Refused { message, .. } = &refused {
                 tracing::info!(reason = %message, "relay: host refused");
             }
-            let _ = writer.feed(refused.encode()).await;
-            writer.close(Some((1008, "registration refused"))).await;
+            let _ = send(&mut writer, refused.encode(), config.message_timeout).await;
+            bounded(config, writer.close(Some((1008, "registration refused")))).await;
             return;
         }
     };
     let name = host.identity.name.clone();
     tracing::info!(host = %name, resources = host.identity.resources.len(), "relay: host registered");
     let registered = Control::Registered { name: name.clone() }.encode();
-    let mut ended = writer
-        .feed(registered)
+    let mut ended = send(&mut writer, registered, config.message_timeout)
         .await
-        .and(writer.flush().await)
         .err();
     let vanished = reader.watch_peer(config.heartbeat_interval, config.heartbeat_timeout);
     tokio::pin!(vanished);
@@ -401,7 +398,7 @@ async fn control(
             }
             open = opens.recv() => {
                 let Some(open) = open else { break };
-                ended = writer.feed(open.encode()).await.and(writer.flush().await).err();
+                ended = send(&mut writer, open.encode(), config.message_timeout).await.err();
             }
             message = reader.recv() => match message.map(|m| Control::decode(&m)) {
                 Ok(Ok(Control::Decline { tunnel, message })) => {
@@ -415,13 +412,38 @@ async fn control(
                     reason = Some((1008, "invalid control message"));
                     break;
                 }
-                Err(e) => ended = Some(e),
+                Err(e) => ended = Some(e.to_string()),
             },
         }
     }
     shared.unregister(&host);
-    tracing::info!(host = %name, "relay: host disconnected");
-    writer.close(reason).await;
+    tracing::info!(host = %name, reason = ended.as_deref().unwrap_or("closed"), "relay: host disconnected");
+    bounded(config, writer.close(reason)).await;
+}
+
+/// Sends one message now, within `within` (a peer that does not read
+/// cannot hold the sender).
+pub(crate) async fn send(
+    writer: &mut Writer,
+    message: bytes::Bytes,
+    within: Duration,
+) -> Result<(), String> {
+    let sent = async {
+        writer.feed(message).await?;
+        writer.flush().await
+    };
+    match tokio::time::timeout(within, sent).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err(format!(
+            "the peer took nothing for {:.0} s",
+            within.as_secs_f64()
+        )),
+    }
+}
+
+/// `f` (a close), given at most the handshake timeout.
+async fn bounded(config: &crate::server::ServerConfig, f: impl std::future::Future<Output = ()>) {
+    let _ = tokio::time::timeout(config.handshake_timeout, f).await;
 }
 
 /// A host's tunnel connection: handed to the client waiting for it.
@@ -454,7 +476,7 @@ async fn tunnel(shared: &Arc<Shared>, stream: Stream, buf: BytesMut, head: &Head
             })) {
                 // The client stopped waiting meanwhile.
                 writer = t.writer;
-                writer.close(Some((1000, "the client left"))).await;
+                bounded(config, writer.close(Some((1000, "the client left")))).await;
             }
         }
         None => {
@@ -564,7 +586,7 @@ async fn client(shared: &Arc<Shared>, stream: Stream, buf: BytesMut, head: &Head
         }
         _ => {
             let mut writer = tunnel.writer;
-            writer.close(Some((1000, "the client left"))).await;
+            bounded(config, writer.close(Some((1000, "the client left")))).await;
         }
     }
 }
@@ -575,11 +597,14 @@ async fn list(shared: &Arc<Shared>, stream: Stream, buf: BytesMut, head: &Head) 
     else {
         return;
     };
-    let text = shared.listing().to_string();
-    if writer.feed(bytes::Bytes::from(text)).await.is_ok() {
-        let _ = writer.flush().await;
+    let config = &shared.config.listen;
+    let text = bytes::Bytes::from(shared.listing().to_string());
+    if send(&mut writer, text, config.message_timeout)
+        .await
+        .is_ok()
+    {
+        bounded(config, writer.close(Some((1000, "listing sent")))).await;
     }
-    writer.close(Some((1000, "listing sent"))).await;
 }
 
 /// A plain HTTP response that closes the connection.

@@ -375,10 +375,8 @@ impl Dialer {
             identity,
             instance: self.instance.clone(),
         };
-        writer
-            .feed(register.encode())
+        send(&mut writer, register.encode())
             .await
-            .and(writer.flush().await)
             .map_err(|e| format!("sending the registration: {e}"))?;
         let answer = reader
             .recv()
@@ -387,7 +385,8 @@ impl Dialer {
         match Control::decode(&answer).map_err(|e| e.to_string())? {
             Control::Registered { .. } => Ok((reader, writer)),
             Control::Refused { code, message } => {
-                writer.close(None).await;
+                let _ =
+                    tokio::time::timeout(self.options.connect_timeout, writer.close(None)).await;
                 Err(format!(
                     "the relay refused the registration ({code}): {message}"
                 ))
@@ -416,8 +415,11 @@ impl Dialer {
                     break Lost::Failed(format!("the relay was silent for {:.0} s", quiet.as_secs_f64()));
                 }
                 Some(decline) = declined.recv() => {
-                    if let Err(e) = writer.feed(decline.encode()).await.and(writer.flush().await) {
-                        break Lost::Failed(e.to_string());
+                    let sent = tokio::time::timeout(self.options.connect_timeout, send(&mut writer, decline.encode()));
+                    match sent.await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => break Lost::Failed(e.to_string()),
+                        Err(_) => break Lost::Failed("the relay took nothing".into()),
                     }
                 }
                 message = reader.recv() => match message {
@@ -436,7 +438,7 @@ impl Dialer {
             Lost::Stopped => Some((1001, "host stopping")),
             Lost::Failed(_) => None,
         };
-        writer.close(reason).await;
+        let _ = tokio::time::timeout(self.options.connect_timeout, writer.close(reason)).await;
         lost
     }
 
@@ -495,4 +497,13 @@ impl Dialer {
 /// of the flag across its caller's awaits.
 async fn until(flag: &mut tokio::sync::watch::Receiver<bool>) {
     let _ = flag.wait_for(|set| *set).await;
+}
+
+/// Sends one message now.
+async fn send(
+    writer: &mut Writer,
+    message: bytes::Bytes,
+) -> Result<(), crate::transport::TransportError> {
+    writer.feed(message).await?;
+    writer.flush().await
 }
