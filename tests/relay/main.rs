@@ -765,3 +765,67 @@ async fn a_host_at_its_connection_cap_declines_and_the_client_is_told() {
     server.shutdown().await;
     relay.shutdown().await;
 }
+
+#[tokio::test]
+async fn forwarded_messages_are_held_to_the_relays_size_limit() {
+    let relay = relay_with(RelayConfig {
+        listen: ServerConfig {
+            max_message_size: 64 * 1024,
+            ..ServerConfig::default()
+        },
+        ..RelayConfig::default()
+    })
+    .await;
+    let (host, dial) = dialing_host(&relay, "fx").await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(relay.host_url("fx"))
+        .await
+        .expect("a raw client");
+    ws.send(Message::Binary(vec![0u8; 100 * 1024].into()))
+        .await
+        .expect("send");
+    let mut code = None;
+    while let Some(m) = ws.next().await {
+        match m {
+            Ok(Message::Close(Some(frame))) => {
+                code = Some(u16::from(frame.code));
+                break;
+            }
+            Ok(_) => continue,
+            Err(_) => break,
+        }
+    }
+    assert_eq!(code, Some(1009), "too large, refused by the relay itself");
+    // The host's session was closed with the client's, never sent the message.
+    assert!(dial.wait_registered(Duration::ZERO).await);
+    dial.stop();
+    host.shutdown().await;
+    relay.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_silent_host_is_dropped_after_the_heartbeat_timeout() {
+    let relay = relay_with(RelayConfig {
+        listen: ServerConfig {
+            heartbeat_interval: Some(Duration::from_millis(50)),
+            heartbeat_timeout: Duration::from_millis(300),
+            ..ServerConfig::default()
+        },
+        ..RelayConfig::default()
+    })
+    .await;
+    // Registers, then never reads again: the relay's pings go unanswered.
+    let mut silent = RawHost::connect(&relay, None).await.expect("raw");
+    assert_eq!(silent.register("quiet", "i").await["type"], "registered");
+    assert_eq!(relay.hosts().len(), 1);
+    let mut dropped = false;
+    for _ in 0..6000 {
+        if relay.hosts().is_empty() {
+            dropped = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(dropped, "the silent host is still listed");
+    drop(silent);
+    relay.shutdown().await;
+}
