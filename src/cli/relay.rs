@@ -173,6 +173,21 @@ pub fn relay(args: RelayArgs) -> ExitCode {
     })
 }
 
+/// Checks `serve --dial`'s options before anything starts: the name, the
+/// URL's scheme, a non-empty host token.
+pub fn check_dial(args: &DialArgs) -> Result<(), String> {
+    let (Some(url), Some(name)) = (&args.dial, &args.name) else {
+        return Ok(());
+    };
+    crate::relay::validate_name(name).map_err(|e| format!("--name: {e}"))?;
+    if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+        return Err(format!(
+            "--dial {url}: a relay's URL is ws://HOST:PORT or wss://HOST:PORT"
+        ));
+    }
+    non_empty(&args.host_token, "--host-token")
+}
+
 /// Starts dialing the relay of `args` (`serve --dial`), when given.
 pub fn start_dial(server: &Server, args: &DialArgs) -> Result<Option<DialHandle>, String> {
     let (Some(url), Some(name)) = (&args.dial, &args.name) else {
@@ -205,7 +220,10 @@ pub async fn serve_dial_only(server: Server, args: &DialArgs) -> ExitCode {
     );
     let _dial = match start_dial(&server, args) {
         Ok(d) => d,
-        Err(e) => return fail(e),
+        Err(e) => {
+            server.shutdown().await;
+            return fail(e);
+        }
     };
     stop.await;
     eprintln!("\nshutting down: closing simulators…");

@@ -128,6 +128,9 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     if args.batch == Some(0) || (args.fixtures && args.batch.is_some()) {
         return fail("--batch takes at least 1, and applies to the built-in simulators only");
     }
+    if let Err(e) = super::relay::check_dial(&args.dial) {
+        return fail(e);
+    }
     if args.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
         // `--token "$UNSET"` would otherwise turn authentication off while
         // the banner asks for a token.

@@ -829,3 +829,41 @@ async fn a_silent_host_is_dropped_after_the_heartbeat_timeout() {
     drop(silent);
     relay.shutdown().await;
 }
+
+#[test]
+fn serve_dial_refuses_bad_options_before_starting() {
+    for (args, said) in [
+        (
+            &["--dial", "ws://127.0.0.1:9", "--name", "a/b"][..],
+            "--name: invalid host name",
+        ),
+        (
+            &["--dial", "http://127.0.0.1:9", "--name", "ok"][..],
+            "ws://HOST:PORT",
+        ),
+        (
+            &[
+                "--dial",
+                "ws://127.0.0.1:9",
+                "--name",
+                "ok",
+                "--host-token",
+                " ",
+            ][..],
+            "--host-token is empty",
+        ),
+        (&["--dial", "ws://127.0.0.1:9"][..], "--name"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_unienv-remote"))
+            .arg("serve")
+            .args(args)
+            .output()
+            .expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(said),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "nothing started: {args:?}");
+    }
+}
