@@ -3,7 +3,6 @@
 //! relay's URL (its connected hosts instead of a server's resources).
 
 use super::shared::{fail, interrupted, write_out, ClientArgs};
-use super::DiscoverArgs;
 use crate::codec::DEFAULT_MAX_MESSAGE_SIZE;
 use crate::relay::{Relay, RelayConfig};
 use crate::server::{DialHandle, DialOptions, Server, ServerConfig};
@@ -243,8 +242,7 @@ pub(super) fn is_relay_root(e: &crate::client::ClientError) -> bool {
 /// `discover` given a relay's URL: the connected hosts (name, version,
 /// clients, time connected, URL, resources), or with `--json` the same as
 /// a JSON array.
-pub(super) async fn discover_hosts(args: &DiscoverArgs) -> ExitCode {
-    let client: &ClientArgs = &args.client;
+pub(super) async fn discover_hosts(client: &ClientArgs, json: bool) -> ExitCode {
     let timeout = if client.timeout.is_finite() && client.timeout > 0.0 {
         Duration::from_secs_f64(client.timeout)
     } else {
@@ -263,7 +261,7 @@ pub(super) async fn discover_hosts(args: &DiscoverArgs) -> ExitCode {
         Ok(h) => h,
         Err(e) => return fail(format!("cannot list the relay's hosts: {e}")),
     };
-    if args.json {
+    if json {
         let list: Vec<serde_json::Value> = hosts
             .iter()
             .map(|h| {
