@@ -346,8 +346,8 @@ impl Relay {
         }
     }
 
-    /// The worst-case memory of this relay's settings
-    /// ([`RelayConfig::worst_case_memory_bytes`]).
+    /// The relay's settings (its worst-case memory:
+    /// [`RelayConfig::worst_case_memory_bytes`]).
     pub fn config(&self) -> &RelayConfig {
         &self.shared.config
     }
