@@ -867,3 +867,39 @@ fn serve_dial_refuses_bad_options_before_starting() {
         assert!(out.stdout.is_empty(), "nothing started: {args:?}");
     }
 }
+
+async fn next(
+    sub: &mut unienv_remote::client::Subscription,
+) -> unienv_remote::client::SnapshotEvent {
+    sub.next(Some(PATIENCE))
+        .await
+        .expect("a snapshot")
+        .expect("the stream is open")
+}
+
+#[tokio::test]
+async fn an_observer_through_the_relay_sees_every_boundary() {
+    let relay = relay().await;
+    let (host, dial) = dialing_host(&relay, "fx").await;
+    let url = relay.host_url("fx");
+    let controller = connect(&url).await.expect("controller");
+    let observer = connect(&url).await.expect("observer");
+    let mut sub = observer
+        .subscribe("counter", None)
+        .await
+        .expect("subscribe");
+    let env = controller.env("counter").await.expect("counter");
+    env.reset(ResetArgs::with_seed(0)).await.expect("reset");
+    let first = next(&mut sub).await;
+    for i in 1..=3u64 {
+        env.step(action()).await.expect("step");
+        let event = next(&mut sub).await;
+        assert_eq!(event.sequence, first.sequence + i, "consecutive");
+        assert_eq!(event.kind, "step");
+    }
+    controller.close().await;
+    observer.close().await;
+    dial.stop();
+    host.shutdown().await;
+    relay.shutdown().await;
+}
