@@ -66,7 +66,7 @@ impl DialOptions {
     }
 }
 
-/// Why [`Server::dial`] could not start.
+/// Why [`Server::dial`](super::Server::dial) could not start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DialError {
