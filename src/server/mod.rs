@@ -107,7 +107,13 @@ impl ServerBuilder {
             .filter(|cpus| placement::check_cpus(cpus).is_ok())
             .map(Arc::from);
         let recorder = config.record_dir.as_deref().and_then(|dir| {
-            let start = || crate::record::Recorder::start(dir, config.record_format.clone());
+            let start = || {
+                crate::record::Recorder::start_with(
+                    dir,
+                    config.record_format.clone(),
+                    config.record_queue_bytes,
+                )
+            };
             let started = match &pin {
                 // The writer thread inherits the placement of the thread
                 // that starts it (Linux): one of ours, pinned first.
@@ -228,7 +234,7 @@ impl ServerBuilder {
             return Err(RegisterError::Taken(id.to_string()));
         }
         let index = self.domains.len();
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = jobs::queue();
         let committed = committed::channel();
         let sender = DomainSender {
             jobs: tx,
@@ -313,6 +319,7 @@ impl ServerBuilder {
             shutdown,
             connections,
             tasks: tasks::Tasks::default(),
+            reads: Arc::new(tokio::sync::Semaphore::new(1)),
         });
         Server {
             inner: Arc::new(ServerInner {
