@@ -26,10 +26,12 @@ pub struct ServerConfig {
     pub max_handshake_bytes: usize,
     /// Requests a session may have queued at domains at once (default 64).
     pub max_in_flight: usize,
-    /// Requests a session may have waiting at one domain (default 32): one
-    /// more is refused at once with a certain `invalid_request` naming the
-    /// limit (SPEC §6, "Fair queues"). Each domain serves the sessions
-    /// that have requests waiting at it in turn, one request each.
+    /// Requests a session may have waiting at one domain (default 64, as
+    /// `max_in_flight`, whose bound is met first: the session's reader
+    /// then waits for a slot; set it lower to refuse instead): one more is
+    /// refused at once with a certain `invalid_request` naming the limit
+    /// (SPEC §6, "Fair queues"). Each domain serves the sessions that have
+    /// requests waiting at it in turn, one request each.
     pub max_queued_per_domain: usize,
     /// Subscriptions a session may hold (default 1024).
     pub max_subscriptions_per_session: usize,
@@ -156,7 +158,7 @@ impl Default for ServerConfig {
             handshake_timeout: Duration::from_secs(10),
             max_handshake_bytes: 16 * 1024,
             max_in_flight: 64,
-            max_queued_per_domain: 32,
+            max_queued_per_domain: 64,
             max_subscriptions_per_session: 1024,
             env_boundary_snapshots: false,
             shutdown_timeout: Duration::from_secs(10),
