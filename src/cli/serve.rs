@@ -29,9 +29,16 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = DEFAULT_ADDR)]
     pub addr: String,
-    /// Require `Authorization: Bearer TOKEN` from clients.
-    #[arg(long)]
+    /// Require `Authorization: Bearer TOKEN` from clients. A token on the
+    /// command line is visible to every local user (`ps`): prefer
+    /// --token-file or the UNIENV_TOKEN environment variable.
+    #[arg(long, conflicts_with = "token_file")]
     pub token: Option<String>,
+    /// Read the token from FILE (its first line; keep the file readable by
+    /// you only). Without --token or --token-file, the token is taken from
+    /// the UNIENV_TOKEN environment variable when it is set.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
     /// Dispose idle factory-built simulators after SECONDS (0 disables).
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     pub idle_timeout: f64,
@@ -124,11 +131,13 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     if args.batch == Some(0) || (args.fixtures && args.batch.is_some()) {
         return fail("--batch takes at least 1, and applies to the built-in simulators only");
     }
-    if args.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
-        // `--token "$UNSET"` would otherwise turn authentication off while
-        // the banner asks for a token.
-        return fail("--token is empty: give a non-empty token, or omit --token");
-    }
+    // An empty token (`--token "$UNSET"`) would otherwise turn
+    // authentication off while the banner asks for a token.
+    let token =
+        match super::shared::resolve_token(args.token.as_deref(), args.token_file.as_deref()) {
+            Ok(token) => token,
+            Err(e) => return fail(e),
+        };
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => match crate::transport::ServerTls::from_pem_files(cert, key) {
             Ok(tls) => Some(tls),
@@ -153,7 +162,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         max_message_size: args.max_message_size,
         idle_timeout: (args.idle_timeout > 0.0).then(|| Duration::from_secs_f64(args.idle_timeout)),
         max_connections: args.max_connections,
-        token: args.token.clone(),
+        token: token.clone(),
         allowed_origins: args.allow_origin.clone(),
         allowed_hosts: args.allow_host.clone(),
         // The fixtures reproduce the reference, which passes actions through.
@@ -202,7 +211,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             Ok(stop) => stop,
             Err(e) => return fail(format!("cannot install the Ctrl-C handler: {e}")),
         };
-        print_banner(&server, &listener, args.token.is_some(), args.fixtures).await;
+        print_banner(&server, &listener, token.is_some(), args.fixtures).await;
         if let Some(dir) = &args.record {
             say!("Recording every env transition into {}", dir.display());
         }

@@ -66,9 +66,14 @@ pub struct LoadArgs {
     /// controller, at least as many as controllers).
     #[arg(long = "env", value_name = "ID")]
     pub envs: Vec<String>,
-    /// With --url: the bearer token.
-    #[arg(long)]
+    /// With --url: the bearer token (visible to every local user in `ps`:
+    /// prefer --token-file or the UNIENV_TOKEN environment variable).
+    #[arg(long, conflicts_with = "token_file")]
     pub token: Option<String>,
+    /// With --url: read the bearer token from FILE (its first line).
+    /// Without --token or --token-file, UNIENV_TOKEN is used when set.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
     /// Fail when the RSS grows by more than this after the warm-up (MiB;
     /// not checked with --hostile, whose attackers' buffers come and go).
     #[arg(long, value_name = "MIB", default_value_t = 64.0)]
@@ -240,6 +245,11 @@ async fn in_process(args: &LoadArgs) -> Result<(Server, Listener, Vec<String>), 
 }
 
 async fn run(args: LoadArgs) -> Result<bool, String> {
+    // The in-process server has no token.
+    let token = match &args.url {
+        Some(_) => super::shared::resolve_token(args.token.as_deref(), args.token_file.as_deref())?,
+        None => None,
+    };
     let (server, url, envs) = match &args.url {
         Some(url) => (None, url.clone(), args.envs.clone()),
         None => {
@@ -264,7 +274,7 @@ async fn run(args: LoadArgs) -> Result<bool, String> {
     );
     let connect = Connector {
         url: url.clone(),
-        token: args.token.clone(),
+        token: token.clone(),
     };
 
     // Observers first, so that they see every boundary from the start.
@@ -327,7 +337,7 @@ async fn run(args: LoadArgs) -> Result<bool, String> {
             .to_string();
         let target = super::hostile::Target {
             addr,
-            token: args.token.clone(),
+            token: token.clone(),
             envs: envs.clone(),
             mib: args.hostile_mib,
         };
