@@ -28,8 +28,8 @@
 
 mod http;
 
-pub(crate) use http::serve;
 pub use http::MetricsEndpoint;
+pub(crate) use http::{serve, HostGuard};
 
 use crate::protocol::{ErrorCode, Op};
 use crate::record::RecordStats;

@@ -300,6 +300,9 @@ pub(crate) fn topology(
             }
             let mut out: Vec<ResourceMeta> = Vec::with_capacity(resources.len());
             for (i, r) in resources.into_iter().enumerate() {
+                if let Err(e) = super::check_resource_id(&r.id) {
+                    return Err(e.to_string().into());
+                }
                 if out.iter().any(|m| m.id == r.id) {
                     return Err(TopologyError::Taken(r.id));
                 }

@@ -458,11 +458,17 @@ impl Policy {
 
     /// Host, Origin and token checks, before the upgrade.
     fn check(&self, req: &RequestHead) -> Result<(), Refusal> {
-        let host = req.header("host").unwrap_or("");
+        self.check_host_origin(req.header("host"), req.header("origin"))?;
+        self.check_token(req)
+    }
+
+    /// The DNS-rebinding guard: the `Host` header and, when sent, `Origin`.
+    fn check_host_origin(&self, host: Option<&str>, origin: Option<&str>) -> Result<(), Refusal> {
+        let host = host.unwrap_or("");
         if !self.any_host && !self.host_allowed(host) {
             return Err(Refusal::new(403, "Forbidden", self.host_refusal(host)));
         }
-        if let Some(origin) = req.header("origin") {
+        if let Some(origin) = origin {
             if !self.origin_allowed(origin) {
                 let shown: String = origin.chars().take(200).collect();
                 return Err(Refusal::new(
@@ -475,6 +481,11 @@ impl Policy {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The bearer token, when the server has one.
+    fn check_token(&self, req: &RequestHead) -> Result<(), Refusal> {
         if let Some(token) = &self.token {
             let given = req
                 .header("authorization")
@@ -564,6 +575,22 @@ impl Policy {
             || name.ends_with(".localhost")
             || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
     }
+}
+
+/// What another HTTP endpoint of the server (the metrics endpoint) bound
+/// to `bind` checks before it answers: the `Host` header and any `Origin`,
+/// as a listener bound there does (the DNS-rebinding guard; no token).
+pub(crate) async fn host_guard(
+    config: &super::ServerConfig,
+    bind: IpAddr,
+) -> crate::metrics::HostGuard {
+    let names = super::names::machine_names(bind).await;
+    let policy = Policy::new(config, bind, names);
+    Arc::new(move |host, origin| {
+        policy
+            .check_host_origin(host, origin)
+            .map_err(|r| (r.status, r.reason, r.message))
+    })
 }
 
 /// `value` as a command-line argument when it is plainly one (letters,

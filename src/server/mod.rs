@@ -90,6 +90,16 @@ pub struct ServerBuilder {
     pin: Option<Arc<[usize]>>,
 }
 
+/// Checks a resource ID as registration does: non-empty, at most 1,024
+/// bytes, no control characters (a NUL, a newline: Unicode category `Cc`).
+/// Every ID a server hosts passes it — roots at registration, and the IDs a
+/// hosted object exports (a foreign host's nodes) when it is built — so a
+/// host that collects registrations before it builds the server (the Python
+/// `RemoteServer`) can refuse a bad ID at its own `register`.
+pub fn check_resource_id(id: &str) -> Result<(), RegisterError> {
+    validate_id(id)
+}
+
 fn validate_id(id: &str) -> Result<(), RegisterError> {
     if id.is_empty() || id.len() > 1024 || id.chars().any(char::is_control) {
         return Err(RegisterError::InvalidId(id.chars().take(64).collect()));
@@ -396,7 +406,9 @@ impl Server {
             Some(shared) => render_metrics(&shared),
             None => String::new(),
         });
-        crate::metrics::serve(addr, render, self.inner.shared.shutdown.subscribe()).await
+        let tcp = tokio::net::TcpListener::bind(addr).await?;
+        let guard = listener::host_guard(self.config(), tcp.local_addr()?.ip()).await;
+        crate::metrics::serve(tcp, render, guard, self.inner.shared.shutdown.subscribe())
     }
 
     /// The endpoint of [`ServerConfig::metrics_addr`], started once.

@@ -467,3 +467,67 @@ async fn host_refusals_name_the_flag_that_accepts_the_name() {
     }
     server.shutdown().await;
 }
+
+/// One plain HTTP request to the metrics endpoint at `addr` with `headers`;
+/// the status line and the body.
+async fn metrics_get(addr: std::net::SocketAddr, headers: &[(&str, &str)]) -> (String, String) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let mut req = "GET /metrics HTTP/1.1\r\n".to_string();
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut out))
+        .await
+        .expect("an answer in time")
+        .unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
+/// The metrics endpoint keeps the main port's DNS-rebinding guard: a DNS
+/// name in `Host` (an attacker's, rebound to loopback) or a foreign
+/// `Origin` is refused with 403; IP literals, localhost, loopback origins
+/// and `allowed_hosts` / `allowed_origins` are answered.
+#[tokio::test]
+async fn the_metrics_endpoint_refuses_rebound_hosts_and_foreign_origins() {
+    let config = ServerConfig {
+        allowed_hosts: vec!["metrics.lan".into()],
+        allowed_origins: vec!["http://dash.lan".into()],
+        ..ServerConfig::default()
+    };
+    let (server, _listener) = serve(config).await;
+    let endpoint = server.serve_metrics("127.0.0.1:0").await.unwrap();
+    let addr = endpoint.local_addr();
+    let own = addr.to_string();
+    for headers in [
+        vec![("Host", own.as_str())],
+        vec![("Host", "localhost")],
+        vec![("Host", "metrics.lan:9464")],
+        vec![("Host", own.as_str()), ("Origin", "http://localhost:3000")],
+        vec![("Host", own.as_str()), ("Origin", "http://dash.lan")],
+    ] {
+        let (status, body) = metrics_get(addr, &headers).await;
+        assert!(status.contains(" 200 "), "{headers:?}: {status}");
+        assert!(body.contains("unienv_"), "{body}");
+    }
+    for (headers, why) in [
+        (vec![("Host", "evil.example")], "Host not allowed"),
+        (vec![], "no Host header"),
+        (
+            vec![("Host", own.as_str()), ("Origin", "http://evil.example")],
+            "Origin not allowed",
+        ),
+    ] {
+        let (status, body) = metrics_get(addr, &headers).await;
+        assert!(status.contains(" 403 "), "{headers:?}: {status}");
+        assert!(body.contains(why), "{body}");
+        assert!(!body.contains("unienv_"), "{body}");
+    }
+    server.shutdown().await;
+}
