@@ -97,6 +97,15 @@ pub struct ServeArgs {
         requires = "record"
     )]
     pub record_format: RecordFormatArg,
+    /// With --record: the most bytes of transitions waiting for the writer
+    /// (the simulators wait for the disk beyond it; SPEC section 10.2).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = crate::record::DEFAULT_QUEUE_BYTES,
+        requires = "record"
+    )]
+    pub record_queue_bytes: usize,
     /// Serve metrics in the Prometheus text format at http://ADDR/metrics
     /// (no authentication: keep ADDR on loopback or a monitoring network).
     #[arg(long, value_name = "ADDR")]
@@ -157,6 +166,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             RecordFormatArg::Npz => crate::record::RecordFormat::Npz,
             RecordFormatArg::Parquet => crate::record::RecordFormat::parquet(),
         },
+        record_queue_bytes: args.record_queue_bytes,
         metrics_addr: args.metrics.clone(),
         cpus: args.cpus.clone(),
         max_message_size: args.max_message_size,

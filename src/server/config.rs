@@ -201,7 +201,10 @@ impl ServerConfig {
     /// charged once built)
     /// `+ max_connections × max_subscriptions_per_session × 1 KiB`
     /// (subscription records and their IDs, at most 256 bytes)
-    /// `+ max_pending_handshakes × max_handshake_bytes`.
+    /// `+ max_pending_handshakes × max_handshake_bytes`
+    /// `+ record_queue_bytes` (only with [`ServerConfig::record_dir`]: the
+    /// transitions waiting for the recorder's writer, or a single larger
+    /// one).
     ///
     /// Not included: the hosted simulators' own memory, in-memory
     /// connections (not capped by `max_connections`), and the kernel's socket
@@ -223,6 +226,11 @@ impl ServerConfig {
                 (self.max_pending_handshakes as u64)
                     .saturating_mul(self.max_handshake_bytes as u64),
             )
+            .saturating_add(if self.record_dir.is_some() {
+                self.record_queue_bytes as u64
+            } else {
+                0
+            })
     }
 }
 
