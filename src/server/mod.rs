@@ -101,7 +101,7 @@ pub fn check_resource_id(id: &str) -> Result<(), RegisterError> {
 }
 
 fn validate_id(id: &str) -> Result<(), RegisterError> {
-    if id.is_empty() || id.len() > 1024 || id.chars().any(char::is_control) {
+    if !hosted::valid_id(id) {
         return Err(RegisterError::InvalidId(id.chars().take(64).collect()));
     }
     Ok(())
