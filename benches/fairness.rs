@@ -69,9 +69,21 @@ async fn hammer(
     ready: Arc<AtomicUsize>,
     answers: Arc<AtomicU64>,
 ) {
-    let Ok((mut ws, _)) = tokio_tungstenite::connect_async(url.as_str()).await else {
-        eprintln!("a hammering session could not connect");
-        return;
+    // Hundreds of connects at once overflow the server's pending handshakes
+    // (256 by default): the oldest are answered 503, to be retried.
+    let mut attempt = 0u64;
+    let mut ws = loop {
+        match tokio_tungstenite::connect_async(url.as_str()).await {
+            Ok((ws, _)) => break ws,
+            Err(_) if attempt < 20 && !stop.load(Ordering::Relaxed) => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(10 * attempt)).await;
+            }
+            Err(e) => {
+                eprintln!("a hammering session could not connect: {e}");
+                return;
+            }
+        }
     };
     let codec = Codec::default();
     let hello = dict! { "version" => 1, "type" => "request", "request_id" => "h", "session_id" => (), "op" => "hello", "resource_id" => () };
