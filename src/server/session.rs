@@ -336,6 +336,9 @@ async fn handle_message(
                 Some(Err(e)) => session.respond(&request, Err(&e)),
                 None => {}
             }
+            if let Some(turn) = turn {
+                end_read_turn(turn).await;
+            }
         }
         _ => {
             let Some(resource_id) = request.get("resource_id").and_then(Value::as_str) else {
@@ -357,12 +360,13 @@ async fn handle_message(
                     committed.has(resource_id) && !committed.owned_by(&session.id)
                 };
                 if published {
-                    let Some(_turn) = read_turn(server, session).await else {
+                    let Some(turn) = read_turn(server, session).await else {
                         return;
                     };
                     let list = server.domains[index].committed.borrow().stamped();
                     if let Some(list) = list {
-                        return session.respond(&request, Ok(Value::List(list)));
+                        session.respond(&request, Ok(Value::List(list)));
+                        return end_read_turn(turn).await;
                     }
                 }
             }
@@ -515,6 +519,16 @@ async fn read_turn(
         _ = shutdown.wait_for(|stop| *stop) => None,
         _ = closed.wait_for(Option::is_some) => None,
     }
+}
+
+/// Ends a read's turn: every other task ready now (a controller's reader,
+/// the writers) runs before the turn passes on. Without it the next reader,
+/// woken by the release, would run at once on this worker (tokio runs a
+/// task woken by the running one next), and reads would follow one another
+/// ahead of everything else.
+async fn end_read_turn(turn: tokio::sync::OwnedSemaphorePermit) {
+    tokio::task::yield_now().await;
+    drop(turn);
 }
 
 /// Correlation, version and session checks shared by every request.
