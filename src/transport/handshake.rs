@@ -593,7 +593,10 @@ pub(crate) fn parse_url(url: &str) -> Result<(String, String, String), ConnectEr
 }
 
 /// The client side of the opening handshake; `wss://` URLs trust the
-/// system's root certificates.
+/// system's root certificates. (Used by the command line's load generator
+/// and the WebSocket-layer benchmark; the client goes through
+/// [`connect_with`].)
+#[cfg(any(feature = "cli", feature = "bench-internals"))]
 pub(crate) async fn connect(
     url: &str,
     headers: &[(String, String)],
