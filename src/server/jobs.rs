@@ -67,7 +67,8 @@ impl Job {
 /// them by at most one job per turn (SPEC §6, "Fair queues").
 #[derive(Default)]
 struct Lanes {
-    jobs: HashMap<Lane, VecDeque<Job>>,
+    /// (FxHash: a session ID is hashed twice per request.)
+    jobs: HashMap<Lane, VecDeque<Job>, rustc_hash::FxBuildHasher>,
     /// The lanes holding jobs, in the order they are served.
     turn: VecDeque<Lane>,
     /// Senders alive; none left (and nothing queued) stops the thread.
@@ -295,4 +296,67 @@ pub(crate) fn current_domain(core: usize) -> Option<usize> {
         .with(std::cell::Cell::get)
         .filter(|(c, _)| *c == core)
         .map(|(_, index)| index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drop_sub(session: &str, id: &str) -> Job {
+        Job::DropSubscription {
+            session_id: Arc::from(session),
+            subscription_id: Arc::from(id),
+        }
+    }
+
+    /// What a job is, for comparing orders.
+    fn name(job: &Job) -> String {
+        match job {
+            Job::DropSubscription {
+                session_id,
+                subscription_id,
+            } => format!("{session_id}{subscription_id}"),
+            Job::Shutdown => "shutdown".into(),
+            _ => "other".into(),
+        }
+    }
+
+    /// Lanes are served in turn, one job each, each lane in its own order;
+    /// the cap counts a session's waiting jobs; with every sender gone the
+    /// thread is told, once the queue is empty; after the thread stops,
+    /// jobs are dropped (a reply sender with them).
+    #[test]
+    fn lanes_take_turns_and_the_cap_counts_a_sessions_jobs() {
+        let (tx, rx) = queue();
+        for id in ["1", "2", "3"] {
+            tx.send(drop_sub("a", id));
+        }
+        tx.send(drop_sub("b", "1"));
+        tx.send(Job::Shutdown);
+        let a: Arc<str> = Arc::from("a");
+        let refused = tx.send_capped(drop_sub("a", "4"), &a, 3);
+        assert!(refused.is_err(), "a has 3 waiting");
+        assert!(tx.send_capped(drop_sub("a", "4"), &a, 4).is_ok());
+        let second = tx.clone();
+        drop(tx);
+        let order: Vec<String> = (0..6)
+            .map(|_| name(&rx.recv_timeout(Duration::from_secs(5)).unwrap()))
+            .collect();
+        assert_eq!(order, ["a1", "b1", "shutdown", "a2", "a3", "a4"]);
+        assert_eq!(
+            rx.recv_timeout(Duration::from_millis(1)).err(),
+            Some(RecvError::Timeout)
+        );
+        drop(second);
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(5)).err(),
+            Some(RecvError::Disconnected)
+        );
+
+        let (tx, rx) = queue();
+        drop(rx);
+        let (reply, answer) = mpsc::channel();
+        tx.send(Job::Instantiate { reply });
+        assert!(answer.recv().is_err(), "the job was dropped with its reply");
+    }
 }
