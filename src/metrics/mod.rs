@@ -22,7 +22,7 @@
 //! | `unienv_queue_refusals` | counter | (requests refused past `max_queued_per_domain`) |
 //! | `unienv_observers` | gauge | (live subscriptions) |
 //! | `unienv_dropped_snapshots` | counter | (replaced before they were sent) |
-//! | `unienv_recorded_transitions`, `unienv_recorded_episodes`, `unienv_record_queue_waits` | counter | (with recording) |
+//! | `unienv_recorded_transitions`, `unienv_recorded_episodes`, `unienv_record_queue_waits`, `unienv_record_errors` | counter | (with recording) |
 //!
 //! Counters carry the `_total` suffix in the exposition.
 
@@ -240,7 +240,7 @@ impl Metrics {
                 [
                     (
                         "recorded_transitions",
-                        "Transitions recorded",
+                        "Transitions committed to recordings",
                         load(&r.transitions),
                     ),
                     (
@@ -252,6 +252,11 @@ impl Metrics {
                         "record_queue_waits",
                         "Times a domain waited for room in the recording queue",
                         load(&r.queue_waits),
+                    ),
+                    (
+                        "record_errors",
+                        "Calls that could not be recorded and commits that failed",
+                        load(&r.errors),
                     ),
                 ]
             }))

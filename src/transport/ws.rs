@@ -30,7 +30,5 @@ pub(crate) use super::handshake::{
     UNIX_SCHEME,
 };
 // Used by the command line's `load` (a loopback check) and the unit tests.
-#[cfg(any(feature = "cli", feature = "bench-internals"))]
-pub(crate) use super::handshake::connect;
 #[cfg(feature = "cli")]
 pub(crate) use super::handshake::parse_url;
