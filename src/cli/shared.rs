@@ -14,9 +14,16 @@ use std::time::Duration;
 pub struct ClientArgs {
     /// The server's URL, e.g. ws://127.0.0.1:8765 (ours or the Python reference).
     pub url: String,
-    /// Send `Authorization: Bearer TOKEN` in the WebSocket handshake.
-    #[arg(long)]
+    /// Send `Authorization: Bearer TOKEN` in the WebSocket handshake. A
+    /// token on the command line is visible to every local user (`ps`):
+    /// prefer --token-file or the UNIENV_TOKEN environment variable.
+    #[arg(long, conflicts_with = "token_file")]
     pub token: Option<String>,
+    /// Read the bearer token from FILE (its first line; keep the file
+    /// readable by you only). Without --token or --token-file, the token is
+    /// taken from the UNIENV_TOKEN environment variable when it is set.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// Seconds to wait for the connection and for each reply (0 waits forever).
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub timeout: f64,
@@ -37,7 +44,7 @@ impl ClientArgs {
         let mut config = ClientConfig::default()
             .with_timeout(timeout)
             .with_discover(discover);
-        config.token = self.token.clone();
+        config.token = resolve_token(self.token.as_deref(), self.token_file.as_deref())?;
         config.ca_file = self.ca_file.clone();
         Ok(config)
     }
@@ -46,6 +53,67 @@ impl ClientArgs {
     pub async fn connect(&self, discover: bool) -> Result<Client, ClientError> {
         let config = self.config(discover).map_err(ClientError::invalid_use)?;
         Client::connect(&self.url, config).await
+    }
+}
+
+/// The environment variable a bearer token is taken from when neither
+/// `--token` nor `--token-file` is given.
+pub const TOKEN_ENV: &str = "UNIENV_TOKEN";
+
+/// The bearer token of a command: `--token`, else the first line of
+/// `--token-file`, else `UNIENV_TOKEN` when set; `None` when none is given.
+/// A token that is empty once trimmed (an empty file, `UNIENV_TOKEN=`)
+/// is an error naming where it came from: it would turn authentication
+/// off (a server) or always be refused (a client).
+pub fn resolve_token(
+    flag: Option<&str>,
+    file: Option<&std::path::Path>,
+) -> Result<Option<String>, String> {
+    let env = || std::env::var(TOKEN_ENV).ok();
+    resolve_token_from(flag, file, env)
+}
+
+/// [`resolve_token`] with the environment variable's value given.
+pub(crate) fn resolve_token_from(
+    flag: Option<&str>,
+    file: Option<&std::path::Path>,
+    env: impl FnOnce() -> Option<String>,
+) -> Result<Option<String>, String> {
+    let (token, source) = if let Some(t) = flag {
+        (t.to_string(), "--token".to_string())
+    } else if let Some(path) = file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("--token-file {}: {e}", path.display()))?;
+        warn_if_shared(path);
+        let first = text.lines().next().unwrap_or_default().to_string();
+        (first, format!("--token-file {}", path.display()))
+    } else if let Some(t) = env() {
+        (t, TOKEN_ENV.to_string())
+    } else {
+        return Ok(None);
+    };
+    let token = token.trim();
+    if token.is_empty() {
+        return Err(format!(
+            "the token from {source} is empty: give a non-empty token, or none"
+        ));
+    }
+    Ok(Some(token.to_string()))
+}
+
+/// Warns when a token file can be read by other users.
+fn warn_if_shared(path: &std::path::Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            if meta.permissions().mode() & 0o077 != 0 {
+                eprintln!(
+                    "warning: --token-file {} can be read by other users (chmod 600 it)",
+                    path.display()
+                );
+            }
+        }
     }
 }
 
@@ -162,3 +230,40 @@ pub(crate) fn write_out(text: std::fmt::Arguments<'_>) {
 /// descriptors): its sessions' events below `WARN` are not logged, so that
 /// `serve` logs no session before a client comes.
 pub(super) const STARTUP_SPAN: &str = "startup_describe";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--token` first, then the file's first line, then the environment;
+    /// empty tokens are errors naming their source.
+    #[test]
+    fn token_sources_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "from-file\nignored\n").unwrap();
+        let env = || Some("from-env".to_string());
+        let none = || None;
+        assert_eq!(
+            resolve_token_from(Some("flag"), Some(&file), env).unwrap(),
+            Some("flag".into())
+        );
+        assert_eq!(
+            resolve_token_from(None, Some(&file), env).unwrap(),
+            Some("from-file".into())
+        );
+        assert_eq!(
+            resolve_token_from(None, None, env).unwrap(),
+            Some("from-env".into())
+        );
+        assert_eq!(resolve_token_from(None, None, none).unwrap(), None);
+        std::fs::write(&file, "\n").unwrap();
+        let e = resolve_token_from(None, Some(&file), none).unwrap_err();
+        assert!(e.contains("--token-file") && e.contains("empty"), "{e}");
+        let e = resolve_token_from(None, None, || Some(" ".into())).unwrap_err();
+        assert!(e.contains(TOKEN_ENV), "{e}");
+        let missing = dir.path().join("missing");
+        let e = resolve_token_from(None, Some(&missing), none).unwrap_err();
+        assert!(e.contains("missing"), "{e}");
+    }
+}
