@@ -199,6 +199,15 @@ impl Viewer {
         }
     }
 
+    /// The page's URL opening a panel for each of `ids` (the page's
+    /// `watch` parameter: `?watch=A,B`, or `?key=KEY&watch=A,B`), each id
+    /// percent-encoded for a query.
+    pub fn watch_url(&self, ids: &[&str]) -> String {
+        let ids: Vec<String> = ids.iter().map(|id| query_quote(id)).collect();
+        let joiner = if self.key.is_some() { '&' } else { '?' };
+        format!("{}{joiner}watch={}", self.url(), ids.join(","))
+    }
+
     /// Stops accepting connections (open tabs keep their sessions until
     /// they close).
     pub fn stop(&self) {
@@ -210,4 +219,18 @@ impl Drop for Viewer {
     fn drop(&mut self) {
         self.accept.abort();
     }
+}
+
+/// `id` percent-encoded for a URL's query (unreserved characters and `/`
+/// kept; `,` encoded, as it separates the page's `watch` ids).
+fn query_quote(id: &str) -> String {
+    id.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
