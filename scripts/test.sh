@@ -114,8 +114,10 @@ cargo check --locked --no-default-features --lib --quiet
 # (cargo replays a cached crate's warnings). A check, not the install's
 # release build: the dependencies' metadata is the step above's, so it adds
 # only the command line's crates (clap, tracing-subscriber, mimalloc) and
-# ours, about 10 s, instead of minutes of optimised compiling. Warnings that
-# only optimised code has (none in rustc) would slip through.
+# ours: measured on a fresh target directory after the step above, 23 s of
+# CPU (user + system; 6 s when only our crate changed), instead of minutes
+# of optimised compiling. Warnings that only optimised code has (none in
+# rustc) would slip through.
 echo "==> cargo check --locked --bin unienv-remote (the locked install's build, warnings are errors)"
 warnings=$(cargo check --locked --bin unienv-remote --quiet 2>&1) || { echo "$warnings" >&2; exit 1; }
 if [ -n "$warnings" ]; then
