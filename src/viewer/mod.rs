@@ -48,6 +48,7 @@ mod tab;
 #[cfg(test)]
 mod tests;
 mod upstream;
+mod watch;
 
 pub use config::ViewerConfig;
 
@@ -89,6 +90,8 @@ struct ViewerState {
     pending: crate::budget::Handshakes,
     /// One permit per pending render (all tabs).
     renders: Arc<tokio::sync::Semaphore>,
+    /// In the server's process: the watch of every resource.
+    watcher: Option<watch::Watcher>,
 }
 
 /// Why the viewer could not start.
@@ -154,6 +157,10 @@ impl Viewer {
             open_tabs: AtomicUsize::new(0),
             pending: crate::budget::Handshakes::new(MAX_PENDING_HEADS),
             renders: Arc::new(tokio::sync::Semaphore::new(MAX_RENDERS)),
+            watcher: config
+                .in_process
+                .is_some()
+                .then(|| watch::Watcher::start(config.clone())),
             config,
         });
         let key = state.access.key().map(str::to_string);

@@ -4,7 +4,7 @@
 
 use super::frame::Frame;
 use super::page::{descriptor_json, error_json, parse_command, Command, PageWriter};
-use super::panel::{panel_task, render_once, Pace, PanelTask};
+use super::panel::{panel_task, render_now, render_once, Pace, PanelTask, IDLE_RENDER};
 use super::upstream::{RECONNECT_DELAY, REFRESH_SPACING};
 use super::{ViewerState, MAX_PANELS, MAX_RENDERS, RENDER_SPACING};
 use crate::client::{Client, ClientError};
@@ -226,6 +226,7 @@ impl Tab {
         let info = client.server_info();
         self.page
             .json(json!({ "type": "upstream", "state": "connected",
+                "in_process": self.state.config.in_process.is_some(),
                 "url": self.state.config.upstream, "server": info.server,
                 "server_version": info.server_version, "session_id": info.session_id }))
             .await?;
@@ -380,9 +381,21 @@ impl Tab {
                 };
                 let page = self.page.clone();
                 let state = self.state.clone();
+                // In process, an idle resource renders now.
+                let idle = state
+                    .watcher
+                    .as_ref()
+                    .and_then(|w| w.get(&resource))
+                    .filter(|w| w.idle_for().is_none_or(|d| d >= IDLE_RENDER))
+                    .map(|w| w.sequence);
                 tokio::spawn(async move {
                     let spaced = tokio::time::sleep(RENDER_SPACING);
-                    render_once(client, &state, page, panel, resource).await;
+                    match idle {
+                        Some(sequence) => {
+                            render_now(client, &state, page, panel, resource, sequence).await
+                        }
+                        None => render_once(client, &state, page, panel, resource).await,
+                    }
                     spaced.await;
                     drop(permit);
                 });
