@@ -36,6 +36,19 @@
 //! frame, so that the viewer's reading costs the simulator's machine one
 //! snapshot per drawn frame, not one per boundary (see `panel_task`).
 //!
+//! In the server's process (`serve --viewer`), the viewer also watches
+//! every resource from its start (see `watch.rs`): a panel opens at the
+//! resource's last boundary, however long ago it was, an idle resource
+//! renders on demand, and each frame carries the episode ends and resets
+//! since the page's previous frame, so that the page marks them although
+//! it skips frames. A viewer of a remote server (`view URL`) sees only the
+//! boundaries made after a panel subscribed (observers receive future
+//! boundaries only), and its page says so.
+//!
+//! A page's commands are read at most 250 a second (a token bucket; a flooding page stalls on its own socket), and
+//! its `refresh` is answered at most once a second (the viewer's
+//! `discover` too, all tabs together).
+//!
 //! The wire format between the viewer and its page is in [`frame`].
 
 mod access;

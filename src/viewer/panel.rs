@@ -107,8 +107,10 @@ pub(super) async fn panel_task(mut task: PanelTask) {
     let mut gated = task.pace.interval() > SLOW_PACE;
     let state = task.pace.state.clone();
     let watched = || state.watcher.as_ref().and_then(|w| w.get(&task.resource));
-    // The last boundary sent to the page (marks up to it were sent).
+    // The last boundary sent to the page, and the one up to which its
+    // marks were sent.
     let mut shown = 0u64;
+    let mut marked = 0u64;
     let stop = &mut task.stop;
     let mut not_before = tokio::time::Instant::now();
     // The last boundary the viewer saw, against the page's first credit.
@@ -129,7 +131,12 @@ pub(super) async fn panel_task(mut task: PanelTask) {
         let mut header = snapshot_header("snapshot", task.panel, &event, &mut frame);
         header["cached"] = json!(true);
         header["idle_ms"] = json!(w.idle_for().map(|d| d.as_millis() as u64));
-        annotate(&mut header, &w, 0, event.sequence);
+        // (Every mark the viewer has: a resource that went quiet while the
+        // watch read only its episode signals has some after this frame.)
+        marked = annotate(&mut header, &w, 0, w.sequence);
+        if w.sequence > event.sequence {
+            header["latest"] = json!(w.sequence);
+        }
         header["gated"] = json!(gated);
         shown = event.sequence;
         last = Some((event.sequence, event.timestamp_ns));
@@ -250,8 +257,17 @@ pub(super) async fn panel_task(mut task: PanelTask) {
                 let mut frame = Frame::new();
                 let mut header = snapshot_header("snapshot", task.panel, &event, &mut frame);
                 header["gated"] = json!(gated);
-                if let Some(w) = watched() {
-                    annotate(&mut header, &w, shown, event.sequence);
+                if let Some(mut w) = watched() {
+                    // The watch reads the same boundaries on a session of
+                    // its own: let it catch up (briefly) with this one.
+                    for _ in 0..40 {
+                        if w.sequence >= event.sequence {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        w = watched().unwrap_or(w);
+                    }
+                    marked = annotate(&mut header, &w, marked, event.sequence);
                     if w.sequence > event.sequence && subscription.is_none() {
                         // Narrowed at a high rate: boundaries after this
                         // one were seen without their fields.
@@ -298,9 +314,11 @@ async fn unsubscribe(state: &ViewerState, subscription: Option<Subscription>) {
     }
 }
 
-/// Adds the viewer's marks in `(after, upto]` and its totals to a frame's
-/// header (the page's timeline marks them even for frames it never got).
-fn annotate(header: &mut Json, w: &Watched, after: u64, upto: u64) {
+/// Adds the viewer's marks in `(after, upto]` (up to the last boundary it
+/// saw) and its totals to a frame's header (the page's timeline marks them
+/// even for frames it never got); returns up to where marks were sent.
+fn annotate(header: &mut Json, w: &Watched, after: u64, upto: u64) -> u64 {
+    let upto = upto.min(w.sequence).max(after);
     let marks: Vec<Json> = w
         .marks_between(after, upto)
         .iter()
@@ -308,7 +326,8 @@ fn annotate(header: &mut Json, w: &Watched, after: u64, upto: u64) {
         .collect();
     header["marks"] = Json::Array(marks);
     header["episodes"] = json!({ "terminated": w.terminated, "truncated": w.truncated,
-        "resets": w.resets });
+        "resets": w.resets, "gaps": w.gaps });
+    upto
 }
 
 /// What a panel's task needs.

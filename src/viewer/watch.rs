@@ -12,17 +12,20 @@
 //!   when it skipped those frames (latest wins).
 //!
 //! Each resource has one subscription on the viewer's own in-memory
-//! session. Above [`GATE_ABOVE`] boundaries per second it narrows to
-//! `terminated` and `truncated` (still every boundary, but no observation
-//! is captured or copied), and widens again below [`UNGATE_BELOW`] or when
-//! the domain goes quiet for [`QUIET`]: the last boundary of a resource
-//! stepped that fast is then the last one seen before it narrowed, and the
-//! page is told how far behind it is. Factory resources (built on first
-//! use, evicted when idle) are not watched: a subscription would keep them
-//! built.
+//! session. When its snapshots' data exceed [`NARROW_ABOVE`] bytes a second
+//! (large observations stepped fast) it narrows to `terminated` and
+//! `truncated` (still every boundary, but no observation is captured or
+//! copied), and widens again below half that or when the domain goes quiet
+//! for [`QUIET`]: the last boundary of such a resource is then the last one
+//! read whole, and the page is told how far behind it is. Subscriptions
+//! are latest-wins (SPEC §8): a boundary the watch did not read in time is
+//! counted (`gaps`, from the sequence numbers; a domain of several
+//! resources has gaps of its own), so that the page can say its counts may
+//! be short. Factory resources (built on first use, evicted when idle) are
+//! not watched: a subscription would keep them built.
 
 use super::config::ViewerConfig;
-use super::panel::{GATE_ABOVE, QUIET, UNGATE_BELOW};
+use super::panel::QUIET;
 use super::upstream::RECONNECT_DELAY;
 use crate::client::{ClientError, SnapshotEvent};
 use crate::codec::Value;
@@ -36,6 +39,10 @@ use tokio::time::Instant;
 
 /// Marks (episode ends, resets) remembered per resource, the most recent.
 pub(super) const MAX_MARKS: usize = 2000;
+
+/// Snapshot data per second (estimated: array bytes, 16 per other value)
+/// above which a resource's watch narrows to its episode signals.
+pub(super) const NARROW_ABOVE: f64 = 8.0 * 1024.0 * 1024.0;
 
 /// A boundary the page's timeline marks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +93,9 @@ pub(super) struct Watched {
     pub(super) truncated: u64,
     /// Reset and reload boundaries.
     pub(super) resets: u64,
+    /// Boundaries between two read ones (by sequence): not read in time,
+    /// or another resource's of the same domain.
+    pub(super) gaps: u64,
 }
 
 impl Watched {
@@ -189,33 +199,33 @@ async fn run(config: ViewerConfig, board: Board) {
 /// Watches one resource until its subscription ends.
 async fn watch_one(client: crate::client::Client, id: String, kind: ResourceKind, board: Board) {
     let mut narrow = false;
+    let Ok(mut subscription) = client.subscribe(&id, None).await else {
+        return;
+    };
     loop {
-        let fields: Option<&[&str]> = narrow.then_some(&["terminated", "truncated"]);
-        let Ok(mut subscription) = client.subscribe(&id, fields).await else {
-            return;
-        };
-        // The boundary rate, from the first boundary of a window of at
-        // least half a second.
-        let mut window: Option<(u64, i64)> = None;
+        // The data rate, over windows of at least half a second.
+        let mut window: Option<(i64, f64)> = None;
         let widen = loop {
             match subscription.next(narrow.then_some(QUIET)).await {
                 Ok(Some(event)) => {
-                    let (sequence, timestamp) = (event.sequence, event.timestamp_ns);
+                    let timestamp = event.timestamp_ns;
+                    let bytes = data_bytes(&event.data);
                     record(&board, &id, event, !narrow);
-                    let Some((from_sequence, from_timestamp)) = window else {
-                        window = Some((sequence, timestamp));
+                    let Some((from, counted)) = window.as_mut() else {
+                        window = Some((timestamp, 0.0));
                         continue;
                     };
-                    let seconds = (timestamp - from_timestamp) as f64 / 1e9;
+                    *counted += bytes;
+                    let seconds = (timestamp - *from) as f64 / 1e9;
                     if seconds < 0.5 {
                         continue;
                     }
-                    let rate = sequence.saturating_sub(from_sequence) as f64 / seconds;
-                    window = Some((sequence, timestamp));
-                    if !narrow && rate > GATE_ABOVE && kind != ResourceKind::World {
+                    let rate = *counted / seconds;
+                    window = Some((timestamp, 0.0));
+                    if !narrow && rate > NARROW_ABOVE && kind != ResourceKind::World {
                         break false;
                     }
-                    if narrow && rate < UNGATE_BELOW {
+                    if narrow && rate < NARROW_ABOVE / 2.0 {
                         break true;
                     }
                 }
@@ -226,16 +236,46 @@ async fn watch_one(client: crate::client::Client, id: String, kind: ResourceKind
             }
         };
         narrow = !widen;
-        let _ = subscription.unsubscribe().await;
+        // The new selection first, then the old one ends (a boundary in
+        // between is counted as a gap).
+        let fields: Option<&[&str]> = narrow.then_some(&["terminated", "truncated"]);
+        let Ok(next) = client.subscribe(&id, fields).await else {
+            return;
+        };
+        let _ = std::mem::replace(&mut subscription, next)
+            .unsubscribe()
+            .await;
     }
+}
+
+/// An estimate of a snapshot's data size: array bytes, 16 per other value.
+fn data_bytes(data: &crate::codec::Dict) -> f64 {
+    fn size(v: &Value) -> f64 {
+        match v {
+            Value::Array(a) => a.as_bytes().len() as f64,
+            Value::Bytes(b) => b.len() as f64,
+            Value::Str(s) => s.len() as f64,
+            Value::List(items) | Value::Tuple(items) => items.iter().map(size).sum(),
+            Value::Dict(d) => d.iter().map(|(_, v)| size(v)).sum(),
+            _ => 16.0,
+        }
+    }
+    data.iter().map(|(_, v)| size(v)).sum()
 }
 
 /// Notes a boundary of `id` (with all default fields when `full`).
 fn record(board: &Board, id: &str, event: SnapshotEvent, full: bool) {
     let mut board = board.lock();
     let w = board.entry(id.to_string()).or_default();
-    if event.sequence < w.sequence {
+    if event.sequence <= w.sequence {
+        // Read already (through the previous selection): its data only.
+        if full && w.last.as_ref().is_none_or(|l| l.sequence < event.sequence) {
+            w.last = Some(Arc::new(event));
+        }
         return;
+    }
+    if w.sequence > 0 {
+        w.gaps += event.sequence - w.sequence - 1;
     }
     w.sequence = event.sequence;
     w.seen = Some(Instant::now());

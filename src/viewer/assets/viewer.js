@@ -247,6 +247,7 @@ class PlotWidget {
   drawMarks(u) {
     const ctx = u.ctx;
     const lo = this.data[0][0];
+    const hi = this.data[0][this.data[0].length - 1];
     ctx.save();
     const cursor = this.panel.cursor;
     if (cursor !== null && cursor >= lo) {
@@ -266,7 +267,7 @@ class PlotWidget {
     ctx.lineWidth = 1 * devicePixelRatio;
     ctx.setLineDash([2 * devicePixelRatio, 2 * devicePixelRatio]);
     for (const seq of this.panel.resetMarks) {
-      if (seq < lo) continue;
+      if (seq < lo || seq > hi) continue;
       const x = u.valToPos(seq, "x", true);
       ctx.beginPath();
       ctx.moveTo(x, u.bbox.top);
@@ -276,7 +277,7 @@ class PlotWidget {
     ctx.setLineDash([]);
     ctx.lineWidth = 1.5 * devicePixelRatio;
     for (const [seq, kind] of this.panel.marks) {
-      if (seq < lo) continue;
+      if (seq < lo || seq > hi) continue;
       const x = u.valToPos(seq, "x", true);
       ctx.strokeStyle = kind === "terminated" ? "#c62828" : "#ef8f00";
       ctx.beginPath();
@@ -483,6 +484,7 @@ class Panel {
     const now = performance.now();
     this.received++;
     if (this.sequence !== null && h.sequence > this.sequence + 1) this.skipped += h.sequence - this.sequence - 1;
+    this.el.dataset.skipped = String(this.skipped);
     // The viewer's marks since its previous frame (in the server's process
     // it sees every boundary), and its totals.
     for (const [s, k] of h.marks || []) this.addMark(s, k);
@@ -493,9 +495,13 @@ class Panel {
       this.waitNote = null;
     }
     delete this.el.dataset.waiting;
+    if (this.cachedNote) {
+      this.cachedNote.remove();
+      this.cachedNote = null;
+    }
     if (h.cached) {
       const ago = h.idle_ms !== null && h.idle_ms !== undefined ? `, ${(h.idle_ms / 1000).toFixed(1)} s ago` : "";
-      this.message(`The last boundary, #${h.sequence} (${h.kind}${ago}): the resource has not stepped since this panel opened.`, "note");
+      this.cachedNote = this.message(`The last boundary, #${h.sequence} (${h.kind}${ago}), from before this panel opened: the resource has not stepped since.`, "note");
       this.el.dataset.cached = String(h.sequence);
     }
     if (h.latest) {
@@ -687,7 +693,10 @@ class Panel {
     const ep = this.episodes;
     const terminated = ep ? ep.terminated : this.marks.filter((m) => m[1] === "terminated").length;
     const truncated = ep ? ep.truncated : this.marks.filter((m) => m[1] === "truncated").length;
-    const counted = ep ? "counted by the viewer at every boundary since it started" : "seen in the frames this page drew";
+    const counted = !ep ? "seen in the frames this page drew (a viewer of a remote server sees only those)"
+      : ep.gaps ? `counted by the viewer since it started; ${ep.gaps} boundaries between the ones it read were not read (another resource's of the same domain, or skipped while it fell behind): the counts may be short`
+      : "counted by the viewer at every boundary since it started";
+    if (ep) this.el.dataset.gaps = String(ep.gaps || 0);
     const parts = [
       this.paused ? "<b>paused</b>" : this.ended ? "<b>ended</b>" : this.sequence === null ? "waiting for a boundary" : "live",
       `seq <b>${this.sequence ?? "—"}</b>`,
@@ -701,7 +710,8 @@ class Panel {
       this.gated ? '<span title="Boundaries come faster than the page draws: the viewer subscribes once per drawn frame">paced</span>' : "",
     ];
     if (ep || terminated || truncated) {
-      parts.push(`<span class="episodes" title="episode ends ${counted}">episodes: <span class="t">${terminated}</span> terminated, <span class="u">${truncated}</span> truncated</span>`);
+      const least = ep && ep.gaps ? " (at least)" : "";
+      parts.push(`<span class="episodes" title="episode ends ${counted}">episodes: <span class="t">${terminated}</span> terminated, <span class="u">${truncated}</span> truncated${least}</span>`);
     }
     if ("terminated" in sig) parts.push(sig.terminated ? '<b style="color:#c62828">terminated</b>' : "not terminated");
     if ("truncated" in sig) parts.push(sig.truncated ? '<b style="color:#ef8f00">truncated</b>' : "not truncated");
