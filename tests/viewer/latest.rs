@@ -274,6 +274,9 @@ async fn page_files_and_host_origin_checks() {
         "/uPlot.iife.min.js",
         "/uPlot.min.css",
         "/LICENSE.uPlot.txt",
+        // The tab's icon, also where browsers look without a link to it.
+        "/favicon.svg",
+        "/favicon.ico",
     ] {
         let r = http(
             addr,
