@@ -70,8 +70,8 @@ pub fn view(args: ViewArgs) -> ExitCode {
                 println!("Open panels directly: {}", viewer.watch_url(&ids));
             }
             _ => println!(
-                "Open panels directly: {} (with the server's resource ids)",
-                format!("{}ID[,ID…]", viewer.watch_url(&[]))
+                "Open panels directly: {}ID[,ID…] (with the server's resource ids)",
+                viewer.watch_url(&[])
             ),
         }
         if viewer.key().is_some() {
