@@ -268,11 +268,6 @@ pub(super) async fn panel_task(mut task: PanelTask) {
                         w = watched().unwrap_or(w);
                     }
                     marked = annotate(&mut header, &w, marked, event.sequence);
-                    if w.sequence > event.sequence && subscription.is_none() {
-                        // Narrowed at a high rate: boundaries after this
-                        // one were seen without their fields.
-                        header["latest"] = json!(w.sequence);
-                    }
                 }
                 shown = event.sequence;
                 not_before = tokio::time::Instant::now() + task.pace.interval();

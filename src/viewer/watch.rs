@@ -12,20 +12,23 @@
 //!   when it skipped those frames (latest wins).
 //!
 //! Each resource has one subscription on the viewer's own in-memory
-//! session. When its snapshots' data exceed [`NARROW_ABOVE`] bytes a second
-//! (large observations stepped fast) it narrows to `terminated` and
-//! `truncated` (still every boundary, but no observation is captured or
-//! copied), and widens again below half that or when the domain goes quiet
-//! for [`QUIET`]: the last boundary of such a resource is then the last one
-//! read whole, and the page is told how far behind it is. Subscriptions
-//! are latest-wins (SPEC §8): a boundary the watch did not read in time is
+//! session. Reading every boundary costs the server about as much again as
+//! the step itself (a snapshot encoded, its descriptor parsed; under
+//! callgrind, whatever the fields), so above [`GATE_ABOVE`] boundaries a
+//! second the watch is gated as a panel is: it subscribes for one boundary
+//! every [`GATED_EVERY`], and stays subscribed again once the rate falls
+//! below [`UNGATE_BELOW`] or the domain goes quiet. The ordinary loop of the
+//! first hour (tens of steps a second) is read whole; a resource stepped
+//! faster has its ends counted only at the boundaries read, and its last
+//! boundary is the last one read, which the page is told. Subscriptions
+//! are latest-wins (SPEC §8) too: boundaries between two read ones are
 //! counted (`gaps`, from the sequence numbers; a domain of several
-//! resources has gaps of its own), so that the page can say its counts may
-//! be short. Factory resources (built on first use, evicted when idle) are
+//! resources has gaps of its own), and the page says its counts may be
+//! short. Factory resources (built on first use, evicted when idle) are
 //! not watched: a subscription would keep them built.
 
 use super::config::ViewerConfig;
-use super::panel::QUIET;
+use super::panel::{GATE_ABOVE, QUIET, UNGATE_BELOW};
 use super::upstream::RECONNECT_DELAY;
 use crate::client::{ClientError, SnapshotEvent};
 use crate::codec::Value;
@@ -40,9 +43,8 @@ use tokio::time::Instant;
 /// Marks (episode ends, resets) remembered per resource, the most recent.
 pub(super) const MAX_MARKS: usize = 2000;
 
-/// Snapshot data per second (estimated: array bytes, 16 per other value)
-/// above which a resource's watch narrows to its episode signals.
-pub(super) const NARROW_ABOVE: f64 = 8.0 * 1024.0 * 1024.0;
+/// A gated watch reads one boundary per this.
+pub(super) const GATED_EVERY: Duration = Duration::from_millis(250);
 
 /// A boundary the page's timeline marks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,80 +200,72 @@ async fn run(config: ViewerConfig, board: Board) {
 
 /// Watches one resource until its subscription ends.
 async fn watch_one(client: crate::client::Client, id: String, kind: ResourceKind, board: Board) {
-    let mut narrow = false;
     let Ok(mut subscription) = client.subscribe(&id, None).await else {
         return;
     };
     loop {
-        // The data rate, over windows of at least half a second.
-        let mut window: Option<(i64, f64)> = None;
-        let widen = loop {
-            match subscription.next(narrow.then_some(QUIET)).await {
+        // Subscribed: every boundary, until the rate (over windows of at
+        // least half a second) exceeds GATE_ABOVE.
+        let mut window: Option<(u64, i64)> = None;
+        loop {
+            match subscription.next(None).await {
                 Ok(Some(event)) => {
-                    let timestamp = event.timestamp_ns;
-                    let bytes = data_bytes(&event.data);
-                    record(&board, &id, event, !narrow);
-                    let Some((from, counted)) = window.as_mut() else {
-                        window = Some((timestamp, 0.0));
+                    let (sequence, timestamp) = (event.sequence, event.timestamp_ns);
+                    record(&board, &id, event);
+                    let Some((from_sequence, from_timestamp)) = window else {
+                        window = Some((sequence, timestamp));
                         continue;
                     };
-                    *counted += bytes;
-                    let seconds = (timestamp - *from) as f64 / 1e9;
+                    let seconds = (timestamp - from_timestamp) as f64 / 1e9;
                     if seconds < 0.5 {
                         continue;
                     }
-                    let rate = *counted / seconds;
-                    window = Some((timestamp, 0.0));
-                    if !narrow && rate > NARROW_ABOVE && kind != ResourceKind::World {
-                        break false;
-                    }
-                    if narrow && rate < NARROW_ABOVE / 2.0 {
-                        break true;
+                    window = Some((sequence, timestamp));
+                    let rate = sequence.saturating_sub(from_sequence) as f64 / seconds;
+                    if rate > GATE_ABOVE && kind != ResourceKind::World {
+                        break;
                     }
                 }
-                // Quiet while narrowed: all fields again, for the next
-                // boundary.
-                Err(ClientError::Timeout(_)) => break true,
+                Ok(None) | Err(_) => return,
+            }
+        }
+        // Gated: one boundary per GATED_EVERY, until the rate falls or
+        // the domain goes quiet (then the subscription is kept).
+        let _ = subscription.unsubscribe().await;
+        let mut last: Option<(u64, i64)> = None;
+        subscription = loop {
+            tokio::time::sleep(GATED_EVERY).await;
+            let Ok(mut s) = client.subscribe(&id, None).await else {
+                return;
+            };
+            match s.next(Some(QUIET)).await {
+                Ok(Some(event)) => {
+                    let (sequence, timestamp) = (event.sequence, event.timestamp_ns);
+                    record(&board, &id, event);
+                    let slow = last.is_some_and(|(from_sequence, from_timestamp)| {
+                        let seconds = (timestamp - from_timestamp) as f64 / 1e9;
+                        seconds > 0.0
+                            && (sequence.saturating_sub(from_sequence) as f64 / seconds)
+                                < UNGATE_BELOW
+                    });
+                    last = Some((sequence, timestamp));
+                    if slow {
+                        break s;
+                    }
+                    let _ = s.unsubscribe().await;
+                }
+                Err(ClientError::Timeout(_)) => break s,
                 Ok(None) | Err(_) => return,
             }
         };
-        narrow = !widen;
-        // The new selection first, then the old one ends (a boundary in
-        // between is counted as a gap).
-        let fields: Option<&[&str]> = narrow.then_some(&["terminated", "truncated"]);
-        let Ok(next) = client.subscribe(&id, fields).await else {
-            return;
-        };
-        let _ = std::mem::replace(&mut subscription, next)
-            .unsubscribe()
-            .await;
     }
 }
 
-/// An estimate of a snapshot's data size: array bytes, 16 per other value.
-fn data_bytes(data: &crate::codec::Dict) -> f64 {
-    fn size(v: &Value) -> f64 {
-        match v {
-            Value::Array(a) => a.as_bytes().len() as f64,
-            Value::Bytes(b) => b.len() as f64,
-            Value::Str(s) => s.len() as f64,
-            Value::List(items) | Value::Tuple(items) => items.iter().map(size).sum(),
-            Value::Dict(d) => d.iter().map(|(_, v)| size(v)).sum(),
-            _ => 16.0,
-        }
-    }
-    data.iter().map(|(_, v)| size(v)).sum()
-}
-
-/// Notes a boundary of `id` (with all default fields when `full`).
-fn record(board: &Board, id: &str, event: SnapshotEvent, full: bool) {
+/// Notes a boundary of `id`.
+fn record(board: &Board, id: &str, event: SnapshotEvent) {
     let mut board = board.lock();
     let w = board.entry(id.to_string()).or_default();
     if event.sequence <= w.sequence {
-        // Read already (through the previous selection): its data only.
-        if full && w.last.as_ref().is_none_or(|l| l.sequence < event.sequence) {
-            w.last = Some(Arc::new(event));
-        }
         return;
     }
     if w.sequence > 0 {
@@ -303,9 +297,7 @@ fn record(board: &Board, id: &str, event: SnapshotEvent, full: bool) {
     while w.marks.len() > MAX_MARKS {
         w.marks.pop_front();
     }
-    if full {
-        w.last = Some(Arc::new(event));
-    }
+    w.last = Some(Arc::new(event));
 }
 
 /// How many of a signal's values are true (a flag: 0 or 1; a batch's

@@ -90,11 +90,19 @@ fn balance(observation: &Value) -> i64 {
     i64::from(x[2] + 0.5 * x[3] + 0.01 * x[0] + 0.1 * x[1] > 0.0)
 }
 
+/// One step every 10 ms: the ordinary loop of a first run (tens of steps a
+/// second), which the viewer's watch reads whole (it is gated above 150
+/// boundaries a second).
+async fn step(env: &EnvProxy, action: i64) -> unienv_remote::host::StepResult {
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    env.step(Value::Int(action)).await.expect("step")
+}
+
 /// Episodes of `cartpole`: `pushed` ones pushed right until they terminate,
-/// then one balanced until truncation at 500 steps (seeds that terminate
-/// first are counted as terminations and another is tried). Returns
-/// (terminations, truncations, resets).
-async fn episodes(env: &EnvProxy, pushed: u64, first_seed: i64) -> (u64, u64, u64) {
+/// then (when `balanced`) one balanced until truncation at 500 steps (seeds
+/// that terminate first are counted as terminations and another is tried).
+/// Returns (terminations, truncations, resets).
+async fn episodes(env: &EnvProxy, pushed: u64, first_seed: i64, balanced: bool) -> (u64, u64, u64) {
     let (mut terminated, mut truncated, mut resets) = (0, 0, 0);
     for e in 0..pushed {
         env.reset(ResetArgs::with_seed(first_seed + e as i64))
@@ -102,15 +110,14 @@ async fn episodes(env: &EnvProxy, pushed: u64, first_seed: i64) -> (u64, u64, u6
             .expect("reset");
         resets += 1;
         loop {
-            let step = env.step(Value::Int(1)).await.expect("step");
-            if step.terminated.truthy() == Some(true) {
+            if step(env, 1).await.terminated.truthy() == Some(true) {
                 terminated += 1;
                 break;
             }
         }
     }
     let mut seed = 1000 + first_seed;
-    while truncated == 0 {
+    while balanced && truncated == 0 {
         let mut observation = env
             .reset(ResetArgs::with_seed(seed))
             .await
@@ -119,10 +126,7 @@ async fn episodes(env: &EnvProxy, pushed: u64, first_seed: i64) -> (u64, u64, u6
         resets += 1;
         seed += 1;
         loop {
-            let step = env
-                .step(Value::Int(balance(&observation)))
-                .await
-                .expect("step");
+            let step = step(env, balance(&observation)).await;
             observation = step.observation;
             if step.terminated.truthy() == Some(true) {
                 terminated += 1;
@@ -169,7 +173,7 @@ async fn a_finished_run_is_shown_at_once_with_its_episodes_in_chromium() {
         .await
         .expect("controller");
     let cartpole = controller.env("cartpole").await.expect("cartpole");
-    let (terminated, truncated, resets) = episodes(&cartpole, 5, 0).await;
+    let (terminated, truncated, resets) = episodes(&cartpole, 5, 0, true).await;
     assert_eq!(truncated, 1);
     let last = controller
         .describe("cartpole")
@@ -221,7 +225,7 @@ async fn a_finished_run_is_shown_at_once_with_its_episodes_in_chromium() {
         )
         .await;
 
-    // Paused while seven more episodes end (its frames are skipped): on
+    // Paused while six more episodes end (its frames are skipped): on
     // resume, every end is marked (the page drew at most two frames of
     // them: the one pending at the pause, and the last).
     let ends = |b: serde_json::Value| b.as_str().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
@@ -235,7 +239,7 @@ async fn a_finished_run_is_shown_at_once_with_its_episodes_in_chromium() {
         .await
         .expect("controller");
     let cartpole = controller.env("cartpole").await.expect("cartpole");
-    let (more_terminated, more_truncated, more_resets) = episodes(&cartpole, 6, 50).await;
+    let (more_terminated, more_truncated, more_resets) = episodes(&cartpole, 6, 50, false).await;
     let last = controller
         .describe("cartpole")
         .await
@@ -257,7 +261,7 @@ async fn a_finished_run_is_shown_at_once_with_its_episodes_in_chromium() {
         .eval(&format!("Number({}.dataset.skipped)", panel("cartpole")))
         .await;
     assert!(
-        skipped.as_u64() > Some(100),
+        skipped.as_u64() > Some(30),
         "the page skipped the frames: {skipped}"
     );
     let gaps = browser

@@ -505,7 +505,7 @@ class Panel {
       this.el.dataset.cached = String(h.sequence);
     }
     if (h.latest) {
-      this.message(`Boundary #${h.latest} is the latest; this panel shows #${h.sequence}, the last one the viewer read whole (it reads only the episode signals of a resource making more than 150 boundaries a second).`, "warn");
+      this.message(`Boundary #${h.latest} is the latest; this panel shows #${h.sequence}, the last one the viewer read (it reads four boundaries a second of a resource making more than 150 a second).`, "warn");
     }
     this.sequence = h.sequence;
     this.arrivals.push(now);
