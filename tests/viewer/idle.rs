@@ -4,7 +4,8 @@
 //! on the timeline, the resets quietly, no message for them) and renders on
 //! demand; a page paused while episodes end still marks every one of them
 //! when it resumes (its frames skipped); a viewer of a remote server says
-//! why an idle panel is empty and what will fill it.
+//! why an idle panel is empty and what will fill it; a reset's revision
+//! change is a mark, a descriptor change a message.
 //!
 //! `UNIENV_VIEWER_SCREENSHOT_IDLE=PATH` saves a PNG of the in-process page.
 
@@ -347,6 +348,110 @@ async fn a_remote_viewer_says_why_an_idle_panel_is_empty_in_chromium() {
         }
         assert!(Instant::now() < deadline, "the step never filled the panel");
     }
+    controller.close().await;
+    server.shutdown().await;
+}
+
+/// An env whose observation has `2 + seed` components: a seeded reset with
+/// a new seed changes its observation space (a descriptor change), one
+/// with the same seed only its revision.
+struct ShapeShifter {
+    size: usize,
+}
+
+impl unienv_remote::host::Env for ShapeShifter {
+    fn reset(
+        &mut self,
+        args: ResetArgs,
+    ) -> unienv_remote::host::HostResult<unienv_remote::host::ResetResult> {
+        self.size = 2 + args.seed.unwrap_or(0).clamp(0, 8) as usize;
+        Ok(unienv_remote::host::ResetResult::new(
+            Value::Null,
+            unienv_remote::NdArray::from_vec(vec![0.0f32; self.size]),
+            unienv_remote::Dict::new(),
+        ))
+    }
+
+    fn step(
+        &mut self,
+        _action: Value,
+    ) -> unienv_remote::host::HostResult<unienv_remote::host::StepResult> {
+        Ok(unienv_remote::host::StepResult::new(
+            unienv_remote::NdArray::from_vec(vec![1.0f32; self.size]),
+            1.0,
+            false,
+            false,
+            unienv_remote::Dict::new(),
+        ))
+    }
+
+    fn action_space(&self) -> Option<unienv_remote::host::Space> {
+        Some(unienv_remote::host::Space::unbounded_f32(vec![]))
+    }
+
+    fn observation_space(&self) -> Option<unienv_remote::host::Space> {
+        Some(unienv_remote::host::Space::unbounded_f32(vec![self.size]))
+    }
+}
+
+/// The page's rule for messages: a reset's revision change is a quiet mark
+/// on the timeline, a changed descriptor (here the observation space) is a
+/// message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resets_are_marks_and_descriptor_changes_messages_in_chromium() {
+    let Some(chrome) = chromium() else { return };
+    let mut builder = Server::builder(ServerConfig::default());
+    builder
+        .register_env("shifter", ShapeShifter { size: 2 })
+        .expect("register");
+    let server = builder.start().expect("a valid server configuration");
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let mut config = ViewerConfig::new(listener.url());
+    config.in_process = Some(server.clone());
+    let viewer = Viewer::start("127.0.0.1:0", config).await.expect("viewer");
+    let controller = Client::connect(&listener.url(), ClientConfig::default())
+        .await
+        .expect("controller");
+    let env = controller.env("shifter").await.expect("shifter");
+    env.reset(ResetArgs::with_seed(0)).await.expect("reset");
+    env.step(Value::Float(0.0)).await.expect("step");
+
+    let mut browser = Browser::open(&chrome, &viewer.url()).await;
+    watch(&mut browser, "shifter").await;
+    let shifter = panel("shifter");
+    browser
+        .wait_for(
+            "the shifter's last boundary",
+            &format!("!!{shifter} && {shifter}.dataset.sequence === '2'"),
+        )
+        .await;
+    // Resets with the same seed, stepped between: marks, no message.
+    for _ in 0..3 {
+        env.reset(ResetArgs::with_seed(0)).await.expect("reset");
+        env.step(Value::Float(0.0)).await.expect("step");
+    }
+    browser
+        .wait_for(
+            "three reset marks",
+            &format!(
+                "{shifter}.dataset.sequence === '8' && Number({shifter}.dataset.resetMarks) >= 3"
+            ),
+        )
+        .await;
+    let messages =
+        format!("[...{shifter}.querySelectorAll('.msg.warn, .msg.bad')].map(m => m.textContent)");
+    assert_eq!(browser.eval(&messages).await, serde_json::json!([]));
+    // A new observation space: a message naming it.
+    env.reset(ResetArgs::with_seed(3)).await.expect("reset");
+    env.step(Value::Float(0.0)).await.expect("step");
+    browser
+        .wait_for(
+            "the descriptor change message",
+            &format!(
+                "[...{shifter}.querySelectorAll('.msg.warn')].some(m => /descriptor changed at #9 .*observation_space/.test(m.textContent))"
+            ),
+        )
+        .await;
     controller.close().await;
     server.shutdown().await;
 }
