@@ -254,14 +254,10 @@ pub fn serve(args: ServeArgs) -> ExitCode {
                 match crate::viewer::Viewer::start(addr, config).await {
                     Ok(v) => {
                         say!("Viewer: open {} in a browser", v.url());
-                        let ids: Vec<String> = server
-                            .roots()
-                            .iter()
-                            .take(3)
-                            .map(|id| query_quote(id))
-                            .collect();
+                        let roots = server.roots();
+                        let ids: Vec<&str> = roots.iter().take(3).map(String::as_str).collect();
                         if !ids.is_empty() {
-                            say!("  panels directly: {}?watch={}", v.url(), ids.join(","));
+                            say!("  panels directly: {}", v.watch_url(&ids));
                         }
                         view::warn_beyond_loopback(&v);
                         Some(v)
@@ -277,20 +273,6 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         eprintln!("stopped");
         ExitCode::SUCCESS
     })
-}
-
-/// A resource ID in a URL query: percent-encoded but for letters, digits,
-/// `-._~` and `/`.
-fn query_quote(id: &str) -> String {
-    id.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 /// The URLs clients can use for a listener bound to `addr`: itself, or for
