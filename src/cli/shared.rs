@@ -60,6 +60,36 @@ impl ClientArgs {
 /// `--token` nor `--token-file` is given.
 pub const TOKEN_ENV: &str = "UNIENV_TOKEN";
 
+/// The environment variable a relay's host token is taken from when neither
+/// `--host-token` nor `--host-token-file` is given (`relay`, `serve --dial`).
+pub const HOST_TOKEN_ENV: &str = "UNIENV_HOST_TOKEN";
+
+/// Where one kind of token may come from: its flag, the flag of a file
+/// holding it, and an environment variable.
+#[derive(Debug, Clone, Copy)]
+pub struct TokenSources {
+    /// The flag giving the token itself (`--token`).
+    pub flag: &'static str,
+    /// The flag naming a file whose first line is the token (`--token-file`).
+    pub file_flag: &'static str,
+    /// The environment variable read when neither flag is given.
+    pub env: &'static str,
+}
+
+/// A client's (or a server's) bearer token.
+pub const CLIENT_TOKEN: TokenSources = TokenSources {
+    flag: "--token",
+    file_flag: "--token-file",
+    env: TOKEN_ENV,
+};
+
+/// A relay's host token.
+pub const HOST_TOKEN: TokenSources = TokenSources {
+    flag: "--host-token",
+    file_flag: "--host-token-file",
+    env: HOST_TOKEN_ENV,
+};
+
 /// The bearer token of a command: `--token`, else the first line of
 /// `--token-file`, else `UNIENV_TOKEN` when set; `None` when none is given.
 /// A token that is empty once trimmed (an empty file, `UNIENV_TOKEN=`)
@@ -69,26 +99,36 @@ pub fn resolve_token(
     flag: Option<&str>,
     file: Option<&std::path::Path>,
 ) -> Result<Option<String>, String> {
-    let env = || std::env::var(TOKEN_ENV).ok();
-    resolve_token_from(flag, file, env)
+    resolve_token_of(&CLIENT_TOKEN, flag, file)
 }
 
-/// [`resolve_token`] with the environment variable's value given.
+/// [`resolve_token`] for the token kind `sources` names.
+pub fn resolve_token_of(
+    sources: &TokenSources,
+    flag: Option<&str>,
+    file: Option<&std::path::Path>,
+) -> Result<Option<String>, String> {
+    let env = || std::env::var(sources.env).ok();
+    resolve_token_from(sources, flag, file, env)
+}
+
+/// [`resolve_token_of`] with the environment variable's value given.
 pub(crate) fn resolve_token_from(
+    sources: &TokenSources,
     flag: Option<&str>,
     file: Option<&std::path::Path>,
     env: impl FnOnce() -> Option<String>,
 ) -> Result<Option<String>, String> {
     let (token, source) = if let Some(t) = flag {
-        (t.to_string(), "--token".to_string())
+        (t.to_string(), sources.flag.to_string())
     } else if let Some(path) = file {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("--token-file {}: {e}", path.display()))?;
+            .map_err(|e| format!("{} {}: {e}", sources.file_flag, path.display()))?;
         warn_if_shared(path);
         let first = text.lines().next().unwrap_or_default().to_string();
-        (first, format!("--token-file {}", path.display()))
+        (first, format!("{} {}", sources.file_flag, path.display()))
     } else if let Some(t) = env() {
-        (t, TOKEN_ENV.to_string())
+        (t, sources.env.to_string())
     } else {
         return Ok(None);
     };
@@ -245,25 +285,37 @@ mod tests {
         let env = || Some("from-env".to_string());
         let none = || None;
         assert_eq!(
-            resolve_token_from(Some("flag"), Some(&file), env).unwrap(),
+            resolve_token_from(&CLIENT_TOKEN, Some("flag"), Some(&file), env).unwrap(),
             Some("flag".into())
         );
         assert_eq!(
-            resolve_token_from(None, Some(&file), env).unwrap(),
+            resolve_token_from(&CLIENT_TOKEN, None, Some(&file), env).unwrap(),
             Some("from-file".into())
         );
         assert_eq!(
-            resolve_token_from(None, None, env).unwrap(),
+            resolve_token_from(&CLIENT_TOKEN, None, None, env).unwrap(),
             Some("from-env".into())
         );
-        assert_eq!(resolve_token_from(None, None, none).unwrap(), None);
+        assert_eq!(
+            resolve_token_from(&CLIENT_TOKEN, None, None, none).unwrap(),
+            None
+        );
         std::fs::write(&file, "\n").unwrap();
-        let e = resolve_token_from(None, Some(&file), none).unwrap_err();
+        let e = resolve_token_from(&CLIENT_TOKEN, None, Some(&file), none).unwrap_err();
         assert!(e.contains("--token-file") && e.contains("empty"), "{e}");
-        let e = resolve_token_from(None, None, || Some(" ".into())).unwrap_err();
+        let e = resolve_token_from(&CLIENT_TOKEN, None, None, || Some(" ".into())).unwrap_err();
         assert!(e.contains(TOKEN_ENV), "{e}");
         let missing = dir.path().join("missing");
-        let e = resolve_token_from(None, Some(&missing), none).unwrap_err();
+        let e = resolve_token_from(&CLIENT_TOKEN, None, Some(&missing), none).unwrap_err();
         assert!(e.contains("missing"), "{e}");
+        // A relay's host token names its own flags and variable.
+        let e = resolve_token_from(&HOST_TOKEN, None, Some(&file), none).unwrap_err();
+        assert!(e.contains("--host-token-file"), "{e}");
+        let e = resolve_token_from(&HOST_TOKEN, None, None, || Some("".into())).unwrap_err();
+        assert!(e.contains(HOST_TOKEN_ENV), "{e}");
+        assert_eq!(
+            resolve_token_from(&HOST_TOKEN, None, None, env).unwrap(),
+            Some("from-env".into())
+        );
     }
 }
