@@ -8,7 +8,7 @@
 //! held, since the learner may write them afterwards); everything else
 //! (rows, conversions, files) happens on the writer thread.
 
-use crate::convert::{self, ArrayMode};
+use crate::common::convert::{self, ArrayMode};
 use numpy::PyReadonlyArray1;
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};

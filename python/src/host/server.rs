@@ -14,10 +14,10 @@
 //! `str(exc)`, or `serialization_error` for a value the codec cannot carry
 //! (the reference's `CodecError`); a mutation that raised faults its domain.
 
-use crate::actions::ActionGuard;
-use crate::convert::{dict_to_py, from_py_bounded, to_py, ArrayMode, ConvertError};
-use crate::descriptor::{self, attr_str, Probe};
-use crate::fast::{convert_result, FastStep};
+use crate::common::convert::{dict_to_py, from_py_bounded, to_py, ArrayMode, ConvertError};
+use crate::host::actions::ActionGuard;
+use crate::host::descriptor::{self, attr_str, Probe};
+use crate::host::fast::{convert_result, FastStep};
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::intern;
@@ -32,7 +32,6 @@ use unienv_remote::server::{
 };
 use unienv_remote::{Dict, Value};
 
-#[path = "server_shutdown.rs"]
 mod shutdown;
 use shutdown::{log_warning, shut_down};
 
@@ -229,7 +228,7 @@ impl ForeignHost for PyHost {
             let checked = r.guard.enabled();
             r.probe.read(&obj, id, kind, checked).unwrap_or_else(|e| {
                 let error = host_error(py, e);
-                tracing::warn!(resource = %id, %error, "descriptor not read");
+                tracing::warn!(target: "unienv_remote_native::server", resource = %id, %error, "descriptor not read");
                 Dict::new()
             })
         })
@@ -340,13 +339,13 @@ impl ForeignHost for PyHost {
             r.guard.finished(method, outcome.is_ok());
             let value = outcome.map_err(|e| {
                 let mutation = kind.is_mutation(method).unwrap_or(true);
-                crate::log::exception(py, &format!("{method}() on '{id}'"), mutation, &e);
+                crate::common::log::exception(py, &format!("{method}() on '{id}'"), mutation, &e);
                 host_error(py, e)
             })?;
             let value = match value {
                 Ok(value) => value,
                 Err(too_large) => {
-                    tracing::warn!(resource = %id, %method, error = %too_large, "result too large");
+                    tracing::warn!(target: "unienv_remote_native::server", resource = %id, %method, error = %too_large, "result too large");
                     return Err(HostError::result_too_large(too_large.to_string()));
                 }
             };
@@ -414,7 +413,7 @@ impl ForeignHost for PyHost {
             };
             run().map_err(|e| {
                 let what = format!("reading {} of '{}'", field.name(), r.info.id);
-                crate::log::exception(py, &what, false, &e);
+                crate::common::log::exception(py, &what, false, &e);
                 host_error(py, e)
             })
         })
@@ -434,7 +433,7 @@ impl ForeignHost for PyHost {
                 .call_method1(intern!(py, "_dispose"), (items,))
             {
                 let error = host_error(py, e);
-                tracing::error!(%error, "disposal failed");
+                tracing::error!(target: "unienv_remote_native::server", %error, "disposal failed");
             }
         });
     }
@@ -540,7 +539,7 @@ impl PyServer {
                 .unwrap_or_default(),
             tls,
             record_dir,
-            record_format: crate::record::format(record_format.as_ref())?,
+            record_format: crate::client::record::format(record_format.as_ref())?,
             // The byte budgets (None: the crate's defaults).
             max_connection_bytes: max_connection_bytes
                 .unwrap_or(ServerConfig::default().max_connection_bytes),
@@ -705,7 +704,7 @@ impl PyServer {
         py: Python<'_>,
         timeout: Option<f64>,
         max_message_size: usize,
-    ) -> PyResult<crate::client::PyClient> {
+    ) -> PyResult<crate::client::remote::PyClient> {
         let transport = {
             let guard = self.runtime.lock();
             let runtime = guard
@@ -716,7 +715,7 @@ impl PyServer {
         };
         // Not holding the runtime's lock while the client says hello and
         // discovers: a hosted call may connect (or close) meanwhile.
-        crate::client::PyClient::over_memory(py, transport, timeout, max_message_size)
+        crate::client::remote::PyClient::over_memory(py, transport, timeout, max_message_size)
     }
 
     /// Number of connected sessions.
@@ -760,7 +759,7 @@ impl PyServer {
                 let _ = done_tx.send(());
             })
             .map_err(|e| PyRuntimeError::new_err(format!("cannot start closing: {e}")))?;
-        match crate::wait::recv(py, done) {
+        match crate::common::wait::recv(py, done) {
             Ok(_) => Ok(()),
             Err(e) => {
                 log_warning(

@@ -37,7 +37,7 @@ impl Drop for PyServer {
             .name("unienv-server-drop".into())
             .spawn(move || shut_down(runtime, listeners, server));
         if let Err(e) = closing {
-            tracing::error!(error = %e, "cannot close a dropped server");
+            tracing::error!(target: "unienv_remote_native::server::shutdown", error = %e, "cannot close a dropped server");
         }
     }
 }
@@ -49,6 +49,6 @@ pub(super) fn log_warning(py: Python<'_>, message: &str) {
         .and_then(|m| m.call_method1(intern!(py, "getLogger"), ("unienv_remote.server",)))
         .and_then(|l| l.call_method1(intern!(py, "warning"), (message,)));
     if logged.is_err() {
-        tracing::warn!("{message}");
+        tracing::warn!(target: "unienv_remote_native::server::shutdown", "{message}");
     }
 }

@@ -20,7 +20,7 @@
 //! or `bool` column gives the scalars a single env would have sent.
 //! Anything else returns `None` and goes the general way.
 
-use crate::convert;
+use crate::common::convert;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use unienv_remote::client::vector::{InfoBlock, StepInfos};

@@ -18,8 +18,8 @@
 //! `unienv_remote.batched._finish_single_step`), and an exception of the
 //! simulator propagates as it would through the wrapper.
 
-use crate::batched::FastBatch;
-use crate::convert::{array_to_py, from_py_bounded, ArrayMode, ConvertError};
+use crate::common::convert::{array_to_py, from_py_bounded, ArrayMode, ConvertError};
+use crate::host::batched::FastBatch;
 use numpy::PyUntypedArray;
 use pyo3::intern;
 use pyo3::prelude::*;

@@ -29,7 +29,7 @@
 
 mod snapshot;
 
-use crate::convert::{from_py, ArrayMode};
+use crate::common::convert::{from_py, ArrayMode};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -227,8 +227,8 @@ pub(crate) struct Probe {
 
 /// Logs a member left out of a descriptor, as before.
 fn skip(py: Python<'_>, id: &str, name: &str, e: PyErr) {
-    let error = crate::server::host_error(py, e);
-    tracing::warn!(resource = %id, member = name, %error, "descriptor member left out");
+    let error = crate::host::server::host_error(py, e);
+    tracing::warn!(target: "unienv_remote_native::descriptor", resource = %id, member = name, %error, "descriptor member left out");
 }
 
 /// The reference's `_methods`: every method of the kind, optional ones
@@ -414,7 +414,7 @@ impl Probe {
             return Ok(c.doc.clone());
         }
         let doc = from_py(&space_to_json(py)?.call1((&space,))?, ArrayMode::Copy)?;
-        let doc = crate::actions::published(obj, SPACES[slot], doc, checked);
+        let doc = crate::host::actions::published(obj, SPACES[slot], doc, checked);
         *cache = Some(SpaceDoc {
             space: space.unbind(),
             doc: doc.clone(),

@@ -9,8 +9,8 @@
 //! stacked arrays into NumPy arrays (and of the small per-env info dicts)
 //! holds it.
 
-use crate::client::client_error;
-use crate::convert::{self, ArrayMode};
+use crate::client::remote::client_error;
+use crate::common::convert::{self, ArrayMode};
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -58,7 +58,9 @@ fn top_error(py: Python<'_>, e: VectorError) -> PyErr {
             wrapped
         }
         VectorError::InvalidUse(msg) => PyValueError::new_err(msg),
-        VectorError::Interrupted => crate::wait::interrupted_mutation(py, "the vector env's call"),
+        VectorError::Interrupted => {
+            crate::common::wait::interrupted_mutation(py, "the vector env's call")
+        }
         other => PyRuntimeError::new_err(other.to_string()),
     }
 }
@@ -88,7 +90,7 @@ fn infos_to_py<'py>(py: Python<'py>, infos: &[Dict]) -> PyResult<Bound<'py, PyLi
 }
 
 /// A step's infos: Gymnasium's vector info dict when
-/// [`crate::vector_infos`] can build it, else one dict per env as
+/// [`crate::client::vector_infos`] can build it, else one dict per env as
 /// [`infos_to_py`] gives them.
 fn step_infos_to_py<'py>(py: Python<'py>, infos: &StepInfos) -> PyResult<Bound<'py, PyAny>> {
     let empty =
@@ -96,7 +98,7 @@ fn step_infos_to_py<'py>(py: Python<'py>, infos: &StepInfos) -> PyResult<Bound<'
     if empty {
         return Ok(PyList::empty(py).into_any());
     }
-    Ok(match crate::vector_infos::gathered(py, infos)? {
+    Ok(match crate::client::vector_infos::gathered(py, infos)? {
         Some(gathered) => gathered.into_any(),
         None => infos_to_py(py, &infos.to_vec())?.into_any(),
     })
@@ -116,7 +118,7 @@ fn id_column<'py>(py: Python<'py>, ids: &[usize]) -> PyResult<Bound<'py, PyAny>>
 }
 
 /// A vector step as Python objects (see `PyVectorEnv::step_wait`); its
-/// infos already in Gymnasium's vector layout when [`crate::vector_infos`]
+/// infos already in Gymnasium's vector layout when [`crate::client::vector_infos`]
 /// can build it, else one dict per env.
 fn step_to_py<'py>(py: Python<'py>, s: &VectorStep) -> PyResult<Bound<'py, PyTuple>> {
     let finals = PyList::empty(py);
@@ -163,7 +165,7 @@ impl PyVectorEnv {
     where
         T: Send,
     {
-        let result = crate::wait::detach(py, || {
+        let result = crate::common::wait::detach(py, || {
             let mut guard = self.env.lock();
             match guard.as_mut() {
                 Some(env) => Ok(f(env)),
@@ -218,7 +220,7 @@ impl PyVectorEnv {
         let mode = AutoresetMode::parse(autoreset_mode).ok_or_else(|| {
             PyValueError::new_err(format!("unknown autoreset mode {autoreset_mode:?}"))
         })?;
-        let timeout = crate::wait::timeout_arg(timeout, "timeout")?;
+        let timeout = crate::common::wait::timeout_arg(timeout, "timeout")?;
         let mut config = ClientConfig::default().with_timeout(timeout);
         config.token = token;
         config.ca_file = ca_file;

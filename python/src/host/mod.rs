@@ -1,0 +1,23 @@
+//! The Python host's side: `_native.Server` ([`server`]) hosting Python
+//! objects, their descriptors ([`descriptor`]), the action checks
+//! ([`actions`]) and the fast stepping paths ([`fast`], [`batched`]). It
+//! builds on [`crate::common`], and on [`crate::client`] for the one in-memory
+//! client a server hands out (`Server.connect_memory`); the client never
+//! imports the host.
+//!
+//! Its `tracing` events name their targets (`unienv_remote_native::server`,
+//! `::actions`, `::descriptor`), so that their Python loggers
+//! (`unienv_remote.server`, …) do not depend on this folder layout.
+
+pub mod actions;
+mod batched;
+mod descriptor;
+mod fast;
+pub mod server;
+
+/// Registers this layer's classes and functions in the `_native` module.
+pub fn register(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
+    actions::register(m)?;
+    server::register(m)?;
+    Ok(())
+}
