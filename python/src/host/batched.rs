@@ -20,7 +20,7 @@
 //! refuses it.
 
 use crate::common::convert::{check_bounded, new_array, wire_dtype, ConvertError};
-use crate::host::fast::{convert_result, sole_array, StepOutcome};
+use crate::host::outcome::{convert_result, sole_array, StepOutcome};
 use numpy::npyffi::{npy_intp, PY_ARRAY_API};
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::intern;
@@ -368,7 +368,7 @@ impl FastBatch {
     /// The fast path of `obj`, when it is a `BatchedEnv` that allows it
     /// (its `_native_step_plan()`); `None` for anything else.
     pub(crate) fn detect(obj: &Bound<'_, PyAny>) -> Option<FastBatch> {
-        let plan = crate::host::descriptor::attr_str(obj, "_native_step_plan").ok()??;
+        let plan = crate::host::attr::attr_str(obj, "_native_step_plan").ok()??;
         let envs = plan.call0().ok()?;
         let envs = envs.cast::<PyList>().ok()?;
         let envs: Vec<Py<PyAny>> = envs.iter().map(Bound::unbind).collect();

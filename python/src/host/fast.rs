@@ -18,37 +18,15 @@
 //! `unienv_remote.batched._finish_single_step`), and an exception of the
 //! simulator propagates as it would through the wrapper.
 
-use crate::common::convert::{array_to_py, from_py_bounded, ArrayMode, ConvertError};
+use crate::common::convert::array_to_py;
 use crate::host::batched::FastBatch;
+use crate::host::outcome::{convert_result, sole_array, StepOutcome};
 use numpy::PyUntypedArray;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
 use unienv_remote::{Dict, NdArray, Value};
-
-/// What a step gives the host: `Ok(Ok(value))`, `Ok(Err(too_large))` (it
-/// ran, but the result is over the message limit), or the Python error.
-pub(crate) type StepOutcome = PyResult<Result<Value, ConvertError>>;
-
-/// A call's Python result converted for the wire as the host converts
-/// every result (bounded by `max_message_size`).
-pub(crate) fn convert_result(result: &Bound<'_, PyAny>, max_message_size: usize) -> StepOutcome {
-    match from_py_bounded(result, ArrayMode::Copy, max_message_size) {
-        Ok(value) => Ok(Ok(value)),
-        Err(Ok(too_large)) => Ok(Err(too_large)),
-        Err(Err(e)) => Err(e),
-    }
-}
-
-/// The action of `step(action)` called with one array and nothing else:
-/// the only call the fast paths take.
-pub(crate) fn sole_array<'a>(args: &'a [Value], kwargs: &Dict) -> Option<&'a NdArray> {
-    match (args, kwargs.is_empty()) {
-        ([Value::Array(action)], true) => Some(action),
-        _ => None,
-    }
-}
 
 /// The fast path of one hosted env.
 pub(crate) enum FastStep {

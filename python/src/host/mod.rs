@@ -10,9 +10,12 @@
 //! (`unienv_remote.server`, …) do not depend on this folder layout.
 
 pub mod actions;
+mod attr;
 mod batched;
 mod descriptor;
 mod fast;
+mod outcome;
+mod python;
 pub mod server;
 
 /// Registers this layer's classes and functions in the `_native` module.

@@ -16,8 +16,11 @@
 
 use crate::common::convert::{dict_to_py, from_py_bounded, to_py, ArrayMode, ConvertError};
 use crate::host::actions::ActionGuard;
-use crate::host::descriptor::{self, attr_str, Probe};
-use crate::host::fast::{convert_result, FastStep};
+use crate::host::attr::attr_str;
+use crate::host::descriptor::{self, Probe};
+use crate::host::fast::FastStep;
+use crate::host::outcome::convert_result;
+use crate::host::python::{host_error, with_python};
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::intern;
@@ -33,38 +36,7 @@ use unienv_remote::server::{
 use unienv_remote::{Dict, Value};
 
 mod shutdown;
-use shutdown::{log_warning, shut_down};
-
-pyo3::import_exception!(unienv_interface.remote.codec, CodecError);
-
-thread_local! {
-    /// Whether this worker thread keeps a Python thread state for its life.
-    static THREAD_STATE_KEPT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Runs `f` attached to the interpreter (holding the GIL), from a domain's
-/// worker thread. The first call on a thread creates its Python thread
-/// state and keeps it (with the GIL released): otherwise every call would
-/// create and destroy one, which takes the interpreter-wide head lock that
-/// all domains share.
-fn with_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
-    THREAD_STATE_KEPT.with(|kept| {
-        // SAFETY: Py_IsInitialized may be called at any time.
-        if !kept.get() && unsafe { pyo3::ffi::Py_IsInitialized() } != 0 {
-            // SAFETY: the interpreter is initialized (checked above). This
-            // thread holds no GIL here (domain workers only attach through
-            // this function, and `kept` is false on first use): Ensure
-            // creates its thread state and takes the GIL, SaveThread releases
-            // the GIL keeping the state registered as the thread's own.
-            unsafe {
-                let _ = pyo3::ffi::PyGILState_Ensure();
-                let _ = pyo3::ffi::PyEval_SaveThread();
-            }
-            kept.set(true);
-        }
-    });
-    Python::attach(f)
-}
+use shutdown::{log_warning, shut_down, shut_down_in_background};
 
 /// Why the server could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -91,17 +63,6 @@ impl From<SetupError> for PyErr {
             }
             SetupError::Runtime(_) => PyRuntimeError::new_err(e.to_string()),
         }
-    }
-}
-
-/// A Python exception as a host error: `str(exc)`, and the reference's
-/// `CodecError` as a serialization error.
-pub(crate) fn host_error(py: Python<'_>, e: PyErr) -> HostError {
-    let message = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
-    if e.is_instance_of::<CodecError>(py) {
-        HostError::serialization(message)
-    } else {
-        HostError::new(message)
     }
 }
 
@@ -794,4 +755,16 @@ fn listen_error(e: &std::io::Error, host: &str, port: u16) -> PyErr {
         return PyOSError::new_err(e.to_string());
     }
     PyOSError::new_err(format!("cannot listen on {host}:{port}: {e}"))
+}
+
+impl Drop for PyServer {
+    /// A server dropped without `close()` (its `RemoteServer` collected):
+    /// shut down on a thread of its own ([`shut_down_in_background`]).
+    fn drop(&mut self) {
+        let Some(runtime) = self.runtime.get_mut().take() else {
+            return;
+        };
+        let listeners: Vec<Listener> = std::mem::take(self.listeners.get_mut());
+        shut_down_in_background(runtime, listeners, self.server.clone());
+    }
 }
