@@ -23,6 +23,7 @@ from .client import RemoteClient, Subscription
 from .proxies import RemoteEnv, RemoteWorld, RemoteWorldNode, RemoteWorldEnv
 from .restart import RestartError, RestartPolicy
 from .server import RemoteServer
+from ._hooks import HOOKS as _HOOKS
 
 if TYPE_CHECKING:
     # The names of _LAZY below, for type checkers: at run time they are
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
 #: The package's version: ``python/Cargo.toml``'s, compiled into the
 #: extension (``pyproject.toml`` takes it from there too).
 __version__: str = _native.__version__
+
+# What the extension's Python host calls back into (unienv_remote/_hooks.py).
+_native.set_hooks(_HOOKS)
 
 __all__: List[str] = [
     "RemoteClient", "RemoteServer", "RemoteEnv", "RemoteWorld", "RemoteWorldNode", "RemoteWorldEnv", "Subscription",

@@ -1,7 +1,7 @@
 """Type stub of ``unienv_remote._native``, the Rust extension (python/src/).
 
 Checked against the built module by ``mypy.stubtest`` in ``scripts/test.sh``:
-a class, method, parameter or default that changes in ``python/src/*.rs``
+a class, method, parameter or default that changes in ``python/src/**.rs``
 must change here too. The public API is the Python facade
 (``unienv_remote.RemoteClient``, ``RemoteServer``, ``RemoteVectorEnv``);
 these are its building blocks.
@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 __all__ = [
     "BUILD_PROFILE", "PARQUET_PIECE_BYTES", "__version__", "encode", "decode", "Client", "Operation",
     "Subscription", "Server", "VectorEnv", "Recorder", "coerce_action", "set_log_level", "flush_logs",
-    "stop_logs",
+    "stop_logs", "set_hooks",
 ]
 
 #: ``"debug"`` or ``"release"``: how the extension was compiled.
@@ -66,6 +66,10 @@ def flush_logs(timeout: float) -> None:
 
 def stop_logs() -> None:
     """Forwards what is queued (at most one second), then nothing more."""
+
+def set_hooks(hooks: Any) -> None:
+    """Registers the package's ``NativeHooks`` (``unienv_remote/_hooks.py``),
+    what the host calls back; once, at import."""
 
 @final
 class Client:

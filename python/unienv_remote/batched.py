@@ -62,6 +62,8 @@ from unienv_interface.space.space_utils import gym_utils
 from unienv_interface.space.space_utils.serialization_utils import space_to_json
 from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
 
+from ._hooks import RequestRefused
+
 __all__ = ["BatchedEnv", "SubEnvFactory"]
 
 #: A factory of one sub-environment: a UniEnv ``Env`` or a Gymnasium env.
@@ -341,7 +343,9 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         else:
             m = np.asarray(mask)
             if m.shape != (n,) or m.dtype != np.bool_:
-                raise ValueError(f"mask must be a bool array of shape ({n},), got {m.dtype} {m.shape}")
+                # Refused before any sub-env is touched: our host answers a
+                # certain invalid_request and the batch stays usable.
+                raise RequestRefused(f"mask must be a bool array of shape ({n},), got {m.dtype} {m.shape}")
             indices = np.flatnonzero(m).tolist()
         seeds = _seeds(seed, n)
         subs = self._subs

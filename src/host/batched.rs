@@ -185,14 +185,18 @@ impl<E: Env> Env for BatchedEnv<E> {
         let mask: Vec<bool> = match &args.mask {
             None => vec![true; n],
             Some(m) => {
-                let m: Vec<bool> = m.to_vec::<bool>().map_err(HostError::from)?;
-                if m.len() != n {
+                // Refused before any sub-env is touched: a certain
+                // invalid_request, the batch still usable.
+                let bools = m.to_vec::<bool>().map_err(|e| {
+                    HostError::invalid_argument(format!("a reset mask must be a bool array: {e}"))
+                })?;
+                if bools.len() != n || m.shape().len() != 1 {
                     return Err(HostError::invalid_argument(format!(
-                        "a reset mask of {} entries for a batch of {n}",
-                        m.len()
+                        "a reset mask of shape {:?} for a batch of {n} (one bool per sub-env)",
+                        m.shape()
                     )));
                 }
-                m
+                bools
             }
         };
         let indices: Vec<usize> = (0..n).filter(|&i| mask[i]).collect();
@@ -403,6 +407,36 @@ mod tests {
                 .map(NdArray::to_f64_vec),
             Some(vec![0.0, 1.0, 0.0])
         );
+    }
+
+    /// A reset mask of another dtype or shape is refused as an invalid
+    /// argument (a certain `invalid_request`, no fault): no sub-env is
+    /// reset, and the batch steps on.
+    #[test]
+    fn a_bad_reset_mask_is_an_invalid_argument_and_the_batch_steps_on() {
+        use crate::host::HostErrorKind;
+        let mut batch = counters(2);
+        batch.reset(ResetArgs::default()).expect("reset");
+        for mask in [
+            NdArray::from_vec(vec![1u8, 0]),
+            NdArray::from_vec(vec![1.0f32, 0.0]),
+            NdArray::from_vec(vec![true, false, true]),
+            NdArray::from_shape_vec(vec![2, 1], vec![true, false]).expect("a 2-D mask"),
+        ] {
+            let e = batch
+                .reset(ResetArgs {
+                    mask: Some(mask.clone()),
+                    ..ResetArgs::default()
+                })
+                .expect_err("a bad mask");
+            assert_eq!(e.kind(), HostErrorKind::InvalidArgument, "{mask:?}: {e}");
+            assert!(e.to_string().contains("reset mask"), "{e}");
+        }
+        let action = stack(&[
+            &Value::from(NdArray::from_vec(vec![1.0f32, 1.0])),
+            &Value::from(NdArray::from_vec(vec![1.0f32, 1.0])),
+        ]);
+        batch.step(action).expect("the batch steps on");
     }
 
     #[test]

@@ -186,8 +186,8 @@ pub(crate) fn published(obj: &Bound<'_, PyAny>, name: &str, doc: Value, enabled:
 /// element by element); `None` for any other object, or without gymnasium.
 fn gymnasium_space<'py>(obj: &Bound<'py, PyAny>, name: &str) -> Option<Bound<'py, PyAny>> {
     let py = obj.py();
-    if let Some(batched) = crate::host::attr::attr_str(obj, "_gymnasium_space").ok()? {
-        return batched.call1((name,)).ok().filter(|s| !s.is_none());
+    if let Some(batched) = crate::host::hooks::gymnasium_space(obj, name).ok()? {
+        return Some(batched);
     }
     let class = py
         .import(intern!(py, "unienv_interface.wrapper.gym_compat"))

@@ -20,6 +20,7 @@
 //! refuses it.
 
 use crate::common::convert::{check_bounded, new_array, wire_dtype, ConvertError};
+use crate::host::hooks;
 use crate::host::outcome::{convert_result, sole_array, StepOutcome};
 use numpy::npyffi::{npy_intp, PY_ARRAY_API};
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
@@ -366,12 +367,9 @@ impl<'py> Rows<'py> {
 
 impl FastBatch {
     /// The fast path of `obj`, when it is a `BatchedEnv` that allows it
-    /// (its `_native_step_plan()`); `None` for anything else.
+    /// (the hooks' `batch_step_plan`); `None` for anything else.
     pub(crate) fn detect(obj: &Bound<'_, PyAny>) -> Option<FastBatch> {
-        let plan = crate::host::attr::attr_str(obj, "_native_step_plan").ok()??;
-        let envs = plan.call0().ok()?;
-        let envs = envs.cast::<PyList>().ok()?;
-        let envs: Vec<Py<PyAny>> = envs.iter().map(Bound::unbind).collect();
+        let envs = hooks::batch_step_plan(obj).ok()??;
         (!envs.is_empty()).then_some(FastBatch { envs })
     }
 
@@ -384,18 +382,13 @@ impl FastBatch {
         kwargs: &Dict,
         max_message_size: usize,
     ) -> Option<StepOutcome> {
-        let py = obj.py();
         let n = self.envs.len();
         let action = sole_array(args, kwargs)?;
         if action.shape().first() != Some(&n) {
             return None;
         }
         // A faulted batch: `step` itself refuses it, with its message.
-        if obj
-            .getattr(intern!(py, "_faulted"))
-            .and_then(|f| f.is_truthy())
-            .map_or(true, |faulted| faulted)
-        {
+        if hooks::batch_faulted(obj).unwrap_or(true) {
             return None;
         }
         Some(self.run(obj, action, max_message_size))
@@ -449,10 +442,8 @@ impl FastBatch {
             .into_iter()
             .map(|(i, e)| (i, e.into_value(py).into_any()))
             .collect();
-        let result = obj.call_method1(
-            intern!(py, "_complete_step"),
-            (PyList::new(py, raw)?, PyList::new(py, errors)?),
-        )?;
+        let result =
+            hooks::complete_batch_step(obj, PyList::new(py, raw)?, PyList::new(py, errors)?)?;
         convert_result(&result, max_message_size)
     }
 }

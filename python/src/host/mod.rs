@@ -14,6 +14,7 @@ mod attr;
 mod batched;
 mod descriptor;
 mod fast;
+mod hooks;
 mod outcome;
 mod python;
 pub mod server;
@@ -21,6 +22,7 @@ pub mod server;
 /// Registers this layer's classes and functions in the `_native` module.
 pub fn register(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
     actions::register(m)?;
+    hooks::register(m)?;
     server::register(m)?;
     Ok(())
 }

@@ -41,7 +41,9 @@ pub(crate) fn with_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
 /// `CodecError` as a serialization error.
 pub(crate) fn host_error(py: Python<'_>, e: PyErr) -> HostError {
     let message = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
-    if e.is_instance_of::<CodecError>(py) {
+    if crate::host::hooks::is_refusal(py, &e) {
+        HostError::invalid_argument(message)
+    } else if e.is_instance_of::<CodecError>(py) {
         HostError::serialization(message)
     } else {
         HostError::new(message)

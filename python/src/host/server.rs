@@ -19,13 +19,14 @@ use crate::host::actions::ActionGuard;
 use crate::host::attr::attr_str;
 use crate::host::descriptor::{self, Probe};
 use crate::host::fast::FastStep;
+use crate::host::hooks;
 use crate::host::outcome::convert_result;
 use crate::host::python::{host_error, with_python};
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyList, PyTuple};
 use std::time::Duration;
 use unienv_remote::host::{Field, HostError, HostResult};
 use unienv_remote::protocol::ResourceKind;
@@ -84,10 +85,6 @@ struct PyResource {
 /// The Python objects of one domain.
 struct PyHost {
     resources: Vec<PyResource>,
-    /// The Python `RemoteServer` class, for its static helpers (disposal
-    /// and argument mapping): not the instance, which this (held by a Rust
-    /// thread, invisible to the garbage collector) would keep alive forever.
-    server: Py<PyAny>,
     /// Per resource, whether its descriptor changed, checked at the end of
     /// a successful call while still attached to the interpreter: the
     /// domain reads every descriptor right after a call (they go in its
@@ -141,7 +138,6 @@ fn resource_from_layout(entry: &Bound<'_, PyAny>, validate: bool) -> PyResult<Py
 }
 
 fn host_from_layout(
-    server: Py<PyAny>,
     layout: &Bound<'_, PyAny>,
     validate: bool,
     max_message_size: usize,
@@ -157,7 +153,6 @@ fn host_from_layout(
     }
     Ok(PyHost {
         resources,
-        server,
         after_call: Vec::new(),
         max_message_size,
     })
@@ -248,7 +243,6 @@ impl ForeignHost for PyHost {
         mut kwargs: Dict,
     ) -> HostResult<Value> {
         self.after_call.clear();
-        let server = &self.server;
         let resources = &mut self.resources;
         let after_call = &mut self.after_call;
         let max_message_size = self.max_message_size;
@@ -278,13 +272,7 @@ impl ForeignHost for PyHost {
                 // Interned: the method names are few, and looked up per call.
                 let method = pyo3::types::PyString::intern(py, method);
                 if !r.numpy {
-                    let mapped = server.bind(py).call_method1(
-                        intern!(py, "_map_arguments"),
-                        (r.obj.bind(py), pargs, pkwargs),
-                    )?;
-                    let (a, k): (Bound<'_, PyTuple>, Bound<'_, PyDict>) = mapped.extract()?;
-                    pargs = a;
-                    pkwargs = k;
+                    (pargs, pkwargs) = hooks::map_arguments(r.obj.bind(py), pargs, pkwargs)?;
                 }
                 let result = r
                     .obj
@@ -382,17 +370,13 @@ impl ForeignHost for PyHost {
 
     fn close(&mut self) {
         self.after_call.clear();
-        let server = &self.server;
         let resources = &self.resources;
         with_python(|py| {
             let items: Vec<(String, Py<PyAny>)> = resources
                 .iter()
                 .map(|r| (r.info.kind.as_str().to_string(), r.obj.clone_ref(py)))
                 .collect();
-            if let Err(e) = server
-                .bind(py)
-                .call_method1(intern!(py, "_dispose"), (items,))
-            {
+            if let Err(e) = hooks::dispose(py, items) {
                 let error = host_error(py, e);
                 tracing::error!(target: "unienv_remote_native::server", %error, "disposal failed");
             }
@@ -508,10 +492,9 @@ impl PyServer {
             cpus: cpus.clone(),
             ..ServerConfig::default()
         };
-        // Domain threads hold the class (static helpers) and, for factories,
-        // a weak reference to the instance: a RemoteServer dropped without
-        // close() is collected, and its PyServer's drop shuts it down.
-        let class = server.bind(py).get_type().into_any().unbind();
+        // Domain threads of factories hold a weak reference to the
+        // instance: a RemoteServer dropped without close() is collected, and
+        // its PyServer's drop shuts it down.
         let weak = py
             .import(intern!(py, "weakref"))?
             .call_method1(intern!(py, "ref"), (server.bind(py),))?
@@ -523,12 +506,7 @@ impl PyServer {
             let spec = if payload.is_callable() {
                 DomainSpec::Factory(payload.unbind())
             } else {
-                let host = host_from_layout(
-                    class.clone_ref(py),
-                    &payload,
-                    validate_actions,
-                    max_message_size,
-                )?;
+                let host = host_from_layout(&payload, validate_actions, max_message_size)?;
                 if host.resources[0].info.id != root {
                     return Err(SetupError::Layout(format!(
                         "the first resource of {root:?} is {:?}",
@@ -567,8 +545,7 @@ impl PyServer {
                         builder.register_with(&root, move || Ok(Hosted::foreign(host)))?;
                     }
                     DomainSpec::Factory(factory) => {
-                        let (weak, class) =
-                            Python::attach(|py| (weak.clone_ref(py), class.clone_ref(py)));
+                        let weak = Python::attach(|py| weak.clone_ref(py));
                         let id = root.clone();
                         builder.register_factory(&root, move || {
                             with_python(|py| {
@@ -580,16 +557,8 @@ impl PyServer {
                                         ));
                                     }
                                     let product = factory.bind(py).call0()?;
-                                    let layout = server.call_method1(
-                                        intern!(py, "_layout_factory"),
-                                        (&id, product),
-                                    )?;
-                                    host_from_layout(
-                                        class.clone_ref(py),
-                                        &layout,
-                                        validate_actions,
-                                        max_message_size,
-                                    )
+                                    let layout = hooks::layout_factory(&server, &id, product)?;
+                                    host_from_layout(&layout, validate_actions, max_message_size)
                                 };
                                 build().map(Hosted::foreign).map_err(|e| host_error(py, e))
                             })
