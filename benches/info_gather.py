@@ -47,7 +47,7 @@ def main() -> None:
     try:
         envs.reset(seed=0)
         envs._native.step_async(np.zeros((16, 6), np.float32))
-        gathered = envs._native.step_wait()[4]
+        gathered = envs._native.step_wait().infos
     finally:
         envs.close()
         server.close()

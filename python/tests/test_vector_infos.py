@@ -237,7 +237,7 @@ def test_extension_gather_equals_sync_vector_env(info_url: str, case: str) -> No
             if t % 2:
                 envs._native.step_async(actions)
                 native = envs._native.step_wait()
-                kinds.add(type(native[4]).__name__ if native[4] else "none")
+                kinds.add(type(native.infos).__name__ if native.infos else "none")
                 got = envs._results(native, envs)
             else:
                 got = envs.step(actions)
@@ -383,7 +383,7 @@ def test_batched_infos_read_whole_equal_split_ones(raw_url: str, case: str) -> N
         for t in range(1, 4):
             envs._native.step_async(np.zeros((4, 1), np.float32))
             native = envs._native.step_wait()
-            kinds.add(type(native[4]).__name__)
+            kinds.add(type(native.infos).__name__)
             got = envs._results(native, envs)[4]
             same(by_add_info(4, split(raw(t)[case], 2) * 2), got)
         assert kinds == ({"dict"} if case in RAW_WHOLE else {"list"}), kinds
@@ -413,6 +413,6 @@ def test_batched_and_single_infos_gather_together(raw_url: str, case: str, singl
             rows = split(raw(t)[case], 2)
             want = rows[:1] + rows + rows if single_first else rows + rows[:1] + rows
             same(by_add_info(5, want), envs._results(native, envs)[4])
-            assert isinstance(native[4], dict)
+            assert isinstance(native.infos, dict)
     finally:
         envs.close()

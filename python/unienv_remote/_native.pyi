@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 __all__ = [
     "BUILD_PROFILE", "PARQUET_PIECE_BYTES", "__version__", "encode", "decode", "Client", "Operation",
-    "Subscription", "Server", "VectorEnv", "Recorder", "coerce_action", "set_log_level", "flush_logs",
+    "Subscription", "Server", "VectorEnv", "VectorStep", "Recorder", "coerce_action", "set_log_level", "flush_logs",
     "stop_logs", "set_hooks",
 ]
 
@@ -30,22 +30,11 @@ _SchemaKey = Tuple[int, int, int]
 _Descriptor = Dict[str, Any]
 # (index, error code, exception) of each sub-environment that failed.
 _VectorErrors = List[Tuple[int, str, BaseException]]
-# What step_wait and recv return: (observation, reward, terminated, truncated,
-# infos (one dict per env, or [] when all are empty), autoreset,
-# [(index, final observation, final info)], errors, env ids).
-_VectorStep = Tuple[
-    Any,
-    NDArray[Any],
-    NDArray[Any],
-    NDArray[Any],
-    # One info dict per env, or (when they allow it) already in Gymnasium's
-    # vector layout: {key: column, "_key": mask}.
-    Union[List[Dict[str, Any]], Dict[str, Any]],
-    NDArray[Any],
-    List[Tuple[int, Any, Dict[str, Any]]],
-    _VectorErrors,
-    NDArray[Any],
-]
+# One info dict per env, or (when they allow it) already in Gymnasium's
+# vector layout: {key: column, "_key": mask}.
+_VectorInfos = Union[List[Dict[str, Any]], Dict[str, Any]]
+# (position, final observation, final info) of each row whose episode ended.
+_VectorFinals = List[Tuple[int, Any, Dict[str, Any]]]
 
 def encode(value: object, max_message_size: int = ...) -> bytes:
     """The crate's codec: ``value`` encoded as one protocol message."""
@@ -229,6 +218,51 @@ class Server:
         """Closes every session, disposes of every domain and stops the runtime. Idempotent."""
 
 @final
+class VectorStep:
+    """What ``VectorEnv.step_wait`` and ``recv`` return: one vector step's
+    results by name, rows in the order of ``env_id``."""
+
+    def __new__(
+        cls,
+        observation: Any,
+        reward: NDArray[Any],
+        terminated: NDArray[Any],
+        truncated: NDArray[Any],
+        infos: _VectorInfos,
+        autoreset: NDArray[Any],
+        finals: _VectorFinals,
+        errors: _VectorErrors,
+        env_id: NDArray[Any],
+    ) -> VectorStep: ...
+    @property
+    def observation(self) -> Any:
+        """The stacked observations (``None`` when no env returned one)."""
+    @property
+    def reward(self) -> NDArray[Any]:
+        """``float64`` rewards, one per row."""
+    @property
+    def terminated(self) -> NDArray[Any]:
+        """``bool`` terminations, one per row."""
+    @property
+    def truncated(self) -> NDArray[Any]:
+        """``bool`` truncations, one per row."""
+    @property
+    def infos(self) -> _VectorInfos:
+        """One info dict per row, or Gymnasium's vector layout; ``[]`` when all are empty."""
+    @property
+    def autoreset(self) -> NDArray[Any]:
+        """``bool``, per row: the row is an autoreset's (NextStep mode)."""
+    @property
+    def finals(self) -> _VectorFinals:
+        """``(position, final_obs, final_info)`` of the rows whose episode ended (SameStep mode)."""
+    @property
+    def errors(self) -> _VectorErrors:
+        """``(index, kind, exception)`` of the envs that failed."""
+    @property
+    def env_id(self) -> NDArray[Any]:
+        """``int64``: each row's env index."""
+
+@final
 class VectorEnv:
     """Sub-environments on several servers, stepped together."""
 
@@ -260,13 +294,13 @@ class VectorEnv:
         """Sends every env's step at once and returns."""
     def step_wait(
         self,
-    ) -> _VectorStep:
+    ) -> VectorStep:
         """Waits for the pending step; the last item is the sub-environments' ids."""
     def send(self, actions: object, env_id: Sequence[int]) -> None:
         """Sends the step of the sub-environments ``env_id`` (whole resources)."""
     def recv(
         self, min: int
-    ) -> _VectorStep:
+    ) -> VectorStep:
         """Waits for the results of at least ``min`` sub-environments (whole resources)."""
     def reconnect(self, changes: Sequence[Tuple[int, str, str]]) -> None:
         """Points envs at new addresses (``[(index, url, resource_id)]``), all or nothing."""
@@ -296,7 +330,7 @@ class Recorder:
         """A reset's results (``used``: the envs that were reset)."""
     def sent(self, actions: object, env_id: Optional[Sequence[int]] = None) -> None:
         """The actions sent to ``env_id`` (all when ``None``), stacked in that order."""
-    def stepped(self, native: _VectorStep) -> None:
+    def stepped(self, native: VectorStep) -> None:
         """A step's or ``recv``'s native results."""
     def flush(self) -> None:
         """Waits until everything recorded before is written."""
