@@ -180,7 +180,7 @@ impl PyRecorder {
     /// `VectorStep`.
     fn stepped(&self, py: Python<'_>, native: &Bound<'_, PyVectorStep>) -> PyResult<()> {
         let native = native.get();
-        let observation = native.observation.bind(py);
+        let observation = native.observation.bind(py).clone();
         let reward: Vec<f64> = vec1(native.reward.bind(py), "rewards")?;
         let terminated: Vec<bool> = vec1(native.terminated.bind(py), "terminations")?;
         let truncated: Vec<bool> = vec1(native.truncated.bind(py), "truncations")?;

@@ -105,11 +105,12 @@ pub(crate) fn dispose(py: Python<'_>, items: Vec<(String, Py<PyAny>)>) -> PyResu
     call(py, intern!(py, "dispose"), (items,)).map(drop)
 }
 
-/// `(env, action_space, observation_space)` of a `FromGymnasiumEnv` this
-/// host may step itself; `None` for anything else.
-pub(crate) fn single_step_plan(
-    obj: &Bound<'_, PyAny>,
-) -> PyResult<Option<(Py<PyAny>, Py<PyAny>, Py<PyAny>)>> {
+/// `(env, action_space, observation_space)` of a `FromGymnasiumEnv`.
+pub(crate) type SinglePlan = (Py<PyAny>, Py<PyAny>, Py<PyAny>);
+
+/// The [`SinglePlan`] of a `FromGymnasiumEnv` this host may step itself;
+/// `None` for anything else.
+pub(crate) fn single_step_plan(obj: &Bound<'_, PyAny>) -> PyResult<Option<SinglePlan>> {
     let py = obj.py();
     call(py, intern!(py, "single_step_plan"), (obj,))?.extract()
 }
