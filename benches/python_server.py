@@ -1,5 +1,5 @@
 """Python simulators served by the reference server and by ours, stepped by the
-reference client and by ours (issue 14's speed targets).
+reference client and by ours (BENCHMARKS.md, "Python host").
 
     .venv-ref/bin/python benches/python_server.py [--steps N] [--seconds S]
 

@@ -29,7 +29,7 @@ the hook is the learner thread's own recording calls (``--side learner``:
 ``Recorder.reset/sent/stepped``, timed with ``time.thread_time`` around each
 call, which over-counts by two clock reads per call); on the host side the
 hook runs on the domain threads, inside the Rust server, and is not timed
-here (its instructions per step: BENCHMARKS.md "h28w", callgrind), so the
+here (its instructions per step: BENCHMARKS.md, "Recording", callgrind), so the
 host's share is the writer's alone. The share is what resolves 5 % on a
 loaded machine: the throughput ratio of two runs swings by more than that.
 
@@ -43,7 +43,7 @@ that no run's disk writeback (NPZ's 16,000 files) overlaps the next one, and
 the recordings are removed at the end, not between runs (``--remove-each``:
 right after each run, as before), so that no run's file creations follow the
 removal of an NPZ run's 16,000 files (ext4's inode allocation steps over
-recently deleted inodes; in BENCHMARKS.md "h28x" this did not measurably
+recently deleted inodes; measured, this did not measurably
 change the Parquet rounds that follow NPZ rounds).
 """
 

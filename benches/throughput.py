@@ -1,4 +1,5 @@
-"""Throughput at scale (issue 25's targets), every configuration in one run.
+"""Throughput at scale, every configuration in one run (BENCHMARKS.md,
+"Vector envs and throughput").
 
     .venv-ref/bin/python benches/throughput.py [--seconds 1.5] [--rounds 3]
 

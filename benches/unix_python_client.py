@@ -6,7 +6,7 @@ over ``ws://`` (loopback TCP) against ``ws+unix://``, both to ``unienv-remote se
 
 Per round and transport: µs per ``step`` of ``bench_state`` (a fresh connection
 per round, a warm-up of 200 steps not counted) and the server process's CPU per
-step (``/proc/PID/stat``). Prints the medians, the ratio unix / tcp (issue 25's
+step (``/proc/PID/stat``). Prints the medians, the ratio unix / tcp (the
 target: ≤ 0.8), and the load average before and after.
 """
 

@@ -1,4 +1,4 @@
-"""Issue 19's "done": a Python learner steps 16 remote Pendulum-v1 through
+"""A Python learner steps 16 remote Pendulum-v1 through
 ``RemoteVectorEnv`` spread over Ray actors on a local cluster, over TLS; the
 same over plain ws://, and Gymnasium's AsyncVectorEnv, in one run.
 

@@ -85,6 +85,9 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+// Our WebSocket layer alone, for benches/ws_layers.rs; only with the
+// `bench-internals` feature, which the benches turn on.
+#[cfg(feature = "bench-internals")]
 #[doc(hidden)]
 pub mod bench_ws;
 // Byte budgets (per connection, per server): charged by the transport as

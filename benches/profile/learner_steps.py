@@ -1,4 +1,5 @@
-"""The learner process of issue 25 over a fixed number of vector steps: what
+"""The learner process of ``benches/throughput.py``'s remote configurations
+over a fixed number of vector steps: what
 one lockstep ``step`` (or one ``recv``) costs the process that drives
 ``RemoteVectorEnv``, in syscalls, context switches per thread, CPU, and
 (under callgrind) user-space instructions.
@@ -9,7 +10,7 @@ one lockstep ``step`` (or one ``recv``) costs the process that drives
     CG=1 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=OUT \\
         .venv-ref/bin/python benches/profile/learner_steps.py CONFIG [STEPS]
 
-CONFIG is one of ``benches/learner_side.py``'s: pendulum-batched (2 servers x
+CONFIG is one of ``benches/profile/learner_side.py``'s: pendulum-batched (2 servers x
 BatchedEnv(8)), pendulum-single (16 single envs), stragglers-step (64,
 lockstep), stragglers-recv (64, send/recv with batch_size 16), and
 cheetah-batched (2 servers x BatchedEnv(8) of HalfCheetah-v5, whose sub-envs

@@ -1,4 +1,4 @@
-"""Where the wall time of EnvPool-style ``send``/``recv`` goes (issue 25):
+"""Where the wall time of EnvPool-style ``send``/``recv`` goes:
 16 Pendulum-v1 as 2 servers x ``BatchedEnv(8)``, ``RemoteVectorEnv(fleet,
 batch_size=8)`` driven as ``benches/throughput.py``'s ``send_recv`` drives it
 (or lockstep ``step`` with ``--lockstep``), traced with the kernel's

@@ -135,7 +135,7 @@ def test_python_server_metrics_and_observers(tmp_path: Path) -> None:
 
 
 def test_every_listed_metric_is_exposed_and_counts() -> None:
-    """Issue 28's list, each family in the scrape, each counted where a test
+    """The metrics listed in docs/metrics.md, each family in the scrape, each counted where a test
     can make it move: describe and discover answered from a domain's
     committed descriptors (another session's, never waiting on its thread)
     are counted as requests; observers; an eviction and the revival after

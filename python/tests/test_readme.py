@@ -1,16 +1,34 @@
-"""The README's Python sections run as written: every ``python`` snippet of
-"## Python" (against ``unienv-remote serve``, the address replaced by the test
-server's) and of "## Serve a Python simulator" (a hosting script, stopped with
-Ctrl-C); plus the first hour's other promises: a missing extra names itself,
-``serve`` logs no session before a client comes, and the command line names
-the closest resource ID where the server does not.
+"""The documents' snippets run as written, in the order each document gives
+them: README.md and every docs/*.md. A fenced block is marked by the line
+before it:
+
+- ``<!-- test: start -->`` starts what the block starts and keeps it running
+  for the document's later blocks: in an ``sh`` block, each ``unienv-remote
+  serve`` line (on port 0 instead of its ``--addr``, 8765 by default); a
+  ``python`` block is a hosting script that prints its address (its
+  ``listen("127.0.0.1", PORT)`` on port 0) and stops with exit code 0 on
+  Ctrl-C when the document is done;
+- ``<!-- test: run -->`` runs a ``python`` block to its end, or each
+  ``unienv-remote`` command of an ``sh`` block in turn (exit code 0), its
+  ``ws://127.0.0.1:PORT`` addresses replaced by those of what the document
+  started before it: a block that needs what the document has not started
+  above it fails;
+- ``<!-- test: skip (reason) -->`` does not run it.
+
+Every ``python`` block carries a mark. Also here: the first hour's other
+promises (the install commands, a missing extra names itself, ``serve`` logs
+no session before a client comes, the command line names the closest resource
+ID where the server does not).
 """
 
 import re
+import shlex
 import signal
 import subprocess
 import sys
-from typing import List
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 
@@ -18,23 +36,26 @@ from conftest import REPO, our_binary, start_server
 
 pytest.importorskip("gymnasium")
 
-ADDRESS = "ws://127.0.0.1:8765"
+DOCUMENTS = ["README.md"] + sorted(f"docs/{p.name}" for p in (REPO / "docs").glob("*.md"))
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```[ \t]*$", re.M | re.S)
+MARK = re.compile(r"<!-- test: (start|run|skip)(?: \((.+)\))? -->")
+LOCAL = re.compile(r"ws://127\.0\.0\.1:(\d+)")
 
 
-def section(title: str) -> str:
-    text = (REPO / "README.md").read_text()
-    start = text.index(f"\n## {title}\n")
-    end = text.find("\n## ", start + 1)
-    return text[start:end if end != -1 else None]
+def blocks(document: str) -> List[Tuple[Optional[str], str, str]]:
+    """The fenced blocks of a document in order: (mark, language, code)."""
+    text = (REPO / document).read_text()
+    found = []
+    for fence in FENCE.finditer(text):
+        before = text[:fence.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        mark = MARK.fullmatch(before.strip())
+        found.append((mark.group(1) if mark else None, fence.group(1), fence.group(2)))
+    return found
 
 
-def snippets(title: str, language: str = "python") -> List[str]:
-    return re.findall(rf"```{language}\n(.*?)```", section(title), flags=re.S)
-
-
-def start_serve():
-    server = subprocess.Popen([str(our_binary()), "serve", "--addr", "127.0.0.1:0"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, cwd=REPO)
+def start_serve(*args: str, stderr=subprocess.PIPE):
+    server = subprocess.Popen([str(our_binary()), "serve", *args, "--addr", "127.0.0.1:0"], stdout=subprocess.PIPE,
+                              stderr=stderr, text=True, cwd=REPO)
     url = None
     banner = []
     for line in server.stdout:
@@ -51,61 +72,109 @@ def stop_serve(server):
         server.terminate()
         server.wait(timeout=10)
     server.stdout.close()
-    server.stderr.close()
+    if server.stderr is not None:
+        server.stderr.close()
 
 
-@pytest.fixture(scope="module")
-def serve():
-    url, server = start_serve()
-    yield url, server
-    stop_serve(server)
+def serve_args(line: str) -> Tuple[int, List[str]]:
+    """The port a documented ``unienv-remote serve ...`` line listens on, and its
+    other arguments."""
+    words = shlex.split(line.split("#", 1)[0])[2:]
+    port, rest = 8765, []
+    i = 0
+    while i < len(words):
+        if words[i] == "--addr":
+            port = int(words[i + 1].rsplit(":", 1)[1])
+            i += 2
+            continue
+        rest.append(words[i])
+        i += 1
+    return port, rest
 
 
-def run_snippet(code: str, url: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code.replace(ADDRESS, url)], capture_output=True, text=True,
-                          timeout=120, cwd=REPO)
+def test_every_python_block_is_marked():
+    unmarked = [(document, code.splitlines()[0]) for document in DOCUMENTS
+                for mark, language, code in blocks(document) if language == "python" and mark is None]
+    assert unmarked == [], "mark each with <!-- test: run/start/skip (reason) -->"
 
 
-def test_the_install_block_says_which_extra_and_how_to_watch_the_build():
-    install = snippets("Python", "sh")[0]
-    assert "pip install -v" in install and "[gymnasium]" in install and "[vector]" in install
-    assert "3 minutes" in section("Python")
+def test_the_documents_run_their_snippets():
+    ran = [(document, mark) for document in DOCUMENTS for mark, _, _ in blocks(document) if mark in ("run", "start")]
+    # The README, the Python and the vector documents are tried in order.
+    for document in ("README.md", "docs/python.md", "docs/vector.md"):
+        assert (document, "run") in ran and (document, "start") in ran, document
 
 
-@pytest.mark.parametrize("index", range(len(snippets("Python"))))
-def test_python_section_snippets_run_against_serve(serve, index):
-    url, _ = serve
-    code = snippets("Python")[index]
-    assert ADDRESS in code
-    done = run_snippet(code, url)
-    assert done.returncode == 0, done.stderr
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_snippets_run_in_the_order_the_document_gives_them(document, tmp_path):
+    addresses: Dict[str, str] = {}
+    servers, hosts = [], []
 
+    def localize(code: str, what: str) -> str:
+        missing = sorted({m.group(0) for m in LOCAL.finditer(code)} - set(addresses))
+        assert not missing, f"{document}: {what} needs {missing}, which no block above it starts"
+        return LOCAL.sub(lambda m: addresses[m.group(0)], code)
 
-def test_serve_a_python_simulator_snippet_hosts_until_ctrl_c():
-    (code,) = snippets("Serve a Python simulator")
-    assert "import gymnasium" in code and "FromGymnasiumEnv" in code
-    host = subprocess.Popen([sys.executable, "-c", code.replace("8765", "0")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=REPO)
     try:
-        url = host.stdout.readline().strip()
-        assert url.startswith("ws://127.0.0.1:"), host.stderr.read() if host.poll() is not None else url
-        import unienv_remote
-        client = unienv_remote.RemoteClient.connect(url)
-        env = client.env("pendulum")
-        env.reset(seed=0)
-        obs, reward, *_ = env.step([0.5])
-        assert obs.shape == (3,)
-        client.close()
-        host.send_signal(signal.SIGINT)
-        assert host.wait(timeout=30) == 0
-        log = host.stderr.read()
-        assert "session opened" in log and "server closed" in log, log
+        for number, (mark, language, code) in enumerate(blocks(document)):
+            what = f"block {number} ({code.strip().splitlines()[0]!r})"
+            if mark == "start" and language == "sh":
+                started = [line for line in code.splitlines() if line.startswith("unienv-remote serve")]
+                assert started, f"{document}: {what} starts nothing"
+                for line in started:
+                    port, args = serve_args(line)
+                    log = open(tmp_path / f"serve-{port}.log", "w")
+                    url, server = start_serve(*args, stderr=log)
+                    log.close()
+                    servers.append(server)
+                    addresses[f"ws://127.0.0.1:{port}"] = url
+            elif mark == "start" and language == "python":
+                listen = re.search(r'listen\("127\.0\.0\.1", (\d+)\)', code)
+                assert listen, f"{document}: {what} listens nowhere"
+                log_path = tmp_path / f"host-{listen.group(1)}.log"
+                host = subprocess.Popen([sys.executable, "-c", code.replace(listen.group(0), 'listen("127.0.0.1", 0)')],
+                                        stdout=subprocess.PIPE, stderr=open(log_path, "w"), text=True, cwd=REPO)
+                hosts.append((host, log_path, what))
+                url = host.stdout.readline().strip()
+                assert url.startswith("ws://127.0.0.1:"), f"{document}: {what}: {log_path.read_text()}"
+                addresses[f"ws://127.0.0.1:{listen.group(1)}"] = url
+            elif mark == "run" and language == "sh":
+                for line in localize(code, what).splitlines():
+                    words = shlex.split(line, comments=True)
+                    if not words:
+                        continue
+                    assert words[0] == "unienv-remote", f"{document}: {what}: only unienv-remote commands run"
+                    done = subprocess.run([str(our_binary()), *words[1:]], capture_output=True, text=True,
+                                          timeout=120, cwd=tmp_path)
+                    assert done.returncode == 0, f"{document}: {line}:\n{done.stderr}"
+            elif mark == "run":
+                assert language == "python", f"{document}: {what}: only python and sh blocks run"
+                done = subprocess.run([sys.executable, "-c", localize(code, what)], capture_output=True, text=True,
+                                      timeout=300, cwd=tmp_path)
+                assert done.returncode == 0, f"{document}: {what}:\n{done.stderr}"
+        for host, log_path, what in hosts:
+            host.send_signal(signal.SIGINT)
+            assert host.wait(timeout=30) == 0, f"{document}: {what}: {log_path.read_text()}"
+            # It logs to stderr at INFO without any logging configured.
+            assert "server closed" in log_path.read_text(), log_path.read_text()
     finally:
-        if host.poll() is None:
-            host.kill()
-            host.wait()
-        host.stdout.close()
-        host.stderr.close()
+        for host, _, _ in hosts:
+            if host.poll() is None:
+                host.kill()
+                host.wait()
+            host.stdout.close()
+        for server in servers:
+            stop_serve(server)
+
+
+def test_the_install_commands_are_locked_and_say_how_to_watch_the_build():
+    readme = (REPO / "README.md").read_text()
+    assert "cargo install --locked --path ." in readme
+    assert "pip install -v ./python" in readme and "[gymnasium]" in readme and "[vector]" in readme
+    assert "3 minutes" in readme
+    # The two commands are on the first screen.
+    first_screen = "\n".join(readme.splitlines()[:40])
+    assert "unienv-remote serve" in first_screen and "./scripts/test.sh" in first_screen
 
 
 def test_a_missing_extra_names_the_extra():

@@ -517,7 +517,7 @@ def test_recv_restarts_with_the_others_gathered(socket_dir: Path) -> None:
         assert none == {} and restarts == {0: 1, 2: 1}, restarts
         for i in (1, 3):
             assert got[i][:20] == expected[i][:20], i
-        for i in (0, 2):  # identical until cut (within 13 results: killed at round 12), then one report
+        for i in (0, 2):  # identical until cut (within 13 results: killed before recv call 12), then one report
             cut = got[i].index("restart")
             assert cut <= 13 and got[i][:cut] == expected[i][:cut] and "restart" not in got[i][cut + 1:]
     finally:

@@ -40,8 +40,8 @@ Semantics are UniEnv's batched ones, not Gymnasium's vector env:
 Stepping runs on ``threads`` threads, each stepping a contiguous slice of the
 sub-envs; this pays only for simulators that release the GIL for most of
 their step. The default is sequential stepping (``threads=1``): measured on
-the benchmark machine (``benches/throughput.py``, BENCHMARKS.md "Throughput at
-scale") a batch of 8 ``HalfCheetah-v5`` — MuJoCo releases the GIL in
+the benchmark machine (``benches/throughput.py``, BENCHMARKS.md, "Vector envs
+and throughput") a batch of 8 ``HalfCheetah-v5`` — MuJoCo releases the GIL in
 ``mj_step``, but a Gymnasium MuJoCo env spends most of its step in Python —
 gained nothing from 2 threads, and Pendulum loses.
 """

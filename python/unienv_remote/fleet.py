@@ -9,7 +9,7 @@ loop stays the same::
     envs = ProcessVectorEnv([lambda: gymnasium.make("HalfCheetah-v5")] * 16)
 
 It is the configuration this project measures fastest on one machine (its
-README, "Keep every server busy"; BENCHMARKS.md): the envs split evenly
+docs/vector.md, "Keep every server busy"; BENCHMARKS.md): the envs split evenly
 over ``servers`` processes (by default one per vCPU this process may use),
 each pinned to a vCPU of its own, reached over Unix domain sockets, its
 share stepped as ``BatchedEnv`` resources (one request per resource per

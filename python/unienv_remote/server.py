@@ -106,7 +106,7 @@ class RemoteServer:
       raises ``ModuleNotFoundError``; recording does not need it, and warns
       once when it is missing here) or ``"npz"`` (one ``NPZStorage`` file
       per transition, loadable with unienv alone, far dearer to write). See
-      README, "Record every transition".
+      docs/recording.md.
     * ``metrics``: an address (``"127.0.0.1:9464"``, port 0 for any) at which
       the server's metrics are served in the Prometheus text format, from the
       first ``listen``/``connect`` on; ``metrics_url`` is then
@@ -121,7 +121,7 @@ class RemoteServer:
       e.g. ``[0]``; default ``None``, wherever the OS schedules them. With
       several server processes beside a learner on one machine, one server
       process per vCPU (``cpus=[i % os.cpu_count()]``, the learner unpinned)
-      steps faster, the more so the busier the machine (BENCHMARKS.md, "h25q"). The
+      steps faster, the more so the busier the machine (BENCHMARKS.md, "Vector envs and throughput"). The
       calling (Python main) thread is left as it is. A CPU the machine does not
       have, or one outside the process's allowed set (``os.sched_getaffinity``),
       raises ``ValueError`` when the server starts (first

@@ -371,7 +371,7 @@ class RemoteVectorEnv(VectorEnv):
         self._healer = None if restart is None else Healer(restart, self._native, self._ranges, self.addresses)
         # NEXT_STEP: the envs whose last step ended (their next step is an autoreset).
         self._ended = np.zeros(self.num_envs, dtype=np.bool_)
-        # Learner-side recording (README, "Record every transition"): one call per reset/send/result.
+        # Learner-side recording (docs/recording.md): one call per reset/send/result.
         self._recorder = None if record_dir is None else _native.Recorder(
             os.fspath(record_dir), self._native.space_document("observation_space"),
             self._native.space_document("action_space"), self.num_envs,

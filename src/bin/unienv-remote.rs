@@ -3,7 +3,7 @@ use clap::Parser;
 
 /// mimalloc, as the Python package uses: it reuses freed memory per thread
 /// instead of going through glibc's arenas for every request's value trees
-/// and frames (BENCHMARKS.md, "Host side after the fast path").
+/// and frames (BENCHMARKS.md, "Round trips").
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -1,7 +1,7 @@
 //! `load --hostile N`: attackers that run beside the well-behaved controllers
 //! and observers of `load`, over loopback, each in a loop until the end of
 //! the run (reconnecting whenever the server drops them). They are the
-//! vectors of issue 15:
+//! hostile-peer vectors of RELIABILITY.md ("Hostile peers"):
 //!
 //! - `v-first`: an envelope of `--hostile-mib` MiB whose tagged nodes put
 //!   `"v"` before `"t"`, nested 60 deep around a list of zeros, without hello;

@@ -101,7 +101,7 @@ pub struct ServeArgs {
     pub unix: Option<PathBuf>,
     /// Run the server's threads on these CPUs only (0, 0,1 or 0-3). With several server
     /// processes beside a learner on one machine, one server process per vCPU (learner unpinned)
-    /// steps faster, the more so the busier the machine (BENCHMARKS.md, h25q).
+    /// steps faster, the more so the busier the machine (BENCHMARKS.md, "Vector envs and throughput").
     #[arg(long, value_name = "LIST", value_parser = placement::parse_cpus)]
     pub cpus: Option<placement::CpuList>,
 }

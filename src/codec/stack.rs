@@ -89,7 +89,8 @@ fn stack_arrays(arrays: &[&NdArray]) -> Option<NdArray> {
         if a.dtype().to_native() != dtype || a.shape() != first.shape() {
             return None;
         }
-        // Native rows are copied as they are (no per-row clone: h25l).
+        // Native rows are copied as they are (no per-row clone: BENCHMARKS.md,
+        // "Vector envs and throughput").
         if a.dtype().is_native() {
             data.extend_from_slice(a.as_bytes());
         } else {
@@ -109,7 +110,7 @@ pub fn stack_filled(items: &[Option<Value>]) -> Value {
         return Value::Null;
     };
     // The zeros are built only when an entry is missing (not on every
-    // vector step: h25l, learner CPU per env step).
+    // vector step: BENCHMARKS.md, "Vector envs and throughput").
     let filler = if items.iter().any(Option::is_none) {
         zeros_like(template)
     } else {

@@ -3,7 +3,7 @@
 //!
 //! A push appends under a lock and, most of the time, wakes nobody: the
 //! writer is woken (one futex wake, 10–25 µs on the caller's side on a VM,
-//! BENCHMARKS.md "h25s") only by an event that must be written promptly
+//! BENCHMARKS.md, "Vector envs and throughput") only by an event that must be written promptly
 //! ([`Urgent`]; for the recorder's events: an episode's end, a reset, a
 //! flush, a close, the stop), when [`WAKE_EVENTS`] wait, or when the writer sleeps idle (the
 //! first event after a pause). Otherwise it takes what waits every

@@ -6,11 +6,11 @@
 //! On Linux the two names are exchanged (`renameat2(RENAME_EXCHANGE)`):
 //! the file replaced becomes the temporary file, which the next commit
 //! overwrites in place, so a commit allocates no inode (what creating a
-//! file mostly costs on a busy ext4, BENCHMARKS.md "h28p"). Both files are
+//! file mostly costs on a busy ext4, BENCHMARKS.md, "Recording"). Both files are
 //! kept open between commits ([`Swapped`]): a commit is then one
 //! `pwrite` and one `renameat2` (an `ftruncate` too when the file
 //! shrinks), not `openat`, `write`, `ftruncate`, `close` and `renameat2`
-//! (BENCHMARKS.md "h28x"). Elsewhere, or where the file system cannot
+//! (BENCHMARKS.md, "Recording"). Elsewhere, or where the file system cannot
 //! swap, a rename.
 
 use std::fs::File;

@@ -125,7 +125,7 @@ pub struct ServerConfig {
     /// `on_thread_start`, as `unienv-remote serve --cpus` and the Python
     /// `RemoteServer(cpus=...)` do. Pays when several server processes
     /// share a machine with a learner: one server process per vCPU, the
-    /// learner unpinned (BENCHMARKS.md, "h25q"). An empty list, a CPU the
+    /// learner unpinned (BENCHMARKS.md, "Vector envs and throughput"). An empty list, a CPU the
     /// machine does not have or one outside the process's allowed set is
     /// refused by [`ServerConfig::validate`]; so is any placement where
     /// threads cannot be pinned (only Linux can).

@@ -3,8 +3,8 @@
 //!
 //! On a machine that runs several server processes beside a learner, each
 //! server pinned to a vCPU of its own steps faster, mostly at less CPU per
-//! step, the more so the busier the machine (BENCHMARKS.md, "h25m" and
-//! "h25q"): its domain thread is never migrated
+//! step, the more so the busier the machine (BENCHMARKS.md, "Vector envs
+//! and throughput"): its domain thread is never migrated
 //! and never waits behind another server's, and the hand-off between a
 //! runtime worker and the domain thread wakes a thread on the same CPU
 //! instead of interrupting another one (an inter-processor interrupt, which

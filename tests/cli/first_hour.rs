@@ -1,4 +1,4 @@
-//! A new user's first hour with the command line (issue 17): errors that
+//! A new user's first hour with the command line: errors that
 //! name the problem and the way out, output for scripts, envelopes for
 //! `inspect`, a server that survives a closed stdout and says what happens.
 

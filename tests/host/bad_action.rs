@@ -1,4 +1,4 @@
-//! What a bad action does to a hosted env (issue 17): a refusal before any
+//! What a bad action does to a hosted env: a refusal before any
 //! change (`HostError::invalid_argument`, the server's action-space check,
 //! `step` before `reset`) is a certain `invalid_request` and leaves the env
 //! usable; a failure after the simulator started changing its state keeps

@@ -1,4 +1,4 @@
-//! Hostile peers (issue 15), over real WebSocket connections on loopback:
+//! Hostile peers (RELIABILITY.md, "Hostile peers"), over real WebSocket connections on loopback:
 //! deadlines for hello and idle sessions, handshakes that cannot lock out a
 //! token holder, byte budgets (per connection, per server, per decoded tree,
 //! per ID), the message timeout, WebSocket close and opcode rules, and pongs

@@ -9,7 +9,7 @@
 //! browser fails with instructions unless `UNIENV_SKIP_BROWSER=1`.
 //! `UNIENV_VIEWER_SCREENSHOT=PATH` saves a PNG of the page.
 //!
-//! The benchmark of issue 18 is the ignored test `benchmark` (run with
+//! The viewer's benchmark is the ignored test `benchmark` (run with
 //! `cargo test --release --test viewer -- --ignored --nocapture browser::benchmark`).
 
 use crate::common;
@@ -592,7 +592,7 @@ impl FakePage {
     }
 }
 
-/// Issue 18's benchmark (not a timed test; figures in BENCHMARKS.md):
+/// The viewer's benchmark (not a timed test; figures in BENCHMARKS.md):
 /// `cargo test --release --test viewer -- --ignored --nocapture browser::benchmark`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a benchmark: run explicitly, in release mode"]

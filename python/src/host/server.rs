@@ -444,9 +444,9 @@ impl PyServer {
         record_dir: Option<std::path::PathBuf>,
         max_connection_bytes: Option<usize>,
         max_server_bytes: Option<usize>,
-        // h28p (issue 28): the recording's storage writer (`None`: the default, Parquet), see python/src/record.rs.
+        // The recording's storage writer (`None`: the default, Parquet), see python/src/record.rs.
         record_format: Option<Bound<'_, PyAny>>,
-        // h25q (issue 25): the server's placement (`ServerConfig::cpus`).
+        // The server's placement (`ServerConfig::cpus`).
         cpus: Option<Vec<usize>>,
     ) -> PyResult<PyServer> {
         if let Some(dir) = &record_dir {

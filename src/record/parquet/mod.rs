@@ -60,7 +60,7 @@ const COMPRESSION: &str = "snappy";
 /// row groups already encoded (only the commit's rows are encoded). At
 /// 256 KiB instead of 64 KiB a recording creates a quarter of the files
 /// for about the same instructions; at 1 MiB the rewrites cost more than
-/// the files saved (BENCHMARKS.md, "h28y"). Pendulum's transitions (10
+/// the files saved (BENCHMARKS.md, "Recording"). Pendulum's transitions (10
 /// float64) get 2048-row pieces.
 pub fn piece_size(row_bytes: usize, piece_bytes: usize) -> usize {
     let rows = (piece_bytes / row_bytes.max(1)).max(1);

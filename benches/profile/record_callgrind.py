@@ -8,7 +8,7 @@ what is left is the per-transition cost of the hook (``reset``/``sent``/
 ``stepped``), the queue, and the writer thread (rows, Parquet or NPZ files,
 commits); the set-up (interpreter, buffers' creation) cancels out.
 
-    valgrind --tool=callgrind --callgrind-out-file=cg.%p .venv-ref/bin/python benches/record_callgrind.py \\
+    valgrind --tool=callgrind --callgrind-out-file=cg.%p .venv-ref/bin/python benches/profile/record_callgrind.py \\
         --steps 50 --dir /dev/shm/rec --format parquet
     (the same with --steps 450), then callgrind_annotate each: (Ir(450) - Ir(50)) / (16 * 400 - ...)
 

@@ -1,12 +1,12 @@
 """Where a simulator's time goes inside our server, and the ceiling of any remote design here.
 
-    .venv-ref/bin/python benches/ceiling.py [--sims Pendulum-v1,HalfCheetah-v5] [--seconds 2] [--rounds 3]
+    .venv-ref/bin/python benches/profile/ceiling.py [--sims Pendulum-v1,HalfCheetah-v5] [--seconds 2] [--rounds 3]
 
 Two parts, every figure measured in this one run (medians of ``--rounds``
 interleaved rounds of ``--seconds`` each), with the load average before and
 after:
 
-1. **A sub-env's own ``step``, in each setting** (issue 25's puzzle: the
+1. **A sub-env's own ``step``, in each setting** (the puzzle: the
    server's CPU per env step is well above the simulator's in-process cost).
    Every Gymnasium env is wrapped in :class:`Timed`, which accumulates the
    wall time (``perf_counter_ns``) and the thread's CPU time
@@ -61,9 +61,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-import numpy as np
-
-from throughput import process_cpu, send_recv, stop_process
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np  # noqa: E402
+from throughput import process_cpu, send_recv, stop_process  # noqa: E402
 
 URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
 

@@ -1,12 +1,13 @@
-"""The learner's side of issue 25's throughput: CPU per env step of the
+"""The learner's side of throughput (BENCHMARKS.md, "Vector envs and
+throughput"): CPU per env step of the
 process that drives ``RemoteVectorEnv`` (not the servers'), and the
 stragglers' asynchronous ``recv`` against lockstep ``step``; and the batched
 fleet driven EnvPool's way (``pendulum-recv``: ``batch_size=8``, one server's
 batch per ``recv``); and the HalfCheetah fleets (``cheetah-batched``,
 ``cheetah-single``), whose steps return infos.
 
-    .venv-ref/bin/python benches/learner_side.py [--seconds 2] [--rounds 3] [--only NAME,...]
-    .venv-ref/bin/python benches/learner_side.py --profile NAME   # cProfile of one configuration
+    .venv-ref/bin/python benches/profile/learner_side.py [--seconds 2] [--rounds 3] [--only NAME,...]
+    .venv-ref/bin/python benches/profile/learner_side.py --profile NAME   # cProfile of one configuration
 
 Servers are ``benches/throughput.py --serve`` processes (2 of them, our
 Python ``RemoteServer``), the same resources as that script. Per
@@ -28,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from throughput import N, STRAGGLERS, Measured, ServerProcess, lockstep, send_recv  # noqa: E402
 
 
