@@ -152,7 +152,7 @@ def test_halfcheetah_infos_equal_sync_vector_envs(monkeypatch: pytest.MonkeyPatc
         server.close()
 
 
-# -- the extension's gather (python/src/vector_infos.rs) against SyncVectorEnv --
+# -- the extension's gather (python/src/client/vector_infos.rs) against SyncVectorEnv --
 
 INFO_CASES = {
     "floats": lambda i, t: {"a": 0.5 * i + t, "b": -1.0 * t},

@@ -382,7 +382,7 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         return f"<BatchedEnv of {len(self._subs)}: {self._subs[0].env}>"
 
 
-# -- the host's fast path for one FromGymnasiumEnv (python/src/single.rs) ------------
+# -- the host's fast path for one FromGymnasiumEnv (python/src/host/fast.rs) ------------
 
 
 def _native_single_plan(env: Any) -> Optional[Tuple[gymnasium.Env, Space, Space]]:

@@ -155,7 +155,7 @@ def _gather_infos(builder: Any, env_infos: Union[Sequence[Dict[str, Any]], Dict[
     (nested dicts, other objects, keys that differ or start with ``_``,
     ``final_obs``, mixed types) goes through ``_add_info`` env by env.
     A dict is a step's infos that the extension gathered the same way
-    (``python/src/vector_infos.rs``): returned as it is."""
+    (``python/src/client/vector_infos.rs``): returned as it is."""
     if isinstance(env_infos, dict):
         return env_infos  # a step's infos the extension gathered already (same layout)
     sizes = list(map(len, env_infos))

@@ -444,7 +444,7 @@ impl PyServer {
         record_dir: Option<std::path::PathBuf>,
         max_connection_bytes: Option<usize>,
         max_server_bytes: Option<usize>,
-        // The recording's storage writer (`None`: the default, Parquet), see python/src/record.rs.
+        // The recording's storage writer (`None`: the default, Parquet), see python/src/client/record.rs.
         record_format: Option<Bound<'_, PyAny>>,
         // The server's placement (`ServerConfig::cpus`).
         cpus: Option<Vec<usize>>,
