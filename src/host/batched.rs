@@ -22,7 +22,8 @@ use super::args::{ResetArgs, ResetResult, StepResult};
 use super::error::{HostError, HostResult};
 use super::space::{BinarySpace, BoxSpace, DictSpace, DynamicBoxSpace, Space};
 use super::traits::Env;
-use crate::codec::stack::{stack, stack_filled, unstack};
+use crate::codec::stack::{stack, unstack};
+use crate::codec::vector_info;
 use crate::codec::{Dict, NdArray, Value};
 
 /// N environments as one batched env (see the [module docs](self)).
@@ -82,65 +83,6 @@ pub fn batch_space(space: &Space, n: usize) -> Space {
         Space::Batched(b) => Space::batched(b.single_space.clone(), front(n, &b.batch_shape)),
         Space::Text(_) | Space::Union(_) => Space::batched(space.clone(), vec![n]),
     }
-}
-
-/// Gymnasium's vector info layout for `n` envs from their infos
-/// (`infos[k]` is env `indices[k]`'s): key `k` gets one entry per env —
-/// a `float64`, `int64` or `bool` array for numbers, the arrays stacked
-/// for arrays of one shape, a list (`None` where absent) otherwise — and
-/// `_k` the bool mask of the envs that have it; dicts nest.
-pub fn vector_info(n: usize, indices: &[usize], infos: &[Dict]) -> Dict {
-    let mut keys: Vec<&str> = Vec::new();
-    for d in infos {
-        for k in d.keys() {
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-    }
-    let mut out = Dict::with_capacity(2 * keys.len());
-    for key in keys {
-        let mut values: Vec<Option<&Value>> = vec![None; n];
-        for (&i, d) in indices.iter().zip(infos) {
-            if let (Some(slot), Some(v)) = (values.get_mut(i), d.get(key)) {
-                *slot = Some(v);
-            }
-        }
-        let mask: Vec<bool> = values.iter().map(Option::is_some).collect();
-        let present: Vec<&Value> = values.iter().flatten().copied().collect();
-        let column = if present.iter().all(|v| matches!(v, Value::Dict(_))) {
-            let (idx, dicts): (Vec<usize>, Vec<Dict>) = values
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| v.and_then(Value::as_dict).map(|d| (i, d.clone())))
-                .unzip();
-            Value::Dict(vector_info(n, &idx, &dicts))
-        } else if present.iter().all(|v| {
-            matches!(
-                v,
-                Value::Float(_) | Value::Int(_) | Value::Bool(_) | Value::Array(_)
-            )
-        }) && same_kind(&present)
-        {
-            stack_filled(&values.iter().map(|v| v.cloned()).collect::<Vec<_>>())
-        } else {
-            Value::List(
-                values
-                    .iter()
-                    .map(|v| v.cloned().unwrap_or(Value::Null))
-                    .collect(),
-            )
-        };
-        out.insert(key, column);
-        out.insert(format!("_{key}"), NdArray::from_vec(mask));
-    }
-    out
-}
-
-/// Whether the values are all of one scalar kind, or all arrays.
-fn same_kind(values: &[&Value]) -> bool {
-    let kind = |v: &Value| std::mem::discriminant(v);
-    values.windows(2).all(|w| kind(w[0]) == kind(w[1]))
 }
 
 impl<E: Env> BatchedEnv<E> {
@@ -226,7 +168,7 @@ impl<E: Env> Env for BatchedEnv<E> {
         Ok(ResetResult::new(
             context,
             stack(&observations.iter().collect::<Vec<_>>()),
-            vector_info(n, &indices, &infos),
+            vector_info::gather(n, &indices, &infos),
         ))
     }
 
@@ -270,7 +212,7 @@ impl<E: Env> Env for BatchedEnv<E> {
             NdArray::from_vec(rewards),
             NdArray::from_vec(terminated),
             NdArray::from_vec(truncated),
-            vector_info(n, &indices, &infos),
+            vector_info::gather(n, &indices, &infos),
         ))
     }
 
@@ -462,7 +404,7 @@ mod tests {
         let b = Dict::new()
             .with("s", "b")
             .with("d", Dict::new().with("k", true));
-        let info = vector_info(3, &[0, 2], &[a, b]);
+        let info = vector_info::gather(3, &[0, 2], &[a, b]);
         assert_eq!(
             info.get("x")
                 .and_then(Value::as_array)
