@@ -288,8 +288,9 @@ class VectorEnv:
         seeds: Sequence[Optional[int]],
         options: Optional[object] = None,
         mask: Optional[Sequence[bool]] = None,
-    ) -> Tuple[Any, List[Dict[str, Any]], _VectorErrors, NDArray[Any]]:
-        """Resets the envs; ``(observation, infos, errors, mask)``."""
+    ) -> Tuple[Any, _VectorInfos, _VectorErrors, NDArray[Any]]:
+        """Resets the envs; ``(observation, infos, errors, mask)``, ``infos`` as in ``VectorStep``
+        (the envs not reset left out of a gathered dict)."""
     def step_async(self, actions: object) -> None:
         """Sends every env's step at once and returns."""
     def step_wait(

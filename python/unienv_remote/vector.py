@@ -134,81 +134,21 @@ class _InfoBuilder:
         self.num_envs = num_envs
 
 
-#: The scalar types an info column may be gathered from in one assignment
-#: (`numpy.bool_` is no `numpy.number`: `_add_info` gives it an object array).
-_SCALARS = frozenset((int, float, bool, np.float64, np.float32, np.float16, np.int64, np.int32, np.int16, np.int8,
-                      np.uint64, np.uint32, np.uint16, np.uint8))
-
-
 def _gather_infos(builder: Any, env_infos: Union[Sequence[Dict[str, Any]], Dict[str, Any]],
                   used: Optional[Any] = None) -> Dict[str, Any]:
-    """Gymnasium's ``_add_info`` of every env's info in env order (envs whose
-    info is empty, or false in ``used``, a bool sequence or array, left
-    out), the same dict to the byte.
-
-    When the infos that are there share their keys and each key's values
-    share one type (a scalar type, or arrays of one dtype and shape: what a
-    simulator reports step after step, as HalfCheetah's four), each column is
-    written in one assignment, as ``_add_info`` would write it value by
-    value: ``zeros(num_envs, type)`` (``(num_envs, *shape)``, the array's
-    dtype), the values at the envs' indices, a mask true there. Anything else
-    (nested dicts, other objects, keys that differ or start with ``_``,
-    ``final_obs``, mixed types) goes through ``_add_info`` env by env.
-    A dict is a step's infos that the extension gathered the same way
-    (``python/src/client/vector_infos.rs``): returned as it is."""
+    """Gymnasium's vector info dict of a step's or reset's infos: a dict is
+    what the extension gathered already (``python/src/client/vector_infos.rs``,
+    the regular case, equal to Gymnasium's to the byte:
+    ``python/tests/test_vector_infos.py``) and is returned as it is; one dict
+    per env goes through Gymnasium's own ``_add_info`` in env order (envs
+    whose info is empty, or false in ``used``, a bool sequence or array,
+    left out)."""
     if isinstance(env_infos, dict):
-        return env_infos  # a step's infos the extension gathered already (same layout)
-    sizes = list(map(len, env_infos))
-    if used is None:
-        present = [i for i, size in enumerate(sizes) if size]
-        sizes_present = set(sizes)
-        sizes_present.discard(0)
-    else:
-        present = [i for i, size in enumerate(sizes) if size and used[i]]
-        sizes_present = {sizes[i] for i in present}
-    if not present:
-        return {}
-    first = env_infos[present[0]]
-    n = builder.num_envs
-    columns: List[Tuple[str, np.ndarray]] = []
-    try:
-        whole = len(sizes_present) == 1 and "final_obs" not in first
-        for key, value in first.items() if whole else ():
-            # Equal sizes: the same keys, unless a lookup fails (KeyError).
-            column = [env_infos[i][key] for i in present]
-            kind = type(value)
-            if key[:1] == "_" or len(set(map(type, column))) != 1:
-                whole = False
-            elif kind in _SCALARS:
-                columns.append((key, np.array(column, dtype=kind)))
-            elif kind is np.ndarray:
-                values = np.array(column)  # ValueError: arrays of other shapes
-                whole = values.dtype == value.dtype and values.shape[1:] == value.shape
-                columns.append((key, values))
-            else:
-                whole = False
-            if not whole:
-                break
-    except (KeyError, ValueError):
-        whole = False
-    if whole:
-        infos: Dict[str, Any] = {}
-        if len(present) == n:
-            ones = np.ones(n, dtype=np.bool_)
-            for key, values in columns:
-                infos[key], infos[f"_{key}"] = values, ones.copy()
-            return infos
-        where = np.array(present)
-        for key, values in columns:
-            array = np.zeros((n, *values.shape[1:]), dtype=values.dtype)
-            array[where] = values
-            mask = np.zeros(n, dtype=np.bool_)
-            mask[where] = True
-            infos[key], infos[f"_{key}"] = array, mask
-        return infos
+        return env_infos
     gathered: Dict[str, Any] = {}
-    for i in present:
-        gathered = builder._add_info(gathered, env_infos[i], i)
+    for i, info in enumerate(env_infos):
+        if info and (used is None or used[i]):
+            gathered = builder._add_info(gathered, info, i)
     return gathered
 
 

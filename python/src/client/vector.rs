@@ -344,7 +344,9 @@ impl PyVectorEnv {
 
     /// Resets the envs (those where `mask` is true, or all): one seed per
     /// env, `options` passed to every env as the `options` keyword.
-    /// Returns `(observation, infos, errors, mask)`.
+    /// Returns `(observation, infos, errors, mask)`, `infos` in Gymnasium's
+    /// vector layout when the extension can gather them (the envs not reset
+    /// left out), else one dict per env.
     #[pyo3(signature = (seeds, options = None, mask = None))]
     fn reset<'py>(
         &self,
@@ -375,7 +377,10 @@ impl PyVectorEnv {
             py,
             [
                 convert::to_py(py, &r.observation)?,
-                infos_to_py(py, &r.infos)?.into_any(),
+                match crate::client::vector_infos::gathered_reset(py, &r.infos, &mask)? {
+                    Some(gathered) => gathered.into_any(),
+                    None => infos_to_py(py, &r.infos)?.into_any(),
+                },
                 errors_to_py(py, &r.errors)?.into_any(),
                 array_to_py(py, NdArray::from_vec(mask))?,
             ],
