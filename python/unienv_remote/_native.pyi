@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 __all__ = [
     "BUILD_PROFILE", "PARQUET_PIECE_BYTES", "__version__", "encode", "decode", "Client", "Operation",
     "Subscription", "Server", "VectorEnv", "VectorStep", "Recorder", "coerce_action", "set_log_level", "flush_logs",
-    "stop_logs", "set_hooks",
+    "stop_logs", "set_hooks", "batch_infos",
 ]
 
 #: ``"debug"`` or ``"release"``: how the extension was compiled.
@@ -55,6 +55,10 @@ def flush_logs(timeout: float) -> None:
 
 def stop_logs() -> None:
     """Forwards what is queued (at most one second), then nothing more."""
+
+def batch_infos(n: int, indices: Sequence[int], infos: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """Gymnasium's vector info layout of ``n`` sub-envs from the infos of
+    those at ``indices`` (the crate's ``codec::vector_info::gather``)."""
 
 def set_hooks(hooks: Any) -> None:
     """Registers the package's ``NativeHooks`` (``unienv_remote/_hooks.py``),

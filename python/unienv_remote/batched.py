@@ -30,9 +30,11 @@ Semantics are UniEnv's batched ones, not Gymnasium's vector env:
   seeds (``None`` entries draw nothing), or ``None``. Other keyword arguments
   (``options=...``) go to every reset sub-env.
 * ``info`` follows Gymnasium's vector convention: key ``k`` holds one entry
-  per sub-env (an array of length N, or a list for values that are neither
-  numbers nor arrays) and ``_k`` is the bool mask of the sub-envs that
-  reported it; dicts nest. Only the reset sub-envs report infos of a reset.
+  per sub-env (an array of length N for numbers of one kind or arrays of one
+  shape, else a list with ``None`` where absent) and ``_k`` is the bool mask
+  of the sub-envs that reported it; dicts nest. Only the reset sub-envs
+  report infos of a reset. It is built by the crate's one implementation of
+  the layout (``_native.batch_infos``), the Rust host's ``BatchedEnv``'s too.
 * A sub-env that raises faults the whole batched env (UniEnv semantics: the
   resource's call fails): the exception propagates, and ``step`` refuses to
   run until every sub-env has been reset since.
@@ -62,6 +64,7 @@ from unienv_interface.space.space_utils import gym_utils
 from unienv_interface.space.space_utils.serialization_utils import space_to_json
 from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
 
+from . import _native
 from ._hooks import RequestRefused
 
 __all__ = ["BatchedEnv", "SubEnvFactory"]
@@ -122,34 +125,6 @@ class _Sub:
             return None, gym_utils.from_gym_data(self.observation_space, obs), info
         result: Tuple[Any, Any, Dict[str, Any]] = self.env.reset(seed=seed, **kwargs)
         return result
-
-
-def add_info(infos: Dict[str, Any], info: Dict[str, Any], index: int, n: int) -> Dict[str, Any]:
-    """Gymnasium's ``VectorEnv._add_info`` for ``n`` envs: puts sub-env
-    ``index``'s ``info`` into the batched ``infos`` (key ``k`` -> one entry per
-    env, ``_k`` -> bool mask; dicts nest). Values that are neither numbers nor
-    arrays go into a list (Gymnasium: an object array, which the wire cannot
-    carry)."""
-    for key, value in info.items():
-        if isinstance(value, dict):
-            array: Any = add_info(infos.get(key, {}), value, index, n)
-        else:
-            array = infos.get(key)
-            if array is None:
-                if type(value) in (int, float, bool) or isinstance(value, np.number):
-                    array = np.zeros(n, dtype=type(value))
-                elif isinstance(value, np.ndarray):
-                    array = np.zeros((n, *value.shape), dtype=value.dtype)
-                else:
-                    array = [None] * n
-            array[index] = value
-        mask = infos.get(f"_{key}")
-        if mask is None:
-            mask = np.zeros(n, dtype=np.bool_)
-        mask[index] = True
-        infos[key] = array
-        infos[f"_{key}"] = mask
-    return infos
 
 
 def _seeds(seed: Seeds, n: int) -> List[Optional[int]]:
@@ -329,10 +304,8 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         reward = np.asarray([r[1] for r in results], dtype=np.float64)
         terminated = np.asarray([bool(r[2]) for r in results], dtype=np.bool_)
         truncated = np.asarray([bool(r[3]) for r in results], dtype=np.bool_)
-        infos: Dict[str, Any] = {}
-        for i, r in enumerate(results):
-            if r[4]:
-                infos = add_info(infos, r[4], i, n)
+        reported = [i for i, r in enumerate(results) if r[4]]
+        infos = _native.batch_infos(n, reported, [results[i][4] for i in reported]) if reported else {}
         return obs, reward, terminated, truncated, infos
 
     def reset(self, *, mask: Optional[Any] = None, seed: Seeds = None,
@@ -359,10 +332,8 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         context = None
         if self.single_context_space is not None:
             context = sbu.concatenate(self.single_context_space, [r[0] for r in rows])
-        infos: Dict[str, Any] = {}
-        for i in indices:
-            if results[i][2]:
-                infos = add_info(infos, results[i][2], i, n)
+        reported = [i for i in indices if results[i][2]]
+        infos = _native.batch_infos(n, reported, [results[i][2] for i in reported]) if reported else {}
         return context, obs, infos
 
     def render(self) -> Optional[List[Any]]:

@@ -15,6 +15,7 @@ mod batched;
 mod descriptor;
 mod fast;
 mod hooks;
+mod infos;
 mod outcome;
 mod python;
 pub mod server;
@@ -23,6 +24,7 @@ pub mod server;
 pub fn register(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
     actions::register(m)?;
     hooks::register(m)?;
+    infos::register(m)?;
     server::register(m)?;
     Ok(())
 }
