@@ -11,12 +11,15 @@
 //! where they did not); keys come in the order they first appear; dicts
 //! nest, each with its own masks.
 //!
-//! The Python package builds the same layout where its objects are: the
-//! extension's `client/vector_infos.rs` (Python objects from a vector step,
-//! Gymnasium's exact dtypes), `vector.py`'s `_gather_infos` (through
-//! Gymnasium's own `_add_info`) and `batched.py`'s `add_info` (the Python
-//! `BatchedEnv`); `python/tests/test_vector_infos.py` and
-//! `test_vector_batched.py` pin them to this one and to Gymnasium's.
+//! Its users: the Rust host's `BatchedEnv` and the Python one (through the
+//! extension's `_native.batch_infos`) build the info they send with
+//! [`gather`]; the vector client splits a batched resource's info with
+//! [`split`] where it needs one dict per sub-env. The one shortcut beside
+//! it is the Python host's fast path for a `BatchedEnv` of Gymnasium envs
+//! (`python/src/host/batched.rs`), which writes flat float infos straight
+//! into this layout (`python/tests/test_batched_fast.py` pins it equal).
+//! The learner's dict (Gymnasium's own, with object arrays) is Gymnasium's
+//! `_add_info`, shortcut by the extension's `client/vector_infos.rs`.
 
 use crate::codec::stack::{stack_filled, unstack};
 use crate::codec::{DType, Dict, NdArray, ScalarKind, Value};
