@@ -1,6 +1,10 @@
 //! The Python host's side: `_native.Server` ([`server`]) hosting Python
-//! objects, their descriptors ([`descriptor`]), the action checks
-//! ([`actions`]) and the fast stepping paths ([`fast`], [`batched`]). It
+//! objects, their descriptors ([`descriptor`], with attribute lookups in
+//! [`attr`]), the action checks ([`actions`]), the fast stepping paths
+//! ([`fast`], [`batched`], sharing [`outcome`]), the calls back into the
+//! package ([`hooks`], the one way Rust reaches Python code by name),
+//! Python exceptions as host errors ([`python`]) and `BatchedEnv`'s info
+//! layout ([`infos`]). It
 //! builds on [`crate::common`], and on [`crate::client`] for the one in-memory
 //! client a server hands out (`Server.connect_memory`); the client never
 //! imports the host.
