@@ -472,3 +472,30 @@ def test_reset_infos_are_gathered_by_the_extension() -> None:
         envs.close()
         local.close()
         server.close()
+
+
+def test_two_recvs_with_gathered_infos_concatenate_row_by_row() -> None:
+    """A restart during ``recv`` merges two native results
+    (``restart.concat_results``): infos the extension gathered are split
+    back into rows first, so the merged infos gather as Gymnasium's
+    ``_add_info`` of every row."""
+    from unienv_remote import _native
+    from unienv_remote.restart import concat_results
+
+    rows = [{"x": 0.5, "n": 3, "ok": True, "v": np.arange(2.0)}, {},
+            {"x": 1.5, "n": 4, "ok": False, "v": np.ones(2)}]
+    gathered = {"x": np.array([0.5, 0.0, 1.5]), "_x": np.array([True, False, True]),
+                "n": np.array([3, 0, 4]), "_n": np.array([True, False, True]),
+                "ok": np.array([True, False, False]), "_ok": np.array([True, False, True]),
+                "v": np.stack([np.arange(2.0), np.zeros(2), np.ones(2)]), "_v": np.array([True, False, True])}
+    same(by_add_info(3, rows), gathered)
+    later = [{"x": 2.5, "n": 5, "ok": True, "v": np.full(2, 7.0)}]
+
+    def step(infos: Any, ids: List[int]) -> Any:
+        k = len(ids)
+        return _native.VectorStep(np.zeros((k, 1)), np.zeros(k), np.zeros(k, np.bool_), np.zeros(k, np.bool_),
+                                  infos, np.zeros(k, np.bool_), [], [], np.array(ids, np.int64))
+
+    merged = concat_results(step(gathered, [0, 1, 2]), step(later, [3]))
+    assert list(merged.env_id) == [0, 1, 2, 3]
+    same(by_add_info(4, rows + later), _gather_infos(_InfoBuilder(4), merged.infos))

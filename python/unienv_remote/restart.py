@@ -190,6 +190,25 @@ def _concat(a: Any, b: Any) -> Any:
     return np.concatenate([np.asarray(a), np.asarray(b)])
 
 
+def info_rows(infos: Any, count: int) -> List[Dict[str, Any]]:
+    """A native result's infos as one dict per row: a list as it is, or the
+    dict the extension gathered (Gymnasium's layout of flat columns) split
+    by its masks, each value as the row's own dict held it (a Python
+    ``float``/``int``/``bool`` for a 1-D ``float64``/``int64``/``bool``
+    column, else the row's array)."""
+    if not isinstance(infos, dict):
+        return list(infos)
+    rows: List[Dict[str, Any]] = [{} for _ in range(count)]
+    for key, column in infos.items():
+        mask = infos.get(f"_{key}")
+        if mask is None:
+            continue  # a mask itself
+        scalars = column.ndim == 1 and column.dtype in (np.float64, np.int64, np.bool_)
+        for j in np.flatnonzero(mask):
+            rows[j][key] = column[j].item() if scalars else column[j].copy()
+    return rows
+
+
 def concat_results(a: _native.VectorStep, b: _native.VectorStep) -> _native.VectorStep:
     """Two native ``recv`` results as one (``b``'s rows after ``a``'s)."""
     na, nb = len(a.env_id), len(b.env_id)
@@ -203,7 +222,7 @@ def concat_results(a: _native.VectorStep, b: _native.VectorStep) -> _native.Vect
     def cat(x: Any, y: Any) -> Any:
         return np.concatenate([np.asarray(x), np.asarray(y)])
 
-    infos: Any = list(a.infos) + list(b.infos)
+    infos: Any = info_rows(a.infos, na) + info_rows(b.infos, nb)
     return _native.VectorStep(obs, cat(a.reward, b.reward), cat(a.terminated, b.terminated),
                               cat(a.truncated, b.truncated), infos,
                               cat(a.autoreset, b.autoreset), finals, list(a.errors) + list(b.errors),
