@@ -45,8 +45,9 @@ class NativeHooks:
       itself, else ``None``; ``finish_single_step(obj, result)`` finishes a
       step whose result is not regular, as ``FromGymnasiumEnv.step`` does.
     * ``batch_step_plan(obj)``: at setup, the sub-envs of a ``BatchedEnv``
-      the host may step itself, else ``None``; ``batch_faulted(obj)`` before
-      each such step; ``complete_batch_step(obj, raw, errors)`` finishes a
+      the host may step itself, else ``None`` (before each such step the
+      host reads the batch's public ``faulted``); ``complete_batch_step(obj,
+      raw, errors)`` finishes a
       step whose sub-results are not all regular, as ``BatchedEnv.step``.
     * ``gymnasium_space(obj, name)``: a ``BatchedEnv``'s sub-envs' Gymnasium
       space ``name`` (for the action check's discrete bounds), else ``None``.
@@ -87,10 +88,6 @@ class NativeHooks:
             return None
         plan: Optional[List[Any]] = obj._native_step_plan()
         return plan
-
-    @staticmethod
-    def batch_faulted(obj: Any) -> bool:
-        return bool(obj._faulted)
 
     @staticmethod
     def complete_batch_step(obj: Any, raw: List[Any], errors: List[Tuple[int, BaseException]]) -> Tuple[Any, ...]:

@@ -163,6 +163,10 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
 
     ``threads``: how many threads step the sub-envs (1, the default, steps
     them in turn on the calling thread).
+
+    ``faulted`` (read-only) is true while a sub-env that raised has not been
+    reset since: ``step`` refuses to run then (our host reads it before
+    stepping the batch itself).
     """
 
     def __init__(self, factories: Sequence[SubEnvFactory], *, threads: int = 1) -> None:
@@ -205,7 +209,7 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         # Sub-envs to reset before the batch may step again (after a fault),
         # and whether there is any (read by our host before its fast path).
         self._must_reset = np.zeros(n, dtype=np.bool_)
-        self._faulted = False
+        self.faulted: bool = False
 
     @property
     def sub_envs(self) -> List[Union[Env, gymnasium.Env]]:
@@ -283,7 +287,7 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
                 future.result()
         if errors:
             self._must_reset[:] = True
-            self._faulted = True
+            self.faulted = True
             errors.sort(key=lambda item: item[0])
             _raise_first(errors)
         return results
@@ -324,7 +328,7 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         subs = self._subs
         results = self._run(lambda i: subs[i].reset(seeds[i], kwargs), indices)
         self._must_reset[indices] = False
-        self._faulted = bool(self._must_reset.any())
+        self.faulted = bool(self._must_reset.any())
         rows = [results[i] for i in indices]
         if not rows:
             return None, None, {}

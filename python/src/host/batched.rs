@@ -387,8 +387,13 @@ impl FastBatch {
         if action.shape().first() != Some(&n) {
             return None;
         }
-        // A faulted batch: `step` itself refuses it, with its message.
-        if hooks::batch_faulted(obj).unwrap_or(true) {
+        // A faulted batch (its public `faulted`): `step` itself refuses it,
+        // with its message.
+        if obj
+            .getattr(intern!(obj.py(), "faulted"))
+            .and_then(|f| f.is_truthy())
+            .unwrap_or(true)
+        {
             return None;
         }
         Some(self.run(obj, action, max_message_size))

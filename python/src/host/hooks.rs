@@ -2,7 +2,9 @@
 //! object `unienv_remote/_hooks.py` registers once at import
 //! (`_native.set_hooks(HOOKS)`), an instance of its `NativeHooks`.
 //!
-//! Nothing else of the package is called by name from Rust. The calls, all
+//! Nothing else of the package is called by name from Rust (the one
+//! attribute read is a `BatchedEnv`'s public `faulted`, before each batched
+//! step [`super::batched`] does itself). The calls, all
 //! made with the GIL held on a domain's worker (or at the host's setup):
 //!
 //! | function here | hook | when |
@@ -14,7 +16,6 @@
 //! | [`single_step_plan`] | `single_step_plan(obj)` | setup: may [`super::fast`] step this `FromGymnasiumEnv`? |
 //! | [`finish_single_step`] | `finish_single_step(obj, result)` | a single step whose result is not regular |
 //! | [`batch_step_plan`] | `batch_step_plan(obj)` | setup: the sub-envs of a `BatchedEnv` [`super::batched`] may step |
-//! | [`batch_faulted`] | `batch_faulted(obj)` | before each batched step done here |
 //! | [`complete_batch_step`] | `complete_batch_step(obj, raw, errors)` | a batched step whose sub-results are not all regular |
 //! | [`gymnasium_space`] | `gymnasium_space(obj, name)` | the action check parsing a `BatchedEnv`'s space |
 
@@ -134,12 +135,6 @@ pub(crate) fn batch_step_plan(obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<Py<
     }
     let list = plan.cast::<PyList>()?;
     Ok(Some(list.iter().map(Bound::unbind).collect()))
-}
-
-/// Whether a `BatchedEnv` is faulted (its `step` refuses to run).
-pub(crate) fn batch_faulted(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-    let py = obj.py();
-    call(py, intern!(py, "batch_faulted"), (obj,))?.is_truthy()
 }
 
 /// The rest of `BatchedEnv.step` after the host stepped every sub-env.
