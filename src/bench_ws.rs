@@ -32,7 +32,7 @@ pub async fn accept(
 
 /// The client handshake to `url` (`ws://host:port/path`).
 pub async fn connect(url: &str, max_message: usize) -> Result<(Reader, Writer), String> {
-    ws::connect(url, &[], max_message)
+    ws::connect_with(url, &[], max_message, None)
         .await
         .map(halves)
         .map_err(|e| e.to_string())

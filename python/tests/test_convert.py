@@ -270,3 +270,82 @@ def test_bad_frames_are_codec_errors(frame):
         REF.decode(frame)
     with pytest.raises(CodecError):
         _native.decode(frame)
+
+
+def test_large_dicts_convert_in_linear_time():
+    """A 200,000-key dict: building the value tree once compared every new
+    key with every earlier one (minutes at this size, even optimised); now
+    keys are indexed. The bound is loose on purpose: it only tells linear
+    (well under a second of work) from quadratic (minutes)."""
+    import time
+
+    n = 200_000
+    value = {"x": {f"k{i}": i for i in range(n)}}
+    start = time.perf_counter()
+    frame = _native.encode(value)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 30, f"{elapsed:.1f} s to convert {n} keys"
+    assert frame == REF.encode(value)
+    start = time.perf_counter()
+    back = _native.decode(frame)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 30, f"{elapsed:.1f} s to decode {n} keys"
+    assert back == value
+
+
+class _CountedGraph(GraphInstance):
+    """A graph whose fields count how often the conversion reads them."""
+
+    reads = 0
+
+    def __getattribute__(self, name):
+        if name in ("n_nodes", "n_edges", "nodes_features", "edges_features", "edges"):
+            type(self).reads += 1
+        return super().__getattribute__(name)
+
+
+def test_over_limit_value_is_refused_before_it_is_converted_whole():
+    """1,000 graphs of 1 KiB each under a 16 KiB limit: the conversion stops
+    at the graph that passes the limit, not after reading all of them."""
+    items = [
+        _CountedGraph(n_nodes=np.int64(4), nodes_features=np.zeros(128))
+        for _ in range(1000)
+    ]
+    _CountedGraph.reads = 0
+    with pytest.raises(CodecError, match="exceeds the limit of 16384 bytes"):
+        _native.encode(items, 16384)
+    # Each graph is five field reads; about 16 graphs fit under the limit.
+    assert 0 < _CountedGraph.reads <= 5 * 20, _CountedGraph.reads
+
+
+def test_long_float_list_is_refused_early():
+    """Python floats count at least one byte each: a list of a million under
+    a 64 KiB limit is refused with the size it was stopped at."""
+    with pytest.raises(CodecError, match=r"at least 65537 bytes exceeds the limit of 65536"):
+        _native.encode([0.5] * 1_000_000, 65536)
+
+
+def test_a_call_argument_over_the_limit_is_refused_before_it_is_converted_whole() -> None:
+    """A client's call argument is converted against the connection's
+    message limit: refused after about the limit's worth, not read whole."""
+    import gymnasium
+    from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
+
+    import unienv_remote
+
+    server = unienv_remote.RemoteServer(idle_timeout=None, max_message_size=16384)
+    server.register("e", FromGymnasiumEnv(gymnasium.make("Pendulum-v1")))
+    client = unienv_remote.RemoteClient.connect(server.listen("127.0.0.1", 0), max_message_size=16384)
+    try:
+        items = [
+            _CountedGraph(n_nodes=np.int64(4), nodes_features=np.zeros(128))
+            for _ in range(1000)
+        ]
+        _CountedGraph.reads = 0
+        with pytest.raises(CodecError, match="exceeds the limit of 16384 bytes"):
+            client.call("e", "step", items)
+        assert 0 < _CountedGraph.reads <= 5 * 20, _CountedGraph.reads
+        client.env("e").reset(seed=0)  # nothing was sent: the connection serves on
+    finally:
+        client.close()
+        server.close()

@@ -374,3 +374,136 @@ def test_an_unclosed_env_with_a_restart_policy_ends_its_servers_when_dropped() -
         assert gone(pids)
     finally:
         gc.enable()
+
+
+def _learner(script: str, **kwargs: Any) -> "subprocess.Popen[str]":
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], text=True, **kwargs)
+
+
+def test_its_servers_end_when_it_is_killed_while_a_factory_hangs(tmp_path: Any) -> None:
+    """A learner killed with SIGKILL while one server's factory hangs (that
+    server still starting, the other serving): both servers end within a
+    few seconds (their life line is read by a thread of its own)."""
+    script = f"""
+        import os, time, gymnasium
+        from unienv_remote import ProcessVectorEnv
+
+        def make(hang):
+            def factory():
+                with open(os.path.join({str(tmp_path)!r}, f"{{os.getpid()}}.{{hang}}"), "w"):
+                    pass
+                if hang:
+                    time.sleep(600)
+                return gymnasium.make("CartPole-v1")
+            return factory
+
+        ProcessVectorEnv([make(False), make(True)], servers=2)
+    """
+    learner = _learner(script)
+    try:
+        deadline = time.monotonic() + 60
+        while len(os.listdir(tmp_path)) < 2 and time.monotonic() < deadline and learner.poll() is None:
+            time.sleep(0.05)
+        names = os.listdir(tmp_path)
+        assert sorted(n.split(".")[1] for n in names) == ["False", "True"], names
+        pids = [int(n.split(".")[0]) for n in names]
+        os.kill(learner.pid, signal.SIGKILL)
+        learner.wait()
+        assert gone(pids, within=20.0)
+    finally:
+        if learner.poll() is None:
+            learner.kill()
+            learner.wait()
+
+
+def test_its_servers_end_when_it_is_killed_while_a_step_hangs(tmp_path: Any) -> None:
+    """Serving, with the env's thread stuck in a step: the server cannot
+    close its env, and ends all the same once its learner is gone."""
+    script = f"""
+        import os, sys, time, gymnasium
+        from unienv_remote import ProcessVectorEnv
+
+        class Stuck(gymnasium.Wrapper):
+            def step(self, action):
+                open(os.path.join({str(tmp_path)!r}, "stepping"), "w").close()
+                time.sleep(600)
+
+        envs = ProcessVectorEnv([lambda: Stuck(gymnasium.make("CartPole-v1"))], servers=1)
+        print(*envs.server_pids, flush=True)
+        envs.reset(seed=0)
+        envs.step(envs.action_space.sample())
+    """
+    learner = _learner(script, stdout=subprocess.PIPE)
+    try:
+        assert learner.stdout is not None
+        pids = [int(p) for p in learner.stdout.readline().split()]
+        deadline = time.monotonic() + 60
+        while not os.path.exists(tmp_path / "stepping") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert os.path.exists(tmp_path / "stepping")
+        os.kill(learner.pid, signal.SIGKILL)
+        learner.wait()
+        assert gone(pids, within=20.0)
+    finally:
+        if learner.poll() is None:
+            learner.kill()
+            learner.wait()
+
+
+_QUIET = """
+    import logging, gymnasium
+    from unienv_remote import ProcessVectorEnv
+    {setup}
+    envs = ProcessVectorEnv([lambda: gymnasium.make("CartPole-v1")] * 2, servers=2{args})
+    envs.reset(seed=0)
+    envs.step(envs.action_space.sample())
+    envs.close()
+"""
+
+
+@pytest.mark.parametrize("setup, args, loud", [
+    ("", "", False),
+    ("logging.basicConfig(level=logging.WARNING)", "", False),
+    ("logging.basicConfig(level=logging.INFO)", "", True),
+    ("logging.getLogger('unienv_remote').setLevel(logging.INFO)", "", True),
+    ("", ", log_level=logging.INFO", True),
+    ("logging.getLogger('unienv_remote').setLevel(logging.INFO)", ", log_level=logging.ERROR", False),
+])
+def test_its_servers_log_at_its_unienv_remote_level(setup: str, args: str, loud: bool) -> None:
+    """The servers' standard error is the learner's: a normal run prints
+    nothing there unless the learner's ``unienv_remote`` logger (or
+    ``log_level=``) asks for ``INFO``."""
+    learner = _learner(_QUIET.format(setup=setup, args=args), stderr=subprocess.PIPE)
+    _, err = learner.communicate(timeout=120)
+    assert learner.returncode == 0, err
+    assert ("session opened" in err) == loud, err
+    if not loud:
+        assert "INFO" not in err, err
+
+
+def test_a_bad_log_level_is_refused_before_any_process_starts() -> None:
+    before = set(children())
+    with pytest.raises(TypeError):
+        ProcessVectorEnv([cartpole], log_level="INFO")  # type: ignore[arg-type]
+    assert set(children()) <= before
+
+
+def test_an_unpicklable_factory_of_a_later_server_starts_no_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every server's factories are pickled before the first process starts:
+    the second server's bad factory fails before the first server starts."""
+    import threading
+
+    from unienv_remote import fleet
+
+    started: List[Any] = []
+    real = subprocess.Popen
+
+    def popen(*args: Any, **kwargs: Any) -> Any:
+        started.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fleet.subprocess, "Popen", popen)
+    lock = threading.Lock()
+    with pytest.raises(TypeError):
+        ProcessVectorEnv([cartpole, lambda: (lock, cartpole())[1]], servers=2)
+    assert started == []

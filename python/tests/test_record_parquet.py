@@ -428,7 +428,9 @@ def test_a_failed_commit_of_one_buffer_leaves_the_others_committed(tmp_path: Pat
     try:
         url = server.listen("127.0.0.1", 0)
         drive_pendulums(url, tmp_path / "npz", "npz", 17)
-        drive_pendulums(url, record, "parquet", 17, episode_ended)
+        # The vector env's close() warns of the failed commit.
+        with pytest.warns(RuntimeWarning, match=r"failed 1 time\(s\); the first: .*commit failed"):
+            drive_pendulums(url, record, "parquet", 17, episode_ended)
     finally:
         server.close()
     assert ends == 3

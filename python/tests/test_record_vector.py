@@ -220,3 +220,79 @@ def test_a_learner_killed_mid_episode_loses_only_the_open_episode(server: str, t
         # Two whole episodes of 7 steps each; the third's two steps were open.
         assert recording["len"] == 14 and recording["segments"] == [[0, 7], [7, 14]], recording["segments"]
         assert [t["truncated"]["data"] for t in recording["items"]] == ([False] * 6 + [True]) * 2
+
+
+_FULL_DISK = """
+import json, logging, os, resource, signal, sys, warnings
+import numpy as np
+from unienv_remote import RemoteVectorEnv
+
+url, record_dir = sys.argv[1], sys.argv[2]
+records = []
+
+class Keep(logging.Handler):
+    def emit(self, record):
+        records.append((record.levelname, record.name, record.getMessage()))
+
+# A handler to look at what arrives; no level set anywhere (WARNING, the default).
+logging.getLogger("unienv_remote").addHandler(Keep())
+envs = RemoteVectorEnv([(url, "cartpole0"), (url, "cartpole1")], record_dir=record_dir)
+envs.reset(seed=0)
+rng = np.random.default_rng(0)
+for _ in range(60):
+    envs.step(rng.integers(0, 2, size=2))
+envs._recorder.flush()
+before = dict(envs._recorder.stats(), error=envs.recording_error)
+# From here on the disk takes nothing: every write fails (EFBIG), as on a full disk.
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+for _ in range(200):
+    envs.step(rng.integers(0, 2, size=2))
+envs._recorder.flush()
+during = envs.recording_error
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    envs.close()
+    envs.close()
+from unienv_remote import _native
+_native.flush_logs(5.0)
+print(json.dumps({"before": before, "during": during, "after": envs._recorder.stats(),
+                  "error": envs.recording_error, "records": records,
+                  "warnings": [(w.category.__name__, str(w.message)) for w in caught]}))
+"""
+
+
+def test_a_recording_that_cannot_write_says_so(tmp_path: Path) -> None:
+    """The learner's recording on a disk that stops taking writes (a file
+    size limit of 0 in the learner's process, EFBIG as a full disk's
+    ENOSPC): the failure reaches ``logging`` with nothing configured, is on
+    the vector env (``recording_error``), ``close()`` warns once, and the
+    counted transitions are exactly those committed on disk."""
+    import json
+
+    server = unienv_remote.RemoteServer(idle_timeout=None)
+    for k in range(2):
+        server.register(f"cartpole{k}", FromGymnasiumEnv(cartpole()))
+    url = server.listen("127.0.0.1", 0)
+    try:
+        run = subprocess.run([sys.executable, "-c", _FULL_DISK, url, str(tmp_path)],
+                             capture_output=True, text=True, timeout=300)
+    finally:
+        server.close()
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    before, after = out["before"], out["after"]
+    assert before["error"] is None and before["errors"] == 0 and before["transitions"] > 0, out
+    assert after["errors"] > 0, out
+    # Seen before close() (which adds the commits of the open episodes).
+    assert out["during"] is not None, out
+    first = out["during"].split("; the first: ")[1]
+    assert out["error"].endswith("; the first: " + first), out
+    assert "failed" in out["error"] and str(tmp_path) in out["error"], out
+    assert [w for w in out["warnings"] if w[0] == "RuntimeWarning"] == [["RuntimeWarning", out["error"]]], out
+    assert any(level in ("WARNING", "ERROR") and name.startswith("unienv_remote") and "record" in message
+               for level, name, message in out["records"]), out
+    # Counted: what the buffers on disk hold (their committed count).
+    on_disk = sum(json.loads((tmp_path / str(i) / "metadata.json").read_text())["count"] for i in range(2))
+    assert after["transitions"] == on_disk
+    assert on_disk < 260  # the steps after the disk filled are not there

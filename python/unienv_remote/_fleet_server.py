@@ -1,26 +1,91 @@
 """A server process of ``unienv_remote.ProcessVectorEnv`` (see
 ``unienv_remote.fleet``): reads its envs from standard input (an 8-byte
-little-endian length, then a pickled ``{"sys_path", "spec"}``: the vector
-env's import path, and ``{"fns", "groups", "cpu", "unix"}`` pickled again, to
-be read once that path is set),
-hosts them as ``BatchedEnv`` resources ``batch0``, ``batch1``, ... (``groups``
-gives their sizes, in ``fns`` order), prints ``URL_PREFIX`` and its URL, and
-serves until its standard input closes."""
+little-endian length, then a pickled ``{"sys_path", "log_level", "spec"}``:
+the vector env's import path, the level of its ``unienv_remote`` logger, and
+``{"fns", "groups", "cpu", "unix"}`` pickled again, to be read once that path
+is set), hosts them as ``BatchedEnv`` resources ``batch0``, ``batch1``, ...
+(``groups`` gives their sizes, in ``fns`` order), prints ``URL_PREFIX`` and
+its URL, and serves until its standard input closes.
+
+Standard input is its life line: a thread of its own (the watchdog) reads it
+from the first byte to its end, whatever the rest of the process is doing.
+When it ends (the vector env closed, or the learner's process ended however
+it ended), a server that serves closes within ``CLOSE_GRACE`` seconds, and
+one still starting (an env factory, an import or a pickled value that
+hangs) exits at once: the process never outlives its learner by more than
+that, in any state."""
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
+import queue
 import struct
 import sys
-from typing import Any, Dict
+import threading
+from typing import Any, BinaryIO, Dict, Optional
+
+#: Seconds a serving server has to close once its life line ended, before
+#: the watchdog ends the process (an env whose ``close`` hangs).
+CLOSE_GRACE = 5.0
+
+#: The process's exit status when the watchdog ends it.
+WATCHDOG_EXIT = 3
 
 
-def _read_exactly(n: int) -> bytes:
-    data = sys.stdin.buffer.read(n)
-    if len(data) != n:
-        raise SystemExit(f"unienv_remote._fleet_server: standard input ended after {len(data)} of {n} bytes")
-    return data
+class _Watchdog:
+    """Reads standard input on a thread of its own: the spec first (handed
+    to the main thread), then to its end, which ends the process."""
+
+    def __init__(self, stdin: BinaryIO) -> None:
+        self.stdin = stdin
+        self.payload: "queue.Queue[Optional[bytes]]" = queue.Queue(maxsize=1)
+        #: Set once standard input ended: the main thread closes the server.
+        self.ended = threading.Event()
+        #: Set by the main thread once the server serves.
+        self.serving = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="unienv-fleet-watchdog", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _read_exactly(self, n: int) -> Optional[bytes]:
+        data = b""
+        while len(data) < n:
+            chunk = self.stdin.read(n - len(data))
+            if not chunk:
+                return None
+            data += chunk
+        return data
+
+    def _run(self) -> None:
+        head = self._read_exactly(8)
+        payload = None if head is None else self._read_exactly(struct.unpack("<Q", head)[0])
+        self.payload.put(payload)
+        if payload is not None:
+            while self.stdin.read(1 << 16):
+                pass  # nothing more is sent: read until the end
+        self.ended.set()
+        # A server still starting exits now; a serving one closes in the main
+        # thread, given CLOSE_GRACE seconds.
+        if not self.serving.is_set() or not _main_finished.wait(CLOSE_GRACE):
+            _exit_now()
+
+
+#: Set when ``main`` returns (the server closed).
+_main_finished = threading.Event()
+
+
+def _exit_now() -> None:
+    """Ends the process without waiting for any thread (a hosted env's
+    thread may be stuck); what it printed is flushed first."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(WATCHDOG_EXIT)
 
 
 def main() -> None:
@@ -29,8 +94,18 @@ def main() -> None:
     # standard error, so that a chatty simulator never fills that pipe.
     url_out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    (length,) = struct.unpack("<Q", _read_exactly(8))
-    outer: Dict[str, Any] = pickle.loads(_read_exactly(length))
+    watchdog = _Watchdog(sys.stdin.buffer)
+    watchdog.start()
+    data = watchdog.payload.get()
+    if data is None:
+        raise SystemExit("unienv_remote._fleet_server: standard input ended before its envs were read")
+    outer: Dict[str, Any] = pickle.loads(data)
+    # The learner's level for the ``unienv_remote`` logger: what it would see
+    # of its own client is what it sees of its servers (quiet at INFO by
+    # default, as an unconfigured logger is at WARNING).
+    level = outer.get("log_level")
+    if isinstance(level, int):
+        logging.getLogger("unienv_remote").setLevel(level)
     # The vector env's import path, for factories pickled by reference.
     sys.path[:] = list(dict.fromkeys(list(outer["sys_path"]) + sys.path))
     spec: Dict[str, Any] = pickle.loads(outer["spec"])
@@ -46,11 +121,15 @@ def main() -> None:
             server.register(f"batch{k}", BatchedEnv(fns[start:start + size]))
             start += size
         url = server.listen("127.0.0.1", 0) if spec["unix"] is None else server.listen_unix(spec["unix"])
+        watchdog.serving.set()
+        if watchdog.ended.is_set():
+            _exit_now()  # the learner ended while this server started
         print(URL_PREFIX + url, file=url_out, flush=True)
         url_out.close()
-        sys.stdin.buffer.read()  # until the vector env closes (or its process ends)
+        watchdog.ended.wait()  # until the vector env closes (or its process ends)
     finally:
         server.close()
+        _main_finished.set()
 
 
 if __name__ == "__main__":

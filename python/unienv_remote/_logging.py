@@ -1,8 +1,15 @@
 """What the server does, in Python's ``logging``: the Rust crate's events
-(sessions, faults, refusals, slow calls, shutdown) go to the logger
-``unienv_remote`` and its children (``unienv_remote.server.session``, ...);
-exceptions raised by hosted objects go to ``unienv_remote.host`` with their
-traceback.
+(sessions, faults, refusals, slow calls, shutdown, recording failures) go to
+the logger ``unienv_remote`` and its children
+(``unienv_remote.server.session``, ...); exceptions raised by hosted objects
+go to ``unienv_remote.host`` with their traceback.
+
+The forwarding is installed when the package is imported (:func:`follow`),
+at the ``unienv_remote`` logger's effective level (``WARNING`` when
+``logging`` is not configured: warnings and errors, such as a recording that
+cannot be written, reach ``logging`` and, with no handler configured,
+Python's last-resort handler on stderr), read again whenever a client, a
+vector env or a server starts.
 
 When the application has configured no handler (none on the root logger nor
 on ``unienv_remote``), :func:`start` adds a stderr handler to ``unienv_remote``
@@ -39,11 +46,27 @@ class _DefaultHandler(logging.StreamHandler[TextIO]):
         super().emit(record)
 
 
+def _exit_hook_once() -> None:
+    global _exit_hook
+    if not _exit_hook:
+        atexit.register(_native.stop_logs)
+        _exit_hook = True
+
+
+def follow() -> bool:
+    """Forwards the crate's events at the ``unienv_remote`` logger's
+    effective level (installing the forwarding on first use; nothing is
+    added to ``logging``'s configuration); returns whether they are
+    forwarded."""
+    with _lock:
+        _exit_hook_once()
+        return _native.set_log_level(logging.getLogger(LOGGER).getEffectiveLevel())
+
+
 def start() -> bool:
     """Forwards the crate's events at the ``unienv_remote`` logger's level
     (adding the default handler first when nothing is configured); returns
     whether they are forwarded."""
-    global _exit_hook
     with _lock:
         logger = logging.getLogger(LOGGER)
         if not logger.hasHandlers():
@@ -52,9 +75,7 @@ def start() -> bool:
             logger.addHandler(handler)
             if logger.level == logging.NOTSET:
                 logger.setLevel(logging.INFO)
-        if not _exit_hook:
-            atexit.register(_native.stop_logs)
-            _exit_hook = True
+        _exit_hook_once()
         return _native.set_log_level(logger.getEffectiveLevel())
 
 

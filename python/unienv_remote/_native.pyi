@@ -340,6 +340,10 @@ class Recorder:
     def flush(self) -> None:
         """Waits until everything recorded before is written."""
     def close(self) -> None:
-        """Commits every open episode and stops the writer (idempotent)."""
+        """Commits every open episode and stops the writer (idempotent);
+        warns (``RuntimeWarning``) once when anything could not be recorded."""
+    @property
+    def error(self) -> Optional[str]:
+        """How many times recording failed and the first failure, or ``None``."""
     def stats(self) -> Dict[str, int]:
-        """``transitions``, ``episodes``, ``queue_waits``, ``errors``."""
+        """``transitions`` (committed), ``episodes``, ``queue_waits``, ``errors``."""

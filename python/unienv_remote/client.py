@@ -19,7 +19,11 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tupl
 from unienv_interface.backends.numpy import NumpyComputeBackend
 from unienv_interface.remote.codec import Codec, DEFAULT_MAX_MESSAGE_SIZE, map_arrays
 
-from . import _native
+from . import _logging, _native
+
+# The crate's warnings and errors reach ``logging`` from the start (see
+# ``_logging``): a client's events too, not only a server's.
+_logging.follow()
 
 if TYPE_CHECKING:
     from unienv_interface.backends import ComputeBackend
@@ -162,6 +166,7 @@ class RemoteClient:
                 ssl = context
         if max_message_size < 8:
             raise ValueError("max_message_size must be at least 8")
+        _logging.follow()
         self._backend, self._device = backend, device
         self._numpy = getattr(backend, "simplified_name", None) == "numpy" and device is None
         self._proxies: weakref.WeakValueDictionary[str, _Proxy] = weakref.WeakValueDictionary()

@@ -18,15 +18,24 @@ server step one batch while the learner turns the other around (``send`` /
 ``recv``).
 
 A server process is ``python -m unienv_remote._fleet_server``: it reads this
-process's import path and the env factories (pickled with ``cloudpickle``
-when it is installed, as Gymnasium's ``AsyncVectorEnv`` pickles them, else
-``pickle``) from its standard input, prints its URL and serves until its standard input closes:
-when this vector env closes, or when this process ends, however it ends.
+process's import path, the level of its ``unienv_remote`` logger and the env
+factories (pickled with ``cloudpickle`` when it is installed, as Gymnasium's
+``AsyncVectorEnv`` pickles them, else ``pickle``; every server's factories are
+pickled before any process starts) from its standard input, prints its URL
+and serves until its standard input closes: when this vector env closes, or
+when this process ends, however it ends and whatever the server is doing
+then (still starting included: it is gone within seconds).
+
+The servers log as this process's ``unienv_remote`` logger is set (its
+effective level when the vector env is made, or ``log_level=``): with
+``logging`` unconfigured that is ``WARNING``, so a normal run prints nothing
+(no ``INFO`` for each session opened or server closed).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import pickle
 import select
@@ -84,20 +93,30 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_close_life_lines_in_child)
 
 
+def _payload(fns: Sequence[Callable[[], Any]], groups: List[int], cpu: Optional[int],
+             socket_path: Optional[str], log_level: int) -> memoryview:
+    """What a server process reads from its standard input: its length, then
+    the parent's import path first (as multiprocessing's spawn sends it:
+    factories pickled by reference import their modules from it), the log
+    level and the pickled factories."""
+    payload = pickle.dumps({"sys_path": list(sys.path), "log_level": log_level,
+                            "spec": _dumps({"fns": list(fns), "groups": groups, "cpu": cpu, "unix": socket_path})})
+    return memoryview(struct.pack("<Q", len(payload)) + payload)
+
+
 class _Server:
-    """One server process: started, given its envs, its URL read, stopped."""
+    """One server process: started, given its envs, its URL read, stopped.
+    ``unsent`` is its :func:`_payload`, made before any process of the fleet
+    starts (a factory that does not pickle starts none)."""
 
     def __init__(self, index: int, fns: Sequence[Callable[[], Any]], groups: List[int],
-                 cpu: Optional[int], socket_path: Optional[str], generation: int = 0) -> None:
+                 cpu: Optional[int], socket_path: Optional[str], log_level: int, unsent: memoryview,
+                 generation: int = 0) -> None:
         self.index, self.fns, self.groups, self.cpu, self.socket_path = index, fns, groups, cpu, socket_path
+        self.log_level = log_level
         #: How many times this server was started again before this process.
         self.generation = generation
-        # The parent's import path first (as multiprocessing's spawn sends it):
-        # factories pickled by reference import their modules from it. Pickled
-        # before the process starts: a factory that does not pickle starts none.
-        payload = pickle.dumps({"sys_path": list(sys.path),
-                                "spec": _dumps({"fns": list(fns), "groups": groups, "cpu": cpu, "unix": socket_path})})
-        self.unsent = memoryview(struct.pack("<Q", len(payload)) + payload)
+        self.unsent = unsent
         self.url = ""
         # Unbuffered pipes (select() sees every byte), a session of its own
         # (the terminal's Ctrl-C is the learner's to handle, not the servers').
@@ -156,7 +175,9 @@ class _Server:
         path = None
         if self.socket_path is not None:
             path = os.path.join(os.path.dirname(self.socket_path), f"server{self.index}~{self.generation + 1}.sock")
-        new = _Server(self.index, self.fns, self.groups, self.cpu, path, self.generation + 1)
+        unsent = _payload(self.fns, self.groups, self.cpu, path, self.log_level)
+        new = _Server(self.index, self.fns, self.groups, self.cpu, path, self.log_level, unsent,
+                      self.generation + 1)
         try:
             _start_all([new], deadline)
         except BaseException:
@@ -216,6 +237,9 @@ class ProcessVectorEnv(RemoteVectorEnv):
     * ``unix``: serve on Unix domain sockets in a private temporary
       directory (else loopback TCP).
     * ``start_timeout``: seconds to wait for every server to serve.
+    * ``log_level``: the servers' ``logging`` level (default: this
+      process's ``unienv_remote`` logger's effective level, ``WARNING``
+      when ``logging`` is not configured).
     * ``restart``: a ``RestartPolicy`` (without ``resolve``): a server
       process that died is started again (the same envs and vCPU; a new
       socket path or port), and its envs heal as ``RemoteVectorEnv``'s policy says (they
@@ -231,7 +255,7 @@ class ProcessVectorEnv(RemoteVectorEnv):
 
     def __init__(self, env_fns: Sequence[Callable[[], Any]], *, servers: Optional[int] = None,
                  resources_per_server: int = 1, pin: bool = True, unix: bool = True,
-                 start_timeout: float = 120.0, **kwargs: Any) -> None:
+                 start_timeout: float = 120.0, log_level: Optional[int] = None, **kwargs: Any) -> None:
         fns = list(env_fns)
         if not fns:
             raise ValueError("ProcessVectorEnv needs at least one env factory")
@@ -245,6 +269,10 @@ class ProcessVectorEnv(RemoteVectorEnv):
         if not 1 <= resources_per_server <= len(fns) // servers:
             raise ValueError("resources_per_server must be at least 1 and leave each resource an env "
                              f"({len(fns)} envs over {servers} servers)")
+        if log_level is None:
+            log_level = logging.getLogger("unienv_remote").getEffectiveLevel()
+        elif isinstance(log_level, bool) or not isinstance(log_level, int):
+            raise TypeError(f"log_level must be a logging level (an int), got {log_level!r}")
         self._servers: List[_Server] = []
         self._start_timeout = start_timeout
         restart = kwargs.get("restart")
@@ -269,13 +297,17 @@ class ProcessVectorEnv(RemoteVectorEnv):
             for size in sizes:
                 shares.append((fns[start:start + size], _split(size, resources_per_server)))
                 start += size
+            plans = []
             for i, (share, groups) in enumerate(shares):
                 cpu = cpus[i % len(cpus)] if pin and cpus else None
                 path = None if self._socket_dir is None else os.path.join(self._socket_dir, f"server{i}.sock")
                 if path is not None and len(os.fsencode(path)) > _SUN_PATH_MAX:
                     raise ValueError(f"the socket path {path!r} is longer than a Unix socket address takes "
                                      f"({_SUN_PATH_MAX} bytes): set TMPDIR to a shorter directory, or unix=False")
-                self._servers.append(_Server(i, share, groups, cpu, path))
+                # Every share pickled before the first process starts.
+                plans.append((i, share, groups, cpu, path, _payload(share, groups, cpu, path, log_level)))
+            for i, share, groups, cpu, path, unsent in plans:
+                self._servers.append(_Server(i, share, groups, cpu, path, log_level, unsent))
             deadline = time.monotonic() + start_timeout
             urls = _start_all(self._servers, deadline)
             # Every URL each server had (a server started again has a new one).

@@ -83,7 +83,7 @@ from unienv_interface.backends import NumpyComputeBackend
 from unienv_interface.space.space_utils.serialization_utils import json_to_space
 from unienv_interface.wrapper.gym_compat import gym_utils
 
-from . import _actions, _native
+from . import _actions, _logging, _native
 from ._record import native_format
 from .restart import (Failure, Healer, RestartError, RestartPolicy, Restarted, classify, concat_results, put, take,
                       zeros_rows)
@@ -284,6 +284,7 @@ class RemoteVectorEnv(VectorEnv):
     ) -> None:
         if on_error not in ("raise", "info"):
             raise ValueError("on_error must be 'raise' or 'info'")
+        _logging.follow()  # the crate's events at the unienv_remote logger's level
         # Before connecting: an unknown format is a ValueError here.
         record_writer = native_format(record_format, record_dir is not None)
         mode = _mode(autoreset_mode)
@@ -517,6 +518,8 @@ class RemoteVectorEnv(VectorEnv):
             if given.dtype.kind == "f" and not np.all(np.mod(given, 1) == 0):
                 raise ValueError(f"env_id must be whole numbers (sub-env ids), got {given.tolist()}")
             ids = [int(i) for i in given]
+        if any(i < 0 for i in ids):
+            raise ValueError(f"env_id must be sub-env ids from 0 to {self.num_envs - 1}, got {min(ids)}")
         if type(actions) in _actions.PLAIN:
             actions = _actions.coerce_batched(actions, self._native.space_document("action_space"), len(ids))
         self._native.send(actions, ids)
@@ -631,6 +634,13 @@ class RemoteVectorEnv(VectorEnv):
             raise ValueError(f"no env is at {old_url}")
         self.reconnect(changes)
         return mask
+
+    @property
+    def recording_error(self) -> Optional[str]:
+        """``None`` while the recording (``record_dir``) writes everything;
+        else how many times it failed and the first failure (each is also
+        logged to ``unienv_remote``, and ``close()`` warns with it)."""
+        return None if self._recorder is None else self._recorder.error
 
     def close_extras(self, **kwargs: Any) -> None:
         self._native.close()

@@ -21,7 +21,7 @@
 //! | `unienv_budget_refusals` | counter | (connections closed over a byte budget) |
 //! | `unienv_observers` | gauge | (live subscriptions) |
 //! | `unienv_dropped_snapshots` | counter | (replaced before they were sent) |
-//! | `unienv_recorded_transitions`, `unienv_recorded_episodes`, `unienv_record_queue_waits` | counter | (with recording) |
+//! | `unienv_recorded_transitions`, `unienv_recorded_episodes`, `unienv_record_queue_waits`, `unienv_record_errors` | counter | (with recording) |
 //!
 //! Counters carry the `_total` suffix in the exposition.
 
@@ -230,7 +230,7 @@ impl Metrics {
                 [
                     (
                         "recorded_transitions",
-                        "Transitions recorded",
+                        "Transitions committed to recordings",
                         load(&r.transitions),
                     ),
                     (
@@ -242,6 +242,11 @@ impl Metrics {
                         "record_queue_waits",
                         "Times a domain waited for room in the recording queue",
                         load(&r.queue_waits),
+                    ),
+                    (
+                        "record_errors",
+                        "Calls that could not be recorded and commits that failed",
+                        load(&r.errors),
                     ),
                 ]
             }))

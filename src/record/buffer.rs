@@ -67,6 +67,9 @@ pub(crate) struct BufferDir {
     space_json: String,
     /// Committed elements (the buffer's `count`).
     count: u64,
+    /// `count` when the committed transitions were last counted
+    /// ([`BufferDir::newly_committed`]).
+    counted: u64,
     /// The next element's index.
     next: u64,
     /// Committed segments, inclusive.
@@ -182,6 +185,7 @@ impl BufferDir {
             flat,
             space_json,
             count: 0,
+            counted: 0,
             next: 0,
             segments: Vec::new(),
             open: None,
@@ -282,6 +286,7 @@ impl BufferDir {
         };
         let bad = || io::Error::new(io::ErrorKind::InvalidData, "unreadable metadata.json");
         self.count = number("count").ok_or_else(bad)?;
+        self.counted = self.count;
         self.next = self.count;
         let at = text.find("\"physical_segments\": [").ok_or_else(bad)? + 22;
         let end = text[at..].find("]]").map_or(at, |e| at + e + 1);
@@ -400,6 +405,8 @@ impl BufferDir {
                 // caller aborts it).
                 let episodes = self.staged_done(outcome)?;
                 stats.episodes.fetch_add(episodes, Ordering::Relaxed);
+                let committed = self.newly_committed();
+                stats.transitions.fetch_add(committed, Ordering::Relaxed);
             }
             self.hand_over()?;
         }
@@ -531,6 +538,14 @@ impl BufferDir {
         self.next = self.ended();
     }
 
+    /// Elements committed since the last call (counted in
+    /// `RecordStats::transitions` by whoever commits).
+    pub(crate) fn newly_committed(&mut self) -> u64 {
+        let n = self.count.saturating_sub(self.counted);
+        self.counted = self.count;
+        n
+    }
+
     /// Committed elements.
     #[cfg(test)]
     pub(crate) fn count(&self) -> u64 {
@@ -593,9 +608,11 @@ pub(crate) fn commit_staged<'a>(
         match buffer.staged_done(outcome) {
             Ok(episodes) => {
                 stats.episodes.fetch_add(episodes, Ordering::Relaxed);
+                let committed = buffer.newly_committed();
+                stats.transitions.fetch_add(committed, Ordering::Relaxed);
             }
             Err(e) => {
-                stats.errors.fetch_add(1, Ordering::Relaxed);
+                stats.fail(&format!("{}: commit failed: {e}", buffer.path.display()));
                 tracing::error!(buffer = %buffer.path.display(), error = %e, "recording: commit failed");
             }
         }

@@ -403,7 +403,7 @@ impl Writer {
                         self.envs.insert(id, env);
                     }
                     Err(e) => {
-                        self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                        self.stats.fail(&format!("{id}: not recorded: {e}"));
                         tracing::warn!(resource = %id, error = %e, "this env is not recorded");
                     }
                 }
@@ -434,6 +434,7 @@ fn close(id: &str, env: &mut EnvRecording, stats: &RecordStats) {
         slot.obs = None;
         slot.context = None;
         if let Err(e) = end_episode(slot, stats) {
+            stats.fail(&format!("{id}: commit failed: {e}"));
             tracing::error!(resource = %id, error = %e, "recording: commit failed");
         }
     }
@@ -511,7 +512,7 @@ fn open(
 impl EnvRecording {
     fn report(&mut self, id: &str, outcome: Result<(), String>, stats: &RecordStats) {
         if let Err(e) = outcome {
-            stats.errors.fetch_add(1, Ordering::Relaxed);
+            stats.fail(&format!("{id}: a call could not be recorded: {e}"));
             if !self.failed {
                 self.failed = true;
                 tracing::warn!(resource = %id, error = %e, "recording: a call could not be recorded");

@@ -22,14 +22,16 @@ pub(crate) fn end_episode(slot: &mut Slot, stats: &RecordStats) -> Result<(), St
         Ended::Nothing => {}
         Ended::Committed => {
             stats.episodes.fetch_add(1, Ordering::Relaxed);
+            let committed = slot.buffer.newly_committed();
+            stats.transitions.fetch_add(committed, Ordering::Relaxed);
         }
         Ended::Staged => stats.staged.store(true, Ordering::Relaxed),
     }
     Ok(())
 }
 
-/// Appends transition `t` (laid out by `layout`) to the slot's buffer and
-/// counts it. A flattened element in an external format is written
+/// Appends transition `t` (laid out by `layout`) to the slot's buffer (it
+/// is counted once its episode is committed). A flattened element in an external format is written
 /// straight into the rows waiting ([`Layout::push_flat`]); otherwise its
 /// leaves are built ([`Layout::leaves`]). An element that does not fit its
 /// space is an error and nothing more; a failed write also aborts the open
@@ -59,6 +61,5 @@ pub(crate) fn append(
             return Err(e.to_string());
         }
     }
-    stats.transitions.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }

@@ -21,7 +21,6 @@ use super::stats::RecordStats;
 use crate::codec::Value;
 use crate::host::Space;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 
 use super::buffer::{Appended, BufferDir};
 use super::format::RecordFormat;
@@ -202,7 +201,7 @@ impl VectorRecording {
                 self.row(r, k, kind, stats)
             };
             if let Err(e) = outcome {
-                stats.errors.fetch_add(1, Ordering::Relaxed);
+                stats.fail(&format!("a vector step could not be recorded: {e}"));
                 if !self.failed {
                     self.failed = true;
                     tracing::warn!(error = %e, "recording: a vector step could not be recorded");
@@ -327,10 +326,7 @@ impl VectorRecording {
                             stats,
                         );
                         match written {
-                            Ok(()) => {
-                                stats.transitions.fetch_add(1, Ordering::Relaxed);
-                                Ok(true)
-                            }
+                            Ok(()) => Ok(true),
                             Err(Appended::Element(e)) => Err(e),
                             Err(Appended::Io(e)) => {
                                 slot.buffer.abort_segment();
@@ -363,6 +359,7 @@ impl VectorRecording {
         for slot in &mut self.slots {
             slot.obs = None;
             if let Err(e) = end_episode(slot, stats) {
+                stats.fail(&format!("commit failed: {e}"));
                 tracing::error!(error = %e, "recording: commit failed");
             }
         }
@@ -384,6 +381,7 @@ mod tests {
     use crate::codec::{ByteOrder, DType, Dict, NdArray};
     use crate::record::parquet::ParquetFormat;
     use std::collections::BTreeMap;
+    use std::sync::atomic::Ordering;
     use std::sync::Arc;
 
     const N: usize = 3;
@@ -570,6 +568,68 @@ mod tests {
         let counters =
             [&stats.transitions, &stats.episodes, &stats.errors].map(|c| c.load(Ordering::Relaxed));
         (out, counters)
+    }
+
+    /// `transitions` counts what was committed (an episode whose
+    /// `metadata.json` was replaced), not rows appended: an episode whose
+    /// files cannot be written is never counted, and the failure is kept.
+    #[test]
+    fn only_committed_transitions_are_counted_and_the_first_failure_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let observation = Space::boxed(DType::F32, vec![2], -9.0, 9.0);
+        let action = Space::boxed(DType::F32, vec![1], -60.0, 60.0);
+        let mut rec =
+            VectorRecording::open(dir.path(), observation, action, 1, &RecordFormat::Npz).unwrap();
+        let stats = RecordStats::default();
+        let a = Value::Array(NdArray::from_shape_vec(vec![1, 1], vec![0.5f32]).unwrap());
+        let call = |t: usize, ended: bool, kind: RowKind| VectorRecord {
+            env_id: vec![0],
+            observation: NdArray::from_shape_vec(vec![1, 2], vec![t as f32; 2])
+                .unwrap()
+                .into(),
+            reward: vec![1.0],
+            terminated: vec![ended],
+            truncated: vec![false],
+            kind: vec![kind],
+        };
+        let step = |t: usize, ended: bool| {
+            call(
+                t,
+                ended,
+                RowKind::Step {
+                    actions: a.clone(),
+                    row: 0,
+                },
+            )
+        };
+        let counters = || {
+            [&stats.transitions, &stats.episodes, &stats.errors].map(|c| c.load(Ordering::Relaxed))
+        };
+        rec.record(&call(0, false, RowKind::Reset), &stats);
+        for t in 1..=3 {
+            rec.record(&step(t, t == 3), &stats);
+        }
+        assert_eq!(counters(), [3, 1, 0]);
+        rec.record(&call(0, false, RowKind::Reset), &stats);
+        rec.record(&step(1, false), &stats);
+        rec.record(&step(2, false), &stats);
+        assert_eq!(counters(), [3, 1, 0], "an open episode is not counted");
+        // The disk refuses the next episode's files.
+        let storage = dir.path().join("0").join("storage");
+        std::fs::remove_dir_all(&storage).unwrap();
+        std::fs::write(&storage, b"not a directory").unwrap();
+        rec.record(&step(3, true), &stats);
+        assert_eq!(counters(), [3, 1, 1]);
+        let first = stats.first_error().unwrap();
+        assert!(first.contains("could not be recorded"), "{first}");
+        rec.record(&call(0, false, RowKind::Reset), &stats);
+        rec.record(&step(1, true), &stats);
+        assert_eq!(counters(), [3, 1, 2]);
+        assert_eq!(
+            stats.first_error().unwrap(),
+            first,
+            "the first failure is kept"
+        );
     }
 
     /// Rows written straight from the stacked arrays make the plain path's

@@ -592,16 +592,6 @@ pub(crate) fn parse_url(url: &str) -> Result<(String, String, String), ConnectEr
     Ok((t.addr, t.authority, t.path))
 }
 
-/// The client side of the opening handshake; `wss://` URLs trust the
-/// system's root certificates.
-pub(crate) async fn connect(
-    url: &str,
-    headers: &[(String, String)],
-    max_message: usize,
-) -> Result<(WsReader, WsWriter), ConnectError> {
-    connect_with(url, headers, max_message, None).await
-}
-
 /// The client side of the opening handshake, with a TLS configuration for
 /// `wss://` URLs (`None`: the system's root certificates).
 pub(crate) async fn connect_with(

@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use unienv_remote::codec::Value;
 use unienv_remote::host::Space;
@@ -62,9 +62,12 @@ pub fn format(spec: Option<&Bound<'_, PyAny>>) -> PyResult<RecordFormat> {
 #[pyclass(module = "unienv_remote._native", name = "Recorder", frozen)]
 pub struct PyRecorder {
     recorder: VectorRecorder,
+    dir: PathBuf,
     num_envs: usize,
     /// Each sub-env's step in flight: the stacked actions sent and its row.
     pending: Mutex<Vec<Option<(Value, usize)>>>,
+    /// Whether `close()` already warned about a failure.
+    warned: AtomicBool,
 }
 
 fn space(doc: &Bound<'_, PyAny>, name: &str) -> PyResult<Space> {
@@ -79,16 +82,44 @@ fn vec1<T: numpy::Element + Copy>(obj: &Bound<'_, PyAny>, name: &str) -> PyResul
     Ok(a.as_array().iter().copied().collect())
 }
 
-/// The env indices of a native call's `errors` list (`(index, kind, exc)`).
-fn failed(errors: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
-    let mut out = Vec::new();
+/// The env indices of a native call's `errors` list (`(index, kind, exc)`):
+/// `(failed, refused)`. A refused env (a certain `invalid_request`: its
+/// action refused before it ran) is unchanged and goes on where it was, so
+/// its episode is neither ended nor recorded in this call.
+fn failed(errors: &Bound<'_, PyAny>) -> PyResult<(Vec<usize>, Vec<usize>)> {
+    let (mut failed, mut refused) = (Vec::new(), Vec::new());
     for item in errors.cast::<PyList>()?.iter() {
-        out.push(item.get_item(0)?.extract::<usize>()?);
+        let index = item.get_item(0)?.extract::<usize>()?;
+        let exc = item.get_item(2)?;
+        let code = exc.getattr("code").ok();
+        let is_refusal = code.is_some_and(|c| c.eq("invalid_request").unwrap_or(false))
+            && !exc
+                .getattr("uncertain")
+                .and_then(|u| u.is_truthy())
+                .unwrap_or(true);
+        if is_refusal {
+            refused.push(index);
+        } else {
+            failed.push(index);
+        }
     }
-    Ok(out)
+    Ok((failed, refused))
 }
 
 impl PyRecorder {
+    /// `"recording failed N time(s), first: ..."` once anything failed.
+    fn failure(&self) -> Option<String> {
+        let stats = self.recorder.stats();
+        let errors = stats.errors.load(Ordering::Relaxed);
+        (errors > 0).then(|| {
+            let first = stats
+                .first_error()
+                .unwrap_or_else(|| "(see the log)".to_string());
+            let directory = self.dir.display();
+            format!("recording to {directory} failed {errors} time(s); the first: {first}")
+        })
+    }
+
     /// Queues a record; only when the queue is full (the disk is behind)
     /// does it wait, and then without the GIL.
     fn queue(&self, py: Python<'_>, record: VectorRecord) {
@@ -114,12 +145,14 @@ impl PyRecorder {
         let action = space(action_space, "action_space")?;
         let format = format(record_format)?;
         let recorder = py
-            .detach(move || VectorRecorder::start(&dir, observation, action, num_envs, format))
+            .detach(|| VectorRecorder::start(&dir, observation, action, num_envs, format))
             .map_err(PyRuntimeError::new_err)?;
         Ok(PyRecorder {
             recorder,
+            dir,
             num_envs,
             pending: Mutex::new(vec![None; num_envs]),
+            warned: AtomicBool::new(false),
         })
     }
 
@@ -136,10 +169,12 @@ impl PyRecorder {
             Ok(v) => v,
             Err(_) => used.extract()?,
         };
-        let failed = failed(errors)?;
+        let (failed, refused) = failed(errors)?;
         let kind = (0..self.num_envs)
             .map(|i| {
-                if failed.contains(&i) {
+                if refused.contains(&i) {
+                    RowKind::Skip
+                } else if failed.contains(&i) {
                     RowKind::Failed
                 } else if used.get(i).copied().unwrap_or(false) {
                     RowKind::Reset
@@ -193,7 +228,7 @@ impl PyRecorder {
                 convert::from_py(&item.get_item(1)?, ArrayMode::Copy)?,
             );
         }
-        let failed = failed(native.errors.bind(py))?;
+        let (failed, refused) = failed(native.errors.bind(py))?;
         let ids: Vec<usize> = vec1::<i64>(native.env_id.bind(py), "env_id")?
             .into_iter()
             .map(|i| usize::try_from(i).unwrap_or(usize::MAX))
@@ -202,7 +237,9 @@ impl PyRecorder {
         let mut kind = Vec::with_capacity(ids.len());
         for (k, &env) in ids.iter().enumerate() {
             let sent = pending.get_mut(env).and_then(Option::take);
-            kind.push(if failed.contains(&env) {
+            kind.push(if refused.contains(&env) {
+                RowKind::Skip
+            } else if failed.contains(&env) {
                 RowKind::Failed
             } else if autoreset.get(k).copied().unwrap_or(false) {
                 RowKind::Reset
@@ -241,12 +278,30 @@ impl PyRecorder {
         py.detach(|| self.recorder.flush());
     }
 
-    /// Commits every open episode and stops the writer (idempotent).
-    fn close(&self, py: Python<'_>) {
+    /// Commits every open episode and stops the writer (idempotent); when
+    /// anything could not be recorded, warns once (`RuntimeWarning`) with
+    /// the number of failures and the first one (each was logged as it
+    /// happened).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| self.recorder.close());
+        if let Some(message) = self.failure() {
+            if !self.warned.swap(true, Ordering::Relaxed) {
+                let category = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+                PyErr::warn(py, &category, &std::ffi::CString::new(message)?, 3)?;
+            }
+        }
+        Ok(())
     }
 
-    /// The counters: `transitions`, `episodes`, `queue_waits`, `errors`.
+    /// What went wrong, when anything could not be recorded (`None`
+    /// otherwise): the number of failures and the first one.
+    #[getter]
+    fn error(&self) -> Option<String> {
+        self.failure()
+    }
+
+    /// The counters: `transitions` (committed), `episodes`, `queue_waits`,
+    /// `errors`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.recorder.stats();
         let d = PyDict::new(py);

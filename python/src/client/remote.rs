@@ -225,16 +225,18 @@ fn event_to_py<'py>(
     Ok(out)
 }
 
-fn args_from_py(args: &Bound<'_, PyTuple>) -> PyResult<Vec<Value>> {
+/// A call's arguments, each refused as soon as it alone is known to pass
+/// `max` (the connection's message limit), before it is converted whole.
+fn args_from_py(args: &Bound<'_, PyTuple>, max: usize) -> PyResult<Vec<Value>> {
     args.iter()
-        .map(|a| convert::from_py(&a, ArrayMode::Borrow))
+        .map(|a| convert::from_py_limited(&a, ArrayMode::Borrow, max))
         .collect()
 }
 
-fn kwargs_from_py(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Dict> {
+fn kwargs_from_py(kwargs: Option<&Bound<'_, PyDict>>, max: usize) -> PyResult<Dict> {
     match kwargs {
         None => Ok(Dict::new()),
-        Some(k) => match convert::from_py(k.as_any(), ArrayMode::Borrow)? {
+        Some(k) => match convert::from_py_limited(k.as_any(), ArrayMode::Borrow, max)? {
             Value::Dict(d) => Ok(d),
             _ => Ok(Dict::new()),
         },
@@ -429,8 +431,9 @@ impl PyClient {
         args: &Bound<'py, PyTuple>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let args = args_from_py(args)?;
-        let kwargs = kwargs_from_py(kwargs)?;
+        let max = self.client.max_message_size();
+        let args = args_from_py(args, max)?;
+        let kwargs = kwargs_from_py(kwargs, max)?;
         let value =
             crate::common::wait::detach(py, || self.client.call(resource_id, method, args, kwargs))
                 .map_err(|e| self.fail(py, e, &format!("{method}() on '{resource_id}'")))?;

@@ -394,6 +394,19 @@ pub fn from_py_bounded(
     })
 }
 
+/// [`from_py_bounded`] with its refusal raised as any other: the
+/// reference's `CodecError` saying the value passed `max_message_size`.
+pub fn from_py_limited(
+    obj: &Bound<'_, PyAny>,
+    mode: ArrayMode,
+    max_message_size: usize,
+) -> PyResult<Value> {
+    from_py_bounded(obj, mode, max_message_size).map_err(|e| match e {
+        Ok(too_large) => PyErr::from(too_large),
+        Err(other) => other,
+    })
+}
+
 /// What [`from_py_bounded`] would find converting the Python objects that
 /// `value` mirrors (as `from_py` makes it): `Err(TooLarge)`, counted the
 /// same way and at the same point, when they are over `max_message_size`.
@@ -496,7 +509,11 @@ fn from_py_at(
         }
     }
     if let Ok(d) = obj.cast::<PyDict>() {
-        let mut out = Dict::with_capacity(d.len());
+        // Entries are gathered first and the dict built in bulk: `Dict`'s
+        // bulk insertion indexes keys past a few entries, where one
+        // `insert` per key would compare it with every earlier key
+        // (quadratic in a large `info`).
+        let mut entries = Vec::with_capacity(d.len());
         for key in d.keys() {
             if key.cast::<PyString>().is_err() {
                 return Err(ConvertError::NonStringKey.into());
@@ -515,9 +532,9 @@ fn from_py_at(
                     .into())
                 }
             };
-            out.insert(key, from_py_at(&v, mode, depth + 1, budget)?);
+            entries.push((key, from_py_at(&v, mode, depth + 1, budget)?));
         }
-        return Ok(Value::Dict(out));
+        return Ok(Value::Dict(entries.into_iter().collect()));
     }
     if let Ok(list) = obj.cast::<PyList>() {
         let mut items = Vec::with_capacity(list.len());
@@ -702,7 +719,7 @@ pub fn array_from_py(array: &Bound<'_, PyUntypedArray>, mode: ArrayMode) -> PyRe
 // ------------------------------------------------------------- the module
 
 /// `_native.encode(value, max_message_size=64 MiB) -> bytes`: the crate's
-/// codec over [`from_py`], for tests and tools.
+/// codec over [`from_py_bounded`], for tests and tools.
 #[pyfunction]
 #[pyo3(signature = (value, max_message_size = unienv_remote::codec::DEFAULT_MAX_MESSAGE_SIZE))]
 fn encode<'py>(
@@ -711,7 +728,9 @@ fn encode<'py>(
     max_message_size: usize,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let codec = codec(max_message_size)?;
-    let value = from_py(value, ArrayMode::Borrow)?;
+    // Bounded: a value over the limit is refused as soon as that is known,
+    // before the rest of it is converted.
+    let value = from_py_limited(value, ArrayMode::Borrow, max_message_size)?;
     let frame = codec
         .encode(&value)
         .map_err(|e| CodecError::new_err(e.to_string()))?;

@@ -32,10 +32,11 @@ impl Connector {
             .collect();
         let (ws_reader, ws_writer) = tokio::time::timeout(
             SETTLE,
-            crate::transport::ws::connect(
+            crate::transport::ws::connect_with(
                 &self.url,
                 &headers,
                 crate::codec::DEFAULT_MAX_MESSAGE_SIZE,
+                None,
             ),
         )
         .await

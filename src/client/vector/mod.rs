@@ -56,7 +56,11 @@
 //!   arrays hold zeros (reward 0, not terminated, not truncated). Nothing is
 //!   retried. A failed env is not stepped again until a successful reset: until
 //!   then each step reports [`VectorError::NeedsReset`] for it without
-//!   sending anything.
+//!   sending anything. A certain refusal (`invalid_request` not marked
+//!   uncertain: an action the server refused before the env ran, NaN, out
+//!   of bounds, or of the wrong shape) is reported the same way in its call
+//!   but does not fail the env: nothing changed, and the next step goes on
+//!   from where it was.
 //!
 //! [`BlockingVectorEnv`] owns its runtime, for code that is not async: a
 //! current-thread runtime driven by the calling thread (its `step_async`

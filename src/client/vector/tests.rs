@@ -191,6 +191,71 @@ async fn batched_and_single_resources_mix() {
     server.shutdown().await;
 }
 
+/// A refused action (the wrong shape: a certain `invalid_request`, the env
+/// not run) is
+/// reported for every sub-env of its resource but fails none: the next step
+/// goes on from where they were, as if the refused one never happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_action_fails_no_env() {
+    use crate::client::ClientConfig;
+    use crate::protocol::ErrorCode;
+    use crate::server::{Server, ServerConfig};
+
+    let mut builder = Server::builder(ServerConfig {
+        validate_actions: true,
+        ..ServerConfig::default()
+    });
+    crate::fixtures::register(&mut builder).expect("fixtures");
+    let server = builder.start().expect("a valid server configuration");
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let addresses = vec![
+        EnvAddress::new(listener.url(), "counter3"),
+        EnvAddress::new(listener.url(), "counter"),
+    ];
+    let mut envs = VectorEnv::connect(&addresses, ClientConfig::default(), AutoresetMode::Disabled)
+        .await
+        .expect("connect");
+    let positions = |v: &Value| {
+        v.get("position")
+            .and_then(Value::as_array)
+            .map(NdArray::to_f64_vec)
+            .unwrap_or_default()
+    };
+    envs.reset(vec![ResetArgs::default(); 4])
+        .await
+        .expect("reset");
+    let actions = |x: f32| -> Vec<Value> {
+        (0..4)
+            .map(|i| Value::from(NdArray::from_vec(vec![i as f32 * x, 1.0])))
+            .collect()
+    };
+    envs.step(actions(1.0)).await.expect("step");
+    let wide: Vec<Value> = (0..4)
+        .map(|_| Value::from(NdArray::from_vec(vec![1.0f32; 3])))
+        .collect();
+    let refused = envs.step(wide).await.expect("a step call");
+    for (i, e) in refused.errors.iter().enumerate() {
+        match e {
+            Some(VectorError::Env { error, .. }) => {
+                let remote = error.remote().expect("the server's error");
+                assert_eq!(remote.code, ErrorCode::InvalidRequest, "env {i}: {error}");
+                assert!(!remote.uncertain);
+            }
+            other => panic!("env {i}: {other:?}"),
+        }
+    }
+    assert_eq!(envs.failed(), vec![false; 4]);
+    let step = envs.step(actions(1.0)).await.expect("step");
+    assert!(step.errors.iter().all(Option::is_none), "{:?}", step.errors);
+    // Two accepted steps of (i, 1): the refused one changed nothing.
+    assert_eq!(
+        positions(&step.observation),
+        vec![0.0, 2.0, 2.0, 2.0, 4.0, 2.0, 6.0, 2.0]
+    );
+    envs.close().await;
+    server.shutdown().await;
+}
+
 /// 6 CartPoles as a [`BatchedEnv`](crate::host::BatchedEnv) of 4 plus 2
 /// single ones, against 6 single CartPoles, in every autoreset mode: the
 /// same observations, rewards, signals and final observations, step by step

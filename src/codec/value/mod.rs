@@ -366,9 +366,11 @@ impl Dict {
         }
     }
 
-    /// Appends an entry whose key the caller knows to be new.
+    /// Appends an entry whose key the caller knows to be new (checked in
+    /// debug builds for small dicts only: a check per key of a large one
+    /// would make building it quadratic).
     pub(crate) fn push_unique(&mut self, key: String, value: Value) {
-        debug_assert!(!self.contains_key(&key));
+        debug_assert!(self.entries.len() > DICT_INDEX_THRESHOLD || !self.contains_key(&key));
         self.entries.push((key, value));
     }
 

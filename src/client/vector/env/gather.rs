@@ -13,10 +13,21 @@ use super::arrivals::Outcome;
 use super::infos::StepInfos;
 use super::latest::{row, Latest};
 use super::{VectorEnv, VectorError, VectorStep};
+use crate::client::ClientError;
 use crate::codec::stack::stack_filled;
 use crate::codec::{NdArray, Value};
+use crate::protocol::ErrorCode;
 use bytes::Bytes;
 use std::sync::Arc;
+
+/// Whether a resource's failed request was refused with nothing changed:
+/// a certain `invalid_request` (the server checks a request, an action
+/// among its arguments, before the env runs, and says so).
+pub(super) fn is_refusal(error: &ClientError) -> bool {
+    error
+        .remote()
+        .is_some_and(|e| e.code == ErrorCode::InvalidRequest && !e.uncertain)
+}
 
 /// The observations of one gathered resource.
 enum Block {
@@ -147,9 +158,15 @@ impl VectorEnv {
                     });
                 }
                 Outcome::Failed(error) => {
+                    // A certain refusal (the action refused before the env
+                    // ran: NaN, out of bounds, wrong shape) changed nothing:
+                    // the sub-envs stay usable, as they were before the call.
+                    let refused = is_refusal(&error);
                     for i in range.clone() {
-                        self.needs_autoreset[i] = false;
-                        self.failed[i] = Some(error.clone());
+                        if !refused {
+                            self.needs_autoreset[i] = false;
+                            self.failed[i] = Some(error.clone());
+                        }
                         out.errors[slot] = Some(self.env_error(i, error.clone()));
                         slot += 1;
                     }

@@ -246,7 +246,10 @@ pub(super) async fn step_resource(
             .proxy
             .reset(batched_reset_args(&vec![ResetArgs::default(); b], &ended));
         let (s, res) = tokio::join!(step, reset);
-        (s?, Some(res?))
+        // The reset's failure first: a refused step (certain) with a reset
+        // that failed is not a refusal that left everything as it was.
+        let res = res?;
+        (s?, Some(res))
     } else {
         (step.await?, None)
     };
