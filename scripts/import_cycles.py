@@ -144,7 +144,7 @@ LAYERS = [
     ['transport', 'host'],              # bytes on the wire; what a simulator implements
     ['server', 'client'],               # the two ends, never each other
     ['sims', 'fixtures'],               # built-in simulators registered on a server
-    ['viewer'],
+    ['viewer', 'relay'],                # above the server: a relay forwards to hosts that dial out
     ['cli', 'bench_ws'],
 ]
 # The Python extension's crate (python/src): the shared conversions, logs
