@@ -190,3 +190,24 @@ def test_registration_errors_match_the_reference(case):
     ours, ref = attempt(unienv_remote.RemoteServer), attempt(RefServer)
     assert ours == ref
     assert ref is not None
+
+
+@pytest.mark.parametrize("resource_id", ["a\x00b", "line\nbreak", "x" * 1025])
+@pytest.mark.parametrize("factory", [False, True])
+def test_an_id_no_server_can_host_is_refused_at_register(resource_id, factory):
+    """The reference accepts such an ID at ``register`` (and its server then
+    fails at ``listen``); ours refuses it where it is given, with the server's
+    rule, and the server stays usable."""
+    server = unienv_remote.RemoteServer(idle_timeout=None)
+    try:
+        with pytest.raises(ValueError, match="resource ID"):
+            server.register(resource_id, CounterEnv if factory else CounterEnv())
+        assert server.register("ok", CounterEnv()) == "ok"
+        client = server.connect()
+        try:
+            assert len(client.discover()) == 1
+            client.describe("ok")
+        finally:
+            client.close()
+    finally:
+        server.close()

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 __all__ = [
     "BUILD_PROFILE", "PARQUET_PIECE_BYTES", "__version__", "encode", "decode", "Client", "Operation",
     "Subscription", "Server", "VectorEnv", "VectorStep", "Recorder", "coerce_action", "set_log_level", "flush_logs",
-    "stop_logs", "set_hooks", "batch_infos",
+    "stop_logs", "set_hooks", "batch_infos", "check_resource_id",
 ]
 
 #: ``"debug"`` or ``"release"``: how the extension was compiled.
@@ -59,6 +59,10 @@ def stop_logs() -> None:
 def batch_infos(n: int, indices: Sequence[int], infos: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     """Gymnasium's vector info layout of ``n`` sub-envs from the infos of
     those at ``indices`` (the crate's ``codec::vector_info::gather``)."""
+
+def check_resource_id(resource_id: str) -> None:
+    """Raises ``ValueError`` unless ``resource_id`` is one a server can host:
+    non-empty, at most 1,024 bytes, no control characters."""
 
 def set_hooks(hooks: Any) -> None:
     """Registers the package's ``NativeHooks`` (``unienv_remote/_hooks.py``),

@@ -213,6 +213,7 @@ class RemoteServer:
             if callable(obj_or_factory):
                 if not isinstance(resource_id, str) or not resource_id:
                     raise ValueError("resource_id must be a nonempty string")
+                _native.check_resource_id(resource_id)
                 if resource_id in self._resources:
                     raise ValueError(f"Resource ID already registered: {resource_id}")
                 domain = _Domain(factory=obj_or_factory, root_id=resource_id)
@@ -241,6 +242,7 @@ class RemoteServer:
         def visit(resource_id: str, obj: HostedResource) -> str:
             if not isinstance(resource_id, str) or not resource_id:
                 raise ValueError("resource_id must be a nonempty string")
+            _native.check_resource_id(resource_id)
             if resource_id in resources and resources[resource_id].obj is not obj:
                 raise ValueError(f"Resource ID already registered: {resource_id}")
             if id(obj) in objects:

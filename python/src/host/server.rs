@@ -704,7 +704,17 @@ impl PyServer {
 
 /// Registers `Server`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyServer>()
+    m.add_class::<PyServer>()?;
+    m.add_function(wrap_pyfunction!(check_resource_id, m)?)
+}
+
+/// `_native.check_resource_id(id)`: the server's rule for a resource ID
+/// (`unienv_remote::server::check_resource_id`), so that `RemoteServer.register`
+/// refuses a bad ID where it is given instead of at `listen`.
+#[pyfunction]
+fn check_resource_id(resource_id: &str) -> PyResult<()> {
+    unienv_remote::server::check_resource_id(resource_id)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// The Python exception of a failed `listen`: `ValueError` for a
