@@ -4,7 +4,7 @@
 
 use super::frame::Frame;
 use super::page::{error_json, snapshot_header, PageWriter};
-use super::watch::Watched;
+use super::watch::{Watched, GATE_ABOVE, QUIET, UNGATE_BELOW};
 use super::ViewerState;
 use crate::client::{Client, ClientError, Subscription};
 use serde_json::{json, Value as Json};
@@ -58,22 +58,10 @@ impl Pace {
 /// How long a one-shot render waits for the next boundary.
 const RENDER_WAIT: Duration = Duration::from_secs(30);
 
-/// Above this many boundaries per second a panel's upstream subscription is
-/// held only while the page waits for a frame (see [`panel_task`]).
-pub(super) const GATE_ABOVE: f64 = 150.0;
-
-/// How long a panel that subscribed again waits for a boundary before it
-/// checks whether it missed the last ones (the domain went quiet).
-pub(super) const QUIET: Duration = Duration::from_millis(250);
-
 /// A panel allowed fewer frames than one per this time is gated from its
 /// first frame, and keeps its subscription only for domains no faster than
 /// its frames.
 const SLOW_PACE: Duration = Duration::from_millis(100);
-
-/// Below this many boundaries per second the subscription is kept between
-/// frames again.
-pub(super) const UNGATE_BELOW: f64 = 100.0;
 
 /// One panel: against each credit, the subscription's latest snapshot goes
 /// to the page. Without credit nothing is taken, so the client's single

@@ -29,7 +29,6 @@
 //! not watched: a subscription would keep them built.
 
 use super::config::ViewerConfig;
-use super::panel::{GATE_ABOVE, QUIET, UNGATE_BELOW};
 use super::upstream::RECONNECT_DELAY;
 use crate::client::{ClientError, SnapshotEvent};
 use crate::codec::Value;
@@ -40,6 +39,19 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+
+/// Above this many boundaries per second a panel's upstream subscription is
+/// held only while the page waits for a frame (`panel::panel_task`), and the
+/// watch reads only some boundaries.
+pub(super) const GATE_ABOVE: f64 = 150.0;
+
+/// How long a subscription taken again waits for a boundary before it
+/// checks whether it missed the last ones (the domain went quiet).
+pub(super) const QUIET: Duration = Duration::from_millis(250);
+
+/// Below this many boundaries per second the subscription is kept between
+/// frames (and every boundary read) again.
+pub(super) const UNGATE_BELOW: f64 = 100.0;
 
 /// Marks (episode ends, resets) remembered per resource, the most recent.
 pub(super) const MAX_MARKS: usize = 2000;
