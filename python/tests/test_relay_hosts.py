@@ -7,6 +7,15 @@
   driven when it listens: the same process serves both, and both paths give
   the same trajectories bit for bit.
 - A C host with a wrong host token is refused and keeps re-dialing, saying why.
+- A Python host (``RemoteServer.dial``) hosting the conformance fixture
+  registry gives, through the relay, the reference server's transcript with
+  the reference client and with ours.
+- A learner in Unity ML-Agents' shape: ``unienv_remote.Relay`` in process,
+  hosts started as processes that dial it (``unienv-remote serve --dial``),
+  ``relay.wait_for(n)``, ``RemoteVectorEnv(relay.addresses())``; a host
+  killed and started again under its name is healed by a ``RestartPolicy``.
+- ``DialHandle`` states: a taken name, a wrong token, stopping, a closed
+  server; ``Relay``'s tokens and refusals.
 """
 
 from __future__ import annotations
@@ -14,17 +23,23 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional
 
 import numpy as np
 import pytest
+import unienv_interface.remote as reference
 
+import unienv_remote
+from compare import transcript_differences
 from conftest import Server, our_binary
-from unienv_remote import RemoteVectorEnv
+from transcript import scenario
+from unienv_remote import Relay, RemoteServer, RemoteVectorEnv, RestartPolicy
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = os.environ.get("UNIENV_CAPI_PROFILE", "debug")
@@ -34,7 +49,7 @@ LISTENING = re.compile(r"serving cartpole on (ws://127\.0\.0\.1:\d+)")
 @pytest.fixture(scope="module")
 def c_built() -> None:
     """Builds the C library and examples (make is incremental)."""
-    subprocess.run(["make", "--quiet", "-C", "examples/c", f"PROFILE={PROFILE}"], cwd=REPO, check=True)
+    subprocess.run(["make", "--quiet", "-C", "examples/c", f"PROFILE={PROFILE}", "CLI=0"], cwd=REPO, check=True)
 
 
 def listed(relay_url: str, token: Optional[str] = None) -> List[str]:
@@ -144,3 +159,176 @@ def test_a_c_host_with_a_wrong_host_token_is_refused_and_keeps_re_dialing(
     assert "not registered" in first and "401" in first, first
     assert "intruder" not in listed(cli_relay.url)
     h.stop()
+
+
+# -- Python hosts and the relay in process ------------------------------------------------
+
+PY_TESTS = REPO / "tests" / "py"
+FIXTURE_HOST = f"""
+import sys, time
+sys.path.insert(0, {str(PY_TESTS)!r})
+from ref_fixture_server import build
+import unienv_remote
+server = unienv_remote.RemoteServer(idle_timeout=60.0, validate_actions=False)
+build(server)
+dial = server.dial(sys.argv[1], name=sys.argv[2])
+assert dial.wait_registered(timeout=60), dial.status()
+print("registered", flush=True)
+time.sleep(3600)
+"""
+REFERENCE_FIXTURES = [sys.executable, str(PY_TESTS / "ref_fixture_server.py"), "0"]
+
+
+@pytest.fixture
+def relay() -> Iterator[Relay]:
+    with Relay("127.0.0.1:0") as r:
+        yield r
+
+
+@pytest.fixture
+def processes() -> Iterator[List[subprocess.Popen]]:
+    started: List[subprocess.Popen] = []
+    yield started
+    for p in started:
+        if p.poll() is None:
+            p.kill()
+        p.communicate()
+
+
+@pytest.mark.parametrize("client", ["reference", "ours"])
+def test_a_python_host_dialing_out_gives_the_reference_servers_transcript(
+        relay: Relay, processes: List[subprocess.Popen], client: str) -> None:
+    host = subprocess.Popen([sys.executable, "-c", FIXTURE_HOST, relay.url, "fixtures"], stdout=subprocess.PIPE,
+                            text=True)
+    processes.append(host)
+    direct = subprocess.Popen(REFERENCE_FIXTURES, stdout=subprocess.PIPE, text=True)
+    processes.append(direct)
+    assert host.stdout is not None and direct.stdout is not None
+    assert host.stdout.readline().strip() == "registered"
+    reference_url = direct.stdout.readline().strip()
+    assert [h.name for h in relay.hosts()] == ["fixtures"]
+    module = reference if client == "reference" else unienv_remote
+    got = scenario(module, relay.host_url("fixtures"))
+    want = scenario(module, reference_url)
+    mismatches = transcript_differences(got, want)
+    assert not mismatches, "\n".join(m[:2000] for m in mismatches)
+    assert {"ok", "error", "uncertain_outcome"} <= {r[1] for r in got}
+
+
+def serve_dialing(relay_url: str, name: str) -> subprocess.Popen:
+    """A Rust cartpole host that only dials (`unienv-remote serve --dial`)."""
+    return subprocess.Popen([str(our_binary()), "serve", "--no-listen", "--dial", relay_url, "--name", name],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def restarted(infos: Dict[str, object]) -> List[int]:
+    return [] if "restart" not in infos else [int(i) for i in np.flatnonzero(np.asarray(infos["_restart"]))]
+
+
+def test_a_learner_starts_hosts_that_dial_its_relay_and_a_killed_one_heals(
+        relay: Relay, processes: List[subprocess.Popen]) -> None:
+    names = ["sim-0", "sim-1", "sim-2"]
+    for name in names:
+        processes.append(serve_dialing(relay.url, name))
+    hosts = relay.wait_for(3, timeout=60)
+    assert sorted(h.name for h in hosts) == names and all("cartpole" in h.resources for h in hosts)
+    # Every resource of every host, by host name; or one resource's.
+    assert relay.addresses() == [(relay.host_url(n), r) for n in names for r in hosts[0].resources]
+    assert relay.addresses("cartpole") == [(relay.host_url(n), "cartpole") for n in names]
+    assert relay.addresses("other") == []
+
+    envs = RemoteVectorEnv(relay.addresses("cartpole"), timeout=30,
+                           restart=RestartPolicy(max_restarts=3, window=600.0, timeout=60.0))
+    try:
+        obs, _ = envs.reset(seed=5)
+        assert obs.shape == (3, 4)
+        for _ in range(5):
+            assert restarted(envs.step(np.array([1, 0, 1]))[4]) == []
+        # sim-1 dies; the relay closes its clients at once, and a new
+        # process registers under its name (the address is stable).
+        processes[1].send_signal(signal.SIGKILL)
+        processes[1].wait()
+        processes.append(serve_dialing(relay.url, "sim-1"))
+        healed: List[int] = []
+        for _ in range(50):
+            obs, reward, terminated, truncated, infos = envs.step(np.array([0, 1, 0]))
+            healed += restarted(infos)
+            if healed:
+                assert truncated[1] and reward[1] == 0 and not terminated[1]
+                break
+        assert healed == [1]
+        assert obs.shape == (3, 4) and sorted(h.name for h in relay.hosts()) == names
+        envs.step(np.array([1, 1, 1]))
+    finally:
+        envs.close()
+
+
+def test_dial_states_a_taken_name_a_wrong_token_and_stopping(processes: List[subprocess.Popen]) -> None:
+    with Relay("127.0.0.1:0", token="client-secret", host_token="host-secret") as relay:
+        first, second, intruder = RemoteServer(), RemoteServer(), RemoteServer()
+        try:
+            for server in (first, second, intruder):
+                server.register("counter", _counter())
+            with pytest.raises(ValueError, match="name"):
+                first.dial(relay.url, name="no/slash", token="host-secret")
+            with pytest.raises(ValueError, match="URL"):
+                first.dial("http://127.0.0.1:1", name="a", token="host-secret")
+            holder = first.dial(relay.url, name="sim", token="host-secret")
+            assert holder.wait_registered(timeout=60)
+            status = holder.status()
+            assert (status.state, status.name, status.relay, status.registrations) == ("registered", "sim",
+                                                                                       relay.url, 1)
+            taken = second.dial(relay.url, name="sim", token="host-secret")
+            refused = intruder.dial(relay.url, name="other", token="guess")
+            assert not taken.wait_registered(timeout=0.5) and not refused.wait_registered(timeout=0.5)
+            for handle, why in ((taken, "name_taken"), (refused, "401")):
+                status = handle.status()
+                assert status.state in ("waiting", "connecting") and status.registrations == 0
+                assert status.last_error is not None and why in status.last_error, status
+            assert [h.name for h in relay.hosts()] == ["sim"]
+
+            # Clients need the client token: through the relay as direct.
+            with pytest.raises(Exception, match="401"):
+                unienv_remote.RemoteClient.connect(relay.host_url("sim"), token="host-secret")
+            client = unienv_remote.RemoteClient.connect(relay.host_url("sim"), token="client-secret")
+            assert client.env("counter").reset(seed=2)[1]["position"].tolist() == [2.0, 2.0]
+            client.close()
+            assert holder.status().tunnels == 1
+
+            # The holder stops: the name goes to the waiting host.
+            holder.stop()
+            assert taken.wait_registered(timeout=60)
+            assert holder.status().state == "stopped" and not holder.wait_registered(timeout=1)
+            # A closed server's dialing is stopped.
+            second.close()
+            assert taken.status().state == "stopped"
+        finally:
+            for server in (first, second, intruder):
+                server.close()
+
+
+def _counter() -> object:
+    sys.path.insert(0, str(PY_TESTS))
+    from ref_fixture_server import CounterEnv
+    return CounterEnv()
+
+
+def test_relay_refusals_and_waits() -> None:
+    with pytest.raises(ValueError, match="tls_cert and tls_key"):
+        Relay("127.0.0.1:0", tls_cert="cert.pem")
+    with pytest.raises(ValueError, match="open_timeout"):
+        Relay("127.0.0.1:0", open_timeout=0)
+    relay = Relay("127.0.0.1:0")
+    with pytest.raises(OSError):
+        Relay(relay.url.removeprefix("ws://"))  # the port is taken
+    with pytest.raises(TimeoutError, match="0 of 1 hosts"):
+        relay.wait_for(1, timeout=0.2)
+    assert relay.wait_for(0, timeout=0) == []
+    with pytest.raises(ValueError, match="name"):
+        relay.host_url("a b")
+    assert not relay.closed
+    relay.close()
+    relay.close()
+    assert relay.closed
+    with pytest.raises(RuntimeError, match="closed"):
+        relay.wait_for(1, timeout=1)
