@@ -14,6 +14,8 @@
   hosts started as processes that dial it (``unienv-remote serve --dial``),
   ``relay.wait_for(n)``, ``RemoteVectorEnv(relay.addresses())``; a host
   killed and started again under its name is healed by a ``RestartPolicy``.
+- A relay stopped and started again on its port: the hosts re-dial it and a
+  ``RestartPolicy`` heals every env.
 - ``DialHandle`` states: a taken name, a wrong token, stopping, a closed
   server; ``Relay``'s tokens and refusals.
 """
@@ -40,6 +42,9 @@ from compare import transcript_differences
 from conftest import Server, our_binary
 from transcript import scenario
 from unienv_remote import Relay, RemoteServer, RemoteVectorEnv, RestartPolicy
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "py"))
+from ref_fixture_server import CounterEnv  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = os.environ.get("UNIENV_CAPI_PROFILE", "debug")
@@ -263,12 +268,38 @@ def test_a_learner_starts_hosts_that_dial_its_relay_and_a_killed_one_heals(
         envs.close()
 
 
-def test_dial_states_a_taken_name_a_wrong_token_and_stopping(processes: List[subprocess.Popen]) -> None:
+def test_after_a_relay_restart_the_hosts_re_dial_and_a_restart_policy_heals_every_env(
+        processes: List[subprocess.Popen]) -> None:
+    relay = Relay("127.0.0.1:0")
+    addr = relay.url.removeprefix("ws://")
+    try:
+        for name in ("sim-0", "sim-1"):
+            processes.append(serve_dialing(relay.url, name))
+        relay.wait_for(2, timeout=60)
+        envs = RemoteVectorEnv(relay.addresses("cartpole"), timeout=30,
+                               restart=RestartPolicy(max_restarts=3, window=600.0, timeout=60.0))
+        envs.reset(seed=1)
+        envs.step(np.array([0, 1]))
+        # The relay stops (every connection closed) and starts again on its
+        # port; the hosts re-dial it, and the learner's envs heal.
+        relay.close()
+        relay = Relay(addr)
+        obs, reward, terminated, truncated, infos = envs.step(np.array([1, 0]))
+        assert restarted(infos) == [0, 1] and list(truncated) == [True, True], infos
+        assert set(infos["restart_reason"]) == {"connection_lost"}
+        assert sorted(h.name for h in relay.wait_for(2, timeout=60)) == ["sim-0", "sim-1"]
+        assert restarted(envs.step(np.array([1, 1]))[4]) == []
+        envs.close()
+    finally:
+        relay.close()
+
+
+def test_dial_states_a_taken_name_a_wrong_token_and_stopping() -> None:
     with Relay("127.0.0.1:0", token="client-secret", host_token="host-secret") as relay:
         first, second, intruder = RemoteServer(), RemoteServer(), RemoteServer()
         try:
             for server in (first, second, intruder):
-                server.register("counter", _counter())
+                server.register("counter", CounterEnv())
             with pytest.raises(ValueError, match="name"):
                 first.dial(relay.url, name="no/slash", token="host-secret")
             with pytest.raises(ValueError, match="URL"):
@@ -288,7 +319,7 @@ def test_dial_states_a_taken_name_a_wrong_token_and_stopping(processes: List[sub
             assert [h.name for h in relay.hosts()] == ["sim"]
 
             # Clients need the client token: through the relay as direct.
-            with pytest.raises(Exception, match="401"):
+            with pytest.raises(ConnectionError, match="401"):
                 unienv_remote.RemoteClient.connect(relay.host_url("sim"), token="host-secret")
             client = unienv_remote.RemoteClient.connect(relay.host_url("sim"), token="client-secret")
             assert client.env("counter").reset(seed=2)[1]["position"].tolist() == [2.0, 2.0]
@@ -305,12 +336,6 @@ def test_dial_states_a_taken_name_a_wrong_token_and_stopping(processes: List[sub
         finally:
             for server in (first, second, intruder):
                 server.close()
-
-
-def _counter() -> object:
-    sys.path.insert(0, str(PY_TESTS))
-    from ref_fixture_server import CounterEnv
-    return CounterEnv()
 
 
 def test_relay_refusals_and_waits() -> None:
