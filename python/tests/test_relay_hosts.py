@@ -7,6 +7,7 @@
   driven when it listens: the same process serves both, and both paths give
   the same trajectories bit for bit.
 - A C host with a wrong host token is refused and keeps re-dialing, saying why.
+- The dialing C cart-pole runs clean under valgrind (memcheck).
 - A Python host (``RemoteServer.dial``) hosting the conformance fixture
   registry gives, through the relay, the reference server's transcript with
   the reference client and with ours.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -165,6 +167,26 @@ def test_a_c_host_with_a_wrong_host_token_is_refused_and_keeps_re_dialing(
     assert "intruder" not in listed(cli_relay.url)
     h.stop()
 
+
+def test_a_dialing_c_cartpole_runs_clean_under_valgrind(c_built: None) -> None:
+    valgrind = shutil.which("valgrind")
+    assert valgrind, "valgrind is missing: scripts/test.sh installs it (apt-get install valgrind)"
+    with Relay("127.0.0.1:0") as relay:
+        host = subprocess.Popen([valgrind, "--error-exitcode=99", "--leak-check=no", "--track-origins=no", "-q",
+                                 str(REPO / "examples/c/cartpole"), "--pump", "--dial", relay.url, "--name", "vg"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            relay.wait_for(1, timeout=120)
+            envs = RemoteVectorEnv(relay.addresses("cartpole"), timeout=60)
+            envs.reset(seed=0)
+            for t in range(20):
+                envs.step(np.array([t % 2]))
+            envs.close()
+        finally:
+            host.terminate()
+            _, err = host.communicate(timeout=120)
+    assert host.returncode == 0, err
+    assert "cartpole: stopped" in err
 
 # -- Python hosts and the relay in process ------------------------------------------------
 
