@@ -18,7 +18,8 @@
 - A relay stopped and started again on its port: the hosts re-dial it and a
   ``RestartPolicy`` heals every env.
 - ``DialHandle`` states: a taken name, a wrong token, stopping, a closed
-  server; ``Relay``'s tokens and refusals.
+  server; ``Relay``'s tokens and refusals; a TLS relay in process, a host
+  dialing it with and without its CA.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import unienv_interface.remote as reference
 
 import unienv_remote
 from compare import transcript_differences
+import certs
 from conftest import Server, our_binary
 from transcript import scenario
 from unienv_remote import Relay, RemoteServer, RemoteVectorEnv, RestartPolicy
@@ -316,6 +318,15 @@ def test_after_a_relay_restart_the_hosts_re_dial_and_a_restart_policy_heals_ever
         relay.close()
 
 
+def first_failure(handle: unienv_remote.DialHandle) -> unienv_remote.DialStatus:
+    """The handle's status once an attempt failed."""
+    deadline = time.monotonic() + 60
+    while handle.status().last_error is None:
+        assert time.monotonic() < deadline, handle.status()
+        time.sleep(0.01)
+    return handle.status()
+
+
 def test_dial_states_a_taken_name_a_wrong_token_and_stopping() -> None:
     with Relay("127.0.0.1:0", token="client-secret", host_token="host-secret") as relay:
         first, second, intruder = RemoteServer(), RemoteServer(), RemoteServer()
@@ -333,9 +344,8 @@ def test_dial_states_a_taken_name_a_wrong_token_and_stopping() -> None:
                                                                                        relay.url, 1)
             taken = second.dial(relay.url, name="sim", token="host-secret")
             refused = intruder.dial(relay.url, name="other", token="guess")
-            assert not taken.wait_registered(timeout=0.5) and not refused.wait_registered(timeout=0.5)
             for handle, why in ((taken, "name_taken"), (refused, "401")):
-                status = handle.status()
+                status = first_failure(handle)
                 assert status.state in ("waiting", "connecting") and status.registrations == 0
                 assert status.last_error is not None and why in status.last_error, status
             assert [h.name for h in relay.hosts()] == ["sim"]
@@ -351,7 +361,11 @@ def test_dial_states_a_taken_name_a_wrong_token_and_stopping() -> None:
             # The holder stops: the name goes to the waiting host.
             holder.stop()
             assert taken.wait_registered(timeout=60)
-            assert holder.status().state == "stopped" and not holder.wait_registered(timeout=1)
+            deadline = time.monotonic() + 60
+            while holder.status().state != "stopped":  # stopping runs in the background
+                assert time.monotonic() < deadline, holder.status()
+                time.sleep(0.01)
+            assert not holder.wait_registered(timeout=None)
             # A closed server's dialing is stopped.
             second.close()
             assert taken.status().state == "stopped"
@@ -379,3 +393,21 @@ def test_relay_refusals_and_waits() -> None:
     assert relay.closed
     with pytest.raises(RuntimeError, match="closed"):
         relay.wait_for(1, timeout=1)
+
+
+def test_a_tls_relay_in_process_serves_a_python_host_and_a_client_over_wss(tmp_path: Path) -> None:
+    if not certs.available():
+        pytest.fail("openssl is missing: the tests make their certificates with it")
+    made = certs.make(tmp_path)
+    with Relay("127.0.0.1:0", tls_cert=made.cert, tls_key=made.key) as relay, RemoteServer() as host:
+        assert relay.url.startswith("wss://127.0.0.1:")
+        host.register("counter", CounterEnv())
+        untrusted = host.dial(relay.url, name="untrusted")  # no CA file: the relay's certificate is refused
+        trusted = host.dial(relay.url, name="sim", ca_file=made.ca)
+        assert trusted.wait_registered(timeout=60)
+        status = first_failure(untrusted)
+        assert status.registrations == 0 and "certificate" in (status.last_error or ""), status
+        untrusted.stop()
+        client = unienv_remote.RemoteClient(relay.host_url("sim"), ca_file=made.ca, timeout=10.0)
+        assert client.env("counter").reset(seed=3)[1]["position"].tolist() == [3.0, 3.0]
+        client.close()
