@@ -15,6 +15,15 @@
  *   ... serve (see THREADING) ...
  *   unienv_server_free(s);                               // stops, closes envs
  *
+ * DIALING OUT (an engine that can make outbound connections only)
+ *   unienv_server_start(s, NULL);                        // no listening
+ *   UnienvDial *d = unienv_server_dial(s, "ws://RELAY:PORT", "engine-1",
+ *                                      host_token, NULL); // token may be NULL
+ *   // clients connect to ws://RELAY:PORT/hosts/engine-1; the callbacks run
+ *   // as for accepted connections (pump mode included). The connection is
+ *   // re-made after any loss; unienv_dial_status(d, &st) tells its state.
+ *   unienv_dial_free(d);                                 // stops dialing
+ *
  * ERRORS
  *   Functions returning int32_t return UNIENV_OK (0) or an UNIENV_ERR_* code;
  *   functions returning a pointer return NULL on failure. Either way the
@@ -94,6 +103,18 @@ typedef struct UnienvValue UnienvValue;
 
 // The version of the UniEnv remote protocol spoken (1).
 #define UNIENV_PROTOCOL_VERSION 1
+
+// Connecting to the relay and registering.
+#define UNIENV_DIAL_CONNECTING 0
+
+// Registered: clients reach the server at `ws://RELAY/hosts/NAME`.
+#define UNIENV_DIAL_REGISTERED 1
+
+// Waiting before the next attempt (after a refusal or a lost connection).
+#define UNIENV_DIAL_WAITING 2
+
+// Stopped: `unienv_dial_stop`, or the server stopped.
+#define UNIENV_DIAL_STOPPED 3
 
 // Returned by a callback that set its result.
 #define UNIENV_CALLBACK_OK 0
@@ -237,6 +258,10 @@ typedef struct UnienvCall UnienvCall;
 // them. Every limit starts at the crate's documented default.
 typedef struct UnienvConfig UnienvConfig;
 
+// A server's dialing to one relay, from `unienv_server_dial` until
+// `unienv_dial_free` (which stops the dialing).
+typedef struct UnienvDial UnienvDial;
+
 // An env being described (spaces, metadata), owned by the caller until
 // `unienv_server_add_env` takes it or `unienv_env_free` frees it.
 typedef struct UnienvEnv UnienvEnv;
@@ -249,6 +274,20 @@ typedef struct UnienvServer UnienvServer;
 // it (`unienv_env_set_*_space`, `unienv_space_dict_set`,
 // `unienv_space_tuple_push`) or `unienv_space_free` frees it.
 typedef struct UnienvSpace UnienvSpace;
+
+// A dialing server's state, filled by `unienv_dial_status`.
+typedef struct UnienvDialStatus {
+  // One of `UNIENV_DIAL_CONNECTING`, `_REGISTERED`, `_WAITING`, `_STOPPED`.
+  int32_t state;
+  // Attempts since the last registration (the current one included).
+  uint64_t attempts;
+  // Registrations so far (a re-dial after a loss counts again).
+  uint64_t registrations;
+  // Tunnels opened for clients so far (one per client session).
+  uint64_t tunnels;
+  // While waiting: milliseconds until the next attempt (0 otherwise).
+  uint64_t retry_in_ms;
+} UnienvDialStatus;
 
 // A `reset`, `step` or `render` callback: reads its arguments from `call`,
 // sets its result on it (`unienv_call_set_reset`, `_set_step`,
@@ -313,6 +352,73 @@ uint32_t unienv_abi_version(void);
 
 // The remote protocol version the server speaks.
 uint32_t unienv_protocol_version(void);
+
+// Dials the relay at `url` (`ws://HOST:PORT` or `wss://…`) and registers
+// the started `server` as `name` (1 to 64 of `A-Z a-z 0-9 . _ -`, starting
+// with a letter or a digit); clients then reach it at
+// `ws://HOST:PORT/hosts/NAME`. `host_token` is the relay's host token
+// (NULL: none); `ca_file` a PEM file of CA certificates to trust for a
+// `wss://` relay besides the system's (NULL: the system's only).
+//
+// Returns at once: the connection is made in the background and re-made
+// after any loss (a refused registration included), with exponential
+// backoff from 0.25 s to 10 s and jitter, each attempt bounded by 10 s.
+// Query it with `unienv_dial_status`. Callbacks run as for accepted
+// connections (in pump mode: inside `unienv_server_poll`, nothing more to
+// call). A server may dial several relays and listen too. NULL on
+// failure: an invalid URL or name (`UNIENV_ERR_INVALID_ARGUMENT`), a
+// server not started (`UNIENV_ERR_STATE`), an unreadable `ca_file`
+// (`UNIENV_ERR_CONFIG`).
+//
+// # Safety
+// `server` is live; `url` and `name` NUL-terminated strings; `host_token`
+// and `ca_file` NULL or NUL-terminated strings.
+struct UnienvDial *unienv_server_dial(struct UnienvServer *server,
+                                      const char *url,
+                                      const char *name,
+                                      const char *host_token,
+                                      const char *ca_file);
+
+// Fills `out` with the dialing's current state.
+//
+// # Safety
+// `dial` is live; `out` points to a writable `UnienvDialStatus`.
+int32_t unienv_dial_status(const struct UnienvDial *dial,
+                           struct UnienvDialStatus *out);
+
+// The last failure of the dialing, in words (a refused registration with
+// the relay's reason, a lost connection), or `""` when registered since.
+// The text stays valid until the next call of this function on `dial`.
+//
+// # Safety
+// `dial` is NULL or live, and not used by another thread meanwhile.
+const char *unienv_dial_last_error(struct UnienvDial *dial);
+
+// Waits until the server is registered at the relay (now or later), at
+// most `timeout_ms` (negative: without limit, until registered or
+// stopped). Whether it is. Callbacks do not run meanwhile in pump mode
+// (registering needs none).
+//
+// # Safety
+// `dial` is live, and its server is not stopped by another thread meanwhile.
+bool unienv_dial_wait_registered(const struct UnienvDial *dial,
+                                 int32_t timeout_ms);
+
+// Stops dialing and closes the connection to the relay (the relay lists
+// the server no more and closes the sessions it forwarded), in the
+// background: the state is `UNIENV_DIAL_STOPPED` once done. The server
+// goes on serving its other connections. Idempotent.
+//
+// # Safety
+// `dial` is live.
+int32_t unienv_dial_stop(const struct UnienvDial *dial);
+
+// Stops dialing (as `unienv_dial_stop`) and frees the handle (NULL is
+// ignored). May be called before or after the server is freed.
+//
+// # Safety
+// `dial` is NULL or a live handle not freed yet.
+void unienv_dial_free(struct UnienvDial *dial);
 
 // A new env with `callbacks` (copied). NULL when `reset` or `step` is
 // missing.
@@ -574,15 +680,17 @@ int32_t unienv_server_add_env(struct UnienvServer *server,
 
 // Validates the configuration, starts the server and listens on `address`
 // (`"127.0.0.1:0"` picks a free port; read it with
-// `unienv_server_address`). Envs are served from then on.
+// `unienv_server_address`). Envs are served from then on. A NULL
+// `address` starts the server without listening: it then serves only the
+// relays it dials (`unienv_server_dial`).
 //
 // # Safety
-// `server` is live; `address` a NUL-terminated string.
+// `server` is live; `address` NULL or a NUL-terminated string.
 int32_t unienv_server_start(struct UnienvServer *server,
                             const char *address);
 
 // The bound address, `"HOST:PORT"` (clients connect to `ws://HOST:PORT`);
-// `""` before `unienv_server_start`. Valid while the server lives.
+// `""` before `unienv_server_start` or when started without listening. Valid while the server lives.
 //
 // # Safety
 // `server` is NULL or live.

@@ -368,6 +368,33 @@ private:
 };
 
 /// A server: add envs, start, poll (pump mode), destroyed = stopped.
+/// A server's dialing to a relay (`Server::dial`); destroying it stops
+/// the dialing. See the C header's DIALING OUT.
+class Dial {
+public:
+    explicit Dial(UnienvDial *d) : d_(d) {}
+    Dial(Dial &&o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+    Dial(const Dial &) = delete;
+    Dial &operator=(const Dial &) = delete;
+    ~Dial() { unienv_dial_free(d_); }
+
+    /// The state (`UNIENV_DIAL_REGISTERED`, ...), attempts, registrations, tunnels.
+    UnienvDialStatus status() const {
+        UnienvDialStatus s{};
+        detail::check(unienv_dial_status(d_, &s));
+        return s;
+    }
+    /// Why it is not registered ("" when registered since).
+    std::string last_error() const { return unienv_dial_last_error(d_); }
+    /// Waits until registered, at most `timeout_ms` (negative: no limit).
+    bool wait_registered(int32_t timeout_ms) const { return unienv_dial_wait_registered(d_, timeout_ms); }
+    void stop() { detail::check(unienv_dial_stop(d_)); }
+    UnienvDial *get() const { return d_; }
+
+private:
+    UnienvDial *d_;
+};
+
 class Server {
 public:
     explicit Server(const Config &config = Config())
@@ -398,6 +425,16 @@ public:
         env.release(); // deleted by its close callback
     }
     void start(const std::string &address) { detail::check(unienv_server_start(s_, address.c_str())); }
+    /// Starts without listening: the server serves the relays it dials.
+    void start() { detail::check(unienv_server_start(s_, nullptr)); }
+    /// Dials the relay at `url` as `name` (after `start`); clients reach the
+    /// server at `url/hosts/name`. Empty `host_token` / `ca_file`: none.
+    Dial dial(const std::string &url, const std::string &name, const std::string &host_token = "",
+              const std::string &ca_file = "") {
+        return Dial(detail::check(unienv_server_dial(s_, url.c_str(), name.c_str(),
+                                                     host_token.empty() ? nullptr : host_token.c_str(),
+                                                     ca_file.empty() ? nullptr : ca_file.c_str())));
+    }
     std::string address() const { return unienv_server_address(s_); }
     /// Runs queued calls (pump mode) or waits (worker mode); see the C header.
     int poll(int32_t timeout_ms) {

@@ -13,6 +13,7 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+mod dial;
 mod env;
 mod error;
 mod pump;
@@ -20,6 +21,7 @@ mod server;
 mod space;
 mod value;
 
+pub use dial::*;
 pub use env::*;
 pub use error::{
     unienv_last_error_code, unienv_last_error_message, unienv_status_name, UNIENV_ERR_CONFIG,

@@ -9,6 +9,7 @@ use crate::error::{
 };
 use crate::pump::Pump;
 use std::ffi::{c_char, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use unienv_remote::server::{
@@ -260,7 +261,8 @@ enum State {
     Running {
         runtime: tokio::runtime::Runtime,
         server: Server,
-        _listener: Listener,
+        /// `None` when started without listening (dialing out only).
+        _listener: Option<Listener>,
     },
     Stopped,
 }
@@ -272,6 +274,22 @@ pub struct UnienvServer {
     runner: Runner,
     shutdown_timeout: Duration,
     address: CString,
+    /// Set once stopped: its dials report `UNIENV_DIAL_STOPPED` from then
+    /// on, whatever their task last recorded before the runtime ended.
+    stopped: Arc<AtomicBool>,
+}
+
+impl UnienvServer {
+    /// The running server, its runtime and its stopped flag (`None` before
+    /// start and after stop).
+    pub(crate) fn running(&self) -> Option<(&Server, &tokio::runtime::Runtime, &Arc<AtomicBool>)> {
+        match &self.state {
+            State::Running {
+                runtime, server, ..
+            } => Some((server, runtime, &self.stopped)),
+            _ => None,
+        }
+    }
 }
 
 /// A new server with a copy of `config` (NULL: defaults). NULL on failure.
@@ -295,6 +313,7 @@ pub unsafe extern "C" fn unienv_server_new(config: *const UnienvConfig) -> *mut 
             state: State::Building(Server::builder(config)),
             runner,
             address: CString::default(),
+            stopped: Arc::default(),
         })))
     })
 }
@@ -342,17 +361,23 @@ unsafe impl Send for SendEnv {}
 
 /// Validates the configuration, starts the server and listens on `address`
 /// (`"127.0.0.1:0"` picks a free port; read it with
-/// `unienv_server_address`). Envs are served from then on.
+/// `unienv_server_address`). Envs are served from then on. A NULL
+/// `address` starts the server without listening: it then serves only the
+/// relays it dials (`unienv_server_dial`).
 ///
 /// # Safety
-/// `server` is live; `address` a NUL-terminated string.
+/// `server` is live; `address` NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn unienv_server_start(
     server: *mut UnienvServer,
     address: *const c_char,
 ) -> i32 {
     status(|| {
-        let address = text(address, "address")?.to_string();
+        let address = if address.is_null() {
+            None
+        } else {
+            Some(text(address, "address")?.to_string())
+        };
         let server = req_mut(server, "server")?;
         if !matches!(server.state, State::Building(_)) {
             return Err(Failure::new(
@@ -377,6 +402,14 @@ pub unsafe extern "C" fn unienv_server_start(
             .thread_name("unienv-io")
             .build()
             .map_err(|e| Failure::new(UNIENV_ERR_IO, format!("cannot start the runtime: {e}")))?;
+        let Some(address) = address else {
+            server.state = State::Running {
+                runtime,
+                server: started,
+                _listener: None,
+            };
+            return Ok(());
+        };
         let listened = runtime.block_on(started.listen(address.as_str()));
         let listener = match listened {
             Ok(l) => l,
@@ -400,14 +433,14 @@ pub unsafe extern "C" fn unienv_server_start(
         server.state = State::Running {
             runtime,
             server: started,
-            _listener: listener,
+            _listener: Some(listener),
         };
         Ok(())
     })
 }
 
 /// The bound address, `"HOST:PORT"` (clients connect to `ws://HOST:PORT`);
-/// `""` before `unienv_server_start`. Valid while the server lives.
+/// `""` before `unienv_server_start` or when started without listening. Valid while the server lives.
 ///
 /// # Safety
 /// `server` is NULL or live.
@@ -509,6 +542,7 @@ pub unsafe extern "C" fn unienv_server_stop(server: *mut UnienvServer) -> i32 {
         if let Runner::Pump(p) = &server.runner {
             p.close();
         }
+        server.stopped.store(true, Ordering::Release);
         Ok(())
     })
 }

@@ -33,6 +33,10 @@ if TYPE_CHECKING:
     from .fleet import ProcessVectorEnv as ProcessVectorEnv
     from .vector import RemoteVectorEnv as RemoteVectorEnv
     from .vector import VectorEnvError as VectorEnvError
+    from .relay import DialHandle as DialHandle
+    from .relay import DialStatus as DialStatus
+    from .relay import Relay as Relay
+    from .relay import RelayHost as RelayHost
 
 #: The package's version: ``python/Cargo.toml``'s, compiled into the
 #: extension (``pyproject.toml`` takes it from there too).
@@ -58,6 +62,15 @@ _LAZY: Dict[str, Tuple[str, str, str]] = {
     "ProcessVectorEnv": ("fleet", "gymnasium", "vector"),
 }
 
+# Names imported on first use that need no extra: {name: module}.
+_DEFERRED: Dict[str, str] = {
+    "Relay": "relay",
+    "RelayHost": "relay",
+    "DialHandle": "relay",
+    "DialStatus": "relay",
+}
+__all__ += list(_DEFERRED)
+
 
 def _installed(distribution: str) -> bool:
     try:
@@ -70,6 +83,9 @@ __all__ += [name for name, (_, needs, _extra) in _LAZY.items() if _installed(nee
 
 
 def __getattr__(name: str) -> object:
+    deferred = _DEFERRED.get(name)
+    if deferred is not None:
+        return getattr(importlib.import_module(f".{deferred}", __name__), name)
     lazy = _LAZY.get(name)
     if lazy is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -87,4 +103,4 @@ def __getattr__(name: str) -> object:
 
 def __dir__() -> List[str]:
     # The lazily imported names are listed (for completion) before first use.
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_DEFERRED))

@@ -15,7 +15,8 @@ from numpy.typing import NDArray
 __all__ = [
     "BUILD_PROFILE", "PARQUET_PIECE_BYTES", "__version__", "encode", "decode", "Client", "Operation",
     "Subscription", "Server", "VectorEnv", "VectorStep", "Recorder", "coerce_action", "set_log_level", "flush_logs",
-    "stop_logs", "set_hooks", "batch_infos", "check_resource_id",
+    "stop_logs", "set_hooks", "batch_infos", "check_resource_id", "DialHandle", "DialStatus", "Relay",
+    "RelayHost",
 ]
 
 #: ``"debug"`` or ``"release"``: how the extension was compiled.
@@ -219,6 +220,18 @@ class Server:
         """Starts a listener on the Unix domain socket ``path``; returns its ``ws+unix://`` URL."""
     def connect_memory(self, *, timeout: Optional[float] = ..., max_message_size: int = ...) -> Client:
         """Connects an in-memory client."""
+    def dial(
+        self,
+        url: str,
+        name: str,
+        *,
+        token: Optional[str] = None,
+        ca_file: Optional[str | os.PathLike[str]] = None,
+        connect_timeout: float = 10.0,
+        initial_backoff: float = 0.25,
+        max_backoff: float = 10.0,
+    ) -> DialHandle:
+        """Dials the relay at ``url`` and registers as ``name``."""
     @property
     def session_count(self) -> int:
         """Number of connected sessions."""
@@ -351,3 +364,108 @@ class Recorder:
         """How many times recording failed and the first failure, or ``None``."""
     def stats(self) -> Dict[str, int]:
         """``transitions`` (committed), ``episodes``, ``queue_waits``, ``errors``."""
+
+@final
+class DialStatus:
+    """Where a dialing host stands (``DialHandle.status()``)."""
+
+    @property
+    def state(self) -> str:
+        """``"connecting"``, ``"registered"``, ``"waiting"`` (before the next attempt) or ``"stopped"``."""
+    @property
+    def relay(self) -> str:
+        """The relay's URL."""
+    @property
+    def name(self) -> str:
+        """The name registered (or asked for)."""
+    @property
+    def attempts(self) -> int:
+        """Attempts since the last registration (the current one included)."""
+    @property
+    def registrations(self) -> int:
+        """Registrations so far (a re-dial after a loss counts again)."""
+    @property
+    def tunnels(self) -> int:
+        """Tunnels opened for clients so far (one per client session)."""
+    @property
+    def last_error(self) -> Optional[str]:
+        """The last failure (a refused registration with the relay's reason, a lost connection)."""
+    @property
+    def retry_in(self) -> Optional[float]:
+        """While waiting: seconds until the next attempt."""
+
+@final
+class DialHandle:
+    """A server's dialing to one relay (``RemoteServer.dial``)."""
+
+    def status(self) -> DialStatus:
+        """The current state."""
+    def wait_registered(self, timeout: Optional[float] = None) -> bool:
+        """Waits until registered (at most ``timeout`` seconds; ``None``: without limit); whether it is."""
+    def stop(self) -> None:
+        """Stops dialing and closes the connection to the relay (in the background). Idempotent."""
+
+@final
+class RelayHost:
+    """A host connected to a :class:`Relay`, as it lists it."""
+
+    @property
+    def name(self) -> str:
+        """The name clients reach it by."""
+    @property
+    def server(self) -> str:
+        """Its software (``unienv-remote``)."""
+    @property
+    def version(self) -> str:
+        """Its software's version."""
+    @property
+    def resources(self) -> List[str]:
+        """The resource IDs it hosts (its root registrations)."""
+    @property
+    def clients(self) -> int:
+        """Client sessions forwarded to it now."""
+    @property
+    def connected_for(self) -> float:
+        """Seconds since it registered."""
+    @property
+    def url(self) -> str:
+        """``ws://RELAY/hosts/NAME``: where clients reach it."""
+
+@final
+class Relay:
+    """A relay in this process: hosts dial ``url`` and register under a name;
+    clients reach them at ``ws://HOST:PORT/hosts/NAME``."""
+
+    def __new__(
+        cls,
+        addr: str = "127.0.0.1:0",
+        *,
+        token: Optional[str] = None,
+        host_token: Optional[str] = None,
+        tls_cert: Optional[str | os.PathLike[str]] = None,
+        tls_key: Optional[str | os.PathLike[str]] = None,
+        allowed_hosts: Sequence[str] = ...,
+        allowed_origins: Sequence[str] = ...,
+        max_message_size: int = ...,
+        max_connections: int = 1024,
+        max_hosts: int = 4096,
+        open_timeout: float = 10.0,
+    ) -> Relay: ...
+    @property
+    def url(self) -> str:
+        """``ws://HOST:PORT`` (``wss://`` with TLS): what hosts dial."""
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called."""
+    def host_url(self, name: str) -> str:
+        """``ws://HOST:PORT/hosts/NAME``: where clients reach the host ``name``."""
+    def hosts(self) -> List[RelayHost]:
+        """The connected hosts, by name."""
+    def addresses(self, resource: Optional[str] = None) -> List[Tuple[str, str]]:
+        """``(url, resource_id)`` of every connected host's resources (or of ``resource`` only), by host name."""
+    def wait_for(self, n: int, timeout: Optional[float] = None) -> List[RelayHost]:
+        """Waits until at least ``n`` hosts are connected; ``TimeoutError`` after ``timeout`` seconds."""
+    def close(self) -> None:
+        """Stops the relay: closes every connection and frees the port. Idempotent."""
+    def __enter__(self) -> Relay: ...
+    def __exit__(self, *args: object) -> None: ...

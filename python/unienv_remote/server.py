@@ -182,6 +182,8 @@ class RemoteServer:
         self._native: Optional[_native.Server] = None
         self._closed = False
         self._listening = False
+        # Dialing stops when its last handle goes: the server keeps them.
+        self._dials: List[_native.DialHandle] = []
         self._metrics_addr = metrics
         self.metrics_url: Optional[str] = None
 
@@ -437,6 +439,37 @@ class RemoteServer:
         self._listening = True
         return url
 
+    def dial(self, url: str, *, name: str, token: Optional[str] = None,
+             ca_file: Optional[Union[str, "os.PathLike[str]"]] = None, connect_timeout: float = 10.0,
+             initial_backoff: float = 0.25, max_backoff: float = 10.0) -> _native.DialHandle:
+        """Host by dialing out: connect to the relay at ``url`` (``ws://HOST:PORT``
+        or ``wss://``; ``unienv-remote relay`` or :class:`unienv_remote.Relay`)
+        and register as ``name`` (1 to 64 of ``A-Z a-z 0-9 . _ -``, starting
+        with a letter or digit). Clients, the reference's included, then reach
+        this server at ``ws://HOST:PORT/hosts/NAME``, each client session
+        served as an accepted connection is. ``token``: the relay's host
+        token; ``ca_file``: CA certificates (PEM) to trust for ``wss://``
+        besides the system's.
+
+        Returns at once with a :class:`~unienv_remote.DialHandle`; the
+        connection is made in the background and re-made after any loss (a
+        refused registration included), with backoff from ``initial_backoff``
+        seconds doubling up to ``max_backoff`` (each wait drawn between half
+        and all of it), each attempt bounded by ``connect_timeout``; a
+        re-dial gets the name back. ``handle.wait_registered(timeout)``
+        waits for registration, ``handle.status()`` tells the state and the
+        last failure, ``handle.stop()`` stops dialing (so does ``close()``).
+        A server may dial several relays, and listen too. An invalid name or
+        URL raises ``ValueError``.
+        """
+        native = self._start()
+        handle = native.dial(url, name, token=token, ca_file=None if ca_file is None else os.fspath(ca_file),
+                             connect_timeout=connect_timeout, initial_backoff=initial_backoff,
+                             max_backoff=max_backoff)
+        self._dials.append(handle)
+        logging.getLogger(__name__).info("dialing %s as %r (%d resources)", url, name, len(self._resources))
+        return handle
+
     def connect(self, **client_options: Any) -> RemoteClient:
         """Create an in-memory ``unienv_remote.RemoteClient`` using the full wire protocol."""
         from .client import RemoteClient
@@ -458,6 +491,8 @@ class RemoteServer:
                 return
             self._closed = True
             native = self._native
+        for handle in self._dials:
+            handle.stop()
         if native is not None:
             native.close()
             _logging.flush()

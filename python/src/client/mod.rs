@@ -1,8 +1,10 @@
 //! The learner's side: `_native.Client` ([`remote`]), `_native.VectorEnv`
 //! ([`vector`], with Gymnasium's vector info layout in [`vector_infos`]) and
-//! the learner's recorder ([`record`]). It builds on [`crate::common`] only.
+//! the learner's recorder ([`record`]) and the relay hosts dial, in the
+//! learner's process ([`relay`]). It builds on [`crate::common`] only.
 
 pub mod record;
+pub mod relay;
 pub mod remote;
 pub mod vector;
 mod vector_infos;
@@ -12,5 +14,6 @@ pub fn register(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()
     remote::register(m)?;
     vector::register(m)?;
     record::register(m)?;
+    relay::register(m)?;
     Ok(())
 }

@@ -3,8 +3,8 @@
 //! [`attr`]), the action checks ([`actions`]), the fast stepping paths
 //! ([`fast`], [`batched`], sharing [`outcome`]), the calls back into the
 //! package ([`hooks`], the one way Rust reaches Python code by name),
-//! Python exceptions as host errors ([`python`]) and `BatchedEnv`'s info
-//! layout ([`infos`]). It
+//! Python exceptions as host errors ([`python`]), `BatchedEnv`'s info
+//! layout ([`infos`]) and dialing out to a relay ([`dial`]). It
 //! builds on [`crate::common`], and on [`crate::client`] for the one in-memory
 //! client a server hands out (`Server.connect_memory`); the client never
 //! imports the host.
@@ -17,6 +17,7 @@ pub mod actions;
 mod attr;
 mod batched;
 mod descriptor;
+pub mod dial;
 mod fast;
 mod hooks;
 mod infos;
@@ -30,5 +31,6 @@ pub fn register(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()
     hooks::register(m)?;
     infos::register(m)?;
     server::register(m)?;
+    dial::register(m)?;
     Ok(())
 }

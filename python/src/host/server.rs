@@ -18,6 +18,7 @@ use crate::common::convert::{dict_to_py, from_py_bounded, to_py, ArrayMode, Conv
 use crate::host::actions::ActionGuard;
 use crate::host::attr::attr_str;
 use crate::host::descriptor::{self, Probe};
+use crate::host::dial::{self, PyDial};
 use crate::host::fast::FastStep;
 use crate::host::hooks;
 use crate::host::outcome::convert_result;
@@ -646,6 +647,33 @@ impl PyServer {
         // Not holding the runtime's lock while the client says hello and
         // discovers: a hosted call may connect (or close) meanwhile.
         crate::client::remote::PyClient::over_memory(py, transport, timeout, max_message_size)
+    }
+
+    /// Dials the relay at `url` and registers as `name`; serves the
+    /// clients it forwards until the handle stops or the server closes.
+    #[pyo3(signature = (url, name, *, token = None, ca_file = None, connect_timeout = 10.0,
+        initial_backoff = 0.25, max_backoff = 10.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn dial(
+        slf: &Bound<'_, Self>,
+        url: &str,
+        name: &str,
+        token: Option<String>,
+        ca_file: Option<std::path::PathBuf>,
+        connect_timeout: f64,
+        initial_backoff: f64,
+        max_backoff: f64,
+    ) -> PyResult<PyDial> {
+        let times = (connect_timeout, initial_backoff, max_backoff);
+        let options = dial::options(name, token, ca_file, times)?;
+        let me = slf.clone().unbind();
+        let closed = Box::new(move || me.get().runtime.lock().is_none());
+        let this = slf.get();
+        let guard = this.runtime.lock();
+        let runtime = guard
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("Server is closed"))?;
+        PyDial::start(&this.server, runtime, url, options, closed)
     }
 
     /// Number of connected sessions.
