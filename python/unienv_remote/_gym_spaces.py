@@ -15,7 +15,7 @@ Gymnasium space        UniEnv space (what the wire carries)   Gymnasium value (s
 ``Discrete``           integer box, shape ``()``              ``np.int64`` / ``int64`` array ``(n,)``
 ``MultiDiscrete``      integer box                            array of its dtype
 ``MultiBinary``        binary space (``bool``)                ``int8`` array
-``Box`` (any dtype)    box (a ``bool`` box: binary space)     array of its dtype
+``Box`` (any dtype)    box (a ``bool`` box: binary space)     array of its dtype (0-d: a NumPy scalar)
 ``Text``               text space                             ``str`` / tuple of ``str``
 ``Tuple`` / ``Dict``   tuple / dict space, nested             tuple / dict, nested
 =====================  ====================================  =======================================
@@ -108,7 +108,10 @@ def to_gymnasium(space: spaces.Space[Any], value: Any) -> Any:
     if isinstance(space, spaces.Discrete):
         return np.int64(np.asarray(value).item())
     if isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
-        return np.asarray(value, dtype=space.dtype)
+        array = np.asarray(value, dtype=space.dtype)
+        # A 0-d box's value as Gymnasium's vector envs hand it (``iterate``:
+        # a NumPy scalar).
+        return array[()] if array.ndim == 0 else array
     if isinstance(space, spaces.Text):
         return str(value)
     if isinstance(space, spaces.Tuple):
