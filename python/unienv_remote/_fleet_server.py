@@ -4,8 +4,17 @@ little-endian length, then a pickled ``{"sys_path", "log_level", "spec"}``:
 the vector env's import path, the level of its ``unienv_remote`` logger, and
 ``{"fns", "groups", "cpu", "unix"}`` pickled again, to be read once that path
 is set), hosts them as ``BatchedEnv`` resources ``batch0``, ``batch1``, ...
-(``groups`` gives their sizes, in ``fns`` order), prints ``URL_PREFIX`` and
-its URL, and serves until its standard input closes.
+(``groups`` gives their sizes, in ``fns`` order; Gymnasium envs whose
+spaces unienv does not convert exactly through ``_gym_spaces.hostable``),
+prints ``SPACES_PREFIX`` and its first sub-env's Gymnasium spaces, then
+``URL_PREFIX`` and its URL, and serves until its standard input closes.
+
+Meanwhile it answers the vector env's ``call`` / ``set_attr`` requests, sent
+on standard input framed as the spec is (a pickled ``(op, name, payload)``),
+on the main thread, one at a time: a framed, pickled answer on standard
+output (see ``_answer``). These never go over the wire: the protocol has no
+attribute or code call (its "Execution rules"), and this process is the
+vector env's own.
 
 Standard input is its life line: a thread of its own (the watchdog) reads it
 from the first byte to its end, whatever the rest of the process is doing.
@@ -25,7 +34,7 @@ import queue
 import struct
 import sys
 import threading
-from typing import Any, BinaryIO, Dict, List, Optional, Tuple
+from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple
 
 #: Seconds a serving server has to close once its life line ended, before
 #: the watchdog ends the process (an env whose ``close`` hangs).
@@ -120,7 +129,6 @@ def main() -> None:
     sys.path[:] = list(dict.fromkeys(list(outer["sys_path"]) + sys.path))
     spec: Dict[str, Any] = pickle.loads(outer["spec"])
 
-    from unienv_remote._gym_spaces import hostable
     from unienv_remote.batched import BatchedEnv
     from unienv_remote.server import RemoteServer
     from unienv_remote.fleet import SPACES_PREFIX, URL_PREFIX
@@ -132,7 +140,7 @@ def main() -> None:
         for k, size in enumerate(spec["groups"]):
             # Gymnasium envs of spaces unienv does not convert exactly are
             # hosted through our conversions (unienv_remote._gym_spaces).
-            batch = BatchedEnv([lambda f=f: hostable(f()) for f in fns[start:start + size]])
+            batch = BatchedEnv([_hosted(f) for f in fns[start:start + size]])
             batches.append(batch)
             server.register(f"batch{k}", batch)
             start += size
@@ -153,14 +161,21 @@ def main() -> None:
         _main_finished.set()
 
 
+def _hosted(factory: Callable[[], Any]) -> Callable[[], Any]:
+    """``factory``'s env as ``unienv_remote._gym_spaces.hostable`` hosts it."""
+    from unienv_remote._gym_spaces import hostable
+
+    return lambda: hostable(factory())
+
+
 def _spaces_line(env: Any) -> str:
     """Sub-env 0's Gymnasium spaces (``None`` for a UniEnv env), metadata and
     render mode, pickled and in base 64: the vector env's single spaces."""
+    import gymnasium
+
     from unienv_remote._gym_spaces import gymnasium_env
 
     inner = gymnasium_env(env)
-    import gymnasium
-
     found: Dict[str, Any] = {}
     if isinstance(inner, gymnasium.Env):
         found = {"observation_space": inner.observation_space, "action_space": inner.action_space,

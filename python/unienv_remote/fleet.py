@@ -489,7 +489,7 @@ class ProcessVectorEnv(RemoteVectorEnv):
         return self.call("render")
 
     @property
-    def np_random_seed(self) -> Tuple[int, ...]:
+    def np_random_seed(self) -> Tuple[int, ...]:  # type: ignore[override]  # AsyncVectorEnv's type
         """Every sub-env's ``np_random_seed``, as Gymnasium's vector envs give it."""
         return self.get_attr("np_random_seed")
 
