@@ -289,3 +289,36 @@ def test_vector_api_of_process_vector_env() -> None:
             envs.step(np.array([0, 1, 7, 0]))
     finally:
         envs.close()
+
+
+@pytest.mark.parametrize("space,arrives_as", [
+    (spaces.Text(8, min_length=2, charset="abcXYZ"), spaces.Text(8, min_length=2, charset="abcXYZ")),
+    (spaces.Box(0, 1, (3,), np.bool_), spaces.MultiBinary(3)),
+    (spaces.MultiBinary((2, 2)), spaces.MultiBinary((2, 2))),
+    (spaces.MultiDiscrete([3, 4], start=[-1, 2]), spaces.MultiDiscrete([3, 4], start=[-1, 2])),
+], ids=["text", "box_bool", "multi_binary", "multi_discrete_start"])
+def test_single_env_path_other_spaces(space: Any, arrives_as: Any) -> None:
+    """Text, a bool box (a binary space on the wire: ``MultiBinary`` at the
+    client), MultiBinary and MultiDiscrete with a start as observation and
+    action of one hosted env: the observations are the env's, the actions
+    reach it as members of its space (``SpaceEnv.step`` checks)."""
+    local, hosted = SpaceEnv(space, space), SpaceEnv(space, space)
+    server = RemoteServer(idle_timeout=None)
+    server.register("env", from_gymnasium(hosted))
+    url = server.listen("127.0.0.1", 0)
+    try:
+        env = remote_gymnasium.make(url, "env")
+        try:
+            assert env.observation_space == arrives_as and env.action_space == arrives_as
+            obs, _ = env.reset(seed=2)
+            assert np.array_equal(np.asarray(obs), np.asarray(local.reset(seed=2)[0]))
+            env.action_space.seed(0)
+            for _ in range(3):
+                action = env.action_space.sample()
+                obs = env.step(action)[0]
+                assert np.array_equal(np.asarray(obs), np.asarray(local.step(to_gymnasium(space, action))[0]))
+            assert len(hosted.seen) == 3
+        finally:
+            env.close()
+    finally:
+        server.close()
