@@ -25,6 +25,8 @@
 //! - `cli` (feature `cli`, on by default): the `unienv-remote` command line.
 //!   Without it (`default-features = false`) the library builds without clap.
 //! - [`viewer`]: the browser viewer (`unienv-remote view`, `serve --viewer`).
+//! - [`relay`]: hosts that dial out register at a relay; clients reach them
+//!   through it (`unienv-remote relay`, `serve --dial`).
 //!
 //! # Wire format
 //! Each message is one envelope: a 4-byte big-endian header length, a JSON
@@ -107,6 +109,7 @@ pub mod host;
 pub mod metrics;
 pub mod protocol;
 pub mod record;
+pub mod relay;
 pub mod server;
 pub mod sims;
 pub mod transport;

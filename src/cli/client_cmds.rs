@@ -61,10 +61,16 @@ pub struct CallArgs {
 }
 
 /// `discover`: a table of every resource the server hosts, in the server's
-/// order.
+/// order; for a relay's URL, its connected hosts.
 pub fn discover(args: DiscoverArgs) -> ExitCode {
     run_client(async move {
-        let client = args.client.connect(false).await?;
+        let client = match args.client.connect(false).await {
+            Ok(client) => client,
+            Err(e) if super::relay::is_relay_root(&e) => {
+                return Ok(super::relay::discover_hosts(&args.client, args.json).await)
+            }
+            Err(e) => return Err(e),
+        };
         let outcome = client.discover().await;
         let info = client.server_info().clone();
         client.close().await;

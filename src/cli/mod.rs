@@ -19,6 +19,7 @@ pub use client_cmds::{call, describe, discover, CallArgs, DescribeArgs, Discover
 pub use json_args::{base64_decode, convert_arguments, json_to_value, CallArguments};
 pub use load::{load, LoadArgs};
 pub use pretty::{array_summary, compact, indent_json, pretty};
+pub use relay::{relay, relay_config, DialArgs, RelayArgs, DEFAULT_RELAY_ADDR};
 pub use serve::{
     banner_head, client_urls, host_names_line, serve, RecordFormatArg, ServeArgs, DEFAULT_ADDR,
 };
@@ -45,7 +46,8 @@ macro_rules! say {
     }};
 }
 
-// After `say!`, which it uses.
+// After `say!`, which they use.
+mod relay;
 mod serve;
 
 /// Server and client for UniEnv's remote environment protocol v1.
@@ -120,6 +122,8 @@ pub enum Command {
     Load(load::LoadArgs),
     /// Serve a browser viewer of a UniEnv server (ours or the reference): live frames and plots.
     View(ViewArgs),
+    /// Relay clients to hosts that dial out (`serve --dial URL --name NAME`), behind NAT or firewalls.
+    Relay(RelayArgs),
 }
 
 /// Options of `inspect`.
@@ -135,7 +139,7 @@ pub struct InspectArgs {
 /// Runs the command line and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     let default = match cli.command {
-        Command::Serve(_) | Command::View(_) => tracing::Level::INFO,
+        Command::Serve(_) | Command::View(_) | Command::Relay(_) => tracing::Level::INFO,
         _ => tracing::Level::WARN,
     };
     init_logging(cli.verbose, default);
@@ -149,6 +153,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Inspect(args) => inspect(args),
         Command::Load(args) => load::load(args),
         Command::View(args) => view(args),
+        Command::Relay(args) => relay(args),
     }
 }
 

@@ -104,6 +104,10 @@ pub struct ServeArgs {
     /// steps faster, the more so the busier the machine (BENCHMARKS.md, "Vector envs and throughput").
     #[arg(long, value_name = "LIST", value_parser = placement::parse_cpus)]
     pub cpus: Option<placement::CpuList>,
+    /// Dialing a relay (--dial, --name, --host-token, --no-listen); boxed,
+    /// as the largest subcommand's options.
+    #[command(flatten)]
+    pub dial: Box<super::relay::DialArgs>,
 }
 
 /// `serve`: registers the simulators, listens, prints how to connect, and
@@ -123,6 +127,9 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     }
     if args.batch == Some(0) || (args.fixtures && args.batch.is_some()) {
         return fail("--batch takes at least 1, and applies to the built-in simulators only");
+    }
+    if let Err(e) = super::relay::check_dial(&args.dial) {
+        return fail(e);
     }
     if args.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
         // `--token "$UNSET"` would otherwise turn authentication off while
@@ -180,6 +187,9 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         Err(e) => return fail(e),
     };
     runtime.block_on(async move {
+        if args.dial.no_listen {
+            return super::relay::serve_dial_only(server, &args.dial).await;
+        }
         let listening = match &args.unix {
             Some(path) => server.listen_unix(path).await,
             None => server.listen(args.addr.as_str()).await,
@@ -203,6 +213,10 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             Err(e) => return fail(format!("cannot install the Ctrl-C handler: {e}")),
         };
         print_banner(&server, &listener, args.token.is_some(), args.fixtures).await;
+        let _dial = match super::relay::start_dial(&server, &args.dial) {
+            Ok(d) => d,
+            Err(e) => return fail(e),
+        };
         if let Some(dir) = &args.record {
             say!("Recording every env transition into {}", dir.display());
         }

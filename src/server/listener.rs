@@ -399,9 +399,9 @@ async fn serve_connection(
         .await;
 }
 
-/// Who may connect.
+/// Who may connect (the relay, `crate::relay`, applies the same checks).
 #[derive(Clone)]
-struct Policy {
+pub(crate) struct Policy {
     /// A Unix domain socket listener: `Host` is not checked (no browser
     /// reaches a socket file, so DNS rebinding cannot either).
     any_host: bool,
@@ -420,7 +420,7 @@ struct Policy {
 impl Policy {
     /// The policy of a listener bound to `bind` on a machine called
     /// `machine_names` (which a loopback bind ignores).
-    fn new(c: &super::ServerConfig, bind: IpAddr, machine_names: Vec<String>) -> Policy {
+    pub(crate) fn new(c: &super::ServerConfig, bind: IpAddr, machine_names: Vec<String>) -> Policy {
         let loopback = bind.is_loopback();
         Policy {
             any_host: false,
@@ -457,7 +457,7 @@ impl Policy {
     }
 
     /// Host, Origin and token checks, before the upgrade.
-    fn check(&self, req: &RequestHead) -> Result<(), Refusal> {
+    pub(crate) fn check(&self, req: &RequestHead) -> Result<(), Refusal> {
         let host = req.header("host").unwrap_or("");
         if !self.any_host && !self.host_allowed(host) {
             return Err(Refusal::new(403, "Forbidden", self.host_refusal(host)));

@@ -28,6 +28,7 @@ mod committed;
 mod config;
 mod control;
 mod descriptors;
+mod dial;
 mod domain;
 mod hosted;
 mod instance;
@@ -45,13 +46,19 @@ mod tasks;
 mod unix;
 
 pub use config::{ServerConfig, ServerConfigError};
+pub use dial::wire as relay_wire;
+pub use dial::{DialError, DialHandle, DialOptions, DialState, DialStatus};
+// The relay (`crate::relay`) admits connections as the listener does.
 pub use hosted::{ForeignHost, ForeignResource, Hosted};
+pub(crate) use listener::Policy;
 pub use listener::{ListenError, Listener};
+pub(crate) use names::machine_names;
 pub use placement::{
     check_cpus, current_thread_cpus, format_cpu_list, parse_cpu_list, pin_current_thread,
     PlacementError,
 };
 pub use shared::SERVER_NAME;
+pub(crate) use tasks::Tasks;
 
 use crate::budget;
 use crate::host::{Env, HostResult, Node};
@@ -375,6 +382,16 @@ impl Server {
     pub async fn serve(&self, tcp: tokio::net::TcpListener) -> std::io::Result<Listener> {
         self.configured_metrics().await?;
         listener::serve(self.inner.shared.clone(), tcp).await
+    }
+
+    /// Dials the relay at `url` (`ws://HOST:PORT` or `wss://…`, module
+    /// [`crate::relay`]) and serves the clients it forwards, each tunnel
+    /// with the same session code as an accepted connection, re-dialing
+    /// after any loss until [`DialHandle::stop`] or [`Server::shutdown`]. A
+    /// server may dial and listen at once. Must be called inside a tokio
+    /// runtime.
+    pub fn dial(&self, url: &str, options: DialOptions) -> Result<DialHandle, DialError> {
+        dial::dial(&self.inner.shared, &self.inner.roots, url, options)
     }
 
     /// Serves the metrics ([`crate::metrics`]) at `http://ADDR/metrics` until

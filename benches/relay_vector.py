@@ -1,0 +1,120 @@
+"""``RemoteVectorEnv`` over 2 batched hosts through a relay against the same
+over 2 listening servers, in one run (SPEC.md, "Relay and dial-out hosts").
+
+    .venv-ref/bin/python benches/relay_vector.py [--seconds 2] [--rounds 3] [--smoke]
+
+Starts ``unienv-remote relay``, two ``serve --batch 8`` servers listening
+(direct) and two dialing the relay (``--dial URL --name NAME --no-listen``),
+then steps a ``RemoteVectorEnv`` of the two ``cartpole`` batches (16 envs)
+each way in alternating rounds and prints env steps per second, the median of
+the rounds, and the ratio relay / direct. The binary is ``$UNIENV_REMOTE_BIN``,
+else ``target/release/unienv-remote``, else ``target/debug/unienv-remote``.
+``--smoke`` runs a few steps only (no figures worth reading).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from typing import List, Tuple
+
+from unienv_remote import RemoteVectorEnv
+
+REPO = Path(__file__).resolve().parents[1]
+URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
+BATCH = 8
+
+
+def binary() -> str:
+    explicit = os.environ.get("UNIENV_REMOTE_BIN")
+    if explicit:
+        return explicit
+    for profile in ("release", "debug"):
+        path = REPO / "target" / profile / "unienv-remote"
+        if path.exists():
+            return str(path)
+    raise SystemExit("build it first: cargo build --release --bin unienv-remote")
+
+
+def start(args: List[str]) -> Tuple[subprocess.Popen, str]:
+    """A process of ours and the first ws:// URL it prints."""
+    process = subprocess.Popen([binary(), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert process.stdout is not None
+    for line in process.stdout:
+        match = URL.search(line)
+        if match:
+            return process, match.group(1)
+    raise SystemExit(f"{args[0]} printed no URL (exit code {process.wait()})")
+
+
+def listed(relay: str) -> List[str]:
+    with urllib.request.urlopen(relay.replace("ws://", "http://", 1) + "/hosts", timeout=30) as answer:
+        return [h["name"] for h in json.load(answer)["hosts"]]
+
+
+def steps_per_s(envs: List[Tuple[str, str]], seconds: float, min_steps: int) -> float:
+    vec = RemoteVectorEnv(envs)
+    try:
+        vec.reset(seed=0)
+        for _ in range(min(min_steps, 10)):
+            vec.step(vec.action_space.sample())
+        n, start_at = 0, time.perf_counter()
+        while n < min_steps or time.perf_counter() - start_at < seconds:
+            vec.step(vec.action_space.sample())
+            n += 1
+        return n * vec.num_envs / (time.perf_counter() - start_at)
+    finally:
+        vec.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    seconds, rounds, min_steps = (0.0, 1, 20) if args.smoke else (args.seconds, args.rounds, 200)
+    processes: List[subprocess.Popen] = []
+    try:
+        relay_process, relay = start(["relay", "--addr", "127.0.0.1:0"])
+        processes.append(relay_process)
+        direct = []
+        for _ in range(2):
+            p, url = start(["serve", "--batch", str(BATCH), "--addr", "127.0.0.1:0"])
+            processes.append(p)
+            direct.append((url, "cartpole"))
+        names = ["batch0", "batch1"]
+        for name in names:
+            p, _ = start(["serve", "--batch", str(BATCH), "--no-listen", "--name", name, "--dial", relay])
+            processes.append(p)
+        deadline = time.monotonic() + 60
+        while not set(names) <= set(listed(relay)):
+            assert time.monotonic() < deadline, "the hosts never registered"
+            time.sleep(0.02)
+        through = [(f"{relay}/hosts/{name}", "cartpole") for name in names]
+        figures = {"direct": [], "relay": []}
+        for _ in range(rounds):
+            figures["direct"].append(steps_per_s(direct, seconds, min_steps))
+            figures["relay"].append(steps_per_s(through, seconds, min_steps))
+        d, r = statistics.median(figures["direct"]), statistics.median(figures["relay"])
+        print(f"RemoteVectorEnv, 2 hosts x BatchedEnv({BATCH}) cartpole, median of {rounds} rounds:")
+        print(f"  direct {d:10.0f} env steps/s   through the relay {r:10.0f} env steps/s   ratio {r / d:.2f}x")
+    finally:
+        for p in processes:
+            p.terminate()
+        for p in processes:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,337 @@
+//! `relay` (hosts that dial out register at it; clients reach them through
+//! it), `serve --dial` (a host dialing a relay), and `discover` given a
+//! relay's URL (its connected hosts instead of a server's resources).
+
+use super::shared::{fail, interrupted, write_out, ClientArgs};
+use crate::codec::DEFAULT_MAX_MESSAGE_SIZE;
+use crate::relay::{Relay, RelayConfig};
+use crate::server::{DialHandle, DialOptions, Server, ServerConfig};
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The default address of `relay`.
+pub const DEFAULT_RELAY_ADDR: &str = "127.0.0.1:8770";
+
+/// Options of `relay`.
+#[derive(Debug, Args)]
+pub struct RelayArgs {
+    /// Address to listen on (hosts and clients alike).
+    #[arg(long, default_value = DEFAULT_RELAY_ADDR)]
+    pub addr: String,
+    /// Require `Authorization: Bearer TOKEN` from clients (and for the listing).
+    #[arg(long)]
+    pub token: Option<String>,
+    /// Require `Authorization: Bearer TOKEN` from hosts (`serve --dial … --host-token TOKEN`).
+    #[arg(long, value_name = "TOKEN")]
+    pub host_token: Option<String>,
+    /// Largest forwarded message in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE_SIZE)]
+    pub max_message_size: usize,
+    /// Also accept this browser origin (repeatable; `*` allows any).
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+    /// Also accept this Host header name (repeatable), e.g. when relaying on a LAN name.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// Most simultaneous connections (hosts' control and tunnel connections, and clients).
+    #[arg(long, default_value_t = 1024)]
+    pub max_connections: usize,
+    /// Most registered hosts.
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    pub max_hosts: usize,
+    /// Most clients waiting for a tunnel of one host.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub max_pending_per_host: usize,
+    /// Seconds a client waits for its host to open the tunnel (then HTTP 504).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub open_timeout: f64,
+    /// Serve TLS (wss://) with the certificate chain in FILE (PEM, leaf first).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+/// The options of `serve` that make it dial a relay.
+#[derive(Debug, Clone, Args)]
+pub struct DialArgs {
+    /// Dial the relay at URL (ws:// or wss://) and serve the clients it
+    /// forwards, re-dialing after any loss; `serve` listens too unless --no-listen.
+    #[arg(long, value_name = "URL", requires = "name")]
+    pub dial: Option<String>,
+    /// The name to register at the relay (clients connect to URL/hosts/NAME).
+    #[arg(long, value_name = "NAME", requires = "dial")]
+    pub name: Option<String>,
+    /// The relay's host token (its --host-token).
+    #[arg(long, value_name = "TOKEN", requires = "dial")]
+    pub host_token: Option<String>,
+    /// For a wss:// relay: also trust the CA certificates in FILE (PEM).
+    #[arg(long, value_name = "FILE", requires = "dial")]
+    pub relay_ca_file: Option<PathBuf>,
+    /// With --dial: do not listen; the host makes outbound connections only.
+    #[arg(long, requires = "dial", conflicts_with_all = ["viewer", "unix"])]
+    pub no_listen: bool,
+}
+
+fn positive_seconds(value: f64, flag: &str) -> Result<Duration, String> {
+    if value.is_finite() && value > 0.0 {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(format!("{flag} must be a positive number of seconds"))
+    }
+}
+
+fn non_empty(token: &Option<String>, flag: &str) -> Result<(), String> {
+    if token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        return Err(format!(
+            "{flag} is empty: give a non-empty token, or omit {flag}"
+        ));
+    }
+    Ok(())
+}
+
+/// The relay's configuration from its options.
+pub fn relay_config(args: &RelayArgs) -> Result<RelayConfig, String> {
+    non_empty(&args.token, "--token")?;
+    non_empty(&args.host_token, "--host-token")?;
+    if args.max_message_size < crate::codec::MIN_MAX_MESSAGE_SIZE {
+        return Err("--max-message-size must be at least 8".into());
+    }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(
+            crate::transport::ServerTls::from_pem_files(cert, key)
+                .map_err(|e| format!("--tls-cert/--tls-key: {e}"))?,
+        ),
+        _ => None,
+    };
+    let config = RelayConfig {
+        listen: ServerConfig {
+            tls,
+            max_message_size: args.max_message_size,
+            max_connections: args.max_connections,
+            token: args.token.clone(),
+            allowed_origins: args.allow_origin.clone(),
+            allowed_hosts: args.allow_host.clone(),
+            ..ServerConfig::default()
+        },
+        host_token: args.host_token.clone(),
+        max_hosts: args.max_hosts,
+        max_pending_opens_per_host: args.max_pending_per_host,
+        open_timeout: positive_seconds(args.open_timeout, "--open-timeout")?,
+        ..RelayConfig::default()
+    };
+    config.validate().map_err(|e| e.to_string())?;
+    Ok(config)
+}
+
+/// `relay`: listens, prints where hosts dial and clients connect, and
+/// relays until Ctrl-C.
+pub fn relay(args: RelayArgs) -> ExitCode {
+    let config = match relay_config(&args) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    runtime.block_on(async move {
+        let relay = match Relay::start(args.addr.as_str(), config).await {
+            Ok(r) => r,
+            Err(e) => return fail(e),
+        };
+        let stop = match interrupted() {
+            Ok(stop) => stop,
+            Err(e) => return fail(format!("cannot install the Ctrl-C handler: {e}")),
+        };
+        let url = relay.url();
+        say!(
+            "unienv-remote {} relay on {url}",
+            env!("CARGO_PKG_VERSION")
+        );
+        say!("  hosts dial it:       unienv-remote serve --dial {url} --name NAME");
+        say!("  clients connect to:  {url}/hosts/NAME");
+        say!("  connected hosts:     unienv-remote discover {url}/   (or GET {}/hosts)", url.replacen("ws", "http", 1));
+        if args.token.is_none() {
+            say!("warning: no --token: anyone who can reach this port can reach the hosts' simulators");
+        }
+        if args.host_token.is_none() {
+            say!("warning: no --host-token: anyone who can reach this port can register a host");
+        }
+        stop.await;
+        eprintln!("\nshutting down the relay…");
+        relay.shutdown().await;
+        eprintln!("stopped");
+        ExitCode::SUCCESS
+    })
+}
+
+/// Checks `serve --dial`'s options before anything starts: the name, the
+/// URL's scheme, a non-empty host token.
+pub fn check_dial(args: &DialArgs) -> Result<(), String> {
+    let (Some(url), Some(name)) = (&args.dial, &args.name) else {
+        return Ok(());
+    };
+    crate::relay::validate_name(name).map_err(|e| format!("--name: {e}"))?;
+    if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+        return Err(format!(
+            "--dial {url}: a relay's URL is ws://HOST:PORT or wss://HOST:PORT"
+        ));
+    }
+    non_empty(&args.host_token, "--host-token")
+}
+
+/// Starts dialing the relay of `args` (`serve --dial`), when given.
+pub fn start_dial(server: &Server, args: &DialArgs) -> Result<Option<DialHandle>, String> {
+    let (Some(url), Some(name)) = (&args.dial, &args.name) else {
+        return Ok(None);
+    };
+    non_empty(&args.host_token, "--host-token")?;
+    let mut options = DialOptions::new(name.clone());
+    options.token = args.host_token.clone();
+    options.ca_file = args.relay_ca_file.clone();
+    let handle = server
+        .dial(url, options)
+        .map_err(|e| format!("--dial: {e}"))?;
+    say!(
+        "Dialing the relay {url} as '{name}': clients connect to {}/hosts/{name}",
+        url.trim_end_matches('/')
+    );
+    Ok(Some(handle))
+}
+
+/// `serve --dial URL --name NAME --no-listen`: dials only, until Ctrl-C.
+pub async fn serve_dial_only(server: Server, args: &DialArgs) -> ExitCode {
+    let stop = match interrupted() {
+        Ok(stop) => stop,
+        Err(e) => return fail(format!("cannot install the Ctrl-C handler: {e}")),
+    };
+    say!(
+        "unienv-remote {} serving {} resources through a relay (not listening)",
+        env!("CARGO_PKG_VERSION"),
+        server.roots().len()
+    );
+    let _dial = match start_dial(&server, args) {
+        Ok(d) => d,
+        Err(e) => {
+            server.shutdown().await;
+            return fail(e);
+        }
+    };
+    stop.await;
+    eprintln!("\nshutting down: closing simulators…");
+    server.shutdown().await;
+    eprintln!("stopped");
+    ExitCode::SUCCESS
+}
+
+/// Whether a client's connection was refused by a relay's root (a relay's
+/// URL given where a server's was expected).
+pub(super) fn is_relay_root(e: &crate::client::ClientError) -> bool {
+    use crate::client::{ClientError, ConnectFailure};
+    matches!(e, ClientError::Connect(ConnectFailure::Refused { source, .. })
+        if crate::relay::ListError::is_relay_root(source))
+}
+
+/// `discover` given a relay's URL: the connected hosts (name, version,
+/// clients, time connected, URL, resources), or with `--json` the same as
+/// a JSON array.
+pub(super) async fn discover_hosts(client: &ClientArgs, json: bool) -> ExitCode {
+    let timeout = if client.timeout.is_finite() && client.timeout > 0.0 {
+        Duration::from_secs_f64(client.timeout)
+    } else {
+        Duration::from_secs(3600)
+    };
+    let url = &client.url;
+    let tls = if url.starts_with("wss://") {
+        match crate::transport::tls::client_config(client.ca_file.as_deref()) {
+            Ok(t) => Some(t),
+            Err(e) => return fail(e),
+        }
+    } else {
+        None
+    };
+    let hosts = match crate::relay::list_hosts(url, client.token.as_deref(), tls, timeout).await {
+        Ok(h) => h,
+        Err(e) => return fail(format!("cannot list the relay's hosts: {e}")),
+    };
+    if json {
+        let list: Vec<serde_json::Value> = hosts
+            .iter()
+            .map(|h| {
+                serde_json::json!({
+                    "name": h.identity.name,
+                    "url": format!("{}/hosts/{}", url.trim_end_matches('/'), h.identity.name),
+                    "server": h.identity.server,
+                    "version": h.identity.version,
+                    "resources": h.identity.resources,
+                    "clients": h.clients,
+                    "connected_s": h.connected_for.as_secs_f64(),
+                })
+            })
+            .collect();
+        write_out(format_args!("{}\n", serde_json::Value::Array(list)));
+        return ExitCode::SUCCESS;
+    }
+    write_out(format_args!(
+        "unienv-remote relay at {url}: {} host{} connected\n",
+        hosts.len(),
+        if hosts.len() == 1 { "" } else { "s" }
+    ));
+    write_out(format_args!("{}", host_table(url, &hosts)));
+    ExitCode::SUCCESS
+}
+
+/// The relay's `discover` table: one row per host.
+fn host_table(url: &str, hosts: &[crate::relay::HostInfo]) -> String {
+    use std::fmt::Write as _;
+    let header = ["NAME", "VERSION", "CLIENTS", "UP", "URL", "RESOURCES"];
+    let rows: Vec<[String; 6]> = hosts
+        .iter()
+        .map(|h| {
+            [
+                h.identity.name.clone(),
+                format!("{} {}", h.identity.server, h.identity.version),
+                h.clients.to_string(),
+                format!("{:.0}s", h.connected_for.as_secs_f64()),
+                format!("{}/hosts/{}", url.trim_end_matches('/'), h.identity.name),
+                h.identity.resources.join(", "),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: [&str; 6]| {
+        let _ = writeln!(
+            out,
+            "{:<w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {:<w4$}  {}",
+            cells[0],
+            cells[1],
+            cells[2],
+            cells[3],
+            cells[4],
+            cells[5],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+            w4 = widths[4],
+        );
+    };
+    line(header);
+    for row in &rows {
+        line([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]);
+    }
+    out
+}
