@@ -34,6 +34,13 @@ SPACES = {
     "box_bool": spaces.Box(low=0, high=1, shape=(3,), dtype=np.bool_),
     "discrete": spaces.Discrete(5),
     "discrete_start": spaces.Discrete(5, start=-2),
+    "discrete_int32": spaces.Discrete(4, dtype=np.int32, start=1),
+    "box_int32_unbounded": spaces.Box(low=np.array([-np.inf, -np.inf, 0, -10]), high=np.array([np.inf, 0, np.inf, 10]),
+                                      dtype=np.int32),
+    "multi_discrete_2d_start": spaces.MultiDiscrete([[2, 3], [3, 2]], start=[[10, 20], [30, 40]]),
+    "multi_discrete_int8": spaces.MultiDiscrete([2, 3], dtype=np.int8),
+    "multi_discrete_uint16": spaces.MultiDiscrete([2, 3], dtype=np.uint16),
+    "multi_binary_2d": spaces.MultiBinary([2, 3]),
     "multi_discrete": spaces.MultiDiscrete([3, 4, 5]),
     "multi_binary": spaces.MultiBinary(6),
     "tuple": spaces.Tuple((spaces.Discrete(3), spaces.Box(-1.0, 1.0, (2,), np.float64))),
@@ -322,3 +329,30 @@ def test_single_env_path_other_spaces(space: Any, arrives_as: Any) -> None:
             env.close()
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_process_vector_env_carries_every_space(name: str) -> None:
+    """Two envs whose observation and action spaces are ``name``'s, through
+    ``ProcessVectorEnv`` and ``SyncVectorEnv`` from the same seed and
+    actions: the same spaces, the same batched observations (Gymnasium's
+    batch types), and every action reaches its env as a member of its space
+    (``SpaceEnv.step`` asserts it)."""
+    space = SPACES[name]
+    envs = ProcessVectorEnv([lambda: SpaceEnv(space, space)] * 2, servers=1)
+    local = SyncVectorEnv([lambda: SpaceEnv(space, space)] * 2)
+    try:
+        assert envs.single_observation_space == space and envs.observation_space == local.observation_space
+        assert envs.action_space == local.action_space
+        obs, _ = envs.reset(seed=4)
+        assert data_equivalence(obs, local.reset(seed=4)[0])
+        assert obs in envs.observation_space
+        envs.action_space.seed(9)
+        for _ in range(3):
+            action = envs.action_space.sample()
+            ours, theirs = envs.step(action), local.step(action)
+            assert data_equivalence(ours[0], theirs[0]), (ours[0], theirs[0])
+        assert envs.get_attr("seen")[0] and all(space.contains(a) for a in envs.get_attr("seen")[0])
+    finally:
+        envs.close()
+        local.close()

@@ -12,7 +12,7 @@ Gymnasium space whose values fit the protocol's codec:
 =====================  ====================================  =======================================
 Gymnasium space        UniEnv space (what the wire carries)   Gymnasium value (single / batched)
 =====================  ====================================  =======================================
-``Discrete``           integer box, shape ``()``              ``np.int64`` / ``int64`` array ``(n,)``
+``Discrete``           integer box, shape ``()``              NumPy integer / array ``(n,)`` (its dtype)
 ``MultiDiscrete``      integer box                            array of its dtype
 ``MultiBinary``        binary space (``bool``)                ``int8`` array
 ``Box`` (any dtype)    box (a ``bool`` box: binary space)     array of its dtype (0-d: a NumPy scalar)
@@ -27,10 +27,11 @@ published bounds and action checks are those of unienv's ``FromGymnasiumEnv``
 ``OneOf`` have no UniEnv space whose values the wire carries batched: they
 are refused with a ``TypeError`` naming the space.
 
-Batched values follow Gymnasium's ``batch_space`` / ``concatenate``: a
-``Discrete``'s batch is an ``int64`` array, a ``MultiBinary``'s an ``int8``
-array, a ``Text``'s a tuple of strings, ``Tuple`` and ``Dict`` batch field by
-field.
+Integer boxes carry ``int64`` (unienv's integer dtype); the Gymnasium side
+has the space's own dtype. Batched values follow Gymnasium's ``batch_space``
+/ ``concatenate``: a ``Discrete``'s batch is an array of its dtype, a
+``MultiBinary``'s an ``int8`` array, a ``Text``'s a tuple of strings,
+``Tuple`` and ``Dict`` batch field by field.
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ def to_gymnasium(space: spaces.Space[Any], value: Any) -> Any:
     it) as a member of ``space``, of the types Gymnasium gives (a NumPy
     integer for ``Discrete``)."""
     if isinstance(space, spaces.Discrete):
-        return np.int64(np.asarray(value).item())
+        return space.dtype.type(np.asarray(value).item())
     if isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
         array = np.asarray(value, dtype=space.dtype)
         # A 0-d box's value as Gymnasium's vector envs hand it (``iterate``:
@@ -125,9 +126,7 @@ def batch_to_gymnasium(space: spaces.Space[Any], value: Any) -> Any:
     """A batch of ``space``'s values as carried (stacked along a first axis,
     tuples and dicts field by field) as Gymnasium's ``concatenate`` gives it
     for ``batch_space(space, n)``."""
-    if isinstance(space, spaces.Discrete):
-        return np.asarray(value, dtype=np.int64)
-    if isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
+    if isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
         return np.asarray(value, dtype=space.dtype)
     if isinstance(space, spaces.Text):
         return tuple(str(v) for v in value)
