@@ -356,3 +356,23 @@ def test_process_vector_env_carries_every_space(name: str) -> None:
     finally:
         envs.close()
         local.close()
+
+
+def test_same_step_final_obs_as_sync_vector_env() -> None:
+    """``SAME_STEP``: the final observation of an episode that ended, in
+    ``infos["final_obs"]``, is what ``SyncVectorEnv`` gives (a Python int
+    for a ``Discrete`` env that returns one), and the step's observation is
+    the new episode's."""
+    mode = gymnasium.vector.AutoresetMode.SAME_STEP
+    envs = ProcessVectorEnv([Counter] * 3, servers=1, autoreset_mode=mode)
+    local = SyncVectorEnv([Counter] * 3, autoreset_mode=mode)
+    try:
+        for v in (envs, local):
+            v.set_attr("max_count", [2, 3, 3])
+            v.reset(seed=0)
+        for _ in range(4):
+            ours, theirs = envs.step(np.array([1, 2, 0])), local.step(np.array([1, 2, 0]))
+            assert data_equivalence(ours, theirs), (ours, theirs)
+    finally:
+        envs.close()
+        local.close()

@@ -49,6 +49,7 @@ import time
 import weakref
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+import gymnasium
 import numpy as np
 
 from ._gym_spaces import batch_from_gymnasium, batch_to_gymnasium, exact_in_unienv, is_scalar_action, to_gymnasium
@@ -402,11 +403,18 @@ class ProcessVectorEnv(RemoteVectorEnv):
         return batch_to_gymnasium(self.single_observation_space, obs) if self._convert_obs and obs is not None else obs
 
     def _final_obs(self, infos: Dict[str, Any]) -> Dict[str, Any]:
+        """``SAME_STEP``'s final observations as single Gymnasium values; a
+        ``Discrete`` one (alone, not inside a tuple or dict) as a Python
+        ``int``, as Gymnasium's toy-text envs return it and its vector envs
+        pass it on (the batch it was cut from cannot say which integer type
+        the env returned)."""
         if self._convert_obs and "final_obs" in infos:
             final = infos["final_obs"]
+            space = self.single_observation_space
             for i, present in enumerate(infos["_final_obs"]):
                 if present:
-                    final[i] = to_gymnasium(self.single_observation_space, final[i])
+                    value = to_gymnasium(space, final[i])
+                    final[i] = int(value) if isinstance(space, gymnasium.spaces.Discrete) else value
         return infos
 
     def _actions(self, actions: Any) -> Any:
