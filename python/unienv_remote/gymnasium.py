@@ -91,9 +91,9 @@ def gymnasium_space(document: Mapping[str, Any]) -> spaces.Space[Any]:
                                             start=low.astype(np.int64))
         return spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
     if kind == "BinarySpace":
-        shape = [int(d) for d in document["shape"]]
+        dims = [int(d) for d in document["shape"]]
         # MultiBinary(n) for one dimension, as Gymnasium's envs declare it (equal spaces).
-        return spaces.MultiBinary(shape[0] if len(shape) == 1 else shape)
+        return spaces.MultiBinary(dims[0] if len(dims) == 1 else dims)
     if kind == "DictSpace":
         return spaces.Dict({key: gymnasium_space(value) for key, value in document["spaces"].items()})
     if kind == "TupleSpace":
