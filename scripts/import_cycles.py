@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Usage: scripts/import_cycles.py [SRC_DIR [MODULE...]]
 
-File-level import graph of src/: edges from `use crate::`/`super::`/`self::` paths
+File-level import graph of src/ (or of python/src, the extension module's
+crate, with its own layers: PY_LAYERS below): edges from `use crate::`/`super::`/`self::` paths
 (and inline `crate::a::b` / `super::x` paths), resolved to the file defining the first
 module item named; re-exports in mod.rs (`pub use child::Item`) resolve to the child.
 Prints strongly connected components with more than one file.
@@ -143,9 +144,21 @@ LAYERS = [
     ['transport', 'host'],              # bytes on the wire; what a simulator implements
     ['server', 'client'],               # the two ends, never each other
     ['sims', 'fixtures'],               # built-in simulators registered on a server
-    ['viewer'],
+    ['viewer', 'relay'],                # above the server: a relay forwards to hosts that dial out
     ['cli', 'bench_ws'],
 ]
+# The Python extension's crate (python/src): the shared conversions, logs
+# and waits; the learner's client; the Python host, which hands out an
+# in-memory client (`Server.connect_memory`) and so may import the client,
+# never the other way. A tree whose root ends in python/src is checked
+# against these.
+PY_LAYERS = [
+    ['common'],                         # values <-> Python, logging bridge, GIL-free waits
+    ['client'],                         # _native.Client, VectorEnv, Recorder
+    ['host'],                           # _native.Server and what it steps
+]
+if os.path.normpath(os.path.abspath(root)).endswith(os.path.join('python', 'src')):
+    LAYERS = PY_LAYERS
 rank = {m: i for i, layer in enumerate(LAYERS) for m in layer}
 def top(p):
     return os.path.relpath(p, root).split(os.sep)[0].removesuffix('.rs')

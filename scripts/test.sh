@@ -107,7 +107,24 @@ cargo clippy --all-targets --quiet -- -D warnings
 echo "==> cargo clippy (python crate, C ABI crate)"
 cargo clippy -p unienv-remote-py -p unienv-remote-capi --all-targets --quiet -- -D warnings
 echo "==> cargo check --no-default-features --lib (the library without the command line)"
-cargo check --no-default-features --lib --quiet
+cargo check --locked --no-default-features --lib --quiet
+# What `cargo install --locked --path .` (README) compiles: the binary with
+# Cargo.lock's versions (--locked fails when the lock file is stale) and the
+# features of a build without dev-dependencies; any warning fails the step
+# (cargo replays a cached crate's warnings). A check, not the install's
+# release build: the dependencies' metadata is the step above's, so it adds
+# only the command line's crates (clap, tracing-subscriber, mimalloc) and
+# ours: measured on a fresh target directory after the step above, 23 s of
+# CPU (user + system; 6 s when only our crate changed), instead of minutes
+# of optimised compiling. Warnings that only optimised code has (none in
+# rustc) would slip through.
+echo "==> cargo check --locked --bin unienv-remote (the locked install's build, warnings are errors)"
+warnings=$(cargo check --locked --bin unienv-remote --quiet 2>&1) || { echo "$warnings" >&2; exit 1; }
+if [ -n "$warnings" ]; then
+  echo "$warnings" >&2
+  echo "the locked install's build has warnings (above)" >&2
+  exit 1
+fi
 # The test binaries are compiled while the setup may still run; they run once
 # it is done (the interop tests need the reference).
 # Our server binary for the Python tests is the one built here for the

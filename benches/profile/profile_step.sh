@@ -5,7 +5,7 @@
 # counters are dumped; the same for N2 steps; per step = (B - A) / (N2 - N1),
 # which cancels connecting, hello, discover and reset.
 #
-#   benches/profile/profile_step.sh rust     # target/release/unienv-remote serve --fixtures, env bench_state
+#   benches/profile/profile_step.sh rust     # target/profiling/unienv-remote serve --fixtures, env bench_state
 #   benches/profile/profile_step.sh python   # unienv_remote.RemoteServer hosting Pendulum-v1 (FromGymnasiumEnv)
 #   benches/profile/profile_step.sh batched  # the same hosting a BatchedEnv of 8 Pendulum-v1 (per request = 8 env steps)
 #   benches/profile/profile_step.sh fleet    # 8 single Pendulum-v1 (8 domains) stepped lockstep by a
@@ -15,8 +15,8 @@
 # For `python` and `batched`, the simulator's own instructions per step (the same steps in
 # process, pendulum_local.py, also under callgrind) are printed too, and the
 # difference: what the server adds. Needs valgrind, the venv (.venv-ref or
-# UNIENV_REF_PYTHON) with unienv_remote installed (maturin develop --release),
-# and for `rust` a release build of the CLI. The client (step_n.py) runs
+# UNIENV_REF_PYTHON) with unienv_remote installed (maturin develop --profile profiling),
+# and for `rust` a profiling build of the CLI (cargo build --profile profiling). The client (step_n.py) runs
 # outside valgrind. N1/N2 (default 200/1200) and ANNOTATE=1 (top functions
 # of the second interval), PROFILE_OUT=FILE (keep that profile) and SIM_IR
 # (the simulator's figure from an earlier run) are read from the environment;
@@ -38,7 +38,7 @@ case $what in
   rust)
     env_id=bench_state
     valgrind --tool=callgrind --callgrind-out-file="$dir/cg.%p" \
-      "${BIN:-target/release/unienv-remote}" serve --fixtures --unix "$sock" >/dev/null 2>"$dir/valgrind.log" &
+      "${BIN:-target/profiling/unienv-remote}" serve --fixtures --unix "$sock" >/dev/null 2>"$dir/valgrind.log" &
     ;;
   python|batched|fleet)
     env_id=pendulum

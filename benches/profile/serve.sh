@@ -6,7 +6,7 @@
 # defines `client N` (N steps: step_n.py on $env_id, or step_fleet.py in
 # fleet mode).
 #
-#   rust                   target/release/unienv-remote serve --fixtures (BIN overrides), env bench_state
+#   rust                   target/profiling/unienv-remote serve --fixtures (BIN overrides), env bench_state
 #   python|batched|fleet   pendulum_server.py single|batched|fleet, env pendulum (fleet: pendulum0..7)
 #
 # On $TRANSPORT: `unix` (a socket in $dir) or `tcp` (127.0.0.1, a port the
@@ -28,7 +28,7 @@ fi
 case $what in
   rust)
     env_id=bench_state
-    "${BIN:-target/release/unienv-remote}" serve --fixtures "${listen[@]}" ${CPUS:+--cpus "$CPUS"} >"$dir/out" 2>"$dir/log" &
+    "${BIN:-target/profiling/unienv-remote}" serve --fixtures "${listen[@]}" ${CPUS:+--cpus "$CPUS"} >"$dir/out" 2>"$dir/log" &
     ;;
   python|batched|fleet)
     env_id=pendulum

@@ -7,7 +7,7 @@
 # which cancels connecting, hello, discover and reset. Timings depend on
 # the machine's load (printed); the switch counts much less so.
 #
-#   benches/profile/wakeups.sh rust     # target/release/unienv-remote serve --fixtures, env bench_state
+#   benches/profile/wakeups.sh rust     # target/profiling/unienv-remote serve --fixtures, env bench_state
 #   benches/profile/wakeups.sh python   # RemoteServer hosting Pendulum-v1
 #   benches/profile/wakeups.sh batched  # a BatchedEnv of 8 Pendulum-v1
 #   benches/profile/wakeups.sh fleet    # 8 single Pendulum-v1 (8 domains), stepped

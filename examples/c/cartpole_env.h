@@ -68,9 +68,13 @@ static int32_t cartpole_on_reset(void *user, UnienvCall *call) {
     if (low > high)
         return unienv_call_error(call, UNIENV_CALLBACK_INVALID_ARGUMENT,
                                  "the low bound must not exceed the high bound");
-    int64_t seed;
+    int64_t seed = 0;
     bool seeded = unienv_call_seed(call, &seed);
-    cartpole_reset(c, seeded ? &seed : NULL, low, high);
+    if (seeded && seed < 0) /* gymnasium.utils.seeding.np_random refuses it too */
+        return unienv_call_error(call, UNIENV_CALLBACK_INVALID_ARGUMENT,
+                                 "seed must be a non-negative integer");
+    uint64_t useed = (uint64_t)seed;
+    cartpole_reset(c, seeded ? &useed : NULL, low, high);
     return unienv_call_set_reset(call, NULL, cartpole_obs_value(c), NULL) == UNIENV_OK
                ? UNIENV_CALLBACK_OK
                : unienv_call_error(call, UNIENV_CALLBACK_EXECUTION_ERROR,

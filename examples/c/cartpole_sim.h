@@ -9,10 +9,13 @@
  *   - reward 1 on every step up to and including the terminating one, 0 on
  *     steps taken after it (stepping on keeps integrating);
  *   - truncated from the 500th step after a reset on.
- * A reset draws each component uniformly in [-0.05, 0.05) (or [low, high)
- * from reset options) from a SplitMix64 generator reseeded by `seed`, and
- * rounds it to float, so that the first observation *is* the state (a
- * test can then replay the episode in Gymnasium from it exactly).
+ * A reset draws the state as Gymnasium's does, number for number:
+ * `np_random.uniform(-0.05, 0.05, size=(4,))` (or [low, high) from reset
+ * options), where `reset(seed=s)` reseeds np_random as
+ * Generator(PCG64(SeedSequence(s))) (numpy_random.h) and an unseeded reset
+ * continues the stream. From `reset(seed=s)` on, every observation equals
+ * `gymnasium.make("CartPole-v1")`'s under the same actions, so a port can be
+ * checked step for step.
  */
 #ifndef CARTPOLE_SIM_H
 #define CARTPOLE_SIM_H
@@ -20,6 +23,8 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "numpy_random.h"
 
 #define CARTPOLE_GRAVITY 9.8
 #define CARTPOLE_MASS_CART 1.0
@@ -36,31 +41,25 @@
 typedef struct CartPole {
     double state[4];
     bool has_state;
-    uint64_t rng;
+    NumpyPcg64 rng;
     uint64_t elapsed_steps;
     int64_t steps_beyond_terminated; /* -1: not terminated yet */
 } CartPole;
 
-static inline uint64_t cartpole_next_u64(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
+/* Seeds the generator for unseeded resets before the first seeded one (as
+ * Gymnasium seeds it from the OS's entropy). */
 static inline void cartpole_init(CartPole *c, uint64_t entropy) {
     c->has_state = false;
-    c->rng = entropy;
+    numpy_pcg64_seed(&c->rng, entropy);
     c->elapsed_steps = 0;
     c->steps_beyond_terminated = -1;
 }
 
-static inline void cartpole_reset(CartPole *c, const int64_t *seed, double low, double high) {
-    if (seed) c->rng = (uint64_t)*seed;
-    for (int i = 0; i < 4; i++) {
-        double u = (double)(cartpole_next_u64(&c->rng) >> 11) * (1.0 / 9007199254740992.0);
-        c->state[i] = (double)(float)(low + (high - low) * u);
-    }
+/* reset(seed=*seed) (a seed is >= 0, as Gymnasium requires), or reset()
+ * when seed is NULL; low <= high. */
+static inline void cartpole_reset(CartPole *c, const uint64_t *seed, double low, double high) {
+    if (seed) numpy_pcg64_seed(&c->rng, *seed);
+    for (int i = 0; i < 4; i++) c->state[i] = numpy_uniform(&c->rng, low, high);
     c->has_state = true;
     c->elapsed_steps = 0;
     c->steps_beyond_terminated = -1;

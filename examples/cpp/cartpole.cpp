@@ -48,7 +48,10 @@ public:
             if (auto v = options.find("high")) high = number(*v, "high");
         }
         if (low > high) throw unienv::InvalidArgument("the low bound must not exceed the high bound");
-        cartpole_reset(&sim_, seed ? &*seed : nullptr, low, high);
+        // gymnasium.utils.seeding.np_random refuses a negative seed too.
+        if (seed && *seed < 0) throw unienv::InvalidArgument("seed must be a non-negative integer");
+        uint64_t useed = seed ? static_cast<uint64_t>(*seed) : 0;
+        cartpole_reset(&sim_, seed ? &useed : nullptr, low, high);
         return {observation()};
     }
 

@@ -1,7 +1,7 @@
 //! The `unienv_remote._native` extension module.
 //!
-//! Each part registers itself through one `register` function, called here
-//! once: adding a part is one line.
+//! Each layer registers its parts through one `register` function, called
+//! here once: adding a part is one line in its layer's `mod.rs`.
 
 use pyo3::prelude::*;
 
@@ -12,18 +12,12 @@ use pyo3::prelude::*;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-pub mod actions;
-mod batched;
+// Layers, lowest first; a module imports only from its own layer or a
+// lower one (scripts/import_cycles.py checks it): `common` (values, logs,
+// waits), then `client` (the learner's side), then `host` (the Python host).
 pub mod client;
-pub mod convert;
-mod descriptor;
-mod fast;
-pub mod log;
-pub mod record;
-pub mod server;
-pub mod vector;
-mod vector_infos;
-pub mod wait;
+pub mod common;
+pub mod host;
 
 /// The `_native` module.
 #[pymodule]
@@ -39,12 +33,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The package's one version (`python/Cargo.toml`; pyproject.toml's is
     // dynamic): `unienv_remote.__version__`.
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    convert::register(m)?;
-    actions::register(m)?;
-    log::register(m)?;
+    common::register(m)?;
     client::register(m)?;
-    server::register(m)?;
-    vector::register(m)?;
-    record::register(m)?;
+    host::register(m)?;
     Ok(())
 }

@@ -19,7 +19,33 @@ from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv  # noqa: E402
 
 import unienv_remote  # noqa: E402
 from unienv_remote import BatchedEnv  # noqa: E402
-from unienv_remote.batched import add_info  # noqa: E402
+
+
+def add_info(infos: Dict[str, Any], info: Dict[str, Any], index: int, n: int) -> Dict[str, Any]:
+    """The test's model of the layout, Gymnasium's ``_add_info`` for ``n``
+    envs (key ``k`` -> one entry per env, ``_k`` -> bool mask; dicts nest),
+    values that are neither numbers nor arrays in a list (Gymnasium: an
+    object array, which the wire cannot carry)."""
+    for key, value in info.items():
+        if isinstance(value, dict):
+            array: Any = add_info(infos.get(key, {}), value, index, n)
+        else:
+            array = infos.get(key)
+            if array is None:
+                if type(value) in (int, float, bool) or isinstance(value, np.number):
+                    array = np.zeros(n, dtype=type(value))
+                elif isinstance(value, np.ndarray):
+                    array = np.zeros((n, *value.shape), dtype=value.dtype)
+                else:
+                    array = [None] * n
+            array[index] = value
+        mask = infos.get(f"_{key}")
+        if mask is None:
+            mask = np.zeros(n, dtype=np.bool_)
+        mask[index] = True
+        infos[key] = array
+        infos[f"_{key}"] = mask
+    return infos
 
 
 def same(a: Any, b: Any, path: str = "$") -> None:
@@ -267,3 +293,27 @@ def test_discrete_bounds_are_published_and_checked_alike_single_and_batched() ->
         client.close()
     finally:
         server.close()
+
+
+def test_batch_infos_is_the_layout_of_the_model() -> None:
+    """``_native.batch_infos`` (the crate's one implementation of the layout,
+    the Rust host's ``BatchedEnv``'s too) equals the model for the infos
+    sub-envs report: floats, ints, bools, NumPy scalars and arrays, strings,
+    nested dicts, envs without a key; values of mixed kinds, which the model
+    would coerce to the first one's dtype, become a list."""
+    from unienv_remote import _native
+
+    infos = [
+        {"x": 0.5, "n": 3, "ok": True, "f32": np.float32(1.5), "v": np.arange(3.0), "name": "a", "d": {"y": 1.0}},
+        {"x": 1.5, "ok": False, "f32": np.float32(2.5), "v": np.ones(3), "name": "b", "d": {"y": 2.0}},
+        {"x": -2.0, "n": 7, "ok": True, "f32": np.float32(0.0), "v": np.zeros(3), "d": {"y": 3.0, "z": 4}},
+    ]
+    indices = [0, 2, 3]
+    want: Dict[str, Any] = {}
+    for i, info in zip(indices, infos):
+        want = add_info(want, info, i, 5)
+    got = _native.batch_infos(5, indices, infos)
+    assert list(got) == list(want)
+    same(got, want)
+    mixed = _native.batch_infos(2, [0, 1], [{"a": 1}, {"a": 2.5}])
+    assert mixed["a"] == [1, 2.5] and mixed["_a"].tolist() == [True, True]

@@ -1,4 +1,4 @@
-"""Our host's fast path for ``BatchedEnv`` (``python/src/batched.rs``): a
+"""Our host's fast path for ``BatchedEnv`` (``python/src/host/batched.rs``): a
 batch of Gymnasium Box sub-envs stepped from Rust gives the transitions of
 the plain path (``BatchedEnv.step`` in Python) bit for bit, for regular
 results (Pendulum, HalfCheetah's float infos) and irregular ones (which it

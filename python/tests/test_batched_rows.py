@@ -1,4 +1,4 @@
-"""Our host's fast path for ``BatchedEnv`` (``python/src/batched.rs``) hands
+"""Our host's fast path for ``BatchedEnv`` (``python/src/host/batched.rs``) hands
 each sub-env its own row of the action and takes the observations' dtype
 from the first row's dtype object: transitions equal the plain path's
 (``BatchedEnv.step`` in Python) bit for bit for multi-dimensional and

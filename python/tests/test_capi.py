@@ -3,8 +3,10 @@ the examples are built with make (the library through cargo), run as processes,
 and driven by the reference client and ours.
 
 - Every transition of the C, pump-mode C and C++ cart-poles is checked against
-  Gymnasium's own ``CartPole-v1`` stepped in lockstep from the same state:
-  observations bit for bit, rewards, termination, truncation at 500.
+  Gymnasium's own ``CartPole-v1`` reset with the same seed (the examples seed
+  as Gymnasium does, NumPy's SeedSequence and PCG64) and stepped in lockstep:
+  start states and observations bit for bit, rewards, termination, truncation
+  at 500.
 - Callback errors keep the protocol's meaning (examples/c/faults.c): a refused
   argument is a certain ``invalid_request``; a failure, a wrong-shaped
   observation or a missing result is an ``execution_error`` that faults the env
@@ -52,7 +54,7 @@ HOSTS = {
 def built() -> None:
     """Builds the library and the C and C++ examples (make is incremental)."""
     for directory in ("examples/c", "examples/cpp"):
-        subprocess.run(["make", "--quiet", "-C", directory, f"PROFILE={PROFILE}"], cwd=REPO, check=True)
+        subprocess.run(["make", "--quiet", "-C", directory, f"PROFILE={PROFILE}", "CLI=0"], cwd=REPO, check=True)
 
 
 class Host:
@@ -122,18 +124,20 @@ def policy(obs: np.ndarray) -> int:
     return int(obs[2] + 0.5 * obs[3] + 0.01 * obs[0] + 0.1 * obs[1] > 0)
 
 
-def lockstep(remote: Any, seed: int, choose: Callable[[np.ndarray, int], Any], steps_after_end: int) -> int:
-    """One episode on `remote` and on Gymnasium's CartPole-v1 started from the
-    remote's first observation (which is the exact state: the example rounds
-    its start state to float32). Every transition must be identical. Returns
-    the episode length."""
+def lockstep(remote: Any, seed: Optional[int], choose: Callable[[np.ndarray, int], Any], steps_after_end: int,
+             local: Any = None) -> int:
+    """One episode on `remote` and on Gymnasium's CartPole-v1 (`local`, or a
+    new one), both reset with `seed` (None: an unseeded reset, which continues
+    each one's random stream): the start state and every transition must be
+    identical (the example seeds as Gymnasium does: examples/c/numpy_random.h).
+    Returns the episode length."""
     context, obs, info = remote.reset(seed=seed)
     assert context is None and info == {}
     assert isinstance(obs, np.ndarray) and obs.dtype == np.float32 and obs.shape == (4,)
-    assert np.all(np.abs(obs) <= 0.05)
-    local = gymnasium.make("CartPole-v1")
-    local.reset(seed=0)
-    local.unwrapped.state = obs.astype(np.float64)
+    if local is None:
+        local = gymnasium.make("CartPole-v1")
+    want_obs, _ = local.reset(seed=seed)
+    assert obs.tobytes() == want_obs.tobytes(), (seed, obs, want_obs)
     t, left = 0, None
     while left is None or left > 0:
         action = choose(obs, t)
@@ -172,6 +176,10 @@ def test_cartpole_matches_gymnasium(host: Callable[..., Host], rust_spaces: Any,
     first = env.reset(seed=11)[1]
     assert env.reset(seed=11)[1].tobytes() == first.tobytes()
     assert np.all(np.abs(env.reset(seed=1, options={"low": -0.001, "high": 0.001})[1]) <= 0.001)
+    # Gymnasium refuses a negative seed (seeding.np_random): so does the example.
+    with pytest.raises(RemoteError) as e:
+        env.reset(seed=-1)
+    assert e.value.code == "invalid_request" and not e.value.uncertain and "non-negative" in str(e.value)
     # Refusals are certain and leave the env usable.
     for bad in (2, -1, 0.5, "left", np.array([1.0])):
         with pytest.raises(RemoteError) as e:
@@ -185,6 +193,31 @@ def test_cartpole_matches_gymnasium(host: Callable[..., Host], rust_spaces: Any,
     c.close()
     err = h.stop(signal.SIGINT if client == "ours" else signal.SIGTERM)
     assert "stopped" in err
+
+
+@pytest.mark.parametrize("name", ["c", "cpp"])
+def test_seeded_like_gymnasium(host: Callable[..., Host], name: str) -> None:
+    """From `reset(seed=s)` on, the example's episodes are Gymnasium's own:
+    the start state drawn as `np_random.uniform(-0.05, 0.05, 4)` from
+    Generator(PCG64(SeedSequence(s))) (seeds of one and two 32-bit words,
+    0 and the largest int64 included), the trajectory under the same random
+    actions, unseeded resets continuing the stream, and options' bounds."""
+    h = host(HOSTS[name])
+    c = unienv_remote.RemoteClient.connect(h.url)
+    env = c.env("cartpole")
+    rng = np.random.default_rng(5)
+    for seed in (0, 1, 42, 12345, 2**32 - 1, 2**32, 2**63 - 1):
+        local = gymnasium.make("CartPole-v1")
+        lockstep(env, seed, lambda o, t: int(rng.integers(0, 2)), 2, local)
+        # The next, unseeded, resets draw on from the same generator.
+        lockstep(env, None, lambda o, t: int(rng.integers(0, 2)), 0, local)
+        lockstep(env, None, lambda o, t: int(rng.integers(0, 2)), 0, local)
+    options = {"low": -0.2, "high": 0.1}
+    got = env.reset(seed=3, options=options)[1]
+    want = gymnasium.make("CartPole-v1").reset(seed=3, options=options)[0]
+    assert got.tobytes() == want.tobytes()
+    c.close()
+    h.stop()
 
 
 def test_step_before_reset_is_refused(host: Callable[..., Host]) -> None:

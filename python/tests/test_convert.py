@@ -1,4 +1,4 @@
-"""The value conversion (python/src/convert.rs) against the reference codec.
+"""The value conversion (python/src/common/convert.rs) against the reference codec.
 
 Every case encodes the same Python value with the reference's ``Codec()`` and
 with ours and compares the bytes, then decodes both ways and compares the

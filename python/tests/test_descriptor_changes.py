@@ -1,5 +1,5 @@
 """Every call's response carries the domain's descriptors; ``RemoteServer``
-rebuilds one only when it notices a change (``python/src/descriptor.rs``).
+rebuilds one only when it notices a change (``python/src/host/descriptor.rs``).
 An env that changes its descriptor attributes between steps in every way
 (appearing, disappearing, replaced by an equal value of another type, a
 nested list mutated in place, a space replaced by an equal or a different

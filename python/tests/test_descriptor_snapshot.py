@@ -1,5 +1,5 @@
 """``RemoteServer`` rebuilds a descriptor only when its check after a call
-finds a change (``python/src/descriptor.rs``); the check compares each
+finds a change (``python/src/host/descriptor.rs``); the check compares each
 attribute with a snapshot of what it was, without converting it
 (``python/src/descriptor/snapshot.rs``). Every change below is one such a
 check could miss: a value replaced by an equal one of another type (``1`` and

@@ -119,3 +119,25 @@ def test_actions_on_the_bounds_pass(client, resource, action):
     env = client.env(resource)
     env.reset(seed=3)
     env.step(action)
+
+
+BAD_MASKS = [
+    np.array([1, 0, 1, 0]),                   # int, not bool
+    np.array([1.0, 0.0, 0.0, 0.0]),           # float
+    np.ones(N + 1, np.bool_),                 # one too many
+    np.ones((N, 1), np.bool_),                # 2-D
+    "all",
+]
+
+
+@pytest.mark.parametrize("mask", BAD_MASKS, ids=["int", "float", "long", "2d", "str"])
+def test_a_bad_reset_mask_is_refused_and_the_batch_stays_usable(client, mask):
+    """``BatchedEnv.reset`` refuses a mask that is not a bool array of shape
+    ``(N,)`` before touching a sub-env: a certain ``invalid_request``, the
+    domain not faulted (the next step runs)."""
+    env = client.env("pendulums")
+    env.reset(seed=3)
+    text = refusal(lambda: env.reset(mask=mask))
+    assert f"mask must be a bool array of shape ({N},)" in text, text
+    _, reward, *_ = env.step(pendulums([0.0] * N))
+    assert np.asarray(reward).shape == (N,)

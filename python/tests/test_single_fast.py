@@ -1,5 +1,5 @@
 """Our host's fast path for one unienv ``FromGymnasiumEnv``
-(``python/src/fast.rs``): the Gymnasium env stepped from Rust gives the
+(``python/src/host/fast.rs``): the Gymnasium env stepped from Rust gives the
 transitions of the plain path (``FromGymnasiumEnv.step`` in Python) bit for
 bit: Pendulum, CartPole (a ``Discrete`` action: a 0-d integer array),
 HalfCheetah (infos), irregular results (finished by

@@ -77,11 +77,11 @@ def drive(envs: RemoteVectorEnv, general: bool, id_kind: str, rounds: int) -> Di
     for _ in range(rounds):
         if general:
             native = envs._native.recv(envs.batch_size or envs.num_envs)
-            ids = [int(i) for i in native[8]]
+            ids = [int(i) for i in native.env_id]
             result = envs._results_positional(native, len(ids))
             infos = result[4]
             assert infos == {}
-            infos["env_id"] = native[8]
+            infos["env_id"] = native.env_id
         else:
             result = envs.recv()
             infos = result[4]

@@ -13,7 +13,7 @@ keep working.
 
 import importlib
 import importlib.util
-from typing import Dict, List, Tuple
+from typing import TYPE_CHECKING, Dict, List, Tuple
 
 from unienv_interface.remote.codec import Codec, CodecError, PROTOCOL_VERSION
 from unienv_interface.remote.errors import RemoteError, UncertainOutcomeError
@@ -23,10 +23,23 @@ from .client import RemoteClient, Subscription
 from .proxies import RemoteEnv, RemoteWorld, RemoteWorldNode, RemoteWorldEnv
 from .restart import RestartError, RestartPolicy
 from .server import RemoteServer
+from ._hooks import HOOKS as _HOOKS
+
+if TYPE_CHECKING:
+    # The names of _LAZY below, for type checkers: at run time they are
+    # imported on first use (``__getattr__``), so that the base install works
+    # without their extra; a user's ``mypy --strict`` sees each as its class.
+    from .batched import BatchedEnv as BatchedEnv
+    from .fleet import ProcessVectorEnv as ProcessVectorEnv
+    from .vector import RemoteVectorEnv as RemoteVectorEnv
+    from .vector import VectorEnvError as VectorEnvError
 
 #: The package's version: ``python/Cargo.toml``'s, compiled into the
 #: extension (``pyproject.toml`` takes it from there too).
 __version__: str = _native.__version__
+
+# What the extension's Python host calls back into (unienv_remote/_hooks.py).
+_native.set_hooks(_HOOKS)
 
 __all__: List[str] = [
     "RemoteClient", "RemoteServer", "RemoteEnv", "RemoteWorld", "RemoteWorldNode", "RemoteWorldEnv", "Subscription",

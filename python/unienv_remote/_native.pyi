@@ -1,7 +1,7 @@
 """Type stub of ``unienv_remote._native``, the Rust extension (python/src/).
 
 Checked against the built module by ``mypy.stubtest`` in ``scripts/test.sh``:
-a class, method, parameter or default that changes in ``python/src/*.rs``
+a class, method, parameter or default that changes in ``python/src/**.rs``
 must change here too. The public API is the Python facade
 (``unienv_remote.RemoteClient``, ``RemoteServer``, ``RemoteVectorEnv``);
 these are its building blocks.
@@ -14,8 +14,8 @@ from numpy.typing import NDArray
 
 __all__ = [
     "BUILD_PROFILE", "PARQUET_PIECE_BYTES", "__version__", "encode", "decode", "Client", "Operation",
-    "Subscription", "Server", "VectorEnv", "Recorder", "coerce_action", "set_log_level", "flush_logs",
-    "stop_logs",
+    "Subscription", "Server", "VectorEnv", "VectorStep", "Recorder", "coerce_action", "set_log_level", "flush_logs",
+    "stop_logs", "set_hooks", "batch_infos",
 ]
 
 #: ``"debug"`` or ``"release"``: how the extension was compiled.
@@ -30,22 +30,11 @@ _SchemaKey = Tuple[int, int, int]
 _Descriptor = Dict[str, Any]
 # (index, error code, exception) of each sub-environment that failed.
 _VectorErrors = List[Tuple[int, str, BaseException]]
-# What step_wait and recv return: (observation, reward, terminated, truncated,
-# infos (one dict per env, or [] when all are empty), autoreset,
-# [(index, final observation, final info)], errors, env ids).
-_VectorStep = Tuple[
-    Any,
-    NDArray[Any],
-    NDArray[Any],
-    NDArray[Any],
-    # One info dict per env, or (when they allow it) already in Gymnasium's
-    # vector layout: {key: column, "_key": mask}.
-    Union[List[Dict[str, Any]], Dict[str, Any]],
-    NDArray[Any],
-    List[Tuple[int, Any, Dict[str, Any]]],
-    _VectorErrors,
-    NDArray[Any],
-]
+# One info dict per env, or (when they allow it) already in Gymnasium's
+# vector layout: {key: column, "_key": mask}.
+_VectorInfos = Union[List[Dict[str, Any]], Dict[str, Any]]
+# (position, final observation, final info) of each row whose episode ended.
+_VectorFinals = List[Tuple[int, Any, Dict[str, Any]]]
 
 def encode(value: object, max_message_size: int = ...) -> bytes:
     """The crate's codec: ``value`` encoded as one protocol message."""
@@ -66,6 +55,14 @@ def flush_logs(timeout: float) -> None:
 
 def stop_logs() -> None:
     """Forwards what is queued (at most one second), then nothing more."""
+
+def batch_infos(n: int, indices: Sequence[int], infos: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """Gymnasium's vector info layout of ``n`` sub-envs from the infos of
+    those at ``indices`` (the crate's ``codec::vector_info::gather``)."""
+
+def set_hooks(hooks: Any) -> None:
+    """Registers the package's ``NativeHooks`` (``unienv_remote/_hooks.py``),
+    what the host calls back; once, at import."""
 
 @final
 class Client:
@@ -225,6 +222,51 @@ class Server:
         """Closes every session, disposes of every domain and stops the runtime. Idempotent."""
 
 @final
+class VectorStep:
+    """What ``VectorEnv.step_wait`` and ``recv`` return: one vector step's
+    results by name, rows in the order of ``env_id``."""
+
+    def __new__(
+        cls,
+        observation: Any,
+        reward: NDArray[Any],
+        terminated: NDArray[Any],
+        truncated: NDArray[Any],
+        infos: _VectorInfos,
+        autoreset: NDArray[Any],
+        finals: _VectorFinals,
+        errors: _VectorErrors,
+        env_id: NDArray[Any],
+    ) -> VectorStep: ...
+    @property
+    def observation(self) -> Any:
+        """The stacked observations (``None`` when no env returned one)."""
+    @property
+    def reward(self) -> NDArray[Any]:
+        """``float64`` rewards, one per row."""
+    @property
+    def terminated(self) -> NDArray[Any]:
+        """``bool`` terminations, one per row."""
+    @property
+    def truncated(self) -> NDArray[Any]:
+        """``bool`` truncations, one per row."""
+    @property
+    def infos(self) -> _VectorInfos:
+        """One info dict per row, or Gymnasium's vector layout; ``[]`` when all are empty."""
+    @property
+    def autoreset(self) -> NDArray[Any]:
+        """``bool``, per row: the row is an autoreset's (NextStep mode)."""
+    @property
+    def finals(self) -> _VectorFinals:
+        """``(position, final_obs, final_info)`` of the rows whose episode ended (SameStep mode)."""
+    @property
+    def errors(self) -> _VectorErrors:
+        """``(index, kind, exception)`` of the envs that failed."""
+    @property
+    def env_id(self) -> NDArray[Any]:
+        """``int64``: each row's env index."""
+
+@final
 class VectorEnv:
     """Sub-environments on several servers, stepped together."""
 
@@ -250,19 +292,20 @@ class VectorEnv:
         seeds: Sequence[Optional[int]],
         options: Optional[object] = None,
         mask: Optional[Sequence[bool]] = None,
-    ) -> Tuple[Any, List[Dict[str, Any]], _VectorErrors, NDArray[Any]]:
-        """Resets the envs; ``(observation, infos, errors, mask)``."""
+    ) -> Tuple[Any, _VectorInfos, _VectorErrors, NDArray[Any]]:
+        """Resets the envs; ``(observation, infos, errors, mask)``, ``infos`` as in ``VectorStep``
+        (the envs not reset left out of a gathered dict)."""
     def step_async(self, actions: object) -> None:
         """Sends every env's step at once and returns."""
     def step_wait(
         self,
-    ) -> _VectorStep:
+    ) -> VectorStep:
         """Waits for the pending step; the last item is the sub-environments' ids."""
     def send(self, actions: object, env_id: Sequence[int]) -> None:
         """Sends the step of the sub-environments ``env_id`` (whole resources)."""
     def recv(
         self, min: int
-    ) -> _VectorStep:
+    ) -> VectorStep:
         """Waits for the results of at least ``min`` sub-environments (whole resources)."""
     def reconnect(self, changes: Sequence[Tuple[int, str, str]]) -> None:
         """Points envs at new addresses (``[(index, url, resource_id)]``), all or nothing."""
@@ -292,7 +335,7 @@ class Recorder:
         """A reset's results (``used``: the envs that were reset)."""
     def sent(self, actions: object, env_id: Optional[Sequence[int]] = None) -> None:
         """The actions sent to ``env_id`` (all when ``None``), stacked in that order."""
-    def stepped(self, native: _VectorStep) -> None:
+    def stepped(self, native: VectorStep) -> None:
         """A step's or ``recv``'s native results."""
     def flush(self) -> None:
         """Waits until everything recorded before is written."""

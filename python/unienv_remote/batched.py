@@ -30,9 +30,11 @@ Semantics are UniEnv's batched ones, not Gymnasium's vector env:
   seeds (``None`` entries draw nothing), or ``None``. Other keyword arguments
   (``options=...``) go to every reset sub-env.
 * ``info`` follows Gymnasium's vector convention: key ``k`` holds one entry
-  per sub-env (an array of length N, or a list for values that are neither
-  numbers nor arrays) and ``_k`` is the bool mask of the sub-envs that
-  reported it; dicts nest. Only the reset sub-envs report infos of a reset.
+  per sub-env (an array of length N for numbers of one kind or arrays of one
+  shape, else a list with ``None`` where absent) and ``_k`` is the bool mask
+  of the sub-envs that reported it; dicts nest. Only the reset sub-envs
+  report infos of a reset. It is built by the crate's one implementation of
+  the layout (``_native.batch_infos``), the Rust host's ``BatchedEnv``'s too.
 * A sub-env that raises faults the whole batched env (UniEnv semantics: the
   resource's call fails): the exception propagates, and ``step`` refuses to
   run until every sub-env has been reset since.
@@ -61,6 +63,9 @@ from unienv_interface.space.space_utils import batch_utils as sbu
 from unienv_interface.space.space_utils import gym_utils
 from unienv_interface.space.space_utils.serialization_utils import space_to_json
 from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
+
+from . import _native
+from ._hooks import RequestRefused
 
 __all__ = ["BatchedEnv", "SubEnvFactory"]
 
@@ -122,34 +127,6 @@ class _Sub:
         return result
 
 
-def add_info(infos: Dict[str, Any], info: Dict[str, Any], index: int, n: int) -> Dict[str, Any]:
-    """Gymnasium's ``VectorEnv._add_info`` for ``n`` envs: puts sub-env
-    ``index``'s ``info`` into the batched ``infos`` (key ``k`` -> one entry per
-    env, ``_k`` -> bool mask; dicts nest). Values that are neither numbers nor
-    arrays go into a list (Gymnasium: an object array, which the wire cannot
-    carry)."""
-    for key, value in info.items():
-        if isinstance(value, dict):
-            array: Any = add_info(infos.get(key, {}), value, index, n)
-        else:
-            array = infos.get(key)
-            if array is None:
-                if type(value) in (int, float, bool) or isinstance(value, np.number):
-                    array = np.zeros(n, dtype=type(value))
-                elif isinstance(value, np.ndarray):
-                    array = np.zeros((n, *value.shape), dtype=value.dtype)
-                else:
-                    array = [None] * n
-            array[index] = value
-        mask = infos.get(f"_{key}")
-        if mask is None:
-            mask = np.zeros(n, dtype=np.bool_)
-        mask[index] = True
-        infos[key] = array
-        infos[f"_{key}"] = mask
-    return infos
-
-
 def _seeds(seed: Seeds, n: int) -> List[Optional[int]]:
     if seed is None:
         return [None] * n
@@ -186,6 +163,10 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
 
     ``threads``: how many threads step the sub-envs (1, the default, steps
     them in turn on the calling thread).
+
+    ``faulted`` (read-only) is true while a sub-env that raised has not been
+    reset since: ``step`` refuses to run then (our host reads it before
+    stepping the batch itself).
     """
 
     def __init__(self, factories: Sequence[SubEnvFactory], *, threads: int = 1) -> None:
@@ -228,7 +209,7 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         # Sub-envs to reset before the batch may step again (after a fault),
         # and whether there is any (read by our host before its fast path).
         self._must_reset = np.zeros(n, dtype=np.bool_)
-        self._faulted = False
+        self.faulted: bool = False
 
     @property
     def sub_envs(self) -> List[Union[Env, gymnasium.Env]]:
@@ -306,7 +287,7 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
                 future.result()
         if errors:
             self._must_reset[:] = True
-            self._faulted = True
+            self.faulted = True
             errors.sort(key=lambda item: item[0])
             _raise_first(errors)
         return results
@@ -327,10 +308,8 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         reward = np.asarray([r[1] for r in results], dtype=np.float64)
         terminated = np.asarray([bool(r[2]) for r in results], dtype=np.bool_)
         truncated = np.asarray([bool(r[3]) for r in results], dtype=np.bool_)
-        infos: Dict[str, Any] = {}
-        for i, r in enumerate(results):
-            if r[4]:
-                infos = add_info(infos, r[4], i, n)
+        reported = [i for i, r in enumerate(results) if r[4]]
+        infos = _native.batch_infos(n, reported, [results[i][4] for i in reported]) if reported else {}
         return obs, reward, terminated, truncated, infos
 
     def reset(self, *, mask: Optional[Any] = None, seed: Seeds = None,
@@ -341,13 +320,15 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         else:
             m = np.asarray(mask)
             if m.shape != (n,) or m.dtype != np.bool_:
-                raise ValueError(f"mask must be a bool array of shape ({n},), got {m.dtype} {m.shape}")
+                # Refused before any sub-env is touched: our host answers a
+                # certain invalid_request and the batch stays usable.
+                raise RequestRefused(f"mask must be a bool array of shape ({n},), got {m.dtype} {m.shape}")
             indices = np.flatnonzero(m).tolist()
         seeds = _seeds(seed, n)
         subs = self._subs
         results = self._run(lambda i: subs[i].reset(seeds[i], kwargs), indices)
         self._must_reset[indices] = False
-        self._faulted = bool(self._must_reset.any())
+        self.faulted = bool(self._must_reset.any())
         rows = [results[i] for i in indices]
         if not rows:
             return None, None, {}
@@ -355,10 +336,8 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         context = None
         if self.single_context_space is not None:
             context = sbu.concatenate(self.single_context_space, [r[0] for r in rows])
-        infos: Dict[str, Any] = {}
-        for i in indices:
-            if results[i][2]:
-                infos = add_info(infos, results[i][2], i, n)
+        reported = [i for i in indices if results[i][2]]
+        infos = _native.batch_infos(n, reported, [results[i][2] for i in reported]) if reported else {}
         return context, obs, infos
 
     def render(self) -> Optional[List[Any]]:
@@ -378,7 +357,7 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         return f"<BatchedEnv of {len(self._subs)}: {self._subs[0].env}>"
 
 
-# -- the host's fast path for one FromGymnasiumEnv (python/src/single.rs) ------------
+# -- the host's fast path for one FromGymnasiumEnv (python/src/host/fast.rs) ------------
 
 
 def _native_single_plan(env: Any) -> Optional[Tuple[gymnasium.Env, Space, Space]]:

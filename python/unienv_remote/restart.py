@@ -37,6 +37,8 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tu
 import numpy as np
 from unienv_interface.remote.errors import RemoteError, UncertainOutcomeError
 
+from . import _native
+
 __all__ = ["RestartPolicy", "RestartError", "Resolver", "REASONS"]
 
 #: What ``resolve`` returns: ``None`` (reconnect at the same address), a new
@@ -188,17 +190,43 @@ def _concat(a: Any, b: Any) -> Any:
     return np.concatenate([np.asarray(a), np.asarray(b)])
 
 
-def concat_results(a: Tuple[Any, ...], b: Tuple[Any, ...]) -> Tuple[Any, ...]:
+def info_rows(infos: Any, count: int) -> List[Dict[str, Any]]:
+    """A native result's infos as one dict per row: a list as it is, or the
+    dict the extension gathered (Gymnasium's layout of flat columns) split
+    by its masks, each value as the row's own dict held it (a Python
+    ``float``/``int``/``bool`` for a 1-D ``float64``/``int64``/``bool``
+    column, else the row's array)."""
+    if not isinstance(infos, dict):
+        return list(infos)
+    rows: List[Dict[str, Any]] = [{} for _ in range(count)]
+    for key, column in infos.items():
+        mask = infos.get(f"_{key}")
+        if mask is None:
+            continue  # a mask itself
+        scalars = column.ndim == 1 and column.dtype in (np.float64, np.int64, np.bool_)
+        for j in np.flatnonzero(mask):
+            rows[j][key] = column[j].item() if scalars else column[j].copy()
+    return rows
+
+
+def concat_results(a: _native.VectorStep, b: _native.VectorStep) -> _native.VectorStep:
     """Two native ``recv`` results as one (``b``'s rows after ``a``'s)."""
-    na, nb = len(a[8]), len(b[8])
-    if a[0] is None and b[0] is None:
+    na, nb = len(a.env_id), len(b.env_id)
+    if a.observation is None and b.observation is None:
         obs = None
     else:
-        obs = _concat(zeros_rows(b[0], na) if a[0] is None else a[0], zeros_rows(a[0], nb) if b[0] is None else b[0])
-    finals = list(a[6]) + [(p + na, o, info) for p, o, info in b[6]]
-    return (obs, *(np.concatenate([np.asarray(x), np.asarray(y)]) for x, y in zip(a[1:4], b[1:4])),
-            list(a[4]) + list(b[4]), np.concatenate([np.asarray(a[5]), np.asarray(b[5])]), finals,
-            list(a[7]) + list(b[7]), np.concatenate([np.asarray(a[8]), np.asarray(b[8])]))
+        obs = _concat(zeros_rows(b.observation, na) if a.observation is None else a.observation,
+                      zeros_rows(a.observation, nb) if b.observation is None else b.observation)
+    finals = list(a.finals) + [(p + na, o, info) for p, o, info in b.finals]
+
+    def cat(x: Any, y: Any) -> Any:
+        return np.concatenate([np.asarray(x), np.asarray(y)])
+
+    infos: Any = info_rows(a.infos, na) + info_rows(b.infos, nb)
+    return _native.VectorStep(obs, cat(a.reward, b.reward), cat(a.terminated, b.terminated),
+                              cat(a.truncated, b.truncated), infos,
+                              cat(a.autoreset, b.autoreset), finals, list(a.errors) + list(b.errors),
+                              cat(a.env_id, b.env_id))
 
 
 def put(tree: Any, i: int, value: Any) -> Any:

@@ -134,81 +134,21 @@ class _InfoBuilder:
         self.num_envs = num_envs
 
 
-#: The scalar types an info column may be gathered from in one assignment
-#: (`numpy.bool_` is no `numpy.number`: `_add_info` gives it an object array).
-_SCALARS = frozenset((int, float, bool, np.float64, np.float32, np.float16, np.int64, np.int32, np.int16, np.int8,
-                      np.uint64, np.uint32, np.uint16, np.uint8))
-
-
 def _gather_infos(builder: Any, env_infos: Union[Sequence[Dict[str, Any]], Dict[str, Any]],
                   used: Optional[Any] = None) -> Dict[str, Any]:
-    """Gymnasium's ``_add_info`` of every env's info in env order (envs whose
-    info is empty, or false in ``used``, a bool sequence or array, left
-    out), the same dict to the byte.
-
-    When the infos that are there share their keys and each key's values
-    share one type (a scalar type, or arrays of one dtype and shape: what a
-    simulator reports step after step, as HalfCheetah's four), each column is
-    written in one assignment, as ``_add_info`` would write it value by
-    value: ``zeros(num_envs, type)`` (``(num_envs, *shape)``, the array's
-    dtype), the values at the envs' indices, a mask true there. Anything else
-    (nested dicts, other objects, keys that differ or start with ``_``,
-    ``final_obs``, mixed types) goes through ``_add_info`` env by env.
-    A dict is a step's infos that the extension gathered the same way
-    (``python/src/vector_infos.rs``): returned as it is."""
+    """Gymnasium's vector info dict of a step's or reset's infos: a dict is
+    what the extension gathered already (``python/src/client/vector_infos.rs``,
+    the regular case, equal to Gymnasium's to the byte:
+    ``python/tests/test_vector_infos.py``) and is returned as it is; one dict
+    per env goes through Gymnasium's own ``_add_info`` in env order (envs
+    whose info is empty, or false in ``used``, a bool sequence or array,
+    left out)."""
     if isinstance(env_infos, dict):
-        return env_infos  # a step's infos the extension gathered already (same layout)
-    sizes = list(map(len, env_infos))
-    if used is None:
-        present = [i for i, size in enumerate(sizes) if size]
-        sizes_present = set(sizes)
-        sizes_present.discard(0)
-    else:
-        present = [i for i, size in enumerate(sizes) if size and used[i]]
-        sizes_present = {sizes[i] for i in present}
-    if not present:
-        return {}
-    first = env_infos[present[0]]
-    n = builder.num_envs
-    columns: List[Tuple[str, np.ndarray]] = []
-    try:
-        whole = len(sizes_present) == 1 and "final_obs" not in first
-        for key, value in first.items() if whole else ():
-            # Equal sizes: the same keys, unless a lookup fails (KeyError).
-            column = [env_infos[i][key] for i in present]
-            kind = type(value)
-            if key[:1] == "_" or len(set(map(type, column))) != 1:
-                whole = False
-            elif kind in _SCALARS:
-                columns.append((key, np.array(column, dtype=kind)))
-            elif kind is np.ndarray:
-                values = np.array(column)  # ValueError: arrays of other shapes
-                whole = values.dtype == value.dtype and values.shape[1:] == value.shape
-                columns.append((key, values))
-            else:
-                whole = False
-            if not whole:
-                break
-    except (KeyError, ValueError):
-        whole = False
-    if whole:
-        infos: Dict[str, Any] = {}
-        if len(present) == n:
-            ones = np.ones(n, dtype=np.bool_)
-            for key, values in columns:
-                infos[key], infos[f"_{key}"] = values, ones.copy()
-            return infos
-        where = np.array(present)
-        for key, values in columns:
-            array = np.zeros((n, *values.shape[1:]), dtype=values.dtype)
-            array[where] = values
-            mask = np.zeros(n, dtype=np.bool_)
-            mask[where] = True
-            infos[key], infos[f"_{key}"] = array, mask
-        return infos
+        return env_infos
     gathered: Dict[str, Any] = {}
-    for i in present:
-        gathered = builder._add_info(gathered, env_infos[i], i)
+    for i, info in enumerate(env_infos):
+        if info and (used is None or used[i]):
+            gathered = builder._add_info(gathered, info, i)
     return gathered
 
 
@@ -491,11 +431,11 @@ class RemoteVectorEnv(VectorEnv):
         if self._recorder is not None:
             self._recorder.sent(actions)
 
-    def _plain(self, native: Tuple[Any, ...]) -> bool:
+    def _plain(self, native: _native.VectorStep) -> bool:
         """Whether a step's or recv's native results are the common case,
         returned as they are: no info, no final observation, no failure,
         nothing to record or heal."""
-        return not (native[4] or native[6] or native[7]) and self._healer is None and self._recorder is None
+        return not (native.infos or native.finals or native.errors) and self._healer is None and self._recorder is None
 
     def step_wait(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """Waits for the pending step and returns the stacked results (with
@@ -503,34 +443,34 @@ class RemoteVectorEnv(VectorEnv):
         native = self._native.step_wait()
         if self._plain(native):
             # What _results would return.
-            return native[0], native[1], native[2], native[3], {}
+            return native.observation, native.reward, native.terminated, native.truncated, {}
         if self._recorder is not None:
             self._recorder.stepped(native)
         extra: Dict[int, Dict[str, Any]] = {}
-        if self._healer is not None and native[7]:
+        if self._healer is not None and native.errors:
             native, extra = self._restart_step(native)
-            self._record_restarts(native[0], extra)
+            self._record_restarts(native.observation, extra)
         self._track_ended(native, extra)
         return self._results(native, self, extra=extra)
 
-    def _track_ended(self, native: Tuple[Any, ...], extra: Dict[int, Dict[str, Any]]) -> None:
+    def _track_ended(self, native: _native.VectorStep, extra: Dict[int, Dict[str, Any]]) -> None:
         """NEXT_STEP: which envs' next step is an autoreset (for a restart's
         report, so kept only with a restart policy: not on every learner's
         step)."""
         if self._healer is None or self._autoreset_mode != AutoresetMode.NEXT_STEP:
             return
-        ids = np.asarray(native[8], dtype=np.int64)
-        if len(ids) != len(native[2]):  # a full step (step_wait) names every env
-            ids = np.arange(len(native[2]))
-        self._ended[ids] = np.asarray(native[2], dtype=np.bool_) | np.asarray(native[3], dtype=np.bool_)
+        ids = np.asarray(native.env_id, dtype=np.int64)
+        if len(ids) != len(native.terminated):  # a full step (step_wait) names every env
+            ids = np.arange(len(native.terminated))
+        self._ended[ids] = np.asarray(native.terminated, dtype=np.bool_) | np.asarray(native.truncated, dtype=np.bool_)
         for i in extra:
             self._ended[i] = False  # reset already
 
-    def _restart_step(self, native: Tuple[Any, ...], positions: Optional[Dict[int, int]] = None,
-                      ) -> Tuple[Tuple[Any, ...], Dict[int, Dict[str, Any]]]:
-        obs, rewards, terminations, truncations, env_infos, autoreset, finals, errors, ids = native
-        obs, errors, extra = self._restart_failed(obs, errors, None, None, step=True, positions=positions,
-                                                  count=len(ids))
+    def _restart_step(self, native: _native.VectorStep, positions: Optional[Dict[int, int]] = None,
+                      ) -> Tuple[_native.VectorStep, Dict[int, Dict[str, Any]]]:
+        rewards, terminations, truncations = native.reward, native.terminated, native.truncated
+        obs, errors, extra = self._restart_failed(native.observation, native.errors, None, None, step=True,
+                                                  positions=positions, count=len(native.env_id))
         if extra:
             rewards, terminations, truncations = (np.array(a) for a in (rewards, terminations, truncations))
             for i in extra:
@@ -540,14 +480,16 @@ class RemoteVectorEnv(VectorEnv):
                 # NEXT_STEP: an env whose last step ended was due an autoreset
                 # (a reset, not a step): no episode was cut.
                 truncations[p] = not (self._autoreset_mode == AutoresetMode.NEXT_STEP and self._ended[i])
-        return (obs, rewards, terminations, truncations, env_infos, autoreset, finals, errors, ids), extra
+        return _native.VectorStep(obs, rewards, terminations, truncations, native.infos, native.autoreset,
+                                  native.finals, errors, native.env_id), extra
 
-    def _results(self, native: Tuple[Any, ...], builder: Any, positions: Optional[Dict[int, int]] = None,
+    def _results(self, native: _native.VectorStep, builder: Any, positions: Optional[Dict[int, int]] = None,
                  extra: Optional[Dict[int, Dict[str, Any]]] = None,
                  ) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
-        obs, rewards, terminations, truncations, env_infos, _autoreset, finals, errors, _ids = native
-        infos = _gather_infos(builder, env_infos)
-        for i, final_obs, final_info in finals:
+        obs, rewards, terminations, truncations = native.observation, native.reward, native.terminated, native.truncated
+        errors = native.errors
+        infos = _gather_infos(builder, native.infos)
+        for i, final_obs, final_info in native.finals:
             infos = builder._add_info(infos, {"final_obs": final_obs, "final_info": final_info}, i)
         for i, info in sorted((extra or {}).items()):
             infos = builder._add_info(infos, info, i if positions is None else positions[i])
@@ -596,11 +538,11 @@ class RemoteVectorEnv(VectorEnv):
         if self._plain(native):
             # What the general path below returns (its infos empty but for
             # the ids).
-            return native[0], native[1], native[2], native[3], {"env_id": native[8]}
+            return native.observation, native.reward, native.terminated, native.truncated, {"env_id": native.env_id}
         if self._recorder is not None:
             self._recorder.stepped(native)
         extra: Dict[int, Dict[str, Any]] = {}
-        if self._healer is not None and self._restartable(native[7]):
+        if self._healer is not None and self._restartable(native.errors):
             if self._native.step_pending():
                 # A restart needs nothing in flight: the others' results are
                 # gathered now and returned with these.
@@ -608,11 +550,11 @@ class RemoteVectorEnv(VectorEnv):
                 if self._recorder is not None:
                     self._recorder.stepped(rest)
                 native = concat_results(native, rest)
-            positions = {int(env): k for k, env in enumerate(native[8])}
+            positions = {int(env): k for k, env in enumerate(native.env_id)}
             native, extra = self._restart_step(native, positions)
-            self._record_restarts(native[0], extra, positions)
+            self._record_restarts(native.observation, extra, positions)
         self._track_ended(native, extra)
-        ids = native[8]
+        ids = native.env_id
         obs, rewards, terminations, truncations, infos = self._results_positional(native, len(ids), extra)
         infos["env_id"] = ids
         return obs, rewards, terminations, truncations, infos
@@ -635,14 +577,14 @@ class RemoteVectorEnv(VectorEnv):
             kind == "failed" and healer.resource_of(i) not in healer.given_up and classify(e) is not None
             for i, kind, e in errors)
 
-    def _results_positional(self, native: Tuple[Any, ...], count: int,
+    def _results_positional(self, native: _native.VectorStep, count: int,
                             extra: Optional[Dict[int, Dict[str, Any]]] = None,
                             ) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
-        positions = {int(env): k for k, env in enumerate(native[8])}
+        positions = {int(env): k for k, env in enumerate(native.env_id)}
         try:
             return self._results(native, _InfoBuilder(count), positions, extra)
         except VectorEnvError as e:
-            e.result[4]["env_id"] = native[8]
+            e.result[4]["env_id"] = native.env_id
             raise
 
     def step(self, actions: Any) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:

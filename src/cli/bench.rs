@@ -293,18 +293,18 @@ pub fn bench(args: BenchArgs) -> ExitCode {
         let Some(stats) = Stats::of(&mut samples) else {
             return Err(ClientError::invalid_use("no step completed"));
         };
-        println!(
+        out!(
             "bench {} on {}: {steps} steps in {:.2} s ({resets} resets)",
             args.id,
             args.client.url,
             elapsed.as_secs_f64()
         );
-        println!("  median  {}", micros(stats.median));
-        println!("  p99     {}", micros(stats.p99));
-        println!("  min     {}", micros(stats.min));
-        println!("  max     {}", micros(stats.max));
-        println!("  mean    {}", micros(stats.mean));
-        println!(
+        out!("  median  {}", micros(stats.median));
+        out!("  p99     {}", micros(stats.p99));
+        out!("  min     {}", micros(stats.min));
+        out!("  max     {}", micros(stats.max));
+        out!("  mean    {}", micros(stats.mean));
+        out!(
             "  steps/s {:>10.0}",
             steps as f64 / elapsed.as_secs_f64().max(f64::MIN_POSITIVE)
         );

@@ -2,6 +2,15 @@
 //! conformance fixtures), poke at any UniEnv server (`discover`, `describe`,
 //! `call`, `watch`, `bench`), and `inspect` captured envelopes.
 
+/// Prints a line on stdout; a closed pipe (`load | head -c 10`) ends the
+/// process quietly with success, as `call`'s output does (see
+/// `shared::write_out`), where `println!` would panic.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::shared::write_out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod bench;
 mod client_cmds;
 mod hostile;
@@ -168,8 +177,8 @@ pub fn inspect(args: InspectArgs) -> ExitCode {
     if args.json {
         match crate::codec::envelope_header(&bytes) {
             Ok(header) => {
-                println!("{}", indent_json(header));
-                println!(
+                out!("{}", indent_json(header));
+                out!(
                     "-- {} header bytes, {} attachment bytes",
                     header.len(),
                     size - 4 - header.len()
@@ -182,16 +191,16 @@ pub fn inspect(args: InspectArgs) -> ExitCode {
     match codec.decode(bytes::Bytes::from(bytes)) {
         Ok(value) => {
             if !args.json {
-                println!("{}", pretty(&value));
+                out!("{}", pretty(&value));
             }
             let problems = inspect::protocol_problems(&value);
             if problems.is_empty() {
-                println!("-- valid envelope and protocol v1 message, {size} bytes");
+                out!("-- valid envelope and protocol v1 message, {size} bytes");
                 ExitCode::SUCCESS
             } else {
-                println!("-- valid envelope ({size} bytes), but not a valid protocol v1 message:");
+                out!("-- valid envelope ({size} bytes), but not a valid protocol v1 message:");
                 for p in &problems {
-                    println!("   - {p}");
+                    out!("   - {p}");
                 }
                 ExitCode::FAILURE
             }

@@ -2,7 +2,9 @@
 //! it), `serve --dial` (a host dialing a relay), and `discover` given a
 //! relay's URL (its connected hosts instead of a server's resources).
 
-use super::shared::{fail, interrupted, write_out, ClientArgs};
+use super::shared::{
+    fail, interrupted, resolve_token_of, write_out, ClientArgs, CLIENT_TOKEN, HOST_TOKEN,
+};
 use crate::codec::DEFAULT_MAX_MESSAGE_SIZE;
 use crate::relay::{Relay, RelayConfig};
 use crate::server::{DialHandle, DialOptions, Server, ServerConfig};
@@ -21,11 +23,23 @@ pub struct RelayArgs {
     #[arg(long, default_value = DEFAULT_RELAY_ADDR)]
     pub addr: String,
     /// Require `Authorization: Bearer TOKEN` from clients (and for the listing).
-    #[arg(long)]
+    /// A token on the command line is visible to every local user (`ps`):
+    /// prefer --token-file or the UNIENV_TOKEN environment variable.
+    #[arg(long, conflicts_with = "token_file")]
     pub token: Option<String>,
+    /// Read the client token from FILE (its first line; keep the file
+    /// readable by you only). Without --token or --token-file, the token is
+    /// taken from UNIENV_TOKEN when set.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// Require `Authorization: Bearer TOKEN` from hosts (`serve --dial … --host-token TOKEN`).
-    #[arg(long, value_name = "TOKEN")]
+    /// Visible to every local user too: prefer --host-token-file or UNIENV_HOST_TOKEN.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "host_token_file")]
     pub host_token: Option<String>,
+    /// Read the host token from FILE (its first line). Without --host-token
+    /// or --host-token-file, it is taken from UNIENV_HOST_TOKEN when set.
+    #[arg(long, value_name = "FILE")]
+    pub host_token_file: Option<PathBuf>,
     /// Largest forwarded message in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE_SIZE)]
     pub max_message_size: usize,
@@ -65,9 +79,19 @@ pub struct DialArgs {
     /// The name to register at the relay (clients connect to URL/hosts/NAME).
     #[arg(long, value_name = "NAME", requires = "dial")]
     pub name: Option<String>,
-    /// The relay's host token (its --host-token).
-    #[arg(long, value_name = "TOKEN", requires = "dial")]
+    /// The relay's host token (its --host-token). Visible to every local
+    /// user (`ps`): prefer --host-token-file or UNIENV_HOST_TOKEN.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        requires = "dial",
+        conflicts_with = "host_token_file"
+    )]
     pub host_token: Option<String>,
+    /// Read the relay's host token from FILE (its first line). Without
+    /// --host-token or --host-token-file, it is taken from UNIENV_HOST_TOKEN when set.
+    #[arg(long, value_name = "FILE", requires = "dial")]
+    pub host_token_file: Option<PathBuf>,
     /// For a wss:// relay: also trust the CA certificates in FILE (PEM).
     #[arg(long, value_name = "FILE", requires = "dial")]
     pub relay_ca_file: Option<PathBuf>,
@@ -84,19 +108,28 @@ fn positive_seconds(value: f64, flag: &str) -> Result<Duration, String> {
     }
 }
 
-fn non_empty(token: &Option<String>, flag: &str) -> Result<(), String> {
-    if token.as_deref().is_some_and(|t| t.trim().is_empty()) {
-        return Err(format!(
-            "{flag} is empty: give a non-empty token, or omit {flag}"
-        ));
-    }
-    Ok(())
+/// The host token of `serve --dial`: --host-token, --host-token-file or
+/// UNIENV_HOST_TOKEN.
+fn dial_host_token(args: &DialArgs) -> Result<Option<String>, String> {
+    resolve_token_of(
+        &HOST_TOKEN,
+        args.host_token.as_deref(),
+        args.host_token_file.as_deref(),
+    )
 }
 
 /// The relay's configuration from its options.
 pub fn relay_config(args: &RelayArgs) -> Result<RelayConfig, String> {
-    non_empty(&args.token, "--token")?;
-    non_empty(&args.host_token, "--host-token")?;
+    let token = resolve_token_of(
+        &CLIENT_TOKEN,
+        args.token.as_deref(),
+        args.token_file.as_deref(),
+    )?;
+    let host_token = resolve_token_of(
+        &HOST_TOKEN,
+        args.host_token.as_deref(),
+        args.host_token_file.as_deref(),
+    )?;
     if args.max_message_size < crate::codec::MIN_MAX_MESSAGE_SIZE {
         return Err("--max-message-size must be at least 8".into());
     }
@@ -112,12 +145,12 @@ pub fn relay_config(args: &RelayArgs) -> Result<RelayConfig, String> {
             tls,
             max_message_size: args.max_message_size,
             max_connections: args.max_connections,
-            token: args.token.clone(),
+            token,
             allowed_origins: args.allow_origin.clone(),
             allowed_hosts: args.allow_host.clone(),
             ..ServerConfig::default()
         },
-        host_token: args.host_token.clone(),
+        host_token,
         max_hosts: args.max_hosts,
         max_pending_opens_per_host: args.max_pending_per_host,
         open_timeout: positive_seconds(args.open_timeout, "--open-timeout")?,
@@ -141,6 +174,7 @@ pub fn relay(args: RelayArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(e),
     };
+    let (has_token, has_host_token) = (config.listen.token.is_some(), config.host_token.is_some());
     runtime.block_on(async move {
         let relay = match Relay::start(args.addr.as_str(), config).await {
             Ok(r) => r,
@@ -158,10 +192,10 @@ pub fn relay(args: RelayArgs) -> ExitCode {
         say!("  hosts dial it:       unienv-remote serve --dial {url} --name NAME");
         say!("  clients connect to:  {url}/hosts/NAME");
         say!("  connected hosts:     unienv-remote discover {url}/   (or GET {}/hosts)", url.replacen("ws", "http", 1));
-        if args.token.is_none() {
+        if !has_token {
             say!("warning: no --token: anyone who can reach this port can reach the hosts' simulators");
         }
-        if args.host_token.is_none() {
+        if !has_host_token {
             say!("warning: no --host-token: anyone who can reach this port can register a host");
         }
         stop.await;
@@ -184,7 +218,7 @@ pub fn check_dial(args: &DialArgs) -> Result<(), String> {
             "--dial {url}: a relay's URL is ws://HOST:PORT or wss://HOST:PORT"
         ));
     }
-    non_empty(&args.host_token, "--host-token")
+    dial_host_token(args).map(|_| ())
 }
 
 /// Starts dialing the relay of `args` (`serve --dial`), when given.
@@ -192,9 +226,8 @@ pub fn start_dial(server: &Server, args: &DialArgs) -> Result<Option<DialHandle>
     let (Some(url), Some(name)) = (&args.dial, &args.name) else {
         return Ok(None);
     };
-    non_empty(&args.host_token, "--host-token")?;
     let mut options = DialOptions::new(name.clone());
-    options.token = args.host_token.clone();
+    options.token = dial_host_token(args)?;
     options.ca_file = args.relay_ca_file.clone();
     let handle = server
         .dial(url, options)

@@ -29,9 +29,16 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = DEFAULT_ADDR)]
     pub addr: String,
-    /// Require `Authorization: Bearer TOKEN` from clients.
-    #[arg(long)]
+    /// Require `Authorization: Bearer TOKEN` from clients. A token on the
+    /// command line is visible to every local user (`ps`): prefer
+    /// --token-file or the UNIENV_TOKEN environment variable.
+    #[arg(long, conflicts_with = "token_file")]
     pub token: Option<String>,
+    /// Read the token from FILE (its first line; keep the file readable by
+    /// you only). Without --token or --token-file, the token is taken from
+    /// the UNIENV_TOKEN environment variable when it is set.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
     /// Dispose idle factory-built simulators after SECONDS (0 disables).
     #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
     pub idle_timeout: f64,
@@ -90,6 +97,15 @@ pub struct ServeArgs {
         requires = "record"
     )]
     pub record_format: RecordFormatArg,
+    /// With --record: the most bytes of transitions waiting for the writer
+    /// (the simulators wait for the disk beyond it; SPEC section 10.2).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = crate::record::DEFAULT_QUEUE_BYTES,
+        requires = "record"
+    )]
+    pub record_queue_bytes: usize,
     /// Serve metrics in the Prometheus text format at http://ADDR/metrics
     /// (no authentication: keep ADDR on loopback or a monitoring network).
     #[arg(long, value_name = "ADDR")]
@@ -131,11 +147,13 @@ pub fn serve(args: ServeArgs) -> ExitCode {
     if let Err(e) = super::relay::check_dial(&args.dial) {
         return fail(e);
     }
-    if args.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
-        // `--token "$UNSET"` would otherwise turn authentication off while
-        // the banner asks for a token.
-        return fail("--token is empty: give a non-empty token, or omit --token");
-    }
+    // An empty token (`--token "$UNSET"`) would otherwise turn
+    // authentication off while the banner asks for a token.
+    let token =
+        match super::shared::resolve_token(args.token.as_deref(), args.token_file.as_deref()) {
+            Ok(token) => token,
+            Err(e) => return fail(e),
+        };
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => match crate::transport::ServerTls::from_pem_files(cert, key) {
             Ok(tls) => Some(tls),
@@ -155,12 +173,13 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             RecordFormatArg::Npz => crate::record::RecordFormat::Npz,
             RecordFormatArg::Parquet => crate::record::RecordFormat::parquet(),
         },
+        record_queue_bytes: args.record_queue_bytes,
         metrics_addr: args.metrics.clone(),
         cpus: args.cpus.clone(),
         max_message_size: args.max_message_size,
         idle_timeout: (args.idle_timeout > 0.0).then(|| Duration::from_secs_f64(args.idle_timeout)),
         max_connections: args.max_connections,
-        token: args.token.clone(),
+        token: token.clone(),
         allowed_origins: args.allow_origin.clone(),
         allowed_hosts: args.allow_host.clone(),
         // The fixtures reproduce the reference, which passes actions through.
@@ -212,7 +231,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
             Ok(stop) => stop,
             Err(e) => return fail(format!("cannot install the Ctrl-C handler: {e}")),
         };
-        print_banner(&server, &listener, args.token.is_some(), args.fixtures).await;
+        print_banner(&server, &listener, token.is_some(), args.fixtures).await;
         let _dial = match super::relay::start_dial(&server, &args.dial) {
             Ok(d) => d,
             Err(e) => return fail(e),
@@ -235,14 +254,10 @@ pub fn serve(args: ServeArgs) -> ExitCode {
                 match crate::viewer::Viewer::start(addr, config).await {
                     Ok(v) => {
                         say!("Viewer: open {} in a browser", v.url());
-                        let ids: Vec<String> = server
-                            .roots()
-                            .iter()
-                            .take(3)
-                            .map(|id| query_quote(id))
-                            .collect();
+                        let roots = server.roots();
+                        let ids: Vec<&str> = roots.iter().take(3).map(String::as_str).collect();
                         if !ids.is_empty() {
-                            say!("  panels directly: {}?watch={}", v.url(), ids.join(","));
+                            say!("  panels directly: {}", v.watch_url(&ids));
                         }
                         view::warn_beyond_loopback(&v);
                         Some(v)
@@ -258,20 +273,6 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         eprintln!("stopped");
         ExitCode::SUCCESS
     })
-}
-
-/// A resource ID in a URL query: percent-encoded but for letters, digits,
-/// `-._~` and `/`.
-fn query_quote(id: &str) -> String {
-    id.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 /// The URLs clients can use for a listener bound to `addr`: itself, or for

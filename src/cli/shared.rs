@@ -14,9 +14,16 @@ use std::time::Duration;
 pub struct ClientArgs {
     /// The server's URL, e.g. ws://127.0.0.1:8765 (ours or the Python reference).
     pub url: String,
-    /// Send `Authorization: Bearer TOKEN` in the WebSocket handshake.
-    #[arg(long)]
+    /// Send `Authorization: Bearer TOKEN` in the WebSocket handshake. A
+    /// token on the command line is visible to every local user (`ps`):
+    /// prefer --token-file or the UNIENV_TOKEN environment variable.
+    #[arg(long, conflicts_with = "token_file")]
     pub token: Option<String>,
+    /// Read the bearer token from FILE (its first line; keep the file
+    /// readable by you only). Without --token or --token-file, the token is
+    /// taken from the UNIENV_TOKEN environment variable when it is set.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// Seconds to wait for the connection and for each reply (0 waits forever).
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub timeout: f64,
@@ -37,7 +44,7 @@ impl ClientArgs {
         let mut config = ClientConfig::default()
             .with_timeout(timeout)
             .with_discover(discover);
-        config.token = self.token.clone();
+        config.token = resolve_token(self.token.as_deref(), self.token_file.as_deref())?;
         config.ca_file = self.ca_file.clone();
         Ok(config)
     }
@@ -46,6 +53,107 @@ impl ClientArgs {
     pub async fn connect(&self, discover: bool) -> Result<Client, ClientError> {
         let config = self.config(discover).map_err(ClientError::invalid_use)?;
         Client::connect(&self.url, config).await
+    }
+}
+
+/// The environment variable a bearer token is taken from when neither
+/// `--token` nor `--token-file` is given.
+pub const TOKEN_ENV: &str = "UNIENV_TOKEN";
+
+/// The environment variable a relay's host token is taken from when neither
+/// `--host-token` nor `--host-token-file` is given (`relay`, `serve --dial`).
+pub const HOST_TOKEN_ENV: &str = "UNIENV_HOST_TOKEN";
+
+/// Where one kind of token may come from: its flag, the flag of a file
+/// holding it, and an environment variable.
+#[derive(Debug, Clone, Copy)]
+pub struct TokenSources {
+    /// The flag giving the token itself (`--token`).
+    pub flag: &'static str,
+    /// The flag naming a file whose first line is the token (`--token-file`).
+    pub file_flag: &'static str,
+    /// The environment variable read when neither flag is given.
+    pub env: &'static str,
+}
+
+/// A client's (or a server's) bearer token.
+pub const CLIENT_TOKEN: TokenSources = TokenSources {
+    flag: "--token",
+    file_flag: "--token-file",
+    env: TOKEN_ENV,
+};
+
+/// A relay's host token.
+pub const HOST_TOKEN: TokenSources = TokenSources {
+    flag: "--host-token",
+    file_flag: "--host-token-file",
+    env: HOST_TOKEN_ENV,
+};
+
+/// The bearer token of a command: `--token`, else the first line of
+/// `--token-file`, else `UNIENV_TOKEN` when set; `None` when none is given.
+/// A token that is empty once trimmed (an empty file, `UNIENV_TOKEN=`)
+/// is an error naming where it came from: it would turn authentication
+/// off (a server) or always be refused (a client).
+pub fn resolve_token(
+    flag: Option<&str>,
+    file: Option<&std::path::Path>,
+) -> Result<Option<String>, String> {
+    resolve_token_of(&CLIENT_TOKEN, flag, file)
+}
+
+/// [`resolve_token`] for the token kind `sources` names.
+pub fn resolve_token_of(
+    sources: &TokenSources,
+    flag: Option<&str>,
+    file: Option<&std::path::Path>,
+) -> Result<Option<String>, String> {
+    let env = || std::env::var(sources.env).ok();
+    resolve_token_from(sources, flag, file, env)
+}
+
+/// [`resolve_token_of`] with the environment variable's value given.
+pub(crate) fn resolve_token_from(
+    sources: &TokenSources,
+    flag: Option<&str>,
+    file: Option<&std::path::Path>,
+    env: impl FnOnce() -> Option<String>,
+) -> Result<Option<String>, String> {
+    let (token, source) = if let Some(t) = flag {
+        (t.to_string(), sources.flag.to_string())
+    } else if let Some(path) = file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{} {}: {e}", sources.file_flag, path.display()))?;
+        warn_if_shared(path);
+        let first = text.lines().next().unwrap_or_default().to_string();
+        (first, format!("{} {}", sources.file_flag, path.display()))
+    } else if let Some(t) = env() {
+        (t, sources.env.to_string())
+    } else {
+        return Ok(None);
+    };
+    let token = token.trim();
+    if token.is_empty() {
+        return Err(format!(
+            "the token from {source} is empty: give a non-empty token, or none"
+        ));
+    }
+    Ok(Some(token.to_string()))
+}
+
+/// Warns when a token file can be read by other users.
+fn warn_if_shared(path: &std::path::Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            if meta.permissions().mode() & 0o077 != 0 {
+                eprintln!(
+                    "warning: --token-file {} can be read by other users (chmod 600 it)",
+                    path.display()
+                );
+            }
+        }
     }
 }
 
@@ -162,3 +270,52 @@ pub(crate) fn write_out(text: std::fmt::Arguments<'_>) {
 /// descriptors): its sessions' events below `WARN` are not logged, so that
 /// `serve` logs no session before a client comes.
 pub(super) const STARTUP_SPAN: &str = "startup_describe";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--token` first, then the file's first line, then the environment;
+    /// empty tokens are errors naming their source.
+    #[test]
+    fn token_sources_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "from-file\nignored\n").unwrap();
+        let env = || Some("from-env".to_string());
+        let none = || None;
+        assert_eq!(
+            resolve_token_from(&CLIENT_TOKEN, Some("flag"), Some(&file), env).unwrap(),
+            Some("flag".into())
+        );
+        assert_eq!(
+            resolve_token_from(&CLIENT_TOKEN, None, Some(&file), env).unwrap(),
+            Some("from-file".into())
+        );
+        assert_eq!(
+            resolve_token_from(&CLIENT_TOKEN, None, None, env).unwrap(),
+            Some("from-env".into())
+        );
+        assert_eq!(
+            resolve_token_from(&CLIENT_TOKEN, None, None, none).unwrap(),
+            None
+        );
+        std::fs::write(&file, "\n").unwrap();
+        let e = resolve_token_from(&CLIENT_TOKEN, None, Some(&file), none).unwrap_err();
+        assert!(e.contains("--token-file") && e.contains("empty"), "{e}");
+        let e = resolve_token_from(&CLIENT_TOKEN, None, None, || Some(" ".into())).unwrap_err();
+        assert!(e.contains(TOKEN_ENV), "{e}");
+        let missing = dir.path().join("missing");
+        let e = resolve_token_from(&CLIENT_TOKEN, None, Some(&missing), none).unwrap_err();
+        assert!(e.contains("missing"), "{e}");
+        // A relay's host token names its own flags and variable.
+        let e = resolve_token_from(&HOST_TOKEN, None, Some(&file), none).unwrap_err();
+        assert!(e.contains("--host-token-file"), "{e}");
+        let e = resolve_token_from(&HOST_TOKEN, None, None, || Some("".into())).unwrap_err();
+        assert!(e.contains(HOST_TOKEN_ENV), "{e}");
+        assert_eq!(
+            resolve_token_from(&HOST_TOKEN, None, None, env).unwrap(),
+            Some("from-env".into())
+        );
+    }
+}

@@ -39,7 +39,8 @@ pub fn view(args: ViewArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    let config = viewer_config(&args, client);
+    let config = viewer_config(&args, client.clone());
+    let client_config = client;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -63,10 +64,16 @@ pub fn view(args: ViewArgs) -> ExitCode {
             viewer.url()
         );
         println!("Open {} in a browser. Press Ctrl-C to stop.", viewer.url());
-        println!(
-            "Open panels directly: {}?watch=ID[,ID…] (e.g. ?watch=cartpole,pointmass)",
-            viewer.url()
-        );
+        match hosted_ids(&args.client.url, client_config).await {
+            Some(ids) if !ids.is_empty() => {
+                let ids: Vec<&str> = ids.iter().take(3).map(String::as_str).collect();
+                println!("Open panels directly: {}", viewer.watch_url(&ids));
+            }
+            _ => println!(
+                "Open panels directly: {}ID[,ID…] (with the server's resource ids)",
+                viewer.watch_url(&[])
+            ),
+        }
         if viewer.key().is_some() {
             println!(
                 "The page needs the key in this URL (then kept in a cookie); keep it private."
@@ -77,6 +84,34 @@ pub fn view(args: ViewArgs) -> ExitCode {
         viewer.stop();
         ExitCode::SUCCESS
     })
+}
+
+/// The ids of the server's top-level resources (none of another's
+/// children), for the banner's example link; `None` when the server
+/// does not answer within a few seconds (the viewer still starts: a page
+/// keeps trying).
+async fn hosted_ids(url: &str, config: ClientConfig) -> Option<Vec<String>> {
+    let config = config.with_discover(false);
+    let listed = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        let client = crate::client::Client::connect(url, config).await.ok()?;
+        let listed = client.discover().await.ok();
+        client.close().await;
+        listed
+    })
+    .await
+    .ok()??;
+    let children: std::collections::HashSet<&str> = listed
+        .iter()
+        .flat_map(|d| d.children().iter().map(|(_, id)| id.as_str()))
+        .collect();
+    Some(
+        listed
+            .iter()
+            .map(|d| d.id())
+            .filter(|id| !children.contains(id))
+            .map(str::to_string)
+            .collect(),
+    )
 }
 
 /// Says loudly that a viewer listening beyond loopback serves plain HTTP to

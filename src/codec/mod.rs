@@ -30,6 +30,7 @@ mod error;
 mod limits;
 pub mod stack;
 mod value;
+pub mod vector_info;
 
 pub use array::{ArrayError, NdArray, MAX_DIMS};
 pub(crate) use decode::reply::KeptReplies;

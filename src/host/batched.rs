@@ -22,7 +22,8 @@ use super::args::{ResetArgs, ResetResult, StepResult};
 use super::error::{HostError, HostResult};
 use super::space::{BinarySpace, BoxSpace, DictSpace, DynamicBoxSpace, Space};
 use super::traits::Env;
-use crate::codec::stack::{stack, stack_filled, unstack};
+use crate::codec::stack::{stack, unstack};
+use crate::codec::vector_info;
 use crate::codec::{Dict, NdArray, Value};
 
 /// N environments as one batched env (see the [module docs](self)).
@@ -84,65 +85,6 @@ pub fn batch_space(space: &Space, n: usize) -> Space {
     }
 }
 
-/// Gymnasium's vector info layout for `n` envs from their infos
-/// (`infos[k]` is env `indices[k]`'s): key `k` gets one entry per env —
-/// a `float64`, `int64` or `bool` array for numbers, the arrays stacked
-/// for arrays of one shape, a list (`None` where absent) otherwise — and
-/// `_k` the bool mask of the envs that have it; dicts nest.
-pub fn vector_info(n: usize, indices: &[usize], infos: &[Dict]) -> Dict {
-    let mut keys: Vec<&str> = Vec::new();
-    for d in infos {
-        for k in d.keys() {
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-    }
-    let mut out = Dict::with_capacity(2 * keys.len());
-    for key in keys {
-        let mut values: Vec<Option<&Value>> = vec![None; n];
-        for (&i, d) in indices.iter().zip(infos) {
-            if let (Some(slot), Some(v)) = (values.get_mut(i), d.get(key)) {
-                *slot = Some(v);
-            }
-        }
-        let mask: Vec<bool> = values.iter().map(Option::is_some).collect();
-        let present: Vec<&Value> = values.iter().flatten().copied().collect();
-        let column = if present.iter().all(|v| matches!(v, Value::Dict(_))) {
-            let (idx, dicts): (Vec<usize>, Vec<Dict>) = values
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| v.and_then(Value::as_dict).map(|d| (i, d.clone())))
-                .unzip();
-            Value::Dict(vector_info(n, &idx, &dicts))
-        } else if present.iter().all(|v| {
-            matches!(
-                v,
-                Value::Float(_) | Value::Int(_) | Value::Bool(_) | Value::Array(_)
-            )
-        }) && same_kind(&present)
-        {
-            stack_filled(&values.iter().map(|v| v.cloned()).collect::<Vec<_>>())
-        } else {
-            Value::List(
-                values
-                    .iter()
-                    .map(|v| v.cloned().unwrap_or(Value::Null))
-                    .collect(),
-            )
-        };
-        out.insert(key, column);
-        out.insert(format!("_{key}"), NdArray::from_vec(mask));
-    }
-    out
-}
-
-/// Whether the values are all of one scalar kind, or all arrays.
-fn same_kind(values: &[&Value]) -> bool {
-    let kind = |v: &Value| std::mem::discriminant(v);
-    values.windows(2).all(|w| kind(w[0]) == kind(w[1]))
-}
-
 impl<E: Env> BatchedEnv<E> {
     /// A batch of `envs` (at least one, all unbatched, with the same
     /// spaces).
@@ -185,14 +127,18 @@ impl<E: Env> Env for BatchedEnv<E> {
         let mask: Vec<bool> = match &args.mask {
             None => vec![true; n],
             Some(m) => {
-                let m: Vec<bool> = m.to_vec::<bool>().map_err(HostError::from)?;
-                if m.len() != n {
+                // Refused before any sub-env is touched: a certain
+                // invalid_request, the batch still usable.
+                let bools = m.to_vec::<bool>().map_err(|e| {
+                    HostError::invalid_argument(format!("a reset mask must be a bool array: {e}"))
+                })?;
+                if bools.len() != n || m.shape().len() != 1 {
                     return Err(HostError::invalid_argument(format!(
-                        "a reset mask of {} entries for a batch of {n}",
-                        m.len()
+                        "a reset mask of shape {:?} for a batch of {n} (one bool per sub-env)",
+                        m.shape()
                     )));
                 }
-                m
+                bools
             }
         };
         let indices: Vec<usize> = (0..n).filter(|&i| mask[i]).collect();
@@ -222,7 +168,7 @@ impl<E: Env> Env for BatchedEnv<E> {
         Ok(ResetResult::new(
             context,
             stack(&observations.iter().collect::<Vec<_>>()),
-            vector_info(n, &indices, &infos),
+            vector_info::gather(n, &indices, &infos),
         ))
     }
 
@@ -266,7 +212,7 @@ impl<E: Env> Env for BatchedEnv<E> {
             NdArray::from_vec(rewards),
             NdArray::from_vec(terminated),
             NdArray::from_vec(truncated),
-            vector_info(n, &indices, &infos),
+            vector_info::gather(n, &indices, &infos),
         ))
     }
 
@@ -405,6 +351,36 @@ mod tests {
         );
     }
 
+    /// A reset mask of another dtype or shape is refused as an invalid
+    /// argument (a certain `invalid_request`, no fault): no sub-env is
+    /// reset, and the batch steps on.
+    #[test]
+    fn a_bad_reset_mask_is_an_invalid_argument_and_the_batch_steps_on() {
+        use crate::host::HostErrorKind;
+        let mut batch = counters(2);
+        batch.reset(ResetArgs::default()).expect("reset");
+        for mask in [
+            NdArray::from_vec(vec![1u8, 0]),
+            NdArray::from_vec(vec![1.0f32, 0.0]),
+            NdArray::from_vec(vec![true, false, true]),
+            NdArray::from_shape_vec(vec![2, 1], vec![true, false]).expect("a 2-D mask"),
+        ] {
+            let e = batch
+                .reset(ResetArgs {
+                    mask: Some(mask.clone()),
+                    ..ResetArgs::default()
+                })
+                .expect_err("a bad mask");
+            assert_eq!(e.kind(), HostErrorKind::InvalidArgument, "{mask:?}: {e}");
+            assert!(e.to_string().contains("reset mask"), "{e}");
+        }
+        let action = stack(&[
+            &Value::from(NdArray::from_vec(vec![1.0f32, 1.0])),
+            &Value::from(NdArray::from_vec(vec![1.0f32, 1.0])),
+        ]);
+        batch.step(action).expect("the batch steps on");
+    }
+
     #[test]
     fn a_failing_sub_env_fails_the_batch_until_reset() {
         let mut batch = counters(2);
@@ -428,7 +404,7 @@ mod tests {
         let b = Dict::new()
             .with("s", "b")
             .with("d", Dict::new().with("k", true));
-        let info = vector_info(3, &[0, 2], &[a, b]);
+        let info = vector_info::gather(3, &[0, 2], &[a, b]);
         assert_eq!(
             info.get("x")
                 .and_then(Value::as_array)

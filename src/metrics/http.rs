@@ -42,13 +42,16 @@ impl MetricsEndpoint {
     }
 }
 
-/// Serves `render()` at `/metrics` on `addr` until `stop` turns true.
-pub(crate) async fn serve(
-    addr: impl tokio::net::ToSocketAddrs,
+/// Serves `render()` at `/metrics` on `listener` until `stop` turns true,
+/// to requests whose `Host` and `Origin` pass `guard` (the main port's
+/// DNS-rebinding guard: a page on another site, its name rebound to this
+/// address, must not read the metrics).
+pub(crate) fn serve(
+    listener: TcpListener,
     render: Arc<dyn Fn() -> String + Send + Sync>,
+    guard: HostGuard,
     mut stop: watch::Receiver<bool>,
 ) -> io::Result<MetricsEndpoint> {
-    let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     let task = tokio::spawn(async move {
         loop {
@@ -59,8 +62,9 @@ pub(crate) async fn serve(
             match accepted {
                 Ok((stream, _)) => {
                     let render = render.clone();
+                    let guard = guard.clone();
                     tokio::spawn(async move {
-                        if let Err(e) = answer(stream, &*render).await {
+                        if let Err(e) = answer(stream, &*render, &*guard).await {
                             tracing::debug!(error = %e, "metrics request");
                         }
                     });
@@ -78,9 +82,19 @@ pub(crate) async fn serve(
     })
 }
 
+/// What the endpoint checks before it answers: the `Host` header and any
+/// `Origin` (the server's DNS-rebinding guard). `Err` holds the status, its
+/// reason phrase and the message.
+pub(crate) type Guard =
+    dyn Fn(Option<&str>, Option<&str>) -> Result<(), (u16, &'static str, String)> + Send + Sync;
+
+/// A shared [`Guard`].
+pub(crate) type HostGuard = Arc<Guard>;
+
 async fn answer(
     mut stream: TcpStream,
     render: &(dyn Fn() -> String + Send + Sync),
+    guard: &Guard,
 ) -> io::Result<()> {
     let mut head = Vec::with_capacity(1024);
     let read = async {
@@ -106,6 +120,26 @@ async fn answer(
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut request = httparse::Request::new(&mut headers);
     let parsed = request.parse(&head);
+    let header = |name: &str| {
+        request
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .and_then(|h| std::str::from_utf8(h.value).ok())
+    };
+    let refused = match parsed {
+        Ok(httparse::Status::Complete(_)) => guard(header("host"), header("origin")).err(),
+        _ => None,
+    };
+    if let Some((code, reason, message)) = refused {
+        let body = format!("{message}\n");
+        let response = format!(
+            "HTTP/1.1 {code} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(response.as_bytes()).await?;
+        return stream.shutdown().await;
+    }
     let (status, extra, body) = match (parsed, request.method, request.path) {
         (Ok(httparse::Status::Complete(_)), Some("GET"), Some(path))
             if path == "/metrics" || path.starts_with("/metrics?") =>

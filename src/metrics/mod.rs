@@ -19,6 +19,7 @@
 //! | `unienv_revivals` | counter | |
 //! | `unienv_received_bytes` / `unienv_sent_bytes` | counter | (whole messages) |
 //! | `unienv_budget_refusals` | counter | (connections closed over a byte budget) |
+//! | `unienv_queue_refusals` | counter | (requests refused past `max_queued_per_domain`) |
 //! | `unienv_observers` | gauge | (live subscriptions) |
 //! | `unienv_dropped_snapshots` | counter | (replaced before they were sent) |
 //! | `unienv_recorded_transitions`, `unienv_recorded_episodes`, `unienv_record_queue_waits`, `unienv_record_errors` | counter | (with recording) |
@@ -27,8 +28,8 @@
 
 mod http;
 
-pub(crate) use http::serve;
 pub use http::MetricsEndpoint;
+pub(crate) use http::{serve, HostGuard};
 
 use crate::protocol::{ErrorCode, Op};
 use crate::record::RecordStats;
@@ -127,6 +128,9 @@ pub(crate) struct Metrics {
     pub bytes_in: AtomicU64,
     pub bytes_out: AtomicU64,
     pub budget_refusals: AtomicU64,
+    /// Requests refused because their session had `max_queued_per_domain`
+    /// waiting at the domain.
+    pub queue_refusals: AtomicU64,
     pub dropped_snapshots: AtomicU64,
     steps: Mutex<BTreeMap<String, Arc<StepHistogram>>>,
     pub record: Option<Arc<RecordStats>>,
@@ -150,6 +154,7 @@ impl Metrics {
             bytes_in: AtomicU64::new(0),
             bytes_out: AtomicU64::new(0),
             budget_refusals: AtomicU64::new(0),
+            queue_refusals: AtomicU64::new(0),
             dropped_snapshots: AtomicU64::new(0),
             steps: Mutex::new(BTreeMap::new()),
             record,
@@ -218,6 +223,11 @@ impl Metrics {
                     "budget_refusals",
                     "Connections closed over a byte budget",
                     load(&self.budget_refusals),
+                ),
+                (
+                    "queue_refusals",
+                    "Requests refused: their session had max_queued_per_domain waiting at the domain",
+                    load(&self.queue_refusals),
                 ),
                 (
                     "dropped_snapshots",

@@ -26,9 +26,13 @@
 //! writer is woken by an episode's end (or a reset, flush or close), by
 //! `WAKE_EVENTS` waiting events, or after `BATCH_WAIT` (50 ms) at
 //! the latest, not by each event (see the `queue` module). The queue holds
-//! [`QUEUE_EVENTS`] events. **When it is full, the domain thread waits**
+//! [`QUEUE_EVENTS`] events and at most
+//! [`ServerConfig::record_queue_bytes`](crate::server::ServerConfig::record_queue_bytes)
+//! bytes (default [`DEFAULT_QUEUE_BYTES`]), counted until the writer is
+//! done with each event. **When it is full, the domain thread waits**
 //! for room: the recording stays lossless and the simulator slows to the
-//! disk's pace (each wait is counted, the first logged at `warn`).
+//! disk's pace (each wait is counted, the first logged at `warn`). After a
+//! burst the writer gives the memory back (see the `queue` module).
 //!
 //! # Episodes and durability
 //! An episode ends when a (sub-)env reports `terminated` or `truncated`, or
@@ -62,7 +66,7 @@ mod vector;
 pub use buffer::RESERVED_LENGTH;
 pub use format::{Column, ExternalBuffer, ExternalFormat, RecordFormat, Staged};
 pub use parquet::{piece_size, ParquetFormat, PIECE_BYTES, STORAGE_CLASS};
-pub use queue::QUEUE_EVENTS;
+pub use queue::{DEFAULT_QUEUE_BYTES, QUEUE_EVENTS};
 pub use stats::RecordStats;
 pub use vector::{RowKind, VectorRecord};
 
@@ -137,6 +141,83 @@ impl Urgent for Event {
             Event::Reset { .. } | Event::Close { .. } | Event::Flush(_) | Event::Stop => true,
         }
     }
+
+    fn bytes(&self) -> usize {
+        let small = std::mem::size_of::<Event>();
+        small
+            + match self {
+                Event::Open { .. } | Event::Close { .. } | Event::Flush(_) | Event::Stop => 0,
+                Event::Reset { result, mask, .. } => {
+                    value_bytes(result) + mask.as_ref().map_or(0, value_bytes)
+                }
+                Event::Step { action, result, .. } => value_bytes(action) + value_bytes(result),
+                Event::Vector(v) => match &**v {
+                    vector::VectorEvent::Open(_) => 0,
+                    vector::VectorEvent::Record(r) => record_bytes(r),
+                },
+            }
+    }
+}
+
+/// The bytes a value holds: arrays and byte strings by their data,
+/// strings by their length, containers by their items, each node by its
+/// size in memory. Arrays shared with the caller are counted as if they
+/// were the queue's own (an upper bound on what the queue keeps alive).
+fn value_bytes(v: &Value) -> usize {
+    let node = std::mem::size_of::<Value>();
+    node + match v {
+        Value::Str(s) => s.len(),
+        Value::Bytes(b) => b.len(),
+        Value::Array(a) => a.as_bytes().len(),
+        Value::BigInt(_) => 32,
+        Value::List(items) | Value::Tuple(items) => items.iter().map(value_bytes).sum(),
+        Value::Dict(d) => d.iter().map(|(k, v)| k.len() + value_bytes(v)).sum(),
+        Value::ObjectArray(o) => o.values().iter().map(value_bytes).sum(),
+        Value::Graph(g) => [
+            &g.n_nodes,
+            &g.n_edges,
+            &g.nodes_features,
+            &g.edges_features,
+            &g.edges,
+        ]
+        .into_iter()
+        .map(value_bytes)
+        .sum(),
+        Value::Null | Value::Bool(_) | Value::Int(_) | Value::UInt(_) | Value::Float(_) => 0,
+    }
+}
+
+/// The bytes of one learner-side record (the stacked actions, shared by
+/// its rows, counted once).
+fn record_bytes(r: &VectorRecord) -> usize {
+    let rows = r.env_id.len();
+    let mut bytes = value_bytes(&r.observation)
+        + rows * (std::mem::size_of::<usize>() + std::mem::size_of::<f64>() + 2)
+        + r.kind.len() * std::mem::size_of::<RowKind>();
+    let mut actions = false;
+    for kind in &r.kind {
+        match kind {
+            RowKind::Step { actions: a, .. } => {
+                if !actions {
+                    bytes += value_bytes(a);
+                    actions = true;
+                }
+            }
+            RowKind::StepFinal {
+                actions: a,
+                final_obs,
+                ..
+            } => {
+                if !actions {
+                    bytes += value_bytes(a);
+                    actions = true;
+                }
+                bytes += value_bytes(final_obs);
+            }
+            RowKind::Skip | RowKind::Reset | RowKind::Failed => {}
+        }
+    }
+    bytes
 }
 
 /// Whether a `terminated`/`truncated` value (a bool, or an array of them
@@ -162,10 +243,20 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    /// Creates `dir` and starts the writer thread, which writes `format`.
+    /// Creates `dir` and starts the writer thread, which writes `format`,
+    /// with a queue of at most [`DEFAULT_QUEUE_BYTES`].
     pub(crate) fn start(dir: &Path, format: RecordFormat) -> std::io::Result<Recorder> {
+        Recorder::start_with(dir, format, DEFAULT_QUEUE_BYTES)
+    }
+
+    /// [`Recorder::start`] with a queue of at most `queue_bytes`.
+    pub(crate) fn start_with(
+        dir: &Path,
+        format: RecordFormat,
+        queue_bytes: usize,
+    ) -> std::io::Result<Recorder> {
         std::fs::create_dir_all(dir)?;
-        let queue = Arc::new(Queue::new());
+        let queue = Arc::new(Queue::new(queue_bytes));
         let stats = Arc::new(RecordStats::default());
         let mut writer = Writer {
             dir: dir.to_path_buf(),
@@ -202,8 +293,8 @@ impl Recorder {
         if let Pushed::Waited = self.queue.push(event) {
             if self.stats.queue_waits.fetch_add(1, Ordering::Relaxed) == 0 {
                 tracing::warn!(
-                    capacity = QUEUE_EVENTS,
-                    "the recording queue is full: the simulator waits for the disk"
+                    events = QUEUE_EVENTS,
+                    "the recording queue is full (events or bytes): the simulator waits for the disk"
                 );
             }
         }
@@ -340,11 +431,14 @@ impl Writer {
                 if let Event::Stop = event {
                     break 'run;
                 }
+                let bytes = event.bytes();
                 self.handle(event);
+                queue.release(bytes);
             }
             // The episodes that ended in this batch are committed together
             // (one call into an external writer for all of them).
             self.commit_staged();
+            queue.give_back(&mut batch);
         }
         for (id, env) in &mut self.envs {
             close(id, env, &self.stats);

@@ -10,6 +10,15 @@
 //! [`BATCH_WAIT`] at most. Before, the writer polled every 4 ms
 //! (250 wake-ups a second and recorder, each a timer and a context
 //! switch) and the queue was a `sync_channel`.
+//!
+//! The queue is bounded twice: by [`QUEUE_EVENTS`] events and by a budget
+//! of bytes (what the events hold, [`Urgent::bytes`], counted from the push
+//! until the writer is done with the event, not only while it waits in the
+//! queue). A push that would go past either bound waits for room (or is
+//! refused, [`Queue::try_push`]); one event larger than the whole budget is
+//! taken when nothing else is held, so it never waits for ever. After a
+//! burst, the writer gives the memory back: the queue's buffers shrink and,
+//! with glibc, freed pages return to the OS (`malloc_trim`).
 
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
@@ -22,6 +31,13 @@ pub const QUEUE_EVENTS: usize = 4096;
 /// (a quarter of [`QUEUE_EVENTS`]: it drains them long before callers wait).
 pub(crate) const WAKE_EVENTS: usize = QUEUE_EVENTS / 4;
 
+/// The default byte budget (256 MiB): [`ServerConfig::record_queue_bytes`](crate::server::ServerConfig::record_queue_bytes).
+pub const DEFAULT_QUEUE_BYTES: usize = 256 << 20;
+
+/// Bytes held after which, once the writer has drained them, it gives
+/// memory back to the OS (a burst).
+const TRIM_AFTER_BYTES: usize = 16 << 20;
+
 /// How long a busy writer sleeps at most before it takes what waits (a
 /// bound on the memory that waiting events hold, a few thousand env steps,
 /// and on how long an event waits when nothing urgent comes); an idle one
@@ -33,6 +49,8 @@ pub(crate) const BATCH_WAIT: Duration = Duration::from_millis(50);
 pub(crate) trait Urgent {
     /// Whether it is written promptly (see the module docs).
     fn is_urgent(&self) -> bool;
+    /// The bytes it holds, counted against the queue's byte budget.
+    fn bytes(&self) -> usize;
 }
 
 /// The queue's state, under its lock.
@@ -51,6 +69,11 @@ struct State<T> {
     waiting: usize,
     /// The writer is gone: pushes are dropped.
     closed: bool,
+    /// Bytes of the events pushed and not yet released by the writer
+    /// ([`Queue::release`]): those waiting and those being written.
+    held: usize,
+    /// The most `held` reached since the writer last gave memory back.
+    peak: usize,
 }
 
 /// A bounded queue with one consumer (the writer thread).
@@ -62,6 +85,8 @@ pub(crate) struct Queue<T> {
     room: Condvar,
     /// [`BATCH_WAIT`] (longer in tests).
     batch_wait: Duration,
+    /// The byte budget.
+    budget: usize,
 }
 
 /// What [`Queue::push`] did.
@@ -76,14 +101,16 @@ pub(crate) enum Pushed<T> {
 }
 
 impl<T: Urgent> Queue<T> {
-    pub(crate) fn new() -> Queue<T> {
-        Queue::with_wait(BATCH_WAIT)
+    /// A queue of at most `budget` bytes (and [`QUEUE_EVENTS`] events).
+    pub(crate) fn new(budget: usize) -> Queue<T> {
+        Queue::with_wait(BATCH_WAIT, budget)
     }
 
     /// A queue whose busy writer sleeps at most `batch_wait`.
-    fn with_wait(batch_wait: Duration) -> Queue<T> {
+    fn with_wait(batch_wait: Duration, budget: usize) -> Queue<T> {
         Queue {
             batch_wait,
+            budget: budget.max(1),
             state: Mutex::new(State {
                 events: VecDeque::with_capacity(WAKE_EVENTS),
                 due: false,
@@ -92,6 +119,8 @@ impl<T: Urgent> Queue<T> {
                 woken: false,
                 waiting: 0,
                 closed: false,
+                held: 0,
+                peak: 0,
             }),
             ready: Condvar::new(),
             room: Condvar::new(),
@@ -102,14 +131,28 @@ impl<T: Urgent> Queue<T> {
     /// otherwise gives it back.
     fn push_inner(&self, event: T, wait: bool) -> Pushed<T> {
         let urgent = event.is_urgent();
+        let bytes = event.bytes();
         let mut s = self.state.lock();
         let mut waited = false;
-        while s.events.len() >= QUEUE_EVENTS && !s.closed {
+        let full = |s: &State<T>| {
+            s.events.len() >= QUEUE_EVENTS
+                || (s.held > 0 && s.held.saturating_add(bytes) > self.budget)
+        };
+        while full(&s) && !s.closed {
             if !wait {
                 return Pushed::Full(event);
             }
             waited = true;
             s.waiting += 1;
+            // The writer is told to take what waits now: room comes only
+            // from its work.
+            if !s.events.is_empty() && !s.due {
+                s.due = true;
+                if s.parked && !s.woken {
+                    s.woken = true;
+                    self.ready.notify_one();
+                }
+            }
             self.room.wait(&mut s);
             s.waiting -= 1;
         }
@@ -117,7 +160,9 @@ impl<T: Urgent> Queue<T> {
             return Pushed::Closed;
         }
         s.events.push_back(event);
-        if urgent || s.events.len() >= WAKE_EVENTS {
+        s.held += bytes;
+        s.peak = s.peak.max(s.held);
+        if urgent || s.events.len() >= WAKE_EVENTS || s.held >= self.budget / 4 {
             s.due = true;
         }
         let wake = s.parked && !s.woken && (s.due || s.idle);
@@ -133,6 +178,45 @@ impl<T: Urgent> Queue<T> {
         } else {
             Pushed::Queued
         }
+    }
+
+    /// The writer is done with an event of `bytes` bytes (written, or
+    /// dropped): its room goes to callers waiting for it.
+    pub(crate) fn release(&self, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        let mut s = self.state.lock();
+        s.held = s.held.saturating_sub(bytes);
+        if s.waiting > 0 {
+            self.room.notify_all();
+        }
+    }
+
+    /// Bytes held now, and the most held since the writer last gave
+    /// memory back.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> (usize, usize) {
+        let s = self.state.lock();
+        (s.held, s.peak)
+    }
+
+    /// The writer's side, after a batch: when a burst has drained (nothing
+    /// held, after more than [`TRIM_AFTER_BYTES`]), shrinks the queue's
+    /// buffers and `batch`, and returns freed heap pages to the OS. Whether
+    /// it did.
+    pub(crate) fn give_back(&self, batch: &mut VecDeque<T>) -> bool {
+        {
+            let mut s = self.state.lock();
+            if s.held > 0 || s.peak < TRIM_AFTER_BYTES {
+                return false;
+            }
+            s.peak = 0;
+            s.events.shrink_to(WAKE_EVENTS);
+        }
+        batch.shrink_to(WAKE_EVENTS);
+        trim_heap();
+        true
     }
 
     /// Appends `event`, waiting for room while the queue is full.
@@ -209,22 +293,36 @@ impl<T: Urgent> Queue<T> {
     }
 }
 
+/// Returns the heap's free pages to the OS (glibc keeps them otherwise:
+/// a burst of large transitions would stay resident after it drained).
+fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only walks glibc's own heap under its locks;
+    // it takes no pointer from us.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Arc;
 
-    /// An event: whether it ends an episode.
-    struct Step(bool);
+    /// An event: whether it ends an episode, and its bytes.
+    struct Step(bool, usize);
 
     impl Urgent for Step {
         fn is_urgent(&self) -> bool {
             self.0
         }
+        fn bytes(&self) -> usize {
+            self.1
+        }
     }
 
     fn step(done: bool) -> Step {
-        Step(done)
+        Step(done, 8)
     }
 
     /// Waits until the writer sleeps on `ready`, `idle` or not.
@@ -245,7 +343,10 @@ mod tests {
     #[test]
     fn only_episode_ends_wake_a_busy_writer() {
         // (no timeout in the test's time: only wakes end the wait)
-        let q = Arc::new(Queue::with_wait(Duration::from_secs(3600)));
+        let q = Arc::new(Queue::with_wait(
+            Duration::from_secs(3600),
+            DEFAULT_QUEUE_BYTES,
+        ));
         let writer = {
             let q = q.clone();
             std::thread::spawn(move || {
@@ -280,7 +381,7 @@ mod tests {
     /// `try_push` give the event back; after `close` pushes are dropped.
     #[test]
     fn many_events_are_due_and_a_full_queue_refuses() {
-        let q = Queue::new();
+        let q = Queue::new(DEFAULT_QUEUE_BYTES);
         for i in 0..QUEUE_EVENTS {
             assert!(matches!(q.try_push(step(false)), Pushed::Queued));
             assert_eq!(q.state.lock().due, i + 1 >= WAKE_EVENTS);
@@ -291,5 +392,95 @@ mod tests {
         assert_eq!(batch.len(), QUEUE_EVENTS);
         q.close();
         assert!(matches!(q.push(step(true)), Pushed::Closed));
+    }
+
+    /// A slow writer (it takes one event at a time and is let go one event
+    /// at a time): callers pushing large events wait for room, the bytes
+    /// held never pass the budget, and every wait is a `Waited`. One event
+    /// larger than the budget is taken alone.
+    #[test]
+    fn the_byte_budget_holds_under_a_slow_writer() {
+        const BUDGET: usize = 10_000;
+        let q = Arc::new(Queue::<Step>::with_wait(Duration::from_millis(1), BUDGET));
+        let (go, gate) = std::sync::mpsc::channel::<()>();
+        let writer = {
+            let q = q.clone();
+            std::thread::spawn(move || {
+                let mut batch = VecDeque::new();
+                let mut written = 0;
+                let mut busy = false;
+                while written < 200 {
+                    busy = q.take(&mut batch, busy);
+                    while let Some(event) = batch.pop_front() {
+                        // The gate: the writer is as slow as the test says.
+                        gate.recv().unwrap();
+                        let (held, _) = q.held();
+                        assert!(held <= BUDGET, "{held} bytes held");
+                        q.release(event.bytes());
+                        written += 1;
+                    }
+                }
+            })
+        };
+        let callers: Vec<_> = (0..4)
+            .map(|_| {
+                let q = q.clone();
+                std::thread::spawn(move || {
+                    let mut waits = 0;
+                    for _ in 0..50 {
+                        if let Pushed::Waited = q.push(Step(false, 3_000)) {
+                            waits += 1;
+                        }
+                        let (held, peak) = q.held();
+                        assert!(held <= BUDGET && peak <= BUDGET, "{held} / {peak}");
+                    }
+                    waits
+                })
+            })
+            .collect();
+        // Three events fit; the fourth caller waits until one is written.
+        while q.state.lock().waiting == 0 {
+            std::thread::yield_now();
+        }
+        for _ in 0..200 {
+            go.send(()).unwrap();
+        }
+        let waits: usize = callers.into_iter().map(|c| c.join().unwrap()).sum();
+        writer.join().unwrap();
+        assert!(waits > 0, "no caller waited for room");
+        let (held, peak) = q.held();
+        assert_eq!(held, 0);
+        assert!(peak <= BUDGET, "peak {peak}");
+        // Alone, an event over the whole budget is taken (nothing waits
+        // for ever); a second one is not, until the first is released.
+        assert!(matches!(
+            q.try_push(Step(false, 3 * BUDGET)),
+            Pushed::Queued
+        ));
+        assert!(matches!(q.try_push(Step(false, 1)), Pushed::Full(_)));
+        q.release(3 * BUDGET);
+        assert!(matches!(q.try_push(Step(false, 1)), Pushed::Queued));
+    }
+
+    /// After a burst has drained, the writer shrinks the queue's buffers.
+    #[test]
+    fn memory_is_given_back_after_a_burst() {
+        let q = Queue::<Step>::new(DEFAULT_QUEUE_BYTES);
+        for _ in 0..QUEUE_EVENTS {
+            q.push(Step(false, TRIM_AFTER_BYTES / 1000));
+        }
+        let mut batch = VecDeque::new();
+        assert!(q.take(&mut batch, true));
+        // Still held: nothing is given back while the writer works.
+        assert!(!q.give_back(&mut batch));
+        let n = batch.len();
+        while let Some(e) = batch.pop_front() {
+            q.release(e.bytes());
+        }
+        assert_eq!(n, QUEUE_EVENTS);
+        assert!(batch.capacity() >= QUEUE_EVENTS);
+        assert!(q.give_back(&mut batch));
+        assert!(batch.capacity() < QUEUE_EVENTS);
+        assert_eq!(q.held(), (0, 0));
     }
 }

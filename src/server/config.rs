@@ -26,6 +26,13 @@ pub struct ServerConfig {
     pub max_handshake_bytes: usize,
     /// Requests a session may have queued at domains at once (default 64).
     pub max_in_flight: usize,
+    /// Requests a session may have waiting at one domain (default 64, as
+    /// `max_in_flight`, whose bound is met first: the session's reader
+    /// then waits for a slot; set it lower to refuse instead): one more is
+    /// refused at once with a certain `invalid_request` naming the limit
+    /// (SPEC §6, "Fair queues"). Each domain serves the sessions that have
+    /// requests waiting at it in turn, one request each.
+    pub max_queued_per_domain: usize,
     /// Subscriptions a session may hold (default 1024).
     pub max_subscriptions_per_session: usize,
     /// Whether env-mutation responses also carry the mutated env's own
@@ -108,6 +115,13 @@ pub struct ServerConfig {
     /// whose loading needs pyarrow beside `unienv`; NPZ loads with `unienv`
     /// alone at a file per transition; see [`crate::record::RecordFormat`]).
     pub record_format: crate::record::RecordFormat,
+    /// Most bytes of transitions waiting for the recorder's writer
+    /// (default 256 MiB; arrays counted by their data, other values by
+    /// their size in memory). A call whose transition does not fit waits
+    /// for room, as when the queue holds [`crate::record::QUEUE_EVENTS`]
+    /// events; one transition larger than the whole budget is taken alone.
+    /// Part of [`ServerConfig::worst_case_memory_bytes`].
+    pub record_queue_bytes: usize,
     // [metrics: endpoint hook]
     /// When set (e.g. `127.0.0.1:9464`), the first
     /// [`Server::listen`](super::Server::listen) or [`Server::serve`](super::Server::serve)
@@ -144,6 +158,7 @@ impl Default for ServerConfig {
             handshake_timeout: Duration::from_secs(10),
             max_handshake_bytes: 16 * 1024,
             max_in_flight: 64,
+            max_queued_per_domain: 64,
             max_subscriptions_per_session: 1024,
             env_boundary_snapshots: false,
             shutdown_timeout: Duration::from_secs(10),
@@ -167,6 +182,7 @@ impl Default for ServerConfig {
             heartbeat_timeout: Duration::from_secs(60),
             record_dir: None,
             record_format: crate::record::RecordFormat::parquet(),
+            record_queue_bytes: crate::record::DEFAULT_QUEUE_BYTES,
             metrics_addr: None,
             cpus: None,
         }
@@ -185,7 +201,10 @@ impl ServerConfig {
     /// charged once built)
     /// `+ max_connections × max_subscriptions_per_session × 1 KiB`
     /// (subscription records and their IDs, at most 256 bytes)
-    /// `+ max_pending_handshakes × max_handshake_bytes`.
+    /// `+ max_pending_handshakes × max_handshake_bytes`
+    /// `+ record_queue_bytes` (only with [`ServerConfig::record_dir`]: the
+    /// transitions waiting for the recorder's writer, or a single larger
+    /// one).
     ///
     /// Not included: the hosted simulators' own memory, in-memory
     /// connections (not capped by `max_connections`), and the kernel's socket
@@ -207,6 +226,11 @@ impl ServerConfig {
                 (self.max_pending_handshakes as u64)
                     .saturating_mul(self.max_handshake_bytes as u64),
             )
+            .saturating_add(if self.record_dir.is_some() {
+                self.record_queue_bytes as u64
+            } else {
+                0
+            })
     }
 }
 
@@ -272,6 +296,8 @@ impl ServerConfig {
         )?;
         at_least("max_connections", self.max_connections, 1)?;
         at_least("max_in_flight", self.max_in_flight, 1)?;
+        at_least("max_queued_per_domain", self.max_queued_per_domain, 1)?;
+        at_least("record_queue_bytes", self.record_queue_bytes, 1)?;
         at_least("max_parallel_decodes", self.max_parallel_decodes, 1)?;
         at_least("max_pending_handshakes", self.max_pending_handshakes, 1)?;
         at_least(

@@ -11,7 +11,7 @@ use super::committed::{self, CommittedTx};
 use super::control::{CallPolicy, Claim, Control, Refusal};
 use super::hosted::{topology, Hosted, TopologyError};
 use super::instance::{panic_message, Captures, Instance};
-use super::jobs::{Factory, InstantiateError, Job};
+use super::jobs::{Factory, InstantiateError, Job, RecvError};
 use super::outbound::SessionShared;
 use super::shared::Core;
 use crate::codec::{Dict, Value};
@@ -20,7 +20,6 @@ use crate::protocol::{err, Command, ErrorCode, Method, ProtocolError, ResourceKi
 use bytes::Bytes;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -91,7 +90,7 @@ impl Domain {
     }
 
     /// The thread's loop: jobs in order, idle eviction in between.
-    pub(crate) fn run(mut self, jobs: mpsc::Receiver<Job>) {
+    pub(crate) fn run(mut self, jobs: super::jobs::JobRx) {
         // Every event of this thread carries the domain's root ID.
         let span = tracing::info_span!("domain", root = %self.root_id);
         let _domain = span.enter();
@@ -110,8 +109,8 @@ impl Domain {
                         self.fault("an internal error of the server".into());
                     }
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(RecvError::Timeout) => {}
+                Err(RecvError::Disconnected) => break,
             }
             if let Some(idle) = idle {
                 self.maybe_evict(idle);
@@ -200,7 +199,7 @@ impl Domain {
                 self.commit_owner();
                 self.last_activity = Instant::now();
             }
-            Job::Discover { reply } => {
+            Job::Discover { reply, .. } => {
                 self.last_activity = Instant::now();
                 let result = self
                     .instantiate()

@@ -284,6 +284,12 @@ pub(crate) fn quote(name: &str) -> String {
     out
 }
 
+/// Whether a resource ID may be hosted: non-empty, at most 1,024 bytes, no
+/// control characters (Unicode category `Cc`: a NUL, a newline).
+pub(crate) fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 1024 && !id.chars().any(char::is_control)
+}
+
 /// The resources of a hosted object registered as `root_id`, in the
 /// reference's registration order: each registration in turn — an env, then
 /// its world and root node; a node, then its world and its descendants depth
@@ -300,6 +306,13 @@ pub(crate) fn topology(
             }
             let mut out: Vec<ResourceMeta> = Vec::with_capacity(resources.len());
             for (i, r) in resources.into_iter().enumerate() {
+                if !valid_id(&r.id) {
+                    let shown: String = r.id.chars().take(64).collect();
+                    return Err(format!(
+                        "invalid resource ID {shown:?}: IDs are non-empty, at most 1024 bytes, without control characters"
+                    )
+                    .into());
+                }
                 if out.iter().any(|m| m.id == r.id) {
                     return Err(TopologyError::Taken(r.id));
                 }

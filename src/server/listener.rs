@@ -330,6 +330,14 @@ async fn serve_connection(
     // once the request has passed the Host, Origin and token checks.
     let slot = shared.guards.handshakes.admit();
     let config = &shared.core.config;
+    // A second handle on a plain (not TLS) socket: an evicted handshake is
+    // answered `503 Service Unavailable` on it rather than closed in silence
+    // (under TLS the answer would have to be encrypted: closed).
+    let spare = match &stream {
+        Accepted::Tcp(_) if config.tls.is_some() => None,
+        Accepted::Tcp(s) => socket2::SockRef::from(s).try_clone().ok(),
+        Accepted::Unix(s) => socket2::SockRef::from(s).try_clone().ok(),
+    };
     let mut connection = None;
     let policy_check = |req: &RequestHead| {
         policy.check(req)?;
@@ -376,11 +384,15 @@ async fn serve_connection(
     let accepted = tokio::select! {
         r = tokio::time::timeout(config.handshake_timeout, handshake) => r,
         _ = slot.evicted.notified() => {
-            tracing::info!(%peer, "connection dropped: too many pending handshakes");
+            tracing::info!(%peer, "connection refused: too many pending handshakes");
+            if let Some(spare) = spare {
+                refuse_evicted(spare).await;
+            }
             return;
         }
     };
     drop(slot);
+    drop(spare);
     let (reader, writer) = match accepted {
         Ok(Ok(halves)) => halves,
         Ok(Err(e)) => {
@@ -397,6 +409,56 @@ async fn serve_connection(
     session::run(shared, Reader::Ws(reader), Writer::Ws(writer))
         .instrument(tracing::info_span!("connection", %peer))
         .await;
+}
+
+/// Answers an evicted handshake `503 Service Unavailable` (with
+/// `Retry-After: 1`) on the spare handle of its socket, then reads what the
+/// peer still sends for at most a second, so that closing does not reset
+/// the connection before the answer is read.
+async fn refuse_evicted(spare: socket2::Socket) {
+    let refusal = {
+        let mut r = Refusal::new(
+            503,
+            "Service Unavailable",
+            "too many connections are opening at once (pending handshakes); retry",
+        );
+        r.extra_headers.push(("Retry-After", "1"));
+        r
+    };
+    let answer = async {
+        if spare.set_nonblocking(true).is_err() {
+            return;
+        }
+        let is_unix = spare.local_addr().is_ok_and(|a| a.is_unix());
+        if is_unix {
+            let std: std::os::unix::net::UnixStream = spare.into();
+            if let Ok(mut s) = UnixStream::from_std(std) {
+                ws::write_refusal(&mut s, &refusal).await;
+                drain(&mut s).await;
+            }
+        } else {
+            let std: std::net::TcpStream = spare.into();
+            if let Ok(mut s) = TcpStream::from_std(std) {
+                ws::write_refusal(&mut s, &refusal).await;
+                drain(&mut s).await;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), answer).await;
+}
+
+/// Reads and drops what a refused peer still sends, until it closes (or 64
+/// KiB, or the caller's timeout).
+async fn drain<S: tokio::io::AsyncRead + Unpin>(s: &mut S) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 4096];
+    let mut left: usize = 64 * 1024;
+    while left > 0 {
+        match s.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => left = left.saturating_sub(n),
+        }
+    }
 }
 
 /// Who may connect (the relay, `crate::relay`, applies the same checks).
@@ -458,11 +520,17 @@ impl Policy {
 
     /// Host, Origin and token checks, before the upgrade.
     pub(crate) fn check(&self, req: &RequestHead) -> Result<(), Refusal> {
-        let host = req.header("host").unwrap_or("");
+        self.check_host_origin(req.header("host"), req.header("origin"))?;
+        self.check_token(req)
+    }
+
+    /// The DNS-rebinding guard: the `Host` header and, when sent, `Origin`.
+    fn check_host_origin(&self, host: Option<&str>, origin: Option<&str>) -> Result<(), Refusal> {
+        let host = host.unwrap_or("");
         if !self.any_host && !self.host_allowed(host) {
             return Err(Refusal::new(403, "Forbidden", self.host_refusal(host)));
         }
-        if let Some(origin) = req.header("origin") {
+        if let Some(origin) = origin {
             if !self.origin_allowed(origin) {
                 let shown: String = origin.chars().take(200).collect();
                 return Err(Refusal::new(
@@ -475,6 +543,11 @@ impl Policy {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The bearer token, when the server has one.
+    fn check_token(&self, req: &RequestHead) -> Result<(), Refusal> {
         if let Some(token) = &self.token {
             let given = req
                 .header("authorization")
@@ -564,6 +637,22 @@ impl Policy {
             || name.ends_with(".localhost")
             || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
     }
+}
+
+/// What another HTTP endpoint of the server (the metrics endpoint) bound
+/// to `bind` checks before it answers: the `Host` header and any `Origin`,
+/// as a listener bound there does (the DNS-rebinding guard; no token).
+pub(crate) async fn host_guard(
+    config: &super::ServerConfig,
+    bind: IpAddr,
+) -> crate::metrics::HostGuard {
+    let names = super::names::machine_names(bind).await;
+    let policy = Policy::new(config, bind, names);
+    Arc::new(move |host, origin| {
+        policy
+            .check_host_origin(host, origin)
+            .map_err(|r| (r.status, r.reason, r.message))
+    })
 }
 
 /// `value` as a command-line argument when it is plainly one (letters,

@@ -97,8 +97,18 @@ pub struct ServerBuilder {
     pin: Option<Arc<[usize]>>,
 }
 
+/// Checks a resource ID as registration does: non-empty, at most 1,024
+/// bytes, no control characters (a NUL, a newline: Unicode category `Cc`).
+/// Every ID a server hosts passes it — roots at registration, and the IDs a
+/// hosted object exports (a foreign host's nodes) when it is built — so a
+/// host that collects registrations before it builds the server (the Python
+/// `RemoteServer`) can refuse a bad ID at its own `register`.
+pub fn check_resource_id(id: &str) -> Result<(), RegisterError> {
+    validate_id(id)
+}
+
 fn validate_id(id: &str) -> Result<(), RegisterError> {
-    if id.is_empty() || id.len() > 1024 || id.chars().any(char::is_control) {
+    if !hosted::valid_id(id) {
         return Err(RegisterError::InvalidId(id.chars().take(64).collect()));
     }
     Ok(())
@@ -114,7 +124,13 @@ impl ServerBuilder {
             .filter(|cpus| placement::check_cpus(cpus).is_ok())
             .map(Arc::from);
         let recorder = config.record_dir.as_deref().and_then(|dir| {
-            let start = || crate::record::Recorder::start(dir, config.record_format.clone());
+            let start = || {
+                crate::record::Recorder::start_with(
+                    dir,
+                    config.record_format.clone(),
+                    config.record_queue_bytes,
+                )
+            };
             let started = match &pin {
                 // The writer thread inherits the placement of the thread
                 // that starts it (Linux): one of ours, pinned first.
@@ -235,7 +251,7 @@ impl ServerBuilder {
             return Err(RegisterError::Taken(id.to_string()));
         }
         let index = self.domains.len();
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = jobs::queue();
         let committed = committed::channel();
         let sender = DomainSender {
             jobs: tx,
@@ -320,6 +336,7 @@ impl ServerBuilder {
             shutdown,
             connections,
             tasks: tasks::Tasks::default(),
+            reads: Arc::new(tokio::sync::Semaphore::new(1)),
         });
         Server {
             inner: Arc::new(ServerInner {
@@ -406,7 +423,9 @@ impl Server {
             Some(shared) => render_metrics(&shared),
             None => String::new(),
         });
-        crate::metrics::serve(addr, render, self.inner.shared.shutdown.subscribe()).await
+        let tcp = tokio::net::TcpListener::bind(addr).await?;
+        let guard = listener::host_guard(self.config(), tcp.local_addr()?.ip()).await;
+        crate::metrics::serve(tcp, render, guard, self.inner.shared.shutdown.subscribe())
     }
 
     /// The endpoint of [`ServerConfig::metrics_addr`], started once.

@@ -263,3 +263,24 @@ async fn kept_requests_are_charged_to_the_sessions_budget() {
     assert!(held_while_open[0] > 0, "{held_while_open:?}");
     assert_eq!(held_while_open[1], 0, "{held_while_open:?}");
 }
+
+/// The recorder's byte budget is part of the worst case when recording,
+/// and only then.
+#[test]
+fn the_record_queue_budget_is_in_the_worst_case() {
+    let config = ServerConfig::default();
+    let base = config.worst_case_memory_bytes();
+    let recording = ServerConfig {
+        record_dir: Some("unused".into()),
+        ..config.clone()
+    };
+    assert_eq!(
+        recording.worst_case_memory_bytes(),
+        base + crate::record::DEFAULT_QUEUE_BYTES as u64
+    );
+    let smaller = ServerConfig {
+        record_queue_bytes: 1 << 20,
+        ..recording
+    };
+    assert_eq!(smaller.worst_case_memory_bytes(), base + (1 << 20));
+}

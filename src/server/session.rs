@@ -325,10 +325,19 @@ async fn handle_message(
             // Nothing is answered when the session closes or the server
             // shuts down meanwhile: the connection is going away.
             let ordered = in_flight.available_permits() < server.core.config.max_in_flight;
-            match discover(server, session, ordered).await {
+            let mut turn = read_turn(server, session).await;
+            if turn.is_none() {
+                return;
+            }
+            // The turn is held while the answer is encoded and queued,
+            // unless the answer waited on domains.
+            match discover(server, session, ordered, &mut turn).await {
                 Some(Ok(all)) => session.respond(&request, Ok(Value::List(all))),
                 Some(Err(e)) => session.respond(&request, Err(&e)),
                 None => {}
+            }
+            if let Some(turn) = turn {
+                end_read_turn(turn).await;
             }
         }
         _ => {
@@ -346,12 +355,18 @@ async fn handle_message(
             // thread.
             let idle = in_flight.available_permits() == server.core.config.max_in_flight;
             if is_describe && idle {
-                let committed = server.domains[index].committed.borrow();
-                if committed.has(resource_id) && !committed.owned_by(&session.id) {
-                    let list = committed.stamped();
-                    drop(committed);
+                let published = {
+                    let committed = server.domains[index].committed.borrow();
+                    committed.has(resource_id) && !committed.owned_by(&session.id)
+                };
+                if published {
+                    let Some(turn) = read_turn(server, session).await else {
+                        return;
+                    };
+                    let list = server.domains[index].committed.borrow().stamped();
                     if let Some(list) = list {
-                        return session.respond(&request, Ok(Value::List(list)));
+                        session.respond(&request, Ok(Value::List(list)));
+                        return end_read_turn(turn).await;
                     }
                 }
             }
@@ -376,11 +391,29 @@ async fn handle_message(
             };
             session.touched.lock().insert(index);
             session.routed.store(true, Ordering::Release);
-            server.domains[index].send(Job::Request {
+            let cap = server.core.config.max_queued_per_domain;
+            let job = Job::Request {
                 session: session.clone(),
                 request,
                 permit: InFlight::new(permit, charge),
-            });
+            };
+            if let Err(job) = server.domains[index].send_request(job, &session.id, cap) {
+                if let Job::Request { request, .. } = *job {
+                    server
+                        .core
+                        .metrics
+                        .queue_refusals
+                        .fetch_add(1, Ordering::Relaxed);
+                    let e = err(
+                        ErrorCode::InvalidRequest,
+                        format!(
+                            "too many requests waiting at this domain: this session has \
+                             {cap} waiting (max_queued_per_domain); wait for their answers"
+                        ),
+                    );
+                    session.respond(&request, Err(&e));
+                }
+            }
         }
     }
 }
@@ -398,6 +431,7 @@ async fn discover(
     server: &Arc<ServerShared>,
     session: &Arc<SessionShared>,
     ordered: bool,
+    turn: &mut Option<tokio::sync::OwnedSemaphorePermit>,
 ) -> Option<Result<Vec<Value>, ProtocolError>> {
     let mut parts: Vec<Option<Vec<Value>>> = Vec::with_capacity(server.domains.len());
     let mut waits = Vec::new();
@@ -414,13 +448,20 @@ async fn discover(
         if stamped.is_none() {
             let (tx, rx) = tokio::sync::oneshot::channel();
             session.touched.lock().insert(i);
-            domain.send(Job::Discover { reply: tx });
+            domain.send(Job::Discover {
+                session: session.id.clone(),
+                reply: tx,
+            });
             // Only a pending domain may be answered from what it commits
             // once built; one of this session's own is answered in order.
             let pending = domain.committed.borrow().descriptors.is_none();
             waits.push((i, rx, pending));
         }
         parts.push(stamped);
+    }
+    // What waits on domains does not hold up other sessions' reads.
+    if !waits.is_empty() {
+        *turn = None;
     }
     let mut shutdown = server.shutdown.subscribe();
     let mut closed = session.close_tx.subscribe();
@@ -459,6 +500,35 @@ async fn discover(
         Some(e) => Err(e),
         None => Ok(parts.into_iter().flatten().flatten().collect()),
     })
+}
+
+/// Waits for this session's turn to answer a read from published
+/// descriptors (see [`ServerShared::reads`]); `None` when the session
+/// closes or the server shuts down meanwhile.
+async fn read_turn(
+    server: &Arc<ServerShared>,
+    session: &Arc<SessionShared>,
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    if let Ok(turn) = server.reads.clone().try_acquire_owned() {
+        return Some(turn);
+    }
+    let mut shutdown = server.shutdown.subscribe();
+    let mut closed = session.close_tx.subscribe();
+    tokio::select! {
+        turn = server.reads.clone().acquire_owned() => turn.ok(),
+        _ = shutdown.wait_for(|stop| *stop) => None,
+        _ = closed.wait_for(Option::is_some) => None,
+    }
+}
+
+/// Ends a read's turn: every other task ready now (a controller's reader,
+/// the writers) runs before the turn passes on. Without it the next reader,
+/// woken by the release, would run at once on this worker (tokio runs a
+/// task woken by the running one next), and reads would follow one another
+/// ahead of everything else.
+async fn end_read_turn(turn: tokio::sync::OwnedSemaphorePermit) {
+    tokio::task::yield_now().await;
+    drop(turn);
 }
 
 /// Correlation, version and session checks shared by every request.

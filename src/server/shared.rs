@@ -45,6 +45,13 @@ pub(crate) struct ServerShared {
     /// Every connection's and in-memory session's task (shutdown waits on
     /// them, then aborts the rest).
     pub tasks: Tasks,
+    /// Turns for the reads answered from published descriptors (`discover`,
+    /// and `describe` of a domain the session does not control): one at a
+    /// time, first come first served. A session reads its next message only
+    /// once the last is handled, so sessions flooding reads take turns, one
+    /// read each, and never crowd the async workers that carry other
+    /// sessions' calls (SPEC §6, "Fair queues").
+    pub reads: Arc<tokio::sync::Semaphore>,
 }
 
 impl ServerShared {

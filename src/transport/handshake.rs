@@ -133,7 +133,7 @@ fn valid_key(key: &str) -> bool {
             .all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
 }
 
-async fn write_refusal<S: AsyncWrite + Unpin>(stream: &mut S, r: &Refusal) {
+pub(crate) async fn write_refusal<S: AsyncWrite + Unpin>(stream: &mut S, r: &Refusal) {
     let mut text = format!(
         "HTTP/1.1 {} {}\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n",
         r.status,

@@ -25,6 +25,18 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         "text/html; charset=utf-8",
         include_bytes!("assets/index.html"),
     ),
+    // The tab's icon: an SVG, also at the address browsers ask for
+    // without a <link rel="icon"> (so /favicon.ico is not a 404).
+    (
+        "/favicon.svg",
+        "image/svg+xml",
+        include_bytes!("assets/favicon.svg"),
+    ),
+    (
+        "/favicon.ico",
+        "image/svg+xml",
+        include_bytes!("assets/favicon.svg"),
+    ),
     (
         "/viewer.js",
         "text/javascript; charset=utf-8",

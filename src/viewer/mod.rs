@@ -36,6 +36,19 @@
 //! frame, so that the viewer's reading costs the simulator's machine one
 //! snapshot per drawn frame, not one per boundary (see `panel_task`).
 //!
+//! In the server's process (`serve --viewer`), the viewer also watches
+//! every resource from its start (see `watch.rs`): a panel opens at the
+//! resource's last boundary, however long ago it was, an idle resource
+//! renders on demand, and each frame carries the episode ends and resets
+//! since the page's previous frame, so that the page marks them although
+//! it skips frames. A viewer of a remote server (`view URL`) sees only the
+//! boundaries made after a panel subscribed (observers receive future
+//! boundaries only), and its page says so.
+//!
+//! A page's commands are read at most 250 a second (a token bucket; a flooding page stalls on its own socket), and
+//! its `refresh` is answered at most once a second (the viewer's
+//! `discover` too, all tabs together).
+//!
 //! The wire format between the viewer and its page is in [`frame`].
 
 mod access;
@@ -48,6 +61,7 @@ mod tab;
 #[cfg(test)]
 mod tests;
 mod upstream;
+mod watch;
 
 pub use config::ViewerConfig;
 
@@ -89,6 +103,8 @@ struct ViewerState {
     pending: crate::budget::Handshakes,
     /// One permit per pending render (all tabs).
     renders: Arc<tokio::sync::Semaphore>,
+    /// In the server's process: the watch of every resource.
+    watcher: Option<watch::Watcher>,
 }
 
 /// Why the viewer could not start.
@@ -154,6 +170,10 @@ impl Viewer {
             open_tabs: AtomicUsize::new(0),
             pending: crate::budget::Handshakes::new(MAX_PENDING_HEADS),
             renders: Arc::new(tokio::sync::Semaphore::new(MAX_RENDERS)),
+            watcher: config
+                .in_process
+                .is_some()
+                .then(|| watch::Watcher::start(config.clone())),
             config,
         });
         let key = state.access.key().map(str::to_string);
@@ -199,6 +219,15 @@ impl Viewer {
         }
     }
 
+    /// The page's URL opening a panel for each of `ids` (the page's
+    /// `watch` parameter: `?watch=A,B`, or `?key=KEY&watch=A,B`), each id
+    /// percent-encoded for a query.
+    pub fn watch_url(&self, ids: &[&str]) -> String {
+        let ids: Vec<String> = ids.iter().map(|id| query_quote(id)).collect();
+        let joiner = if self.key.is_some() { '&' } else { '?' };
+        format!("{}{joiner}watch={}", self.url(), ids.join(","))
+    }
+
     /// Stops accepting connections (open tabs keep their sessions until
     /// they close).
     pub fn stop(&self) {
@@ -210,4 +239,18 @@ impl Drop for Viewer {
     fn drop(&mut self) {
         self.accept.abort();
     }
+}
+
+/// `id` percent-encoded for a URL's query (unreserved characters and `/`
+/// kept; `,` encoded, as it separates the page's `watch` ids).
+fn query_quote(id: &str) -> String {
+    id.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }

@@ -4,9 +4,10 @@
 
 use super::frame::Frame;
 use super::page::{error_json, snapshot_header, PageWriter};
+use super::watch::{Watched, GATE_ABOVE, QUIET, UNGATE_BELOW};
 use super::ViewerState;
 use crate::client::{Client, ClientError, Subscription};
-use serde_json::json;
+use serde_json::{json, Value as Json};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,22 +58,10 @@ impl Pace {
 /// How long a one-shot render waits for the next boundary.
 const RENDER_WAIT: Duration = Duration::from_secs(30);
 
-/// Above this many boundaries per second a panel's upstream subscription is
-/// held only while the page waits for a frame (see [`panel_task`]).
-const GATE_ABOVE: f64 = 150.0;
-
-/// How long a panel that subscribed again waits for a boundary before it
-/// checks whether it missed the last ones (the domain went quiet).
-const QUIET: Duration = Duration::from_millis(250);
-
 /// A panel allowed fewer frames than one per this time is gated from its
 /// first frame, and keeps its subscription only for domains no faster than
 /// its frames.
 const SLOW_PACE: Duration = Duration::from_millis(100);
-
-/// Below this many boundaries per second the subscription is kept between
-/// frames again.
-const UNGATE_BELOW: f64 = 100.0;
 
 /// One panel: against each credit, the subscription's latest snapshot goes
 /// to the page. Without credit nothing is taken, so the client's single
@@ -90,6 +79,13 @@ const UNGATE_BELOW: f64 = 100.0;
 /// missed cannot be fetched (observers only receive boundaries); the page is
 /// told how far behind its frame is (`stale`), and the subscription is kept
 /// from then on.
+///
+/// In the server's process, the viewer's watch of every resource
+/// (`watch.rs`) adds to this: the panel's first frame is the last boundary
+/// the viewer saw (at once, for an idle resource too), a domain that went
+/// quiet between frames is shown at its last boundary, and every frame
+/// carries the episode ends and resets since the previous one (`marks`)
+/// with their totals (`episodes`).
 pub(super) async fn panel_task(mut task: PanelTask) {
     let mut subscription = Some(task.first);
     let mut last: Option<(u64, i64)> = None;
@@ -97,8 +93,46 @@ pub(super) async fn panel_task(mut task: PanelTask) {
     // first frame: its subscription would otherwise be read at the
     // domain's full rate while it waits its turn.
     let mut gated = task.pace.interval() > SLOW_PACE;
+    let state = task.pace.state.clone();
+    let watched = || state.watcher.as_ref().and_then(|w| w.get(&task.resource));
+    // The last boundary sent to the page, and the one up to which its
+    // marks were sent.
+    let mut shown = 0u64;
+    let mut marked = 0u64;
     let stop = &mut task.stop;
     let mut not_before = tokio::time::Instant::now();
+    // The last boundary the viewer saw, against the page's first credit.
+    // (A panel of chosen fields only when the boundary has them all.)
+    let cached = watched()
+        .and_then(|w| w.last.clone().map(|e| (w, e)))
+        .filter(|(_, e)| {
+            task.fields
+                .as_ref()
+                .is_none_or(|f| f.iter().all(|k| e.data.contains_key(k)))
+        });
+    if let Some((w, event)) = cached {
+        tokio::select! {
+            _ = &mut *stop => return unsubscribe(&state, subscription).await,
+            _ = task.credit.notified() => {}
+        }
+        let mut frame = Frame::new();
+        let mut header = snapshot_header("snapshot", task.panel, &event, &mut frame);
+        header["cached"] = json!(true);
+        header["idle_ms"] = json!(w.idle_for().map(|d| d.as_millis() as u64));
+        // (Every mark the viewer has: a resource that went quiet while the
+        // watch read only its episode signals has some after this frame.)
+        marked = annotate(&mut header, &w, 0, w.sequence);
+        if w.sequence > event.sequence {
+            header["latest"] = json!(w.sequence);
+        }
+        header["gated"] = json!(gated);
+        shown = event.sequence;
+        last = Some((event.sequence, event.timestamp_ns));
+        not_before = tokio::time::Instant::now() + task.pace.interval();
+        if task.page.send(&header, frame).await.is_err() {
+            return unsubscribe(&state, subscription).await;
+        }
+    }
     loop {
         // The panel's share of the frame rate first, then the page's credit.
         tokio::select! {
@@ -140,8 +174,26 @@ pub(super) async fn panel_task(mut task: PanelTask) {
         };
         let mut next = tokio::select! {
             _ = &mut *stop => break,
-            next = current.next(resubscribed.then_some(QUIET)) => next,
+            next = async {
+                loop {
+                    let next = current.next(resubscribed.then_some(QUIET)).await;
+                    // Shown already (the viewer's watch saw it first).
+                    if !matches!(&next, Ok(Some(e)) if e.sequence <= shown) {
+                        return next;
+                    }
+                }
+            } => next,
         };
+        // In process: a domain that went quiet between frames is shown at
+        // the last boundary the viewer saw.
+        if matches!(next, Err(ClientError::Timeout(_))) {
+            if let Some(event) = watched()
+                .and_then(|w| w.last)
+                .filter(|e| e.sequence > shown)
+            {
+                next = Ok(Some((*event).clone()));
+            }
+        }
         if matches!(next, Err(ClientError::Timeout(_))) {
             // The domain went quiet while this panel was unsubscribed
             // between frames: keep the subscription from now on, and tell
@@ -193,6 +245,19 @@ pub(super) async fn panel_task(mut task: PanelTask) {
                 let mut frame = Frame::new();
                 let mut header = snapshot_header("snapshot", task.panel, &event, &mut frame);
                 header["gated"] = json!(gated);
+                if let Some(mut w) = watched() {
+                    // The watch reads the same boundaries on a session of
+                    // its own: let it catch up (briefly) with this one.
+                    for _ in 0..40 {
+                        if w.sequence >= event.sequence {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        w = watched().unwrap_or(w);
+                    }
+                    marked = annotate(&mut header, &w, marked, event.sequence);
+                }
+                shown = event.sequence;
                 not_before = tokio::time::Instant::now() + task.pace.interval();
                 task.page.send(&header, frame).await
             }
@@ -218,12 +283,34 @@ pub(super) async fn panel_task(mut task: PanelTask) {
             break;
         }
     }
+    unsubscribe(&state, subscription).await;
+}
+
+/// Ends a panel's subscription (its reply waited for, within the viewer's
+/// bound on outstanding requests).
+async fn unsubscribe(state: &ViewerState, subscription: Option<Subscription>) {
     if let Some(s) = subscription {
         if !s.is_closed() {
-            let _permit = task.pace.state.upstream.request().await;
+            let _permit = state.upstream.request().await;
             let _ = s.unsubscribe().await;
         }
     }
+}
+
+/// Adds the viewer's marks in `(after, upto]` (up to the last boundary it
+/// saw) and its totals to a frame's header (the page's timeline marks them
+/// even for frames it never got); returns up to where marks were sent.
+fn annotate(header: &mut Json, w: &Watched, after: u64, upto: u64) -> u64 {
+    let upto = upto.min(w.sequence).max(after);
+    let marks: Vec<Json> = w
+        .marks_between(after, upto)
+        .iter()
+        .map(|m| json!([m.sequence, m.kind.as_str()]))
+        .collect();
+    header["marks"] = Json::Array(marks);
+    header["episodes"] = json!({ "terminated": w.terminated, "truncated": w.truncated,
+        "resets": w.resets, "gaps": w.gaps });
+    upto
 }
 
 /// What a panel's task needs.
@@ -237,6 +324,63 @@ pub(super) struct PanelTask {
     pub(super) page: PageWriter,
     pub(super) panel: u64,
     pub(super) pace: Pace,
+}
+
+/// A resource the viewer saw no boundary of for this long (or none since
+/// it started) is idle: in the server's process, its render is asked for
+/// at once ([`render_now`]) rather than at its next boundary.
+pub(super) const IDLE_RENDER: Duration = Duration::from_secs(1);
+
+/// Render on demand for an idle resource (in the server's process): the
+/// viewer's session calls the resource's `render` itself and releases the
+/// control that took. A session holding the resource's control (a paused
+/// run) refuses it (`ownership_conflict`): the render then comes at the
+/// resource's next boundary ([`render_once`]), as the page is told.
+pub(super) async fn render_now(
+    client: Client,
+    state: &ViewerState,
+    page: PageWriter,
+    panel: u64,
+    resource: String,
+    sequence: u64,
+) {
+    let called = {
+        let _permit = state.upstream.request().await;
+        client
+            .call(&resource, "render", Vec::new(), crate::codec::Dict::new())
+            .await
+    };
+    if !matches!(&called, Err(ClientError::Remote(e)) if e.code == crate::protocol::ErrorCode::OwnershipConflict)
+    {
+        // The call took the resource's control (or tried): give it back.
+        let _permit = state.upstream.request().await;
+        let _ = client.release(&resource, false).await;
+    }
+    let _ = match called {
+        Ok(value) => {
+            let mut frame = Frame::new();
+            let mut data = crate::codec::Dict::new();
+            data.insert("render", value);
+            let data = frame.value(&crate::codec::Value::Dict(data));
+            let header = json!({ "type": "render", "panel": panel, "resource": resource,
+                "now": true, "sequence": (sequence > 0).then_some(sequence), "data": data });
+            page.send(&header, frame).await
+        }
+        Err(ClientError::Remote(e)) if e.code == crate::protocol::ErrorCode::OwnershipConflict => {
+            let _ = page
+                .json(json!({ "type": "render_wait", "panel": panel,
+                    "message": "a session controls this resource without stepping it (a paused run): the render comes with its next step or reset" }))
+                .await;
+            render_once(client, state, page, panel, resource).await;
+            Ok(())
+        }
+        Err(e) => {
+            let (code, message) = error_json(&e);
+            page.json(json!({ "type": "render_error", "panel": panel,
+                "code": code, "message": message }))
+                .await
+        }
+    };
 }
 
 /// Render on demand: a short-lived subscription to the `render` field,

@@ -4,8 +4,8 @@
 
 use super::frame::Frame;
 use super::page::{descriptor_json, error_json, parse_command, Command, PageWriter};
-use super::panel::{panel_task, render_once, Pace, PanelTask};
-use super::upstream::RECONNECT_DELAY;
+use super::panel::{panel_task, render_now, render_once, Pace, PanelTask, IDLE_RENDER};
+use super::upstream::{RECONNECT_DELAY, REFRESH_SPACING};
 use super::{ViewerState, MAX_PANELS, MAX_RENDERS, RENDER_SPACING};
 use crate::client::{Client, ClientError};
 use crate::transport::ws;
@@ -16,6 +16,43 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{oneshot, Mutex, Notify};
+use tokio::time::Instant;
+
+/// Commands a page may send per second, sustained (its `ready` credits
+/// come at most at the tab's frame rate, 120 a second).
+const COMMANDS_PER_SECOND: f64 = 250.0;
+
+/// Commands a page may send at once beyond the sustained rate (its panels
+/// subscribing at load, [`MAX_PANELS`] of them with their credits).
+const COMMAND_BURST: f64 = 2.0 * MAX_PANELS as f64 + 16.0;
+
+/// A page's command budget (a token bucket): a page flooding commands
+/// (`refresh`, `ready`, `subscribe`…) is read at [`COMMANDS_PER_SECOND`],
+/// so that it costs the viewer's process (the server's, with `serve
+/// --viewer`) a bounded share of a CPU.
+struct CommandBudget {
+    tokens: f64,
+    at: Instant,
+}
+
+impl CommandBudget {
+    fn new() -> CommandBudget {
+        CommandBudget {
+            tokens: COMMAND_BURST,
+            at: Instant::now(),
+        }
+    }
+
+    /// Spends one command; returns how long to wait before reading the
+    /// next when the budget is spent.
+    fn spend(&mut self) -> Option<Duration> {
+        let now = Instant::now();
+        let earned = now.duration_since(self.at).as_secs_f64() * COMMANDS_PER_SECOND;
+        self.tokens = (self.tokens + earned).min(COMMAND_BURST) - 1.0;
+        self.at = now;
+        (self.tokens < 0.0).then(|| Duration::from_secs_f64(-self.tokens / COMMANDS_PER_SECOND))
+    }
+}
 
 /// A subscribed panel.
 pub(super) struct Panel {
@@ -42,6 +79,11 @@ pub(super) struct Tab {
     pub(super) client: Option<Client>,
     /// The tab's panels' frame pacing (their number, shared with them).
     pub(super) pace: Pace,
+    /// When the page was last sent the resources.
+    pub(super) listed_at: Option<Instant>,
+    /// A `refresh` came within [`REFRESH_SPACING`] of that: it is answered
+    /// when the spacing has passed.
+    pub(super) refresh_due: bool,
 }
 
 impl Tab {
@@ -64,12 +106,19 @@ impl Tab {
         let reading = tokio::spawn(async move {
             let vanished = keepalive.watch(interval, timeout);
             tokio::pin!(vanished);
+            let mut budget = CommandBudget::new();
             loop {
                 tokio::select! {
                     message = reader.recv() => {
                         let Ok(message) = message else { break };
                         if tx.send(parse_command(&message)).await.is_err() {
                             break;
+                        }
+                        // Over its budget, the page waits (nothing is read
+                        // meanwhile: its socket's buffers fill and its
+                        // sends stop).
+                        if let Some(wait) = budget.spend() {
+                            tokio::time::sleep(wait).await;
                         }
                     }
                     quiet = &mut vanished => {
@@ -87,6 +136,8 @@ impl Tab {
             page,
             panels: HashMap::new(),
             client: None,
+            listed_at: None,
+            refresh_due: false,
         };
         let mut was_connected = false;
         'session: loop {
@@ -130,6 +181,10 @@ impl Tab {
                     }
                 }
             }
+            let wake = match tab.listed_at.filter(|_| tab.refresh_due) {
+                Some(at) => at + REFRESH_SPACING,
+                None => Instant::now() + Duration::from_millis(250),
+            };
             tokio::select! {
                 cmd = rx.recv() => match cmd {
                     None => break 'session,
@@ -142,7 +197,11 @@ impl Tab {
                         let _ = tab.page.json(json!({ "type": "error", "message": message })).await;
                     }
                 },
-                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                _ = tokio::time::sleep_until(wake) => {
+                    if tab.refresh_due && tab.list().await.is_err() {
+                        break 'session;
+                    }
+                }
             }
         }
         reading.abort();
@@ -167,10 +226,11 @@ impl Tab {
         let info = client.server_info();
         self.page
             .json(json!({ "type": "upstream", "state": "connected",
+                "in_process": self.state.config.in_process.is_some(),
                 "url": self.state.config.upstream, "server": info.server,
                 "server_version": info.server_version, "session_id": info.session_id }))
             .await?;
-        self.send_resources().await?;
+        self.list().await?;
         let panels: Vec<(u64, String, Option<Vec<String>>)> = self
             .panels
             .iter()
@@ -185,13 +245,32 @@ impl Tab {
         Ok(())
     }
 
+    /// Sends the page the resources (see [`Tab::send_resources`]) and
+    /// notes when.
+    async fn list(&mut self) -> Result<(), TransportError> {
+        self.listed_at = Some(Instant::now());
+        self.refresh_due = false;
+        self.send_resources().await
+    }
+
+    /// The page's `refresh`: answered at once, or (within
+    /// [`REFRESH_SPACING`] of the last list) once the spacing has passed,
+    /// however many came meanwhile.
+    async fn refresh(&mut self) -> Result<(), TransportError> {
+        match self.listed_at {
+            Some(at) if at.elapsed() < REFRESH_SPACING => {
+                self.refresh_due = true;
+                Ok(())
+            }
+            _ => self.list().await,
+        }
+    }
+
     pub(super) async fn send_resources(&self) -> Result<(), TransportError> {
         let Some(client) = &self.client else {
             return Ok(());
         };
-        let permit = self.state.upstream.request().await;
-        let listed = client.discover().await;
-        drop(permit);
+        let listed = self.state.upstream.discover(client).await;
         match listed {
             Ok(list) => {
                 let mut frame = Frame::new();
@@ -302,15 +381,27 @@ impl Tab {
                 };
                 let page = self.page.clone();
                 let state = self.state.clone();
+                // In process, an idle resource renders now.
+                let idle = state
+                    .watcher
+                    .as_ref()
+                    .and_then(|w| w.get(&resource))
+                    .filter(|w| w.idle_for().is_none_or(|d| d >= IDLE_RENDER))
+                    .map(|w| w.sequence);
                 tokio::spawn(async move {
                     let spaced = tokio::time::sleep(RENDER_SPACING);
-                    render_once(client, &state, page, panel, resource).await;
+                    match idle {
+                        Some(sequence) => {
+                            render_now(client, &state, page, panel, resource, sequence).await
+                        }
+                        None => render_once(client, &state, page, panel, resource).await,
+                    }
                     spaced.await;
                     drop(permit);
                 });
                 Ok(())
             }
-            Command::Refresh => self.send_resources().await,
+            Command::Refresh => self.refresh().await,
         }
     }
 

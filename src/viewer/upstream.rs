@@ -7,7 +7,7 @@
 
 use super::config::ViewerConfig;
 use super::page::error_json;
-use crate::client::Client;
+use crate::client::{Client, ClientResult, Descriptor};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
@@ -21,10 +21,22 @@ pub(super) const RECONNECT_DELAY: Duration = Duration::from_secs(1);
 /// viewer's session is never closed by its own server for not reading.
 pub(super) const MAX_UPSTREAM_REQUESTS: usize = 32;
 
+/// A tab's `refresh` is answered at most once per this (later ones are
+/// answered together when it has passed), and the viewer asks its server
+/// for the list (`discover`) at most once per this, all tabs together: a
+/// page sending `refresh` in a loop costs the server one `discover` a
+/// second.
+pub(super) const REFRESH_SPACING: Duration = Duration::from_secs(1);
+
+/// The resources as last listed, and when.
+type Listing = Option<(Instant, Arc<Vec<Arc<Descriptor>>>)>;
+
 /// The shared session and the last failure to make one.
 pub(super) struct Upstream {
     state: Mutex<State>,
     requests: Arc<Semaphore>,
+    /// The last `discover`'s answer (any tab's).
+    listing: Mutex<Listing>,
 }
 
 #[derive(Default)]
@@ -42,6 +54,7 @@ impl Upstream {
         Upstream {
             state: Mutex::new(State::default()),
             requests: Arc::new(Semaphore::new(MAX_UPSTREAM_REQUESTS)),
+            listing: Mutex::new(None),
         }
     }
 
@@ -53,6 +66,26 @@ impl Upstream {
                 return permit;
             }
         }
+    }
+
+    /// The server's resources: `client`'s `discover`, or the last one's
+    /// answer when it is younger than [`REFRESH_SPACING`] (tabs asking
+    /// while one `discover` is under way wait for it and share its answer).
+    pub(super) async fn discover(
+        &self,
+        client: &Client,
+    ) -> ClientResult<Arc<Vec<Arc<Descriptor>>>> {
+        let mut listing = self.listing.lock().await;
+        if let Some((at, list)) = listing.as_ref() {
+            if at.elapsed() < REFRESH_SPACING {
+                return Ok(list.clone());
+            }
+        }
+        let permit = self.request().await;
+        let list = Arc::new(client.discover().await?);
+        drop(permit);
+        *listing = Some((Instant::now(), list.clone()));
+        Ok(list)
     }
 
     /// The session, made (once for all tabs) when there is none or it was

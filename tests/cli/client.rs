@@ -621,4 +621,26 @@ fn a_closed_pipe_on_stdout_is_not_a_panic() {
         );
         assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
     }
+    // `load | head -c 10`, and `bench`: the same.
+    let commands: [&[&str]; 2] = [
+        &["load", "--seconds", "0.2", "--controllers", "1"],
+        &["bench", &ours.url, "bench_state", "--seconds", "0.2"],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_unienv-remote"))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("run unienv-remote");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{args:?}: {stderr}"
+        );
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+    }
 }

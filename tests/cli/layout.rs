@@ -2,7 +2,9 @@
 //! file-level import graph of `src/` (scripts/import_cycles.py), lower
 //! layers never importing higher ones (the transport, codec and protocol
 //! never reach the server, client or command line), and no source file over
-//! 800 lines outside tests.
+//! 800 lines outside tests. The Python extension's crate (`python/src`) is
+//! held to the same: no circle, and its layers (`common`, then `client`,
+//! then `host`) in one direction.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -83,6 +85,57 @@ fn the_layer_check_reports_a_transport_importing_the_server() {
     );
 }
 
+#[test]
+fn the_python_extension_has_no_cycles_and_keeps_its_layers() {
+    let (ok, text) = import_check(&root().join("python/src"));
+    assert!(
+        ok && text.lines().any(|l| l == "0 layering violation(s)")
+            && text.trim_end().ends_with("0 cycle(s)"),
+        "python/src: a cycle, or a layer importing a higher one (PY_LAYERS in scripts/import_cycles.py):\n{text}"
+    );
+}
+
+/// The check of `python/src` finds a cycle between two host files and the
+/// shared layer importing the host, in a small tree written here.
+#[test]
+fn the_python_check_reports_a_cycle_and_a_common_file_importing_the_host() {
+    let dir = std::env::temp_dir().join(format!("unienv-pylayout-{}", std::process::id()));
+    let src = dir.join("python/src");
+    let _ = std::fs::remove_dir_all(&dir);
+    for (file, text) in [
+        ("lib.rs", "pub mod common;\npub mod host;\n"),
+        ("common/mod.rs", "pub mod convert;\n"),
+        (
+            "common/convert.rs",
+            "use crate::host::server::Server;\npub struct Value(Server);\n",
+        ),
+        ("host/mod.rs", "pub mod fast;\npub mod server;\n"),
+        (
+            "host/server.rs",
+            "use crate::host::fast::Fast;\npub struct Server(Fast);\n",
+        ),
+        (
+            "host/fast.rs",
+            "use crate::host::server::Server;\npub struct Fast(Box<Server>);\n",
+        ),
+    ] {
+        let path = src.join(file);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("a temp dir");
+        std::fs::write(&path, text).expect("a temp file");
+    }
+    let (ok, text) = import_check(&src);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("CYCLE: ")
+            && text.contains("host/fast.rs")
+            && text.contains("1 cycle(s)")
+            && text.contains("common may not import host")
+            && text.contains("1 layering violation(s)"),
+        "{text}"
+    );
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("src/ is readable") {
         let path = entry.expect("a directory entry").path();
@@ -98,6 +151,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn no_source_file_is_over_800_lines() {
     let mut files = Vec::new();
     rust_files(&root().join("src"), &mut files);
+    rust_files(&root().join("python/src"), &mut files);
     assert!(files.len() > 50, "found only {} files", files.len());
     let long: Vec<String> = files
         .iter()

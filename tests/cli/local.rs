@@ -6,7 +6,7 @@ use crate::support;
 
 use std::path::PathBuf;
 use std::time::Duration;
-use support::{run, Streaming};
+use support::{run, run_env, Streaming};
 use unienv_remote::client::{blocking, ClientConfig};
 use unienv_remote::host::ResetArgs;
 
@@ -107,6 +107,91 @@ fn serve_fixtures_with_a_token() {
     interrupt(serve.pid());
     let (status, _, stderr) = serve.wait(Duration::from_secs(30));
     assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+/// The token from a file (`--token-file`) and from the environment
+/// (`UNIENV_TOKEN`), for `serve` and for the client commands, so that it
+/// need not appear on a command line that `ps` shows every local user.
+#[cfg(unix)]
+#[test]
+fn the_token_comes_from_a_file_or_the_environment() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("token");
+    std::fs::write(&file, "t0ken-from-file\n").expect("write the token file");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let file = file.to_str().expect("a UTF-8 path");
+    let serve = Streaming::spawn(&[
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--fixtures",
+        "--token-file",
+        file,
+    ]);
+    let url = banner_url(&serve, "the conformance fixture registry");
+    let refused = run(&["discover", &url, "--timeout", "10"]);
+    assert!(refused.fails_with("connection_error").contains("HTTP 401"));
+    let wrong = run_env(
+        &["discover", &url, "--timeout", "10"],
+        &[("UNIENV_TOKEN", "wrong")],
+    );
+    assert!(wrong.fails_with("connection_error").contains("HTTP 401"));
+    let from_env = run_env(
+        &["discover", &url, "--timeout", "10"],
+        &[("UNIENV_TOKEN", "t0ken-from-file")],
+    );
+    assert!(from_env.ok().contains("\ncounter3 "), "{}", from_env.stdout);
+    let from_file = run(&["discover", &url, "--token-file", file, "--timeout", "10"]);
+    assert!(
+        from_file.ok().contains("\ncounter3 "),
+        "{}",
+        from_file.stdout
+    );
+    // --token wins over the environment.
+    let flag = run_env(
+        &[
+            "discover",
+            &url,
+            "--token",
+            "t0ken-from-file",
+            "--timeout",
+            "10",
+        ],
+        &[("UNIENV_TOKEN", "wrong")],
+    );
+    flag.ok();
+    // Both flags at once: a usage error.
+    let both = run(&["discover", &url, "--token", "a", "--token-file", file]);
+    assert_eq!(both.status.code(), Some(2), "{}", both.stderr);
+    interrupt(serve.pid());
+    let (status, _, stderr) = serve.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "{stderr}");
+
+    // `serve` takes UNIENV_TOKEN too; an empty one is refused, not taken
+    // as no token.
+    let serve = Streaming::spawn_env(
+        &["serve", "--addr", "127.0.0.1:0", "--fixtures"],
+        &[("UNIENV_TOKEN", "t0ken-from-env")],
+    );
+    let url = banner_url(&serve, "the conformance fixture registry");
+    let refused = run(&["discover", &url, "--timeout", "10"]);
+    assert!(refused.fails_with("connection_error").contains("HTTP 401"));
+    run_env(
+        &["discover", &url, "--timeout", "10"],
+        &[("UNIENV_TOKEN", "t0ken-from-env")],
+    )
+    .ok();
+    interrupt(serve.pid());
+    let (status, _, stderr) = serve.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let empty = run_env(&["serve", "--addr", "127.0.0.1:0"], &[("UNIENV_TOKEN", "")]);
+    assert_eq!(empty.status.code(), Some(1), "{}", empty.stderr);
+    assert!(
+        empty.stderr.contains("UNIENV_TOKEN") && empty.stderr.contains("empty"),
+        "{}",
+        empty.stderr
+    );
 }
 
 #[test]

@@ -58,8 +58,16 @@ impl Run {
 
 /// Spawns the binary with `args`, output piped.
 pub fn spawn(args: &[&str]) -> Child {
+    spawn_env(args, &[])
+}
+
+/// Spawns the binary with `args` and the environment variables `env`
+/// (UNIENV_TOKEN is never inherited from the test's own environment).
+pub fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Child {
     Command::new(BIN)
         .args(args)
+        .env_remove("UNIENV_TOKEN")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -107,6 +115,12 @@ pub fn finish(mut child: Child, limit: Duration) -> Run {
 /// Runs the binary with `args` to completion.
 pub fn run(args: &[&str]) -> Run {
     finish(spawn(args), DEADLINE)
+}
+
+/// Runs the binary with `args` and the environment variables `env` to
+/// completion.
+pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+    finish(spawn_env(args, env), DEADLINE)
 }
 
 /// Our server in this process, listening on 127.0.0.1:0; shut down on drop.
@@ -179,8 +193,13 @@ pub struct Streaming {
 impl Streaming {
     /// Spawns the binary with `args`.
     pub fn spawn(args: &[&str]) -> Streaming {
+        Streaming::spawn_env(args, &[])
+    }
+
+    /// Spawns the binary with `args` and the environment variables `env`.
+    pub fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Streaming {
         use std::io::BufRead;
-        let mut child = spawn(args);
+        let mut child = spawn_env(args, env);
         let out = child.stdout.take().expect("stdout");
         let mut err = child.stderr.take().expect("stderr");
         let (tx, lines) = std::sync::mpsc::channel();

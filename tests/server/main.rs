@@ -6,6 +6,7 @@
 mod common;
 
 mod busy_domain;
+mod fairness;
 mod fault_disconnect;
 mod fault_eviction;
 mod fault_factory;

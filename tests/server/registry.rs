@@ -530,3 +530,33 @@ fn ids_taken_twice_are_refused() {
     });
     assert_eq!(clash, Err(RegisterError::Taken("w".into())));
 }
+
+/// An ID with a NUL (or any control character) is refused when it is
+/// registered, eagerly or as a factory, not later when the server starts
+/// or listens; the rule is public for hosts that register before they
+/// build a server.
+#[test]
+fn ids_with_control_characters_are_refused_at_registration() {
+    let mut b = Server::builder(ServerConfig::default());
+    for id in ["a\0b", "a\nb", "", "\u{85}"] {
+        let eager = b.register_env(id, CounterEnv::new(None, CounterVariant::Plain));
+        assert!(
+            matches!(eager, Err(RegisterError::InvalidId(_))),
+            "{id:?}: {eager:?}"
+        );
+        let lazy = b.register_factory(id, || {
+            Ok(Hosted::env(CounterEnv::new(None, CounterVariant::Plain)))
+        });
+        assert!(
+            matches!(lazy, Err(RegisterError::InvalidId(_))),
+            "{id:?}: {lazy:?}"
+        );
+        assert!(
+            unienv_remote::server::check_resource_id(id).is_err(),
+            "{id:?}"
+        );
+    }
+    assert!(unienv_remote::server::check_resource_id("arm/grip é").is_ok());
+    let server = b.start().expect("nothing was registered");
+    assert!(server.roots().is_empty());
+}

@@ -467,3 +467,129 @@ async fn host_refusals_name_the_flag_that_accepts_the_name() {
     }
     server.shutdown().await;
 }
+
+/// One plain HTTP request to the metrics endpoint at `addr` with `headers`;
+/// the status line and the body.
+async fn metrics_get(addr: std::net::SocketAddr, headers: &[(&str, &str)]) -> (String, String) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let mut req = "GET /metrics HTTP/1.1\r\n".to_string();
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut out))
+        .await
+        .expect("an answer in time")
+        .unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
+/// The metrics endpoint keeps the main port's DNS-rebinding guard: a DNS
+/// name in `Host` (an attacker's, rebound to loopback) or a foreign
+/// `Origin` is refused with 403; IP literals, localhost, loopback origins
+/// and `allowed_hosts` / `allowed_origins` are answered.
+#[tokio::test]
+async fn the_metrics_endpoint_refuses_rebound_hosts_and_foreign_origins() {
+    let config = ServerConfig {
+        allowed_hosts: vec!["metrics.lan".into()],
+        allowed_origins: vec!["http://dash.lan".into()],
+        ..ServerConfig::default()
+    };
+    let (server, _listener) = serve(config).await;
+    let endpoint = server.serve_metrics("127.0.0.1:0").await.unwrap();
+    let addr = endpoint.local_addr();
+    let own = addr.to_string();
+    for headers in [
+        vec![("Host", own.as_str())],
+        vec![("Host", "localhost")],
+        vec![("Host", "metrics.lan:9464")],
+        vec![("Host", own.as_str()), ("Origin", "http://localhost:3000")],
+        vec![("Host", own.as_str()), ("Origin", "http://dash.lan")],
+    ] {
+        let (status, body) = metrics_get(addr, &headers).await;
+        assert!(status.contains(" 200 "), "{headers:?}: {status}");
+        assert!(body.contains("unienv_"), "{body}");
+    }
+    for (headers, why) in [
+        (vec![("Host", "evil.example")], "Host not allowed"),
+        (vec![], "no Host header"),
+        (
+            vec![("Host", own.as_str()), ("Origin", "http://evil.example")],
+            "Origin not allowed",
+        ),
+    ] {
+        let (status, body) = metrics_get(addr, &headers).await;
+        assert!(status.contains(" 403 "), "{headers:?}: {status}");
+        assert!(body.contains(why), "{body}");
+        assert!(!body.contains("unienv_"), "{body}");
+    }
+    server.shutdown().await;
+}
+
+/// More handshakes at once than `max_pending_handshakes`: the oldest
+/// pending one is evicted for the newcomer and told so, `503 Service
+/// Unavailable` with `Retry-After`, never closed in silence; the others
+/// complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evicted_handshake_is_answered_503() {
+    let config = ServerConfig {
+        max_pending_handshakes: 2,
+        handshake_timeout: Duration::from_secs(60),
+        ..ServerConfig::default()
+    };
+    let (server, l) = serve(config).await;
+    let (tx, mut answers) = tokio::sync::mpsc::unbounded_channel();
+    let mut writers = Vec::new();
+    for i in 0..3 {
+        let s = TcpStream::connect(l.local_addr()).await.unwrap();
+        let (mut r, mut w) = s.into_split();
+        w.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            .await
+            .unwrap();
+        writers.push(w);
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match r.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = tx.send((i, String::from_utf8_lossy(&got).into_owned()));
+        });
+    }
+    let (evicted, head) = tokio::time::timeout(Duration::from_secs(10), answers.recv())
+        .await
+        .expect("an answer to the evicted handshake")
+        .expect("an answer");
+    assert!(head.starts_with("HTTP/1.1 503 "), "{head}");
+    assert!(head.contains("Retry-After: 1"), "{head}");
+    // The two still pending complete their upgrade.
+    for (i, w) in writers.iter_mut().enumerate() {
+        if i == evicted {
+            continue;
+        }
+        w.write_all(
+            b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        )
+        .await
+        .unwrap();
+    }
+    for _ in 0..2 {
+        let (i, head) = tokio::time::timeout(Duration::from_secs(10), answers.recv())
+            .await
+            .expect("the upgrade's answer")
+            .expect("an answer");
+        assert_ne!(i, evicted);
+        assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    }
+    server.shutdown().await;
+}

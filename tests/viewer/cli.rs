@@ -181,3 +181,132 @@ async fn serve_with_tls_offers_a_viewer_that_reaches_its_own_server() {
     );
     assert!(resources.is_some());
 }
+
+/// The next line of `process` containing `needle`.
+fn line_with(process: &Streaming, needle: &str) -> String {
+    for _ in 0..200 {
+        let Some(line) = process.next_line(support::DEADLINE) else {
+            break;
+        };
+        if line.contains(needle) {
+            return line;
+        }
+    }
+    panic!("no line with {needle:?} printed");
+}
+
+/// The HTTP status and `Location` header of a GET of `url`
+/// (`http://HOST:PORT/PATH`).
+async fn get(url: &str) -> (u16, Option<String>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.trim_start_matches("http://");
+    let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut stream = tokio::net::TcpStream::connect(host)
+        .await
+        .expect("connect to the viewer");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(support::DEADLINE, stream.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP answer: {answer:?}"));
+    let location = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("Location: "))
+        .map(str::to_string);
+    (status, location)
+}
+
+/// A deep link with the key opens: the key goes into the cookie and the
+/// browser is sent on to the same panels (a malformed link is a 401).
+async fn assert_opens(link: &str) {
+    let (status, location) = get(link).await;
+    assert_eq!(status, 303, "{link}");
+    let location = location.expect("a Location header");
+    assert!(!location.contains("key="), "{location}");
+    assert_eq!(watched(&location), watched(link), "{location}");
+}
+
+/// The `watch` ids of a deep link.
+fn watched(link: &str) -> Vec<String> {
+    let query = link.split_once('?').map(|(_, q)| q).unwrap_or_default();
+    query
+        .split('&')
+        .find_map(|p| p.strip_prefix("watch="))
+        .unwrap_or_else(|| panic!("no watch parameter in {link}"))
+        .split(',')
+        .map(str::to_string)
+        .collect()
+}
+
+// Two workers: the test's blocking reads of the process's lines leave one
+// to the in-process server, which `view` asks for its ids at start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_links_carry_the_key_and_hosted_ids() {
+    // A server with a token: the viewer has a key.
+    let mut builder = Server::builder(ServerConfig {
+        token: Some("s3cret".into()),
+        ..ServerConfig::default()
+    });
+    unienv_remote::fixtures::register(&mut builder).expect("fixtures");
+    let server = builder.start().expect("a valid server configuration");
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let hosted: Vec<String> = server.roots().to_vec();
+    let view = Streaming::spawn(&[
+        "view",
+        &listener.url(),
+        "--listen",
+        "127.0.0.1:0",
+        "--token",
+        "s3cret",
+    ]);
+    let line = line_with(&view, "Open panels directly:");
+    let link = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("a link");
+    // `?key=K&watch=…`, not `?key=K?watch=…` (which the viewer refuses).
+    assert!(
+        link.contains("/?key=") && link.contains("&watch="),
+        "{line}"
+    );
+    assert_eq!(link.matches('?').count(), 1, "{line}");
+    let ids = watched(link);
+    assert!(!ids.is_empty() && ids.len() <= 3, "{line}");
+    for id in &ids {
+        assert!(
+            hosted.contains(id),
+            "{id} is not hosted ({hosted:?}): {line}"
+        );
+    }
+    assert_opens(link).await;
+    drop(view);
+    server.shutdown().await;
+
+    // `serve --token --viewer` prints the same kind of link.
+    let serve = Streaming::spawn(&[
+        "serve",
+        "--fixtures",
+        "--addr",
+        "127.0.0.1:0",
+        "--token",
+        "s3cret",
+        "--viewer",
+        "127.0.0.1:0",
+    ]);
+    let line = line_with(&serve, "panels directly:");
+    let link = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("a link");
+    assert!(
+        link.contains("/?key=") && link.contains("&watch="),
+        "{line}"
+    );
+    assert_eq!(link.matches('?').count(), 1, "{line}");
+    assert_opens(link).await;
+}

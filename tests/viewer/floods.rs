@@ -197,6 +197,54 @@ fn tab_panel_and_render_floods_leave_the_controller_half_its_steps() {
 
 #[test]
 #[ignore = "a benchmark: run with --ignored --release"]
+fn refresh_floods_leave_the_controller_half_its_steps() {
+    let (serve, ws_url, page_url) = serve();
+    let result = measure(&ws_url, move |stop| {
+        let page_url = page_url.clone();
+        runtime().block_on(async move {
+            let lists = Arc::new(AtomicU64::new(0));
+            let mut tasks = Vec::new();
+            // 16 tabs (all the viewer admits), each sending `refresh` as
+            // fast as its socket takes it, and reading what comes back.
+            for _ in 0..16 {
+                let (page_url, stop, lists) = (page_url.clone(), stop.clone(), lists.clone());
+                tasks.push(tokio::spawn(async move {
+                    let Ok(page) = support::open_page(&page_url).await else {
+                        return;
+                    };
+                    let (mut out, mut input) = page.split();
+                    let reading = tokio::spawn(async move {
+                        while let Some(Ok(Message::Binary(b))) = input.next().await {
+                            if PageMessage::decode(&b).kind() == "resources" {
+                                lists.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    });
+                    let refresh =
+                        Message::binary(json!({ "op": "refresh" }).to_string().into_bytes());
+                    while !stop.load(Ordering::Relaxed) {
+                        if out.send(refresh.clone()).await.is_err() {
+                            break;
+                        }
+                    }
+                    reading.abort();
+                }));
+            }
+            for t in tasks {
+                let _ = t.await;
+            }
+            eprintln!(
+                "  (the tabs received {} lists)",
+                lists.load(Ordering::Relaxed)
+            );
+        });
+    });
+    report("16 tabs flooding refresh", result);
+    drop(serve);
+}
+
+#[test]
+#[ignore = "a benchmark: run with --ignored --release"]
 fn ping_floods_leave_the_controller_half_its_steps() {
     let (serve, ws_url, _) = serve();
     let closed = Arc::new(AtomicU64::new(0));

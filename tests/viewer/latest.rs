@@ -274,6 +274,9 @@ async fn page_files_and_host_origin_checks() {
         "/uPlot.iife.min.js",
         "/uPlot.min.css",
         "/LICENSE.uPlot.txt",
+        // The tab's icon, also where browsers look without a link to it.
+        "/favicon.svg",
+        "/favicon.ico",
     ] {
         let r = http(
             addr,
@@ -323,4 +326,77 @@ async fn page_files_and_host_origin_checks() {
         .headers_mut()
         .insert("Origin", format!("http://{addr}").parse().expect("header"));
     assert!(tokio_tungstenite::connect_async(request).await.is_ok());
+}
+
+/// The server's count of answered `discover`s (its metrics endpoint).
+async fn discovers(metrics: &unienv_remote::metrics::MetricsEndpoint) -> u64 {
+    let mut stream = tokio::net::TcpStream::connect(metrics.local_addr())
+        .await
+        .expect("connect to the metrics endpoint");
+    let request = format!(
+        "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        metrics.local_addr()
+    );
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.expect("read");
+    text.lines()
+        .filter(|l| {
+            l.starts_with("unienv_requests_total{")
+                && l.contains("op=\"discover\"")
+                && l.contains("code=\"ok\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_flood_costs_the_server_one_discover_a_second() {
+    let (server, _listener, _url, viewer) = setup().await;
+    let metrics = server
+        .serve_metrics("127.0.0.1:0")
+        .await
+        .expect("metrics endpoint");
+    let start = std::time::Instant::now();
+    let before = discovers(&metrics).await;
+    // Two tabs, each sending 500 refreshes as fast as it can.
+    let mut pages = Vec::new();
+    for _ in 0..2 {
+        let mut page = support::open_page(&viewer.url())
+            .await
+            .expect("connect to the viewer");
+        next_of(&mut page, "resources").await;
+        for _ in 0..500 {
+            send(&mut page, json!({ "op": "refresh" })).await;
+        }
+        pages.push(page);
+    }
+    // Each tab's flood is answered: by one list at once or after the
+    // spacing, however many refreshes it coalesces.
+    let mut lists = 0u64;
+    for page in &mut pages {
+        next_of(page, "resources").await;
+        lists += 1;
+        while let Ok(Some(Ok(Message::Binary(b)))) =
+            tokio::time::timeout(Duration::from_millis(1500), page.next()).await
+        {
+            if PageMessage::decode(&b).kind() == "resources" {
+                lists += 1;
+            }
+        }
+    }
+    let asked = discovers(&metrics).await - before;
+    // At most one discover per second (all tabs), one list per second per
+    // tab, beside the first ones; a second is REFRESH_SPACING.
+    let seconds = start.elapsed().as_secs() + 1;
+    assert!(
+        asked <= seconds + 1,
+        "{asked} discovers in about {seconds} s for 1,000 refreshes"
+    );
+    assert!(
+        lists <= 2 * (seconds + 1),
+        "{lists} lists in about {seconds} s for 1,000 refreshes"
+    );
+    drop(pages);
+    server.shutdown().await;
 }

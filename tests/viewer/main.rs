@@ -12,5 +12,6 @@ mod browser;
 mod cli;
 mod closed;
 mod floods;
+mod idle;
 mod latest;
 mod timeline;

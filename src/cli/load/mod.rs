@@ -66,9 +66,14 @@ pub struct LoadArgs {
     /// controller, at least as many as controllers).
     #[arg(long = "env", value_name = "ID")]
     pub envs: Vec<String>,
-    /// With --url: the bearer token.
-    #[arg(long)]
+    /// With --url: the bearer token (visible to every local user in `ps`:
+    /// prefer --token-file or the UNIENV_TOKEN environment variable).
+    #[arg(long, conflicts_with = "token_file")]
     pub token: Option<String>,
+    /// With --url: read the bearer token from FILE (its first line).
+    /// Without --token or --token-file, UNIENV_TOKEN is used when set.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
     /// Fail when the RSS grows by more than this after the warm-up (MiB;
     /// not checked with --hostile, whose attackers' buffers come and go).
     #[arg(long, value_name = "MIB", default_value_t = 64.0)]
@@ -240,6 +245,11 @@ async fn in_process(args: &LoadArgs) -> Result<(Server, Listener, Vec<String>), 
 }
 
 async fn run(args: LoadArgs) -> Result<bool, String> {
+    // The in-process server has no token.
+    let token = match &args.url {
+        Some(_) => super::shared::resolve_token(args.token.as_deref(), args.token_file.as_deref())?,
+        None => None,
+    };
     let (server, url, envs) = match &args.url {
         Some(url) => (None, url.clone(), args.envs.clone()),
         None => {
@@ -249,7 +259,7 @@ async fn run(args: LoadArgs) -> Result<bool, String> {
         }
     };
     let duration = Duration::from_secs_f64(args.seconds);
-    println!(
+    out!(
         "load: {} controllers on {} domains, {} observers, pipeline {}, {:.1} s, {} server at {url}",
         args.controllers,
         args.controllers,
@@ -264,7 +274,7 @@ async fn run(args: LoadArgs) -> Result<bool, String> {
     );
     let connect = Connector {
         url: url.clone(),
-        token: args.token.clone(),
+        token: token.clone(),
     };
 
     // Observers first, so that they see every boundary from the start.
@@ -327,7 +337,7 @@ async fn run(args: LoadArgs) -> Result<bool, String> {
             .to_string();
         let target = super::hostile::Target {
             addr,
-            token: args.token.clone(),
+            token: token.clone(),
             envs: envs.clone(),
             mib: args.hostile_mib,
         };
@@ -355,7 +365,7 @@ async fn run(args: LoadArgs) -> Result<bool, String> {
         if Instant::now() >= next_progress {
             let n = requests.load(Ordering::Relaxed);
             let rate = (n - last_count) as f64 / last_time.elapsed().as_secs_f64();
-            println!(
+            out!(
                 "  t={:>6.0}s  requests {n:>10}  {rate:>9.0}/s  rss {:.1} MiB",
                 started.elapsed().as_secs_f64(),
                 samples.last().map_or(0.0, |s| s.1 as f64 / 1024.0)
@@ -406,12 +416,12 @@ async fn run(args: LoadArgs) -> Result<bool, String> {
         drop(listener);
     }
     if args.hostile > 0 {
-        println!(
+        out!(
             "attackers ({} of each kind, {} MiB envelopes; how the server ended their connections):",
             args.hostile, args.hostile_mib
         );
         for line in tally.lock().lines() {
-            println!("  {line}");
+            out!("  {line}");
         }
     }
     Ok(print_report(
@@ -430,12 +440,12 @@ fn print_report(
     let sum = |f: fn(&ControllerReport) -> u64| reports.iter().map(f).sum::<u64>();
     let (sent, answered) = (sum(|r| r.sent), sum(|r| r.answered));
     let snapshots: u64 = observed.iter().map(|(_, s)| s.snapshots).sum();
-    println!(
+    out!(
         "requests: {answered} answered of {sent} sent in {elapsed:.1} s: {:.0} requests/s ({:.0} per controller)",
         answered as f64 / elapsed,
         answered as f64 / elapsed / reports.len() as f64
     );
-    println!(
+    out!(
         "latency (µs, ±6%): p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
         latency.percentile(50.0),
         latency.percentile(90.0),
@@ -444,7 +454,7 @@ fn print_report(
         latency.max
     );
     if !observed.is_empty() {
-        println!(
+        out!(
             "snapshots: {snapshots} received by {} observers ({:.0}/s; latest wins, so fewer than boundaries)",
             observed.len(),
             snapshots as f64 / elapsed
@@ -461,7 +471,7 @@ fn print_report(
         .map_or(0, |s| s.1);
     let last = samples.last().map_or(0, |s| s.1);
     let growth_mib = (last as f64 - baseline as f64) / 1024.0;
-    println!(
+    out!(
         "rss: start {:.1} MiB, after warm-up {:.1} MiB, peak {:.1} MiB, end of load {:.1} MiB, growth after warm-up {growth_mib:+.1} MiB ({} samples{})",
         samples.first().map_or(0.0, |s| s.1 as f64 / 1024.0),
         baseline as f64 / 1024.0,
@@ -477,7 +487,7 @@ fn print_report(
 
     let mut ok = true;
     let mut check = |name: &str, passed: bool, detail: String| {
-        println!(
+        out!(
             "check {name:<42} {}  {detail}",
             if passed { "ok  " } else { "FAIL" }
         );
@@ -569,6 +579,6 @@ fn print_report(
             format!("peak {:.1} MiB ≤ {max} MiB", peak as f64 / 1024.0),
         );
     }
-    println!("{}", if ok { "PASS" } else { "FAIL" });
+    out!("{}", if ok { "PASS" } else { "FAIL" });
     ok
 }

@@ -52,6 +52,7 @@ fn arguments_are_bounded() {
         url: None,
         envs: Vec::new(),
         token: None,
+        token_file: None,
         max_rss_growth_mib: 64.0,
         max_rss_mib: None,
         hostile: 0,

@@ -34,6 +34,20 @@ function el(tag, attrs = {}, ...children) {
   return e;
 }
 
+// A resource id that wraps at its separators (`/`, `_`, `.`, `-`, `:`)
+// rather than inside a word.
+function idNode(id) {
+  const span = el("span");
+  for (const part of id.split(/(?<=[/_.:-])/)) span.append(part, el("wbr"));
+  return span;
+}
+
+// What in a descriptor, when it changes, needs the user's attention.
+const DESCRIPTOR_KEYS = ["action_space", "observation_space", "context_space", "metadata", "batch_size", "render_mode"];
+function descriptorSignature(d) {
+  return DESCRIPTOR_KEYS.map((k) => JSON.stringify(d[k] ?? null));
+}
+
 // ---- wire format (see src/viewer/frame.rs) ----
 
 function decode(buffer) {
@@ -227,11 +241,13 @@ class PlotWidget {
     this.plot.setData(this.data);
     this.el.dataset.points = String(this.data[0].length);
   }
-  // terminated (red) and truncated (orange) boundaries as vertical lines;
+  // terminated (red) and truncated (orange) boundaries as vertical lines
+  // (every one the viewer counted, drawn frames or not), resets as ticks;
   // the timeline's cursor (when it is not on the latest) as a dashed one.
   drawMarks(u) {
     const ctx = u.ctx;
     const lo = this.data[0][0];
+    const hi = this.data[0][this.data[0].length - 1];
     ctx.save();
     const cursor = this.panel.cursor;
     if (cursor !== null && cursor >= lo) {
@@ -245,9 +261,23 @@ class PlotWidget {
       ctx.stroke();
       ctx.setLineDash([]);
     }
+    // Resets: a short grey dashed tick at the top (expected revision
+    // changes, quietly).
+    ctx.strokeStyle = "#9aa3ad";
+    ctx.lineWidth = 1 * devicePixelRatio;
+    ctx.setLineDash([2 * devicePixelRatio, 2 * devicePixelRatio]);
+    for (const seq of this.panel.resetMarks) {
+      if (seq < lo || seq > hi) continue;
+      const x = u.valToPos(seq, "x", true);
+      ctx.beginPath();
+      ctx.moveTo(x, u.bbox.top);
+      ctx.lineTo(x, u.bbox.top + u.bbox.height * 0.3);
+      ctx.stroke();
+    }
+    ctx.setLineDash([]);
     ctx.lineWidth = 1.5 * devicePixelRatio;
     for (const [seq, kind] of this.panel.marks) {
-      if (seq < lo) continue;
+      if (seq < lo || seq > hi) continue;
       const x = u.valToPos(seq, "x", true);
       ctx.strokeStyle = kind === "terminated" ? "#c62828" : "#ef8f00";
       ctx.beginPath();
@@ -299,7 +329,15 @@ class Panel {
     this.paused = false;
     this.pending = null;
     this.widgets = new Map();
+    // Episode ends ([seq, "terminated" | "truncated"]) and resets (seq),
+    // each once (`markKeys`), whether this page drew their frame or the
+    // viewer reported them with a later one.
     this.marks = [];
+    this.resetMarks = [];
+    this.markKeys = new Set();
+    this.episodes = null;
+    this.descSig = null;
+    this.waitNote = null;
     this.arrivals = [];
     this.boundaries = [];
     this.received = 0;
@@ -318,7 +356,7 @@ class Panel {
     this.followBtn = el("button", { text: "latest", title: "Follow the latest boundary", onclick: () => this.follow() });
     this.el = el("div", { class: "panel", "data-resource": resource, "data-panel": String(this.id) },
       el("div", { class: "panel-head" },
-        el("span", { class: "title", text: resource }),
+        el("span", { class: "title", title: resource }, idNode(resource)),
         this.pauseBtn,
         el("button", { text: "render", title: "Render at the next boundary", onclick: () => this.render() }),
         el("button", { text: "×", title: "Unsubscribe", onclick: () => this.close() })),
@@ -348,8 +386,65 @@ class Panel {
   }
   render() {
     this.renderBox.hidden = false;
-    this.renderBox.replaceChildren(el("div", { class: "field-name", text: "render: waiting for the next boundary…" }));
+    const text = window.viewerState.inProcess ? "render…"
+      : "render: waiting for the next boundary (a viewer's render is taken at the resource's next step or reset)…";
+    this.renderBox.replaceChildren(el("div", { class: "field-name", text }));
     send({ op: "render", panel: this.id, resource: this.resource });
+  }
+  addMark(seq, kind) {
+    const key = `${seq}:${kind}`;
+    if (this.markKeys.has(key)) return;
+    this.markKeys.add(key);
+    if (kind === "reset") {
+      this.resetMarks.push(seq);
+      if (this.resetMarks.length > MAX_POINTS) this.resetMarks.splice(0, this.resetMarks.length - MAX_POINTS);
+    } else {
+      this.marks.push([seq, kind]);
+      if (this.marks.length > MAX_POINTS) this.marks.splice(0, this.marks.length - MAX_POINTS);
+    }
+    this.el.dataset.endMarks = String(this.marks.length);
+    this.el.dataset.resetMarks = String(this.resetMarks.length);
+  }
+  hasResetIn(after, upto) {
+    return this.resetMarks.some((s) => s > after && s <= upto);
+  }
+  // Revision changes: a reset's (or reload's) is expected and only marked
+  // on the timeline; a message is kept for what needs attention: changed
+  // spaces or metadata, and a change no reset explains (a revival: the
+  // resource rebuilt after idle eviction).
+  noteRevision(revision, seq, kind, descriptor) {
+    if (revision === undefined || revision === null) return;
+    const sig = descriptor ? descriptorSignature(descriptor) : null;
+    const from = this.revision;
+    if (from !== null && revision !== from) {
+      const changed = sig && this.descSig ? DESCRIPTOR_KEYS.filter((k, i) => sig[i] !== this.descSig[i]) : [];
+      const skipped = this.sequence !== null && seq > this.sequence + 1;
+      if (changed.length) {
+        this.message(`descriptor changed at #${seq} (revision ${from} → ${revision}): ${changed.join(", ")}`, "warn");
+      } else if (kind === "reset" || kind === "reload" || kind === "subscribed" || this.hasResetIn(this.sequence ?? 0, seq)) {
+        if (kind === "reset" || kind === "reload") this.addMark(seq, "reset");
+      } else if (skipped && !window.viewerState.inProcess) {
+        // A remote server's viewer does not see the boundaries this page
+        // skipped: most likely a reset among them.
+      } else {
+        this.message(`revision ${from} → ${revision} at #${seq} without a reset: the resource was revived (rebuilt after idle eviction) or reloaded`, "warn");
+      }
+    }
+    this.revision = revision;
+    if (sig) this.descSig = sig;
+  }
+  // No boundary yet: say why, and what will fill the panel.
+  waitForFirst() {
+    clearTimeout(this.waitTimer);
+    this.waitTimer = setTimeout(() => {
+      if (this.sequence !== null || this.ended || this.waitNote) return;
+      const text = window.viewerState.inProcess
+        ? `No boundary of ${this.resource} since the server started: the panel fills at its next step or reset (render shows it now).`
+        : `Nothing to show yet: a viewer receives only the boundaries made after it subscribed, and ${this.resource} has not stepped since. The panel fills at its next step or reset. (A viewer in the server's process, serve --viewer, shows the last boundary at once.)`;
+      this.waitNote = this.message(text, "info");
+      this.el.dataset.waiting = "true";
+      this.showStats();
+    }, 1200);
   }
   togglePause() {
     this.paused = !this.paused;
@@ -362,17 +457,21 @@ class Panel {
     this.showStats();
   }
   message(text, cls = "bad") {
-    this.messages.append(el("div", { class: `msg ${cls}`, text }));
+    const m = el("div", { class: `msg ${cls}`, text });
+    this.messages.append(m);
     while (this.messages.children.length > 3) this.messages.firstChild.remove();
+    return m;
   }
   onSubscribed(h, descriptor) {
     this.ended = false;
     this.el.classList.remove("ended");
     this.messages.replaceChildren();
+    this.waitNote = null;
     if (descriptor) {
-      noteRevision(this, descriptor.revision, "subscribed");
+      this.noteRevision(descriptor.revision, descriptor.sequence, "subscribed", descriptor);
       updateResource(descriptor);
     }
+    if (this.sequence === null) this.waitForFirst();
     this.showStats();
   }
   onError(h) {
@@ -385,7 +484,29 @@ class Panel {
     const now = performance.now();
     this.received++;
     if (this.sequence !== null && h.sequence > this.sequence + 1) this.skipped += h.sequence - this.sequence - 1;
-    noteRevision(this, h.revision, h.kind);
+    this.el.dataset.skipped = String(this.skipped);
+    // The viewer's marks since its previous frame (in the server's process
+    // it sees every boundary), and its totals.
+    for (const [s, k] of h.marks || []) this.addMark(s, k);
+    if (h.episodes) this.episodes = h.episodes;
+    this.noteRevision(h.revision, h.sequence, h.kind, descriptor);
+    if (this.waitNote) {
+      this.waitNote.remove();
+      this.waitNote = null;
+    }
+    delete this.el.dataset.waiting;
+    if (this.cachedNote) {
+      this.cachedNote.remove();
+      this.cachedNote = null;
+    }
+    if (h.cached) {
+      const ago = h.idle_ms !== null && h.idle_ms !== undefined ? `, ${(h.idle_ms / 1000).toFixed(1)} s ago` : "";
+      this.cachedNote = this.message(`The last boundary, #${h.sequence} (${h.kind}${ago}), from before this panel opened: the resource has not stepped since.`, "note");
+      this.el.dataset.cached = String(h.sequence);
+    }
+    if (h.latest) {
+      this.message(`Boundary #${h.latest} is the latest; this panel shows #${h.sequence}, the last one the viewer read (it reads four boundaries a second of a resource making more than 150 a second).`, "warn");
+    }
     this.sequence = h.sequence;
     this.arrivals.push(now);
     this.boundaries.push([h.timestamp_ns / 1e9, h.sequence]);
@@ -493,8 +614,7 @@ class Panel {
     }
     const signals = {};
     for (const [name, v] of fields) if (name === "terminated" || name === "truncated") signals[name] = anyTrue(v);
-    for (const [name, on] of Object.entries(signals)) if (on) this.marks.push([seq, name]);
-    if (this.marks.length > MAX_POINTS) this.marks.splice(0, this.marks.length - MAX_POINTS);
+    for (const [name, on] of Object.entries(signals)) if (on) this.addMark(seq, name);
     this.signals = signals;
     const place = (path, make) => {
       const old = this.widgets.get(path);
@@ -545,7 +665,8 @@ class Panel {
     this.renderBox.hidden = false;
     const v = data.render;
     const geo = imageGeometry(v);
-    const head = el("div", { class: "field-name", text: `render (boundary #${h.sequence})` });
+    const when = h.now ? `now${h.sequence ? `, idle since boundary #${h.sequence}` : ""}` : `boundary #${h.sequence}`;
+    const head = el("div", { class: "field-name", text: `render (${when})` });
     if (geo) {
       const w = new ImageWidget("render", geo);
       w.update(v, h.sequence);
@@ -569,8 +690,15 @@ class Panel {
     const b = this.boundaries;
     const brate = b.length > 1 && b[b.length - 1][0] > b[0][0] ? (b[b.length - 1][1] - b[0][1]) / (b[b.length - 1][0] - b[0][0]) : 0;
     const sig = this.signals || {};
+    const ep = this.episodes;
+    const terminated = ep ? ep.terminated : this.marks.filter((m) => m[1] === "terminated").length;
+    const truncated = ep ? ep.truncated : this.marks.filter((m) => m[1] === "truncated").length;
+    const counted = !ep ? "seen in the frames this page drew (a viewer of a remote server sees only those)"
+      : ep.gaps ? `counted by the viewer since it started; ${ep.gaps} boundaries between the ones it read were not read (another resource's of the same domain, or skipped while it fell behind): the counts may be short`
+      : "counted by the viewer at every boundary since it started";
+    if (ep) this.el.dataset.gaps = String(ep.gaps || 0);
     const parts = [
-      this.paused ? "<b>paused</b>" : this.ended ? "<b>ended</b>" : "live",
+      this.paused ? "<b>paused</b>" : this.ended ? "<b>ended</b>" : this.sequence === null ? "waiting for a boundary" : "live",
       `seq <b>${this.sequence ?? "—"}</b>`,
       `rev <b>${this.revision ?? "—"}</b>`,
       `${this.lastKind ?? ""}`,
@@ -581,6 +709,10 @@ class Panel {
       `skipped ${this.skipped}`,
       this.gated ? '<span title="Boundaries come faster than the page draws: the viewer subscribes once per drawn frame">paced</span>' : "",
     ];
+    if (ep || terminated || truncated) {
+      const least = ep && ep.gaps ? " (at least)" : "";
+      parts.push(`<span class="episodes" title="episode ends ${counted}">episodes: <span class="t">${terminated}</span> terminated, <span class="u">${truncated}</span> truncated${least}</span>`);
+    }
     if ("terminated" in sig) parts.push(sig.terminated ? '<b style="color:#c62828">terminated</b>' : "not terminated");
     if ("truncated" in sig) parts.push(sig.truncated ? '<b style="color:#ef8f00">truncated</b>' : "not truncated");
     this.stats.innerHTML = parts.filter((x) => x).join(" · ");
@@ -590,14 +722,6 @@ class Panel {
 function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)];
-}
-
-function noteRevision(panel, revision, why) {
-  if (revision === undefined || revision === null) return;
-  if (panel.revision !== null && revision !== panel.revision) {
-    panel.message(`revision ${panel.revision} → ${revision} (${why}: the resource was reset, reloaded or revived)`, "warn");
-  }
-  panel.revision = revision;
 }
 
 // ---- rendering loop: one credit per panel per drawn frame ----
@@ -682,7 +806,7 @@ function renderTree(list) {
     } });
     const li = el("li", { "data-id": id, "data-revision": String(d.revision) },
       el("div", { class: "res" }, toggle,
-        el("button", { class: "name", text: id, title: `watch ${id}`, onclick: () => new Panel(id) }),
+        el("button", { class: "name", title: `watch ${id}`, onclick: () => new Panel(id) }, idNode(id)),
         el("span", { class: `badge ${d.kind}`, text: d.kind }),
         el("span", { class: "rev", text: `rev ${d.revision} · seq ${d.sequence}` })),
       desc);
@@ -732,6 +856,7 @@ function onMessage(buffer) {
   switch (h.type) {
     case "upstream":
       if (h.state === "connected") {
+        window.viewerState.inProcess = !!h.in_process;
         setStatus("connected", "ok");
         $("#server").textContent = `${h.url} · ${h.server} ${h.server_version} · session ${h.session_id}`;
         if (window.viewerState.upstreamLost) banner(`Reconnected to ${h.url} (new session ${h.session_id}); panels resubscribed.`, "info");
@@ -770,6 +895,9 @@ function onMessage(buffer) {
     case "render_error":
       if (panel) panel.onRenderError(h);
       break;
+    case "render_wait":
+      if (panel) panel.renderBox.replaceChildren(el("div", { class: "field-name", text: `render: ${h.message}…` }));
+      break;
     case "error":
       banner(`viewer: ${h.code ? h.code + ": " : ""}${h.message}`);
       break;
@@ -800,7 +928,7 @@ function connect() {
   };
 }
 
-window.viewerState = { panels, resources, upstreamLost: false, watch: (id) => new Panel(id), history: HISTORY };
+window.viewerState = { panels, resources, upstreamLost: false, inProcess: false, watch: (id) => new Panel(id), history: HISTORY };
 $("#refresh").addEventListener("click", () => send({ op: "refresh" }));
 // Deep links: `/?watch=ID[,ID…]` opens those panels (they subscribe when the
 // connection to the viewer opens).

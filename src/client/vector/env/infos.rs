@@ -7,7 +7,7 @@
 //! again; [`StepInfos::to_vec`] and [`StepInfos::env`] split it for those
 //! who want one dict per env.
 
-use super::resource::split_info;
+use crate::codec::vector_info::split as split_info;
 use crate::codec::Dict;
 
 /// A batched resource's info as it arrived, for the envs

@@ -18,6 +18,7 @@
 use super::super::mode::AutoresetMode;
 use crate::client::{ClientError, EnvProxy, ProtocolViolation};
 use crate::codec::stack::unstack;
+use crate::codec::vector_info::split as split_info;
 use crate::codec::{DType, Dict, NdArray, ScalarKind, Value};
 use crate::host::space::{BinarySpace, BoxSpace, DictSpace, DynamicBoxSpace};
 use crate::host::{ResetArgs, ResetResult, Space};
@@ -132,72 +133,6 @@ fn entries(v: &Value, b: usize, what: &str) -> Result<Vec<f64>, ClientError> {
             format!("expected {b} entries, got {}", other.type_name()),
         )),
     }
-}
-
-/// A 0-d array as the scalar a single env would have sent (a float64,
-/// int64 or bool element); other dtypes stay 0-d arrays.
-fn scalar(v: Value) -> Value {
-    let Value::Array(a) = &v else { return v };
-    if a.ndim() != 0 {
-        return v;
-    }
-    let d = a.dtype().to_native();
-    match (d.kind(), d.itemsize()) {
-        (ScalarKind::Float, 8) => a.get_f64(0).map_or(v, Value::Float),
-        (ScalarKind::Bool, _) => a.get_f64(0).map_or(v, |x| Value::Bool(x != 0.0)),
-        (ScalarKind::Int, 8) if d == DType::I64 => a
-            .to_vec::<i64>()
-            .ok()
-            .and_then(|x| x.first().copied())
-            .map_or(v, Value::Int),
-        _ => v,
-    }
-}
-
-/// Splits a batched env's info (Gymnasium's vector layout: key `k` holds
-/// one entry per sub-env, `_k` the bool mask of those that have it; dicts
-/// nest) into one info per sub-env. A key without a mask of `b` booleans,
-/// or whose value cannot be split into `b` entries, is given whole to every
-/// sub-env.
-pub(super) fn split_info(info: &Dict, b: usize) -> Vec<Dict> {
-    let mut out = vec![Dict::with_capacity(info.len()); b];
-    for (key, value) in info.iter() {
-        if let Some(base) = key.strip_prefix('_') {
-            if info.contains_key(base) {
-                continue;
-            }
-        }
-        // `_key`, found without building the string.
-        let mask_of = info
-            .iter()
-            .find(|(k, _)| k.strip_prefix('_') == Some(key))
-            .map(|(_, m)| m);
-        let mask: Option<Vec<bool>> = mask_of
-            .and_then(|m| entries(m, b, "info mask").ok())
-            .map(|m| m.into_iter().map(|x| x != 0.0).collect());
-        let rows: Option<Vec<Value>> = match value {
-            Value::Dict(d) => Some(split_info(d, b).into_iter().map(Value::Dict).collect()),
-            Value::Array(_) | Value::List(_) => unstack(value, b)
-                .ok()
-                .map(|r| r.into_iter().map(scalar).collect()),
-            _ => None,
-        };
-        match (mask, rows) {
-            (Some(mask), Some(rows)) => {
-                for ((d, row), on) in out.iter_mut().zip(rows).zip(mask) {
-                    if on {
-                        d.insert(key, row);
-                    }
-                }
-            }
-            _ => {
-                for d in &mut out {
-                    d.insert(key, value.clone());
-                }
-            }
-        }
-    }
-    out
 }
 
 /// The reset arguments of a batched resource for its masked sub-envs:

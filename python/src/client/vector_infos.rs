@@ -1,6 +1,7 @@
-//! A vector step's infos in Gymnasium's vector layout, built here when they
-//! allow it, instead of one Python dict per sub-env that the Python side
-//! then gathers again (`unienv_remote.vector._gather_infos`). A batched
+//! A vector step's (or reset's) infos in Gymnasium's vector layout, built
+//! here when they allow it, instead of one Python dict per sub-env that the
+//! Python side then gathers with Gymnasium's own `_add_info`
+//! (`unienv_remote.vector._gather_infos`, the general way). A batched
 //! resource's info, which arrives in that layout, is read column by column
 //! as it arrived ([`StepInfos::blocks`]), never split into one dict per
 //! sub-env.
@@ -8,8 +9,8 @@
 //! The layout is what Gymnasium's `VectorEnv._add_info` gives env by env:
 //! key `k` holds one entry per env (zero where an env did not report it),
 //! `_k` the bool mask of the envs that did, keys in the first reporting
-//! env's order. Built here only for the case `_gather_infos` writes a column
-//! at a time: every env that reports has the same keys, no key starts with
+//! env's order. Built here only for the regular case, a column at a time:
+//! every env that reports has the same keys, no key starts with
 //! `_` or is `final_obs`, and each key's values are all floats (a `float64`
 //! column, as `numpy.zeros(n, float)`), all ints (`int64`), all bools
 //! (`bool`), or all arrays of one dtype and shape (stacked, byte order
@@ -20,11 +21,11 @@
 //! or `bool` column gives the scalars a single env would have sent.
 //! Anything else returns `None` and goes the general way.
 
-use crate::convert;
+use crate::common::convert;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use unienv_remote::client::vector::{InfoBlock, StepInfos};
-use unienv_remote::{DType, NdArray, ScalarKind, Value};
+use unienv_remote::{DType, Dict, NdArray, ScalarKind, Value};
 
 /// What a key holds in one env: a scalar (as its `float64`, `int64` or
 /// `bool` column's dtype) or an array of a dtype and shape.
@@ -144,21 +145,38 @@ impl<'a> Block<'a> {
 }
 
 /// The infos of a step's envs as Gymnasium's vector info dict, or `None`
-/// when they need the general way (see the module's docs). Not for a reset,
-/// whose unused envs' infos the Python side leaves out.
+/// when they need the general way (see the module's docs).
 pub(crate) fn gathered<'py>(
     py: Python<'py>,
     infos: &StepInfos,
 ) -> PyResult<Option<Bound<'py, PyDict>>> {
-    let Some(blocks) = infos
-        .blocks()
+    gather(py, infos.rows(), infos.blocks(), None)
+}
+
+/// A reset's infos (one per env) as Gymnasium's vector info dict, the
+/// envs not `used` (not reset) left out, or `None` when they need the
+/// general way.
+pub(crate) fn gathered_reset<'py>(
+    py: Python<'py>,
+    rows: &[Dict],
+    used: &[bool],
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    gather(py, rows, &[], Some(used))
+}
+
+fn gather<'py>(
+    py: Python<'py>,
+    rows: &[Dict],
+    blocks: &[InfoBlock],
+    used: Option<&[bool]>,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let Some(blocks) = blocks
         .iter()
         .map(Block::new)
         .collect::<Option<Vec<Block<'_>>>>()
     else {
         return Ok(None);
     };
-    let rows = infos.rows();
     let n = rows.len();
     // Where each env's values are: its row, or a block's row.
     let mut block_of: Vec<Option<(usize, usize)>> = vec![None; n];
@@ -170,9 +188,12 @@ pub(crate) fn gathered<'py>(
         }
     }
     let present: Vec<bool> = (0..n)
-        .map(|i| match block_of[i] {
-            Some((k, j)) => blocks[k].present[j],
-            None => !rows[i].is_empty(),
+        .map(|i| {
+            used.is_none_or(|u| u.get(i) == Some(&true))
+                && match block_of[i] {
+                    Some((k, j)) => blocks[k].present[j],
+                    None => !rows[i].is_empty(),
+                }
         })
         .collect();
     let Some(head) = present.iter().position(|&p| p) else {

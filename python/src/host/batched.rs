@@ -19,8 +19,9 @@
 //! threads); a batch faulted by an earlier step goes the plain way, which
 //! refuses it.
 
-use crate::convert::{check_bounded, new_array, wire_dtype, ConvertError};
-use crate::fast::{convert_result, sole_array, StepOutcome};
+use crate::common::convert::{check_bounded, new_array, wire_dtype, ConvertError};
+use crate::host::hooks;
+use crate::host::outcome::{convert_result, sole_array, StepOutcome};
 use numpy::npyffi::{npy_intp, PY_ARRAY_API};
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::intern;
@@ -366,12 +367,9 @@ impl<'py> Rows<'py> {
 
 impl FastBatch {
     /// The fast path of `obj`, when it is a `BatchedEnv` that allows it
-    /// (its `_native_step_plan()`); `None` for anything else.
+    /// (the hooks' `batch_step_plan`); `None` for anything else.
     pub(crate) fn detect(obj: &Bound<'_, PyAny>) -> Option<FastBatch> {
-        let plan = crate::descriptor::attr_str(obj, "_native_step_plan").ok()??;
-        let envs = plan.call0().ok()?;
-        let envs = envs.cast::<PyList>().ok()?;
-        let envs: Vec<Py<PyAny>> = envs.iter().map(Bound::unbind).collect();
+        let envs = hooks::batch_step_plan(obj).ok()??;
         (!envs.is_empty()).then_some(FastBatch { envs })
     }
 
@@ -384,17 +382,17 @@ impl FastBatch {
         kwargs: &Dict,
         max_message_size: usize,
     ) -> Option<StepOutcome> {
-        let py = obj.py();
         let n = self.envs.len();
         let action = sole_array(args, kwargs)?;
         if action.shape().first() != Some(&n) {
             return None;
         }
-        // A faulted batch: `step` itself refuses it, with its message.
+        // A faulted batch (its public `faulted`): `step` itself refuses it,
+        // with its message.
         if obj
-            .getattr(intern!(py, "_faulted"))
+            .getattr(intern!(obj.py(), "faulted"))
             .and_then(|f| f.is_truthy())
-            .map_or(true, |faulted| faulted)
+            .unwrap_or(true)
         {
             return None;
         }
@@ -449,10 +447,8 @@ impl FastBatch {
             .into_iter()
             .map(|(i, e)| (i, e.into_value(py).into_any()))
             .collect();
-        let result = obj.call_method1(
-            intern!(py, "_complete_step"),
-            (PyList::new(py, raw)?, PyList::new(py, errors)?),
-        )?;
+        let result =
+            hooks::complete_batch_step(obj, PyList::new(py, raw)?, PyList::new(py, errors)?)?;
         convert_result(&result, max_message_size)
     }
 }

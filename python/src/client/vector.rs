@@ -9,8 +9,8 @@
 //! stacked arrays into NumPy arrays (and of the small per-env info dicts)
 //! holds it.
 
-use crate::client::client_error;
-use crate::convert::{self, ArrayMode};
+use crate::client::remote::client_error;
+use crate::common::convert::{self, ArrayMode};
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -58,7 +58,9 @@ fn top_error(py: Python<'_>, e: VectorError) -> PyErr {
             wrapped
         }
         VectorError::InvalidUse(msg) => PyValueError::new_err(msg),
-        VectorError::Interrupted => crate::wait::interrupted_mutation(py, "the vector env's call"),
+        VectorError::Interrupted => {
+            crate::common::wait::interrupted_mutation(py, "the vector env's call")
+        }
         other => PyRuntimeError::new_err(other.to_string()),
     }
 }
@@ -88,7 +90,7 @@ fn infos_to_py<'py>(py: Python<'py>, infos: &[Dict]) -> PyResult<Bound<'py, PyLi
 }
 
 /// A step's infos: Gymnasium's vector info dict when
-/// [`crate::vector_infos`] can build it, else one dict per env as
+/// [`crate::client::vector_infos`] can build it, else one dict per env as
 /// [`infos_to_py`] gives them.
 fn step_infos_to_py<'py>(py: Python<'py>, infos: &StepInfos) -> PyResult<Bound<'py, PyAny>> {
     let empty =
@@ -96,7 +98,7 @@ fn step_infos_to_py<'py>(py: Python<'py>, infos: &StepInfos) -> PyResult<Bound<'
     if empty {
         return Ok(PyList::empty(py).into_any());
     }
-    Ok(match crate::vector_infos::gathered(py, infos)? {
+    Ok(match crate::client::vector_infos::gathered(py, infos)? {
         Some(gathered) => gathered.into_any(),
         None => infos_to_py(py, &infos.to_vec())?.into_any(),
     })
@@ -115,10 +117,67 @@ fn id_column<'py>(py: Python<'py>, ids: &[usize]) -> PyResult<Bound<'py, PyAny>>
     })
 }
 
+/// What `VectorEnv.step_wait` and `recv` return: one vector step's results
+/// by name (`_native.VectorStep`), rows in the order of `env_id`.
+#[pyclass(module = "unienv_remote._native", name = "VectorStep", frozen, get_all)]
+pub struct PyVectorStep {
+    /// The stacked observations (`None` when no env returned one).
+    pub(crate) observation: Py<PyAny>,
+    /// `float64` rewards, one per row.
+    pub(crate) reward: Py<PyAny>,
+    /// `bool` terminations, one per row.
+    pub(crate) terminated: Py<PyAny>,
+    /// `bool` truncations, one per row.
+    pub(crate) truncated: Py<PyAny>,
+    /// One info dict per row, or already Gymnasium's vector layout
+    /// (`{k: column, "_k": mask}`); `[]` when every info is empty.
+    pub(crate) infos: Py<PyAny>,
+    /// `bool`, per row: the row is an autoreset's (NextStep mode).
+    pub(crate) autoreset: Py<PyAny>,
+    /// `[(position, final_obs, final_info)]` of the rows whose episode ended
+    /// (SameStep mode).
+    pub(crate) finals: Py<PyAny>,
+    /// `[(index, kind, exception)]`: the envs that failed (by env index).
+    pub(crate) errors: Py<PyAny>,
+    /// `int64`: each row's env index.
+    pub(crate) env_id: Py<PyAny>,
+}
+
+#[pymethods]
+impl PyVectorStep {
+    /// A step's results built in Python (a restart's or two `recv`s' merged).
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (observation, reward, terminated, truncated, infos, autoreset, finals, errors, env_id))]
+    fn new(
+        observation: Py<PyAny>,
+        reward: Py<PyAny>,
+        terminated: Py<PyAny>,
+        truncated: Py<PyAny>,
+        infos: Py<PyAny>,
+        autoreset: Py<PyAny>,
+        finals: Py<PyAny>,
+        errors: Py<PyAny>,
+        env_id: Py<PyAny>,
+    ) -> PyVectorStep {
+        PyVectorStep {
+            observation,
+            reward,
+            terminated,
+            truncated,
+            infos,
+            autoreset,
+            finals,
+            errors,
+            env_id,
+        }
+    }
+}
+
 /// A vector step as Python objects (see `PyVectorEnv::step_wait`); its
-/// infos already in Gymnasium's vector layout when [`crate::vector_infos`]
+/// infos already in Gymnasium's vector layout when [`crate::client::vector_infos`]
 /// can build it, else one dict per env.
-fn step_to_py<'py>(py: Python<'py>, s: &VectorStep) -> PyResult<Bound<'py, PyTuple>> {
+fn step_to_py<'py>(py: Python<'py>, s: &VectorStep) -> PyResult<Bound<'py, PyVectorStep>> {
     let finals = PyList::empty(py);
     for (i, (o, inf)) in s.final_observation.iter().zip(&s.final_info).enumerate() {
         if let Some(o) = o {
@@ -129,19 +188,19 @@ fn step_to_py<'py>(py: Python<'py>, s: &VectorStep) -> PyResult<Bound<'py, PyTup
             finals.append((i, convert::to_py(py, o)?, info))?;
         }
     }
-    PyTuple::new(
+    Bound::new(
         py,
-        [
-            convert::to_py(py, &s.observation)?,
-            convert::f64_column(py, &s.reward)?,
-            convert::bool_column(py, &s.terminated)?,
-            convert::bool_column(py, &s.truncated)?,
-            step_infos_to_py(py, &s.infos)?,
-            convert::bool_column(py, &s.autoreset)?,
-            finals.into_any(),
-            errors_to_py(py, &s.errors)?.into_any(),
-            id_column(py, &s.env_id)?,
-        ],
+        PyVectorStep {
+            observation: convert::to_py(py, &s.observation)?.unbind(),
+            reward: convert::f64_column(py, &s.reward)?.unbind(),
+            terminated: convert::bool_column(py, &s.terminated)?.unbind(),
+            truncated: convert::bool_column(py, &s.truncated)?.unbind(),
+            infos: step_infos_to_py(py, &s.infos)?.unbind(),
+            autoreset: convert::bool_column(py, &s.autoreset)?.unbind(),
+            finals: finals.into_any().unbind(),
+            errors: errors_to_py(py, &s.errors)?.into_any().unbind(),
+            env_id: id_column(py, &s.env_id)?.unbind(),
+        },
     )
 }
 
@@ -163,7 +222,7 @@ impl PyVectorEnv {
     where
         T: Send,
     {
-        let result = crate::wait::detach(py, || {
+        let result = crate::common::wait::detach(py, || {
             let mut guard = self.env.lock();
             match guard.as_mut() {
                 Some(env) => Ok(f(env)),
@@ -218,7 +277,7 @@ impl PyVectorEnv {
         let mode = AutoresetMode::parse(autoreset_mode).ok_or_else(|| {
             PyValueError::new_err(format!("unknown autoreset mode {autoreset_mode:?}"))
         })?;
-        let timeout = crate::wait::timeout_arg(timeout, "timeout")?;
+        let timeout = crate::common::wait::timeout_arg(timeout, "timeout")?;
         let mut config = ClientConfig::default().with_timeout(timeout);
         config.token = token;
         config.ca_file = ca_file;
@@ -285,7 +344,9 @@ impl PyVectorEnv {
 
     /// Resets the envs (those where `mask` is true, or all): one seed per
     /// env, `options` passed to every env as the `options` keyword.
-    /// Returns `(observation, infos, errors, mask)`.
+    /// Returns `(observation, infos, errors, mask)`, `infos` in Gymnasium's
+    /// vector layout when the extension can gather them (the envs not reset
+    /// left out), else one dict per env.
     #[pyo3(signature = (seeds, options = None, mask = None))]
     fn reset<'py>(
         &self,
@@ -316,7 +377,10 @@ impl PyVectorEnv {
             py,
             [
                 convert::to_py(py, &r.observation)?,
-                infos_to_py(py, &r.infos)?.into_any(),
+                match crate::client::vector_infos::gathered_reset(py, &r.infos, &mask)? {
+                    Some(gathered) => gathered.into_any(),
+                    None => infos_to_py(py, &r.infos)?.into_any(),
+                },
                 errors_to_py(py, &r.errors)?.into_any(),
                 array_to_py(py, NdArray::from_vec(mask))?,
             ],
@@ -330,11 +394,9 @@ impl PyVectorEnv {
         self.with_nonblocking(py, move |env| env.step_async_stacked(&actions))
     }
 
-    /// Waits for the pending step. Returns `(observation, rewards,
-    /// terminations, truncations, infos, autoreset, finals, errors,
-    /// env_id)`, where `finals` lists `(position, final_obs, final_info)`
-    /// (SameStep mode) and errors name envs by index.
-    fn step_wait<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    /// Waits for the pending step and returns its [`PyVectorStep`] (every
+    /// env, in order).
+    fn step_wait<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyVectorStep>> {
         let s: VectorStep = self.with(py, |env| env.step_wait())?;
         step_to_py(py, &s)
     }
@@ -347,9 +409,9 @@ impl PyVectorEnv {
     }
 
     /// Waits for the results of at least `min` sub-environments (whole
-    /// resources, in arrival order); the same tuple as `step_wait`, its
-    /// last item the sub-environments' ids.
-    fn recv<'py>(&self, py: Python<'py>, min: usize) -> PyResult<Bound<'py, PyTuple>> {
+    /// resources, in arrival order): a [`PyVectorStep`] whose `env_id` names
+    /// each row's env.
+    fn recv<'py>(&self, py: Python<'py>, min: usize) -> PyResult<Bound<'py, PyVectorStep>> {
         let s: VectorStep = self.with(py, move |env| env.recv(min))?;
         step_to_py(py, &s)
     }
@@ -394,7 +456,8 @@ impl PyVectorEnv {
     }
 }
 
-/// Registers `VectorEnv`.
+/// Registers `VectorEnv` and `VectorStep`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyVectorEnv>()
+    m.add_class::<PyVectorEnv>()?;
+    m.add_class::<PyVectorStep>()
 }

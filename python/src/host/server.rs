@@ -14,15 +14,19 @@
 //! `str(exc)`, or `serialization_error` for a value the codec cannot carry
 //! (the reference's `CodecError`); a mutation that raised faults its domain.
 
-use crate::actions::ActionGuard;
-use crate::convert::{dict_to_py, from_py_bounded, to_py, ArrayMode, ConvertError};
-use crate::descriptor::{self, attr_str, Probe};
-use crate::fast::{convert_result, FastStep};
+use crate::common::convert::{dict_to_py, from_py_bounded, to_py, ArrayMode, ConvertError};
+use crate::host::actions::ActionGuard;
+use crate::host::attr::attr_str;
+use crate::host::descriptor::{self, Probe};
+use crate::host::fast::FastStep;
+use crate::host::hooks;
+use crate::host::outcome::convert_result;
+use crate::host::python::{host_error, with_python};
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyList, PyTuple};
 use std::time::Duration;
 use unienv_remote::host::{Field, HostError, HostResult};
 use unienv_remote::protocol::ResourceKind;
@@ -32,40 +36,8 @@ use unienv_remote::server::{
 };
 use unienv_remote::{Dict, Value};
 
-#[path = "server_shutdown.rs"]
 mod shutdown;
-use shutdown::{log_warning, shut_down};
-
-pyo3::import_exception!(unienv_interface.remote.codec, CodecError);
-
-thread_local! {
-    /// Whether this worker thread keeps a Python thread state for its life.
-    static THREAD_STATE_KEPT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Runs `f` attached to the interpreter (holding the GIL), from a domain's
-/// worker thread. The first call on a thread creates its Python thread
-/// state and keeps it (with the GIL released): otherwise every call would
-/// create and destroy one, which takes the interpreter-wide head lock that
-/// all domains share.
-fn with_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
-    THREAD_STATE_KEPT.with(|kept| {
-        // SAFETY: Py_IsInitialized may be called at any time.
-        if !kept.get() && unsafe { pyo3::ffi::Py_IsInitialized() } != 0 {
-            // SAFETY: the interpreter is initialized (checked above). This
-            // thread holds no GIL here (domain workers only attach through
-            // this function, and `kept` is false on first use): Ensure
-            // creates its thread state and takes the GIL, SaveThread releases
-            // the GIL keeping the state registered as the thread's own.
-            unsafe {
-                let _ = pyo3::ffi::PyGILState_Ensure();
-                let _ = pyo3::ffi::PyEval_SaveThread();
-            }
-            kept.set(true);
-        }
-    });
-    Python::attach(f)
-}
+use shutdown::{log_warning, shut_down, shut_down_in_background};
 
 /// Why the server could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -95,17 +67,6 @@ impl From<SetupError> for PyErr {
     }
 }
 
-/// A Python exception as a host error: `str(exc)`, and the reference's
-/// `CodecError` as a serialization error.
-pub(crate) fn host_error(py: Python<'_>, e: PyErr) -> HostError {
-    let message = e.value(py).str().map(|s| s.to_string()).unwrap_or_default();
-    if e.is_instance_of::<CodecError>(py) {
-        HostError::serialization(message)
-    } else {
-        HostError::new(message)
-    }
-}
-
 /// One hosted Python object.
 struct PyResource {
     obj: Py<PyAny>,
@@ -124,10 +85,6 @@ struct PyResource {
 /// The Python objects of one domain.
 struct PyHost {
     resources: Vec<PyResource>,
-    /// The Python `RemoteServer` class, for its static helpers (disposal
-    /// and argument mapping): not the instance, which this (held by a Rust
-    /// thread, invisible to the garbage collector) would keep alive forever.
-    server: Py<PyAny>,
     /// Per resource, whether its descriptor changed, checked at the end of
     /// a successful call while still attached to the interpreter: the
     /// domain reads every descriptor right after a call (they go in its
@@ -181,7 +138,6 @@ fn resource_from_layout(entry: &Bound<'_, PyAny>, validate: bool) -> PyResult<Py
 }
 
 fn host_from_layout(
-    server: Py<PyAny>,
     layout: &Bound<'_, PyAny>,
     validate: bool,
     max_message_size: usize,
@@ -197,7 +153,6 @@ fn host_from_layout(
     }
     Ok(PyHost {
         resources,
-        server,
         after_call: Vec::new(),
         max_message_size,
     })
@@ -229,7 +184,7 @@ impl ForeignHost for PyHost {
             let checked = r.guard.enabled();
             r.probe.read(&obj, id, kind, checked).unwrap_or_else(|e| {
                 let error = host_error(py, e);
-                tracing::warn!(resource = %id, %error, "descriptor not read");
+                tracing::warn!(target: "unienv_remote_native::server", resource = %id, %error, "descriptor not read");
                 Dict::new()
             })
         })
@@ -288,7 +243,6 @@ impl ForeignHost for PyHost {
         mut kwargs: Dict,
     ) -> HostResult<Value> {
         self.after_call.clear();
-        let server = &self.server;
         let resources = &mut self.resources;
         let after_call = &mut self.after_call;
         let max_message_size = self.max_message_size;
@@ -318,13 +272,7 @@ impl ForeignHost for PyHost {
                 // Interned: the method names are few, and looked up per call.
                 let method = pyo3::types::PyString::intern(py, method);
                 if !r.numpy {
-                    let mapped = server.bind(py).call_method1(
-                        intern!(py, "_map_arguments"),
-                        (r.obj.bind(py), pargs, pkwargs),
-                    )?;
-                    let (a, k): (Bound<'_, PyTuple>, Bound<'_, PyDict>) = mapped.extract()?;
-                    pargs = a;
-                    pkwargs = k;
+                    (pargs, pkwargs) = hooks::map_arguments(r.obj.bind(py), pargs, pkwargs)?;
                 }
                 let result = r
                     .obj
@@ -340,13 +288,13 @@ impl ForeignHost for PyHost {
             r.guard.finished(method, outcome.is_ok());
             let value = outcome.map_err(|e| {
                 let mutation = kind.is_mutation(method).unwrap_or(true);
-                crate::log::exception(py, &format!("{method}() on '{id}'"), mutation, &e);
+                crate::common::log::exception(py, &format!("{method}() on '{id}'"), mutation, &e);
                 host_error(py, e)
             })?;
             let value = match value {
                 Ok(value) => value,
                 Err(too_large) => {
-                    tracing::warn!(resource = %id, %method, error = %too_large, "result too large");
+                    tracing::warn!(target: "unienv_remote_native::server", resource = %id, %method, error = %too_large, "result too large");
                     return Err(HostError::result_too_large(too_large.to_string()));
                 }
             };
@@ -414,7 +362,7 @@ impl ForeignHost for PyHost {
             };
             run().map_err(|e| {
                 let what = format!("reading {} of '{}'", field.name(), r.info.id);
-                crate::log::exception(py, &what, false, &e);
+                crate::common::log::exception(py, &what, false, &e);
                 host_error(py, e)
             })
         })
@@ -422,19 +370,15 @@ impl ForeignHost for PyHost {
 
     fn close(&mut self) {
         self.after_call.clear();
-        let server = &self.server;
         let resources = &self.resources;
         with_python(|py| {
             let items: Vec<(String, Py<PyAny>)> = resources
                 .iter()
                 .map(|r| (r.info.kind.as_str().to_string(), r.obj.clone_ref(py)))
                 .collect();
-            if let Err(e) = server
-                .bind(py)
-                .call_method1(intern!(py, "_dispose"), (items,))
-            {
+            if let Err(e) = hooks::dispose(py, items) {
                 let error = host_error(py, e);
-                tracing::error!(%error, "disposal failed");
+                tracing::error!(target: "unienv_remote_native::server", %error, "disposal failed");
             }
         });
     }
@@ -500,7 +444,7 @@ impl PyServer {
         record_dir: Option<std::path::PathBuf>,
         max_connection_bytes: Option<usize>,
         max_server_bytes: Option<usize>,
-        // The recording's storage writer (`None`: the default, Parquet), see python/src/record.rs.
+        // The recording's storage writer (`None`: the default, Parquet), see python/src/client/record.rs.
         record_format: Option<Bound<'_, PyAny>>,
         // The server's placement (`ServerConfig::cpus`).
         cpus: Option<Vec<usize>>,
@@ -540,7 +484,7 @@ impl PyServer {
                 .unwrap_or_default(),
             tls,
             record_dir,
-            record_format: crate::record::format(record_format.as_ref())?,
+            record_format: crate::client::record::format(record_format.as_ref())?,
             // The byte budgets (None: the crate's defaults).
             max_connection_bytes: max_connection_bytes
                 .unwrap_or(ServerConfig::default().max_connection_bytes),
@@ -548,10 +492,9 @@ impl PyServer {
             cpus: cpus.clone(),
             ..ServerConfig::default()
         };
-        // Domain threads hold the class (static helpers) and, for factories,
-        // a weak reference to the instance: a RemoteServer dropped without
-        // close() is collected, and its PyServer's drop shuts it down.
-        let class = server.bind(py).get_type().into_any().unbind();
+        // Domain threads of factories hold a weak reference to the
+        // instance: a RemoteServer dropped without close() is collected, and
+        // its PyServer's drop shuts it down.
         let weak = py
             .import(intern!(py, "weakref"))?
             .call_method1(intern!(py, "ref"), (server.bind(py),))?
@@ -563,12 +506,7 @@ impl PyServer {
             let spec = if payload.is_callable() {
                 DomainSpec::Factory(payload.unbind())
             } else {
-                let host = host_from_layout(
-                    class.clone_ref(py),
-                    &payload,
-                    validate_actions,
-                    max_message_size,
-                )?;
+                let host = host_from_layout(&payload, validate_actions, max_message_size)?;
                 if host.resources[0].info.id != root {
                     return Err(SetupError::Layout(format!(
                         "the first resource of {root:?} is {:?}",
@@ -607,8 +545,7 @@ impl PyServer {
                         builder.register_with(&root, move || Ok(Hosted::foreign(host)))?;
                     }
                     DomainSpec::Factory(factory) => {
-                        let (weak, class) =
-                            Python::attach(|py| (weak.clone_ref(py), class.clone_ref(py)));
+                        let weak = Python::attach(|py| weak.clone_ref(py));
                         let id = root.clone();
                         builder.register_factory(&root, move || {
                             with_python(|py| {
@@ -620,16 +557,8 @@ impl PyServer {
                                         ));
                                     }
                                     let product = factory.bind(py).call0()?;
-                                    let layout = server.call_method1(
-                                        intern!(py, "_layout_factory"),
-                                        (&id, product),
-                                    )?;
-                                    host_from_layout(
-                                        class.clone_ref(py),
-                                        &layout,
-                                        validate_actions,
-                                        max_message_size,
-                                    )
+                                    let layout = hooks::layout_factory(&server, &id, product)?;
+                                    host_from_layout(&layout, validate_actions, max_message_size)
                                 };
                                 build().map(Hosted::foreign).map_err(|e| host_error(py, e))
                             })
@@ -705,7 +634,7 @@ impl PyServer {
         py: Python<'_>,
         timeout: Option<f64>,
         max_message_size: usize,
-    ) -> PyResult<crate::client::PyClient> {
+    ) -> PyResult<crate::client::remote::PyClient> {
         let transport = {
             let guard = self.runtime.lock();
             let runtime = guard
@@ -716,7 +645,7 @@ impl PyServer {
         };
         // Not holding the runtime's lock while the client says hello and
         // discovers: a hosted call may connect (or close) meanwhile.
-        crate::client::PyClient::over_memory(py, transport, timeout, max_message_size)
+        crate::client::remote::PyClient::over_memory(py, transport, timeout, max_message_size)
     }
 
     /// Number of connected sessions.
@@ -760,7 +689,7 @@ impl PyServer {
                 let _ = done_tx.send(());
             })
             .map_err(|e| PyRuntimeError::new_err(format!("cannot start closing: {e}")))?;
-        match crate::wait::recv(py, done) {
+        match crate::common::wait::recv(py, done) {
             Ok(_) => Ok(()),
             Err(e) => {
                 log_warning(
@@ -795,4 +724,16 @@ fn listen_error(e: &std::io::Error, host: &str, port: u16) -> PyErr {
         return PyOSError::new_err(e.to_string());
     }
     PyOSError::new_err(format!("cannot listen on {host}:{port}: {e}"))
+}
+
+impl Drop for PyServer {
+    /// A server dropped without `close()` (its `RemoteServer` collected):
+    /// shut down on a thread of its own ([`shut_down_in_background`]).
+    fn drop(&mut self) {
+        let Some(runtime) = self.runtime.get_mut().take() else {
+            return;
+        };
+        let listeners: Vec<Listener> = std::mem::take(self.listeners.get_mut());
+        shut_down_in_background(runtime, listeners, self.server.clone());
+    }
 }

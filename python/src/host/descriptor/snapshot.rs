@@ -5,7 +5,7 @@
 //! dicts) and keeps the scalars it holds (`None`, `bool`, `int`, `float`,
 //! `str` of exactly those types, which never change) and copies NumPy
 //! arrays' bytes. [`Snapshot::matches`] then walks the current object
-//! beside it: it answers `true` only when [`crate::convert::from_py`] would
+//! beside it: it answers `true` only when [`crate::common::convert::from_py`] would
 //! give the current object exactly the value the snapshot was taken from,
 //! byte for byte once encoded:
 //!
@@ -27,7 +27,7 @@
 //! called: only `int` and `str` comparisons), so a value cannot change
 //! while it is walked.
 
-use crate::convert::{array_from_py, wire_dtype, ArrayMode};
+use crate::common::convert::{array_from_py, wire_dtype, ArrayMode};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};

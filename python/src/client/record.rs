@@ -8,12 +8,13 @@
 //! held, since the learner may write them afterwards); everything else
 //! (rows, conversions, files) happens on the writer thread.
 
-use crate::convert::{self, ArrayMode};
+use crate::client::vector::PyVectorStep;
+use crate::common::convert::{self, ArrayMode};
 use numpy::PyReadonlyArray1;
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -210,24 +211,25 @@ impl PyRecorder {
         Ok(())
     }
 
-    /// A step's (or `recv`'s) native results, the 9-tuple of
-    /// `VectorEnv.step_wait`.
-    fn stepped(&self, py: Python<'_>, native: &Bound<'_, PyTuple>) -> PyResult<()> {
-        let observation = native.get_item(0)?;
-        let reward: Vec<f64> = vec1(&native.get_item(1)?, "rewards")?;
-        let terminated: Vec<bool> = vec1(&native.get_item(2)?, "terminations")?;
-        let truncated: Vec<bool> = vec1(&native.get_item(3)?, "truncations")?;
-        let autoreset: Vec<bool> = vec1(&native.get_item(5)?, "autoreset")?;
+    /// A step's (or `recv`'s) native results, `VectorEnv.step_wait`'s
+    /// `VectorStep`.
+    fn stepped(&self, py: Python<'_>, native: &Bound<'_, PyVectorStep>) -> PyResult<()> {
+        let native = native.get();
+        let observation = native.observation.bind(py).clone();
+        let reward: Vec<f64> = vec1(native.reward.bind(py), "rewards")?;
+        let terminated: Vec<bool> = vec1(native.terminated.bind(py), "terminations")?;
+        let truncated: Vec<bool> = vec1(native.truncated.bind(py), "truncations")?;
+        let autoreset: Vec<bool> = vec1(native.autoreset.bind(py), "autoreset")?;
         let mut finals: HashMap<usize, Value> = HashMap::new();
-        for item in native.get_item(6)?.cast::<PyList>()?.iter() {
+        for item in native.finals.bind(py).cast::<PyList>()?.iter() {
             let position: usize = item.get_item(0)?.extract()?;
             finals.insert(
                 position,
                 convert::from_py(&item.get_item(1)?, ArrayMode::Copy)?,
             );
         }
-        let (failed, refused) = failed(&native.get_item(7)?)?;
-        let ids: Vec<usize> = vec1::<i64>(&native.get_item(8)?, "env_id")?
+        let (failed, refused) = failed(native.errors.bind(py))?;
+        let ids: Vec<usize> = vec1::<i64>(native.env_id.bind(py), "env_id")?
             .into_iter()
             .map(|i| usize::try_from(i).unwrap_or(usize::MAX))
             .collect();

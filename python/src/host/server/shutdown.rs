@@ -1,7 +1,6 @@
-//! Shutting a [`PyServer`] down: `close()`'s helpers and the drop of a
+//! Shutting a `_native.Server` down: `close()`'s helpers and the drop of a
 //! server whose `RemoteServer` was collected without `close()`.
 
-use super::PyServer;
 use pyo3::intern;
 use pyo3::prelude::*;
 use std::time::Duration;
@@ -22,23 +21,19 @@ pub(super) fn shut_down(
     runtime.shutdown_timeout(Duration::from_secs(1));
 }
 
-impl Drop for PyServer {
-    /// A server dropped without `close()` (its `RemoteServer` collected):
-    /// shut down on a thread of its own, not waiting here (this runs with
-    /// the interpreter attached, which the domain threads need to dispose
-    /// of their objects).
-    fn drop(&mut self) {
-        let Some(runtime) = self.runtime.get_mut().take() else {
-            return;
-        };
-        let listeners: Vec<Listener> = std::mem::take(self.listeners.get_mut());
-        let server = self.server.clone();
-        let closing = std::thread::Builder::new()
-            .name("unienv-server-drop".into())
-            .spawn(move || shut_down(runtime, listeners, server));
-        if let Err(e) = closing {
-            tracing::error!(error = %e, "cannot close a dropped server");
-        }
+/// Shuts a server dropped without `close()` down on a thread of its own,
+/// not waiting here (the drop runs with the interpreter attached, which the
+/// domain threads need to dispose of their objects).
+pub(super) fn shut_down_in_background(
+    runtime: tokio::runtime::Runtime,
+    listeners: Vec<Listener>,
+    server: Server,
+) {
+    let closing = std::thread::Builder::new()
+        .name("unienv-server-drop".into())
+        .spawn(move || shut_down(runtime, listeners, server));
+    if let Err(e) = closing {
+        tracing::error!(target: "unienv_remote_native::server::shutdown", error = %e, "cannot close a dropped server");
     }
 }
 
@@ -49,6 +44,6 @@ pub(super) fn log_warning(py: Python<'_>, message: &str) {
         .and_then(|m| m.call_method1(intern!(py, "getLogger"), ("unienv_remote.server",)))
         .and_then(|l| l.call_method1(intern!(py, "warning"), (message,)));
     if logged.is_err() {
-        tracing::warn!("{message}");
+        tracing::warn!(target: "unienv_remote_native::server::shutdown", "{message}");
     }
 }

@@ -17,7 +17,7 @@
 //! integer boxes whose `high` UniEnv means as exclusive (`[start, start+n)`)
 //! while its document reads as inclusive: the check uses `start+n-1`.
 
-use crate::convert::{from_py, ArrayMode};
+use crate::common::convert::{from_py, ArrayMode};
 use pyo3::intern;
 use pyo3::prelude::*;
 use unienv_remote::codec::ScalarKind;
@@ -92,7 +92,7 @@ impl ActionGuard {
                     *action = converted;
                 }
                 if let Err(problem) = space.check(action, "action") {
-                    tracing::info!(resource = %id, method, %problem, "action refused");
+                    tracing::info!(target: "unienv_remote_native::actions", resource = %id, method, %problem, "action refused");
                     return Err(HostError::invalid_argument(format!(
                         "{method}() on '{id}' refused the action: {problem}"
                     )));
@@ -100,7 +100,7 @@ impl ActionGuard {
             }
         }
         if self.tracks_reset && method == "step" && !self.reset_done {
-            tracing::info!(resource = %id, "step before reset refused");
+            tracing::info!(target: "unienv_remote_native::actions", resource = %id, "step before reset refused");
             return Err(HostError::invalid_argument(STEP_BEFORE_RESET));
         }
         Ok(())
@@ -186,8 +186,8 @@ pub(crate) fn published(obj: &Bound<'_, PyAny>, name: &str, doc: Value, enabled:
 /// element by element); `None` for any other object, or without gymnasium.
 fn gymnasium_space<'py>(obj: &Bound<'py, PyAny>, name: &str) -> Option<Bound<'py, PyAny>> {
     let py = obj.py();
-    if let Some(batched) = crate::descriptor::attr_str(obj, "_gymnasium_space").ok()? {
-        return batched.call1((name,)).ok().filter(|s| !s.is_none());
+    if let Some(batched) = crate::host::hooks::gymnasium_space(obj, name).ok()? {
+        return Some(batched);
     }
     let class = py
         .import(intern!(py, "unienv_interface.wrapper.gym_compat"))
@@ -273,7 +273,7 @@ fn coerce_action<'py>(
         return Ok(action);
     };
     match space.coerce(&value) {
-        Some(converted) => crate::convert::to_py(py, &converted),
+        Some(converted) => crate::common::convert::to_py(py, &converted),
         None => Ok(action),
     }
 }

@@ -4,9 +4,9 @@
 //! The Python package (`unienv_remote/client.py`, `proxies.py`) builds the
 //! reference's public surface on top of it. Every method that may wait on
 //! the network releases the GIL while it waits; values cross the boundary
-//! through [`crate::convert`].
+//! through [`crate::common::convert`].
 
-use crate::convert::{self, ArrayMode};
+use crate::common::convert::{self, ArrayMode};
 use parking_lot::Mutex;
 use pyo3::exceptions::{
     PyConnectionError, PyConnectionRefusedError, PyRuntimeError, PyTimeoutError, PyValueError,
@@ -86,7 +86,7 @@ pub fn client_error(py: Python<'_>, error: ClientError) -> PyErr {
         }
         ClientError::Codec(e) => convert::CodecError::new_err(e.to_string()),
         ClientError::InvalidUse(reason) => PyRuntimeError::new_err(reason.to_string()),
-        ClientError::Interrupted => crate::wait::interrupted(py),
+        ClientError::Interrupted => crate::common::wait::interrupted(py),
         ClientError::Config(e) => PyRuntimeError::new_err(e.to_string()),
         other => PyRuntimeError::new_err(other.to_string()),
     }
@@ -110,7 +110,7 @@ fn refusal_hint(failure: &ConnectFailure) -> String {
 }
 
 fn seconds(timeout: Option<f64>) -> PyResult<Option<Duration>> {
-    crate::wait::timeout_arg(timeout, "timeout")
+    crate::common::wait::timeout_arg(timeout, "timeout")
 }
 
 /// Identifies one descriptor version: its address and `(revision, sequence)`.
@@ -149,8 +149,9 @@ impl PyClient {
             max_message_size,
             ..ClientConfig::default()
         };
-        let client = crate::wait::detach(py, || blocking::Client::over_memory(transport, config))
-            .map_err(|e| client_error(py, e))?;
+        let client =
+            crate::common::wait::detach(py, || blocking::Client::over_memory(transport, config))
+                .map_err(|e| client_error(py, e))?;
         Ok(PyClient {
             client,
             nodes: Mutex::new(HashMap::new()),
@@ -162,7 +163,7 @@ impl PyClient {
     /// the connection (a mutation: its outcome is unknown) says so.
     fn fail(&self, py: Python<'_>, e: ClientError, what: &str) -> PyErr {
         if matches!(e, ClientError::Interrupted) && self.client.is_closed() {
-            return crate::wait::interrupted_mutation(py, what);
+            return crate::common::wait::interrupted_mutation(py, what);
         }
         client_error(py, e)
     }
@@ -175,7 +176,7 @@ impl PyClient {
         if let Some(node) = self.nodes.lock().get(resource_id) {
             return Ok(node.clone());
         }
-        let node = crate::wait::detach(py, || self.client.node(resource_id))
+        let node = crate::common::wait::detach(py, || self.client.node(resource_id))
             .map_err(|e| client_error(py, e))?;
         self.nodes
             .lock()
@@ -273,7 +274,7 @@ impl PyClient {
         if max_message_size < unienv_remote::codec::MIN_MAX_MESSAGE_SIZE {
             return Err(PyValueError::new_err("max_message_size must be at least 8"));
         }
-        let client = crate::wait::detach(py, || blocking::Client::connect(uri, config))
+        let client = crate::common::wait::detach(py, || blocking::Client::connect(uri, config))
             .map_err(|e| client_error(py, e))?;
         Ok(PyClient {
             client,
@@ -327,19 +328,19 @@ impl PyClient {
 
     /// Closes the connection (pending requests fail, subscriptions end).
     fn close(&self, py: Python<'_>) {
-        crate::wait::detach(py, || self.client.close());
+        crate::common::wait::detach(py, || self.client.close());
     }
 
     /// `discover`: every descriptor, as dicts.
     fn discover<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list =
-            crate::wait::detach(py, || self.client.discover()).map_err(|e| client_error(py, e))?;
+        let list = crate::common::wait::detach(py, || self.client.discover())
+            .map_err(|e| client_error(py, e))?;
         descriptors_to_py(py, &list)
     }
 
     /// `describe`: refreshes the resource's domain and returns its descriptor.
     fn describe<'py>(&self, py: Python<'py>, resource_id: &str) -> PyResult<Bound<'py, PyDict>> {
-        let d = crate::wait::detach(py, || self.client.describe(resource_id))
+        let d = crate::common::wait::detach(py, || self.client.describe(resource_id))
             .map_err(|e| client_error(py, e))?;
         descriptor_to_py(py, &d)
     }
@@ -433,8 +434,9 @@ impl PyClient {
         let max = self.client.max_message_size();
         let args = args_from_py(args, max)?;
         let kwargs = kwargs_from_py(kwargs, max)?;
-        let value = crate::wait::detach(py, || self.client.call(resource_id, method, args, kwargs))
-            .map_err(|e| self.fail(py, e, &format!("{method}() on '{resource_id}'")))?;
+        let value =
+            crate::common::wait::detach(py, || self.client.call(resource_id, method, args, kwargs))
+                .map_err(|e| self.fail(py, e, &format!("{method}() on '{resource_id}'")))?;
         convert::to_py(py, &value)
     }
 
@@ -448,7 +450,7 @@ impl PyClient {
         field: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let node = self.node_proxy(py, resource_id)?;
-        let value = crate::wait::detach(py, || match field {
+        let value = crate::common::wait::detach(py, || match field {
             "context" => node.get_context(),
             "observation" => node.get_observation(),
             "reward" => node.get_reward(),
@@ -473,7 +475,7 @@ impl PyClient {
                 remote_error(py, "invalid_request", &format!("Unknown mode {m:?}"), false)
             })?),
         };
-        crate::wait::detach(py, || self.client.acquire(resource_id, mode))
+        crate::common::wait::detach(py, || self.client.acquire(resource_id, mode))
             .map_err(|e| client_error(py, e))
     }
 
@@ -486,7 +488,7 @@ impl PyClient {
         resource_id: &str,
         close_subscriptions: bool,
     ) -> PyResult<()> {
-        crate::wait::detach(py, || self.client.release(resource_id, close_subscriptions))
+        crate::common::wait::detach(py, || self.client.release(resource_id, close_subscriptions))
             .map_err(|e| client_error(py, e))
     }
 
@@ -500,7 +502,7 @@ impl PyClient {
                 false,
             )
         })?;
-        let op = crate::wait::detach(py, || self.client.operation(resource_id, kind))
+        let op = crate::common::wait::detach(py, || self.client.operation(resource_id, kind))
             .map_err(|e| client_error(py, e))?;
         Ok(PyOperation {
             id: op.id().to_string(),
@@ -540,7 +542,7 @@ impl PyClient {
         resource_id: &str,
         fields: Option<Vec<String>>,
     ) -> PyResult<PySubscription> {
-        let sub = crate::wait::detach(py, || {
+        let sub = crate::common::wait::detach(py, || {
             let names: Option<Vec<&str>> = fields
                 .as_ref()
                 .map(|f| f.iter().map(String::as_str).collect());
@@ -584,8 +586,8 @@ impl PyOperation {
         let Some(op) = self.op.lock().take() else {
             return Ok(PyList::empty(py));
         };
-        let list = crate::wait::detach(py, || op.complete()).map_err(|e| match e {
-            ClientError::Interrupted => crate::wait::interrupted_mutation(py, "complete()"),
+        let list = crate::common::wait::detach(py, || op.complete()).map_err(|e| match e {
+            ClientError::Interrupted => crate::common::wait::interrupted_mutation(py, "complete()"),
             e => client_error(py, e),
         })?;
         descriptors_to_py(py, &list)
@@ -596,7 +598,7 @@ impl PyOperation {
         let Some(op) = self.op.lock().take() else {
             return Ok(());
         };
-        crate::wait::detach(py, || op.abort()).map_err(|e| client_error(py, e))
+        crate::common::wait::detach(py, || op.abort()).map_err(|e| client_error(py, e))
     }
 }
 
@@ -651,7 +653,7 @@ impl PySubscription {
         timeout: Option<f64>,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let limit = seconds(timeout)?;
-        let outcome = crate::wait::detach(py, || {
+        let outcome = crate::common::wait::detach(py, || {
             let deadline = limit.map(|l| Instant::now() + l);
             loop {
                 // Waits in slices, so that a close() from another thread
@@ -696,7 +698,7 @@ impl PySubscription {
     /// A thread waiting in `next` returns `None` (its iteration ends).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.closing.store(true, Ordering::Release);
-        crate::wait::detach(py, || match self.sub.lock().take() {
+        crate::common::wait::detach(py, || match self.sub.lock().take() {
             Some(sub) => sub.unsubscribe(),
             None => Ok(()),
         })

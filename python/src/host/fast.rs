@@ -14,41 +14,19 @@
 //! calls the wrapper makes, on this thread, and the value is the one the
 //! wrapper's result converts to, bit for bit (`python/tests/
 //! test_batched_fast.py`, `test_single_fast.py`); what is not regular is
-//! finished by the wrapper's own Python code (`BatchedEnv._complete_step`,
-//! `unienv_remote.batched._finish_single_step`), and an exception of the
+//! finished by the wrapper's own Python code (through the hooks' `complete_batch_step` and
+//! `finish_single_step`, [`crate::host::hooks`]), and an exception of the
 //! simulator propagates as it would through the wrapper.
 
-use crate::batched::FastBatch;
-use crate::convert::{array_to_py, from_py_bounded, ArrayMode, ConvertError};
+use crate::common::convert::array_to_py;
+use crate::host::batched::FastBatch;
+use crate::host::hooks;
+use crate::host::outcome::{convert_result, sole_array, StepOutcome};
 use numpy::PyUntypedArray;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
 use unienv_remote::{Dict, NdArray, Value};
-
-/// What a step gives the host: `Ok(Ok(value))`, `Ok(Err(too_large))` (it
-/// ran, but the result is over the message limit), or the Python error.
-pub(crate) type StepOutcome = PyResult<Result<Value, ConvertError>>;
-
-/// A call's Python result converted for the wire as the host converts
-/// every result (bounded by `max_message_size`).
-pub(crate) fn convert_result(result: &Bound<'_, PyAny>, max_message_size: usize) -> StepOutcome {
-    match from_py_bounded(result, ArrayMode::Copy, max_message_size) {
-        Ok(value) => Ok(Ok(value)),
-        Err(Ok(too_large)) => Ok(Err(too_large)),
-        Err(Err(e)) => Err(e),
-    }
-}
-
-/// The action of `step(action)` called with one array and nothing else:
-/// the only call the fast paths take.
-pub(crate) fn sole_array<'a>(args: &'a [Value], kwargs: &Dict) -> Option<&'a NdArray> {
-    match (args, kwargs.is_empty()) {
-        ([Value::Array(action)], true) => Some(action),
-        _ => None,
-    }
-}
 
 /// The fast path of one hosted env.
 pub(crate) enum FastStep {
@@ -81,20 +59,6 @@ impl FastStep {
     }
 }
 
-/// `unienv_remote.batched`'s `_native_single_plan` and
-/// `_finish_single_step`, looked up once.
-static HELPERS: PyOnceLock<[Py<PyAny>; 2]> = PyOnceLock::new();
-
-fn helpers(py: Python<'_>) -> PyResult<&[Py<PyAny>; 2]> {
-    HELPERS.get_or_try_init(py, || {
-        let m = py.import(intern!(py, "unienv_remote.batched"))?;
-        Ok::<_, PyErr>([
-            m.getattr(intern!(py, "_native_single_plan"))?.unbind(),
-            m.getattr(intern!(py, "_finish_single_step"))?.unbind(),
-        ])
-    })
-}
-
 /// A `FromGymnasiumEnv` this host steps itself: its Gymnasium env and its
 /// two spaces when detected, which `FromGymnasiumEnv.step` reads at every
 /// call (a step finding other objects there goes the plain way).
@@ -105,13 +69,10 @@ pub(crate) struct FastSingle {
 }
 
 impl FastSingle {
-    /// The fast path of `obj`, when `_native_single_plan(obj)` allows it.
+    /// The fast path of `obj`, when the hooks' `single_step_plan(obj)`
+    /// allows it.
     fn detect(obj: &Bound<'_, PyAny>) -> Option<FastSingle> {
-        let plan = helpers(obj.py()).ok()?[0]
-            .bind(obj.py())
-            .call1((obj,))
-            .ok()?;
-        let (env, action_space, observation_space) = plan.extract().ok()?;
+        let (env, action_space, observation_space) = hooks::single_step_plan(obj).ok()??;
         Some(FastSingle {
             env,
             action_space,
@@ -162,7 +123,7 @@ impl FastSingle {
                 return convert_result(&result, max_message_size);
             }
         }
-        let finished = helpers(py)?[1].bind(py).call1((obj, result))?;
+        let finished = hooks::finish_single_step(obj, result)?;
         convert_result(&finished, max_message_size)
     }
 }
