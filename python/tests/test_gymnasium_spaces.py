@@ -23,8 +23,9 @@ from unienv_interface.space.space_utils import batch_utils as sbu  # noqa: E402
 import unienv_remote  # noqa: E402
 import unienv_remote.gymnasium as remote_gymnasium  # noqa: E402
 from unienv_remote import ProcessVectorEnv, RemoteServer, RemoteVectorEnv  # noqa: E402
+from unienv_remote import from_gymnasium  # noqa: E402
 from unienv_remote._gym_spaces import (  # noqa: E402
-    batch_from_gymnasium, batch_to_gymnasium, from_gymnasium, to_gymnasium, to_unienv, unienv_space)
+    batch_from_gymnasium, batch_to_gymnasium, to_gymnasium, to_unienv, unienv_space)
 
 SPACES = {
     "box_f64_scalar": spaces.Box(low=-1.0, high=1.0, shape=(), dtype=np.float64),
@@ -170,13 +171,15 @@ def test_from_gymnasium_keeps_unienvs_wrapper_for_box_envs() -> None:
         from_gymnasium(object())  # type: ignore[arg-type]
 
 
-def test_batched_env_of_discrete_envs_behind_a_remote_vector_env() -> None:
-    """``BatchedEnv`` of ``from_gymnasium`` FrozenLakes hosted and stepped
-    through ``RemoteVectorEnv`` with the sub-envs' Gymnasium spaces: the
-    same transitions as ``SyncVectorEnv``."""
+@pytest.mark.parametrize("wrapped", [False, True], ids=["gymnasium", "from_gymnasium"])
+def test_batched_env_of_discrete_envs_behind_a_remote_vector_env(wrapped: bool) -> None:
+    """``BatchedEnv`` of FrozenLakes (Gymnasium envs, or ``from_gymnasium``'s)
+    hosted and stepped through ``RemoteVectorEnv`` with the sub-envs'
+    Gymnasium spaces: the same transitions as ``SyncVectorEnv``."""
     make: Callable[[], Any] = lambda: gymnasium.make("FrozenLake-v1")  # noqa: E731
     server = RemoteServer(idle_timeout=None)
-    server.register("batch", unienv_remote.BatchedEnv([lambda: from_gymnasium(make())] * 3))
+    factory = (lambda: from_gymnasium(make())) if wrapped else make
+    server.register("batch", unienv_remote.BatchedEnv([factory] * 3))
     url = server.listen("127.0.0.1", 0)
     try:
         envs = RemoteVectorEnv([(url, "batch")], single_observation_space=spaces.Discrete(16),

@@ -4,8 +4,7 @@ little-endian length, then a pickled ``{"sys_path", "log_level", "spec"}``:
 the vector env's import path, the level of its ``unienv_remote`` logger, and
 ``{"fns", "groups", "cpu", "unix"}`` pickled again, to be read once that path
 is set), hosts them as ``BatchedEnv`` resources ``batch0``, ``batch1``, ...
-(``groups`` gives their sizes, in ``fns`` order; Gymnasium envs whose
-spaces unienv does not convert exactly through ``_gym_spaces.hostable``),
+(``groups`` gives their sizes, in ``fns`` order),
 prints ``SPACES_PREFIX`` and its first sub-env's Gymnasium spaces, then
 ``URL_PREFIX`` and its URL, and serves until its standard input closes.
 
@@ -34,7 +33,7 @@ import queue
 import struct
 import sys
 import threading
-from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple
+from typing import Any, BinaryIO, Dict, List, Optional, Tuple
 
 #: Seconds a serving server has to close once its life line ended, before
 #: the watchdog ends the process (an env whose ``close`` hangs).
@@ -138,9 +137,7 @@ def main() -> None:
         fns, start = spec["fns"], 0
         batches = []
         for k, size in enumerate(spec["groups"]):
-            # Gymnasium envs of spaces unienv does not convert exactly are
-            # hosted through our conversions (unienv_remote._gym_spaces).
-            batch = BatchedEnv([_hosted(f) for f in fns[start:start + size]])
+            batch = BatchedEnv(fns[start:start + size])
             batches.append(batch)
             server.register(f"batch{k}", batch)
             start += size
@@ -159,13 +156,6 @@ def main() -> None:
     finally:
         server.close()
         _main_finished.set()
-
-
-def _hosted(factory: Callable[[], Any]) -> Callable[[], Any]:
-    """``factory``'s env as ``unienv_remote._gym_spaces.hostable`` hosts it."""
-    from unienv_remote._gym_spaces import hostable
-
-    return lambda: hostable(factory())
 
 
 def _spaces_line(env: Any) -> str:

@@ -80,20 +80,6 @@ def _dumps(obj: Any) -> bytes:
     return data
 
 
-def _check_reset_mask(reset_mask: Any, num_envs: int) -> None:
-    """Gymnasium's vector envs' checks of ``options["reset_mask"]``, with
-    their messages."""
-    if not isinstance(reset_mask, np.ndarray):
-        raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(reset_mask)}")
-    if reset_mask.shape != (num_envs,):
-        raise ValueError(f"`options['reset_mask']` must have shape `({num_envs},)`, got {reset_mask.shape}")
-    if reset_mask.dtype != np.bool_:
-        raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {reset_mask.dtype}")
-    if not np.any(reset_mask):
-        raise ValueError("`options['reset_mask']` must contain a boolean array with at least one True value, "
-                         f"got reset_mask={reset_mask}")
-
-
 def _split(n: int, parts: int) -> List[int]:
     """``n`` as ``parts`` sizes differing by at most one, larger first."""
     return [n // parts + (1 if i < n % parts else 0) for i in range(parts)]
@@ -427,11 +413,6 @@ class ProcessVectorEnv(RemoteVectorEnv):
 
     def reset(self, *, seed: Optional[Union[int, Sequence[Optional[int]]]] = None,
               options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
-        if seed is not None and not isinstance(seed, (int, np.integer)) and len(seed) != self.num_envs:
-            raise ValueError(f"If seeds are passed as a list the length must match num_envs={self.num_envs} "
-                             f"but got length={len(seed)}.")
-        if options is not None and "reset_mask" in options:
-            _check_reset_mask(options["reset_mask"], self.num_envs)
         obs, infos = super().reset(seed=seed, options=options)
         return self._obs(obs), infos
 
