@@ -382,3 +382,26 @@ def test_same_step_final_obs_as_sync_vector_env() -> None:
     finally:
         envs.close()
         local.close()
+
+
+def test_discrete_action_box_observation_envs_keep_the_fast_path() -> None:
+    """An env of a real Box observation and a Discrete action (CartPole's
+    kind) stays on our host's fast path in a ``BatchedEnv`` and still
+    receives NumPy integers, through ``ProcessVectorEnv`` as through
+    ``SyncVectorEnv``."""
+    obs_space, act_space = spaces.Box(-1.0, 1.0, (3,), np.float32), spaces.Discrete(4, start=1)
+    batch = unienv_remote.BatchedEnv([lambda: SpaceEnv(obs_space, act_space)] * 2)
+    assert batch._native_step_plan() is not None
+    batch.close()
+    envs = ProcessVectorEnv([lambda: SpaceEnv(obs_space, act_space)] * 2, servers=1)
+    local = SyncVectorEnv([lambda: SpaceEnv(obs_space, act_space)] * 2)
+    try:
+        assert data_equivalence(envs.reset(seed=1)[0], local.reset(seed=1)[0])
+        for action in ([1, 4], [2, 3]):
+            assert data_equivalence(envs.step(np.array(action))[0], local.step(np.array(action))[0])
+        seen = envs.get_attr("seen")
+        assert data_equivalence(seen, local.get_attr("seen"))
+        assert all(type(a) is np.int64 for row in seen for a in row)
+    finally:
+        envs.close()
+        local.close()

@@ -48,7 +48,7 @@ from unienv_interface.space.space_utils import gym_utils
 from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
 
 __all__ = ["GymnasiumEnv", "from_gymnasium", "unienv_space", "to_unienv", "to_gymnasium", "batch_to_gymnasium",
-           "batch_from_gymnasium", "exact_in_unienv", "hostable", "gymnasium_env", "is_scalar_action"]
+           "batch_from_gymnasium", "exact_in_unienv", "hostable", "gymnasium_env", "is_scalar_action", "DiscreteActions"]
 
 _SUPPORTED = "Box, Discrete, MultiDiscrete, MultiBinary, Text, Tuple and Dict"
 
@@ -204,6 +204,23 @@ def from_gymnasium(env: gymnasium.Env[Any, Any]) -> FromGymnasiumEnv:
     return GymnasiumEnv(env)
 
 
+class DiscreteActions(gymnasium.Wrapper[Any, Any, Any, Any]):
+    """A Gymnasium env of a ``Box`` observation space (real dtype) and a
+    ``Discrete`` action space, given each action as a NumPy integer of the
+    space's dtype (the 0-d array our host hands it becomes one): the only
+    conversion such an env needs, so that our host keeps stepping it on its
+    fast path (SPEC.md, ``BatchedEnv``)."""
+
+    def __init__(self, env: gymnasium.Env[Any, Any]) -> None:
+        super().__init__(env)
+        self._integer = np.dtype(env.action_space.dtype).type
+
+    def step(self, action: Any) -> Any:
+        if type(action) is np.ndarray:
+            action = self._integer(action.item())
+        return self.env.step(action)
+
+
 def hostable(env: Any) -> Any:
     """``env`` as a ``BatchedEnv`` sub-env: a Gymnasium env whose spaces
     unienv does not convert exactly becomes a :class:`GymnasiumEnv`;
@@ -217,17 +234,28 @@ def hostable(env: Any) -> Any:
     from its random generator (``FrozenLake``'s slippery moves,
     ``Blackjack``'s cards) and its next episodes would differ from
     ``SyncVectorEnv``'s from the same seeds. Its step returns the last
-    observation instead, reward 0 and the flags it ended with."""
-    if isinstance(env, gymnasium.Env) and not (exact_in_unienv(env.action_space)
-                                                and exact_in_unienv(env.observation_space)):
-        return GymnasiumEnv(env, hold_finished=True)
-    return env
+    observation instead, reward 0 and the flags it ended with.
+
+    An env of a real ``Box`` observation space and a ``Discrete`` action
+    space (CartPole, Acrobot, MountainCar) only needs its actions as NumPy
+    integers: it becomes a :class:`DiscreteActions` (a Gymnasium wrapper,
+    which our host still steps on its fast path)."""
+    if not isinstance(env, gymnasium.Env) or isinstance(env, DiscreteActions):
+        return env
+    if exact_in_unienv(env.observation_space):
+        if exact_in_unienv(env.action_space):
+            return env
+        if isinstance(env.action_space, spaces.Discrete):
+            return DiscreteActions(env)
+    return GymnasiumEnv(env, hold_finished=True)
 
 
 def gymnasium_env(env: Any) -> Any:
     """The Gymnasium env inside a ``BatchedEnv`` sub-env (``env`` itself
     when it is one, or a UniEnv ``Env`` of its own)."""
     if isinstance(env, FromGymnasiumEnv):
+        return env.env
+    if isinstance(env, DiscreteActions):
         return env.env
     return env
 
