@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     # The names of _LAZY below, for type checkers: at run time they are
     # imported on first use (``__getattr__``), so that the base install works
     # without their extra; a user's ``mypy --strict`` sees each as its class.
+    from ._gym_spaces import from_gymnasium as from_gymnasium
     from .batched import BatchedEnv as BatchedEnv
     from .fleet import ProcessVectorEnv as ProcessVectorEnv
     from .vector import RemoteVectorEnv as RemoteVectorEnv
@@ -60,6 +61,7 @@ _LAZY: Dict[str, Tuple[str, str, str]] = {
     "VectorEnvError": ("vector", "gymnasium", "vector"),
     "BatchedEnv": ("batched", "gymnasium", "vector"),
     "ProcessVectorEnv": ("fleet", "gymnasium", "vector"),
+    "from_gymnasium": ("_gym_spaces", "gymnasium", "gymnasium"),
 }
 
 # Names imported on first use that need no extra: {name: module}.

@@ -4,8 +4,16 @@ little-endian length, then a pickled ``{"sys_path", "log_level", "spec"}``:
 the vector env's import path, the level of its ``unienv_remote`` logger, and
 ``{"fns", "groups", "cpu", "unix"}`` pickled again, to be read once that path
 is set), hosts them as ``BatchedEnv`` resources ``batch0``, ``batch1``, ...
-(``groups`` gives their sizes, in ``fns`` order), prints ``URL_PREFIX`` and
-its URL, and serves until its standard input closes.
+(``groups`` gives their sizes, in ``fns`` order),
+prints ``SPACES_PREFIX`` and its first sub-env's Gymnasium spaces, then
+``URL_PREFIX`` and its URL, and serves until its standard input closes.
+
+Meanwhile it answers the vector env's ``call`` / ``set_attr`` requests, sent
+on standard input framed as the spec is (a pickled ``(op, name, payload)``),
+on the main thread, one at a time: a framed, pickled answer on standard
+output (see ``_answer``). These never go over the wire: the protocol has no
+attribute or code call (its "Execution rules"), and this process is the
+vector env's own.
 
 Standard input is its life line: a thread of its own (the watchdog) reads it
 from the first byte to its end, whatever the rest of the process is doing.
@@ -17,6 +25,7 @@ that, in any state."""
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import pickle
@@ -24,7 +33,7 @@ import queue
 import struct
 import sys
 import threading
-from typing import Any, BinaryIO, Dict, Optional
+from typing import Any, BinaryIO, Dict, List, Optional, Tuple
 
 #: Seconds a serving server has to close once its life line ended, before
 #: the watchdog ends the process (an env whose ``close`` hangs).
@@ -43,6 +52,8 @@ class _Watchdog:
         self.payload: "queue.Queue[Optional[bytes]]" = queue.Queue(maxsize=1)
         #: Set once standard input ended: the main thread closes the server.
         self.ended = threading.Event()
+        #: Requests after the spec (``None`` once standard input ended).
+        self.requests: "queue.Queue[Optional[bytes]]" = queue.Queue()
         #: Set by the main thread once the server serves.
         self.serving = threading.Event()
         self.thread = threading.Thread(target=self._run, name="unienv-fleet-watchdog", daemon=True)
@@ -64,9 +75,16 @@ class _Watchdog:
         payload = None if head is None else self._read_exactly(struct.unpack("<Q", head)[0])
         self.payload.put(payload)
         if payload is not None:
-            while self.stdin.read(1 << 16):
-                pass  # nothing more is sent: read until the end
+            # Then requests (``call`` / ``set_attr``, framed the same way),
+            # handed to the main thread, until the end.
+            while True:
+                head = self._read_exactly(8)
+                request = None if head is None else self._read_exactly(struct.unpack("<Q", head)[0])
+                if request is None:
+                    break
+                self.requests.put(request)
         self.ended.set()
+        self.requests.put(None)
         # A server still starting exits now; a serving one closes in the main
         # thread, given CLOSE_GRACE seconds.
         if not self.serving.is_set() or not _main_finished.wait(CLOSE_GRACE):
@@ -112,24 +130,96 @@ def main() -> None:
 
     from unienv_remote.batched import BatchedEnv
     from unienv_remote.server import RemoteServer
-    from unienv_remote.fleet import URL_PREFIX
+    from unienv_remote.fleet import SPACES_PREFIX, URL_PREFIX
 
     server = RemoteServer(idle_timeout=None, cpus=None if spec["cpu"] is None else [spec["cpu"]])
     try:
         fns, start = spec["fns"], 0
+        batches = []
         for k, size in enumerate(spec["groups"]):
-            server.register(f"batch{k}", BatchedEnv(fns[start:start + size]))
+            batch = BatchedEnv(fns[start:start + size])
+            batches.append(batch)
+            server.register(f"batch{k}", batch)
             start += size
         url = server.listen("127.0.0.1", 0) if spec["unix"] is None else server.listen_unix(spec["unix"])
         watchdog.serving.set()
         if watchdog.ended.is_set():
             _exit_now()  # the learner ended while this server started
+        print(SPACES_PREFIX + _spaces_line(batches[0].sub_envs[0]), file=url_out, flush=True)
         print(URL_PREFIX + url, file=url_out, flush=True)
-        url_out.close()
-        watchdog.ended.wait()  # until the vector env closes (or its process ends)
+        envs = [env for batch in batches for env in batch.sub_envs]
+        while True:  # until the vector env closes (or its process ends)
+            request = watchdog.requests.get()
+            if request is None:
+                break
+            _answer(envs, request, url_out)
     finally:
         server.close()
         _main_finished.set()
+
+
+def _spaces_line(env: Any) -> str:
+    """Sub-env 0's Gymnasium spaces (``None`` for a UniEnv env), metadata and
+    render mode, pickled and in base 64: the vector env's single spaces."""
+    import gymnasium
+
+    from unienv_remote._gym_spaces import gymnasium_env
+
+    inner = gymnasium_env(env)
+    found: Dict[str, Any] = {}
+    if isinstance(inner, gymnasium.Env):
+        found = {"observation_space": inner.observation_space, "action_space": inner.action_space,
+                 "metadata": dict(inner.metadata), "render_mode": inner.render_mode}
+    try:
+        data = pickle.dumps(found)
+    except Exception:  # noqa: BLE001 - a space that does not pickle: the wire's spaces are used
+        data = pickle.dumps({})
+    return base64.b64encode(data).decode("ascii")
+
+
+def _answer(envs: List[Any], request: bytes, out: Any) -> None:
+    """Runs one ``call`` / ``set_attr`` request on the sub-envs it names, as
+    Gymnasium's ``AsyncVectorEnv`` worker does (``get_wrapper_attr``, called
+    when callable; ``set_wrapper_attr``), and writes the framed, pickled
+    answer: ``("ok", [result per env])`` or ``("error", (env, exception))``."""
+    from unienv_remote._gym_spaces import gymnasium_env
+
+    op, name, payload = pickle.loads(request)
+    results: List[Any] = []
+    answer: Tuple[str, Any]
+    for i, env in enumerate(envs):
+        target = gymnasium_env(env)
+        try:
+            if op == "set_attr":
+                if hasattr(target, "set_wrapper_attr"):
+                    target.set_wrapper_attr(name, payload[i])
+                else:
+                    setattr(target, name, payload[i])
+                results.append(None)
+            else:
+                args, kwargs = payload
+                attr = target.get_wrapper_attr(name) if hasattr(target, "get_wrapper_attr") else getattr(target, name)
+                results.append(attr(*args, **kwargs) if callable(attr) else attr)
+        except Exception as e:  # noqa: BLE001 - the learner raises it
+            answer = ("error", (i, e))
+            break
+    else:
+        answer = ("ok", results)
+    try:
+        data = _dumps(answer)
+    except Exception as e:  # noqa: BLE001 - a result that does not pickle
+        data = _dumps(("error", (0, TypeError(f"the result of {name!r} does not pickle: {e}"))))
+    out.buffer.write(struct.pack("<Q", len(data)) + data)
+    out.flush()
+
+
+def _dumps(obj: Any) -> bytes:
+    try:
+        import cloudpickle  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - Gymnasium requires cloudpickle
+        return pickle.dumps(obj)
+    data: bytes = cloudpickle.dumps(obj)
+    return data
 
 
 if __name__ == "__main__":

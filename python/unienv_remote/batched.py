@@ -11,10 +11,16 @@ GIL acquisition and one reply for N env steps, which is where hosting many
 small simulators gets its throughput (EnvPool's and PufferLib's lesson).
 
 Each factory returns a UniEnv ``Env`` (unbatched, NumPy backend) or a
-Gymnasium env; a Gymnasium env is stepped directly, converting data the way
-unienv's ``FromGymnasiumEnv`` does, without wrapping each sub-env (the wrapper
-costs a MuJoCo step 15-20 %). The spaces are the sub-envs' spaces batched by
-unienv's ``batch_space`` (leading axis N); all sub-envs must share them.
+Gymnasium env. A Gymnasium env of ``Box`` spaces (real dtypes) is stepped
+directly, converting data the way unienv's ``FromGymnasiumEnv`` does, without
+wrapping each sub-env (the wrapper costs a MuJoCo step 15-20 %); any other
+Gymnasium env (``Discrete``, ``MultiBinary``, ``Tuple``, ``Dict``, a ``bool``
+box, ...) is wrapped in ``unienv_remote._gym_spaces.GymnasiumEnv``, whose
+conversions unienv's lack: it receives its actions as Gymnasium's vector envs
+hand them (a NumPy integer for ``Discrete``), and once its episode ended it is
+not stepped again until it is reset (see ``_gym_spaces.hostable``). The spaces
+are the sub-envs' spaces batched by unienv's ``batch_space`` (leading axis
+N); all sub-envs must share them.
 
 Semantics are UniEnv's batched ones, not Gymnasium's vector env:
 
@@ -65,6 +71,7 @@ from unienv_interface.space.space_utils.serialization_utils import space_to_json
 from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
 
 from . import _native
+from ._gym_spaces import hostable
 from ._hooks import RequestRefused
 
 __all__ = ["BatchedEnv", "SubEnvFactory"]
@@ -81,6 +88,10 @@ class _Sub:
     __slots__ = ("env", "gym", "boxes", "action_space", "observation_space", "context_space")
 
     def __init__(self, env: Union[Env, gymnasium.Env]) -> None:
+        # A Gymnasium env of spaces unienv does not convert exactly (Discrete,
+        # MultiBinary, Tuple, Dict, ...) goes through our conversions.
+        hosted: Union[Env, gymnasium.Env] = hostable(env)
+        env = hosted
         self.env = env
         if isinstance(env, gymnasium.Env):
             self.gym = True

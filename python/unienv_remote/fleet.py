@@ -34,6 +34,7 @@ effective level when the vector env is made, or ``log_level=``): with
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import logging
 import os
@@ -46,8 +47,12 @@ import sys
 import tempfile
 import time
 import weakref
-from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+import gymnasium
+import numpy as np
+
+from ._gym_spaces import batch_from_gymnasium, batch_to_gymnasium, exact_in_unienv, is_scalar_action, to_gymnasium
 from .vector import RemoteVectorEnv
 
 __all__ = ["ProcessVectorEnv"]
@@ -61,6 +66,8 @@ _MAX_URL_RETRIES = 5
 
 #: The line a server process prints before its URL.
 URL_PREFIX = "unienv-remote-fleet-url "
+#: The line before it: its first sub-env's Gymnasium spaces, pickled, base 64.
+SPACES_PREFIX = "unienv-remote-fleet-spaces "
 
 
 def _dumps(obj: Any) -> bytes:
@@ -118,6 +125,9 @@ class _Server:
         self.generation = generation
         self.unsent = unsent
         self.url = ""
+        #: Its first sub-env's Gymnasium spaces, metadata and render mode
+        #: (empty for UniEnv envs).
+        self.spaces: Dict[str, Any] = {}
         # Unbuffered pipes (select() sees every byte), a session of its own
         # (the terminal's Ctrl-C is the learner's to handle, not the servers').
         self.process = subprocess.Popen(
@@ -161,10 +171,48 @@ class _Server:
             code = self.process.wait()
             raise RuntimeError(f"server process {self.index} (pid {self.process.pid}) exited with code {code} "
                                "before serving (its error is on standard error above)")
+        if line.startswith(SPACES_PREFIX):
+            self.spaces = pickle.loads(base64.b64decode(line[len(SPACES_PREFIX):].strip()))
         if line.startswith(URL_PREFIX):
             self.url = line[len(URL_PREFIX):].strip()
             return True
         return False
+
+    def request(self, op: str, name: str, payload: Any, timeout: Optional[float]) -> List[Any]:
+        """Runs ``call`` / ``set_attr`` on this server's sub-envs (see
+        ``_fleet_server._answer``); their results in order. A sub-env's
+        exception is raised here; a server that is gone or silent for
+        ``timeout`` seconds is a ``RuntimeError``."""
+        stdin, stdout = self.process.stdin, self.process.stdout
+        if stdin is None or stdout is None or stdin.closed or stdout.closed:
+            raise RuntimeError(f"server process {self.index} is stopped")
+        data = _dumps((op, name, payload))
+        try:
+            stdin.write(struct.pack("<Q", len(data)) + data)
+            stdin.flush()
+        except (BrokenPipeError, ValueError) as e:
+            raise RuntimeError(f"server process {self.index} (pid {self.process.pid}) is gone") from e
+        head = self._read_exactly(8, timeout)
+        answer = pickle.loads(self._read_exactly(struct.unpack("<Q", head)[0], timeout))
+        kind, value = answer
+        if kind == "error":
+            raise value[1]
+        results: List[Any] = value
+        return results
+
+    def _read_exactly(self, n: int, timeout: Optional[float]) -> bytes:
+        fd = self.fd(self.process.stdout)
+        data = b""
+        while len(data) < n:
+            ready, _, _ = select.select([fd], [], [], timeout)
+            if not ready:
+                raise RuntimeError(f"server process {self.index} (pid {self.process.pid}) did not answer within "
+                                   f"{timeout} s")
+            chunk = os.read(fd, n - len(data))
+            if not chunk:
+                raise RuntimeError(f"server process {self.index} (pid {self.process.pid}) is gone")
+            data += chunk
+        return data
 
     def again(self, deadline: float) -> "_Server":
         """A new process serving the same envs, started and serving by
@@ -217,6 +265,10 @@ def _start_all(servers: Sequence[_Server], deadline: float) -> List[str]:
         for fd in readable:
             if readers[fd]._read_some():
                 waiting.remove(readers[fd])
+    for s in servers:
+        # Everything is sent (a server reads it all before it serves): later
+        # requests are written whole.
+        os.set_blocking(s.fd(s.process.stdin), True)
     return [s.url for s in servers]
 
 
@@ -313,10 +365,122 @@ class ProcessVectorEnv(RemoteVectorEnv):
             # Every URL each server had (a server started again has a new one).
             self._slot_of: Dict[str, int] = {url: k for k, url in enumerate(urls)}
             addresses = [(url, f"batch{k}") for url, (_, groups) in zip(urls, shares) for k in range(len(groups))]
+            # The sub-envs' own Gymnasium spaces (a Discrete stays one), as
+            # Gymnasium's AsyncVectorEnv has them.
+            found = self._servers[0].spaces
+            for name in ("observation_space", "action_space"):
+                if found.get(name) is not None:
+                    kwargs.setdefault(f"single_{name}", found[name])
             super().__init__(addresses, **kwargs)
         except BaseException:
             self._stop_servers(timeout=2.0)
             raise
+        if found.get("metadata") is not None:
+            self.metadata = {**self.metadata, **found["metadata"], "autoreset_mode": self.metadata["autoreset_mode"]}
+        self.render_mode = found.get("render_mode")
+        #: Whether observations / actions are converted between what the
+        #: wire carries and Gymnasium's types (not for Box spaces of real dtypes).
+        self._convert_obs = not exact_in_unienv(self.single_observation_space)
+        self._convert_actions = not exact_in_unienv(self.single_action_space)
+
+    # -- Gymnasium's types -------------------------------------------------
+
+    def _obs(self, obs: Any) -> Any:
+        return batch_to_gymnasium(self.single_observation_space, obs) if self._convert_obs and obs is not None else obs
+
+    def _final_obs(self, infos: Dict[str, Any]) -> Dict[str, Any]:
+        """``SAME_STEP``'s final observations as single Gymnasium values; a
+        ``Discrete`` one (alone, not inside a tuple or dict) as a Python
+        ``int``, as Gymnasium's toy-text envs return it and its vector envs
+        pass it on (the batch it was cut from cannot say which integer type
+        the env returned)."""
+        if self._convert_obs and "final_obs" in infos:
+            final = infos["final_obs"]
+            space = self.single_observation_space
+            for i, present in enumerate(infos["_final_obs"]):
+                if present:
+                    value = to_gymnasium(space, final[i])
+                    final[i] = int(value) if isinstance(space, gymnasium.spaces.Discrete) else value
+        return infos
+
+    def _actions(self, actions: Any) -> Any:
+        if is_scalar_action(actions):
+            raise TypeError(f"a vector env's action is a batch of {self.num_envs} actions, "
+                            f"got the scalar {actions!r}")
+        if self._convert_actions:
+            return batch_from_gymnasium(self.single_action_space, actions)
+        return actions
+
+    def reset(self, *, seed: Optional[Union[int, Sequence[Optional[int]]]] = None,
+              options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
+        obs, infos = super().reset(seed=seed, options=options)
+        return self._obs(obs), infos
+
+    def step_async(self, actions: Any) -> None:
+        super().step_async(self._actions(actions))
+
+    def step_wait(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+        obs, rewards, terminations, truncations, infos = super().step_wait()
+        return self._obs(obs), rewards, terminations, truncations, self._final_obs(infos)
+
+    def send(self, actions: Any, env_id: Optional[Any] = None) -> None:
+        super().send(self._actions(actions), env_id)
+
+    def recv(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+        obs, rewards, terminations, truncations, infos = super().recv()
+        return self._obs(obs), rewards, terminations, truncations, self._final_obs(infos)
+
+    # -- Gymnasium's vector API: calls on the sub-envs ---------------------
+
+    def _each_server(self, op: str, name: str, payloads: Sequence[Any]) -> Tuple[Any, ...]:
+        if self.closed or not self._servers:
+            raise RuntimeError("this ProcessVectorEnv is closed")
+        if self._native.step_pending():
+            raise RuntimeError(f"{op}({name!r}) while a step is in flight: receive its results first")
+        results: List[Any] = []
+        for server, payload in zip(self._servers, payloads):
+            results.extend(server.request(op, name, payload, self._start_timeout))
+        return tuple(results)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Tuple[Any, ...]:
+        """Calls method ``name`` of every sub-env with ``args`` and
+        ``kwargs`` (or reads attribute ``name`` when it is not callable), as
+        Gymnasium's ``AsyncVectorEnv.call``: the results, in env order. Runs
+        in the server processes, through their standard input (no request
+        on the wire); arguments and results must pickle."""
+        if name in ("reset", "step", "close", "_setattr", "_check_spaces"):
+            raise ValueError(f"Trying to call function `{name}` with `call`, use `{name}` directly instead.")
+        return self._each_server("call", name, [(args, kwargs)] * len(self._servers))
+
+    def get_attr(self, name: str) -> Tuple[Any, ...]:
+        """Attribute ``name`` of every sub-env (``call(name)``)."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Sets attribute ``name`` of every sub-env: ``values`` is a list or
+        tuple of one value per env, or one value for all, as Gymnasium's
+        ``AsyncVectorEnv.set_attr``. A server started again (``restart=``)
+        starts from its factories: attributes set before are not set there."""
+        if not isinstance(values, (list, tuple)):
+            values = [values for _ in range(self.num_envs)]
+        if len(values) != self.num_envs:
+            raise ValueError("Values must be a list or tuple with length equal to the number of environments. "
+                             f"Got `{len(values)}` values for {self.num_envs} environments.")
+        payloads, start = [], 0
+        for server in self._servers:
+            width = sum(server.groups)
+            payloads.append(list(values[start:start + width]))
+            start += width
+        self._each_server("set_attr", name, payloads)
+
+    def render(self) -> Optional[Tuple[Any, ...]]:
+        """Every sub-env's ``render()``, in order (``call("render")``)."""
+        return self.call("render")
+
+    @property
+    def np_random_seed(self) -> Tuple[int, ...]:  # type: ignore[override]  # AsyncVectorEnv's type
+        """Every sub-env's ``np_random_seed``, as Gymnasium's vector envs give it."""
+        return self.get_attr("np_random_seed")
 
     def _resolve(self, url: str, resource_id: str) -> Optional[str]:
         """``RestartPolicy.resolve``: where the envs of the server that

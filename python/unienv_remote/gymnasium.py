@@ -16,7 +16,8 @@ Any env-mode resource of any UniEnv server works (``unienv-remote serve``, our
 ``RemoteServer``, the reference's). Spaces are the remote env's UniEnv spaces
 in Gymnasium's terms: an integer box of shape ``()`` is ``Discrete`` (of shape
 ``(n,)``, ``MultiDiscrete``) when its bounds are finite, a binary space
-``MultiBinary``, dict and tuple spaces ``Dict`` and ``Tuple``, other boxes
+``MultiBinary`` (so is a hosted ``Box`` of ``bool``), a text space ``Text``,
+dict and tuple spaces ``Dict`` and ``Tuple``, other boxes
 ``Box``. Observations are converted to those spaces' types (``np.int64`` for
 ``Discrete``, the box's dtype), rewards to ``float`` and signals to ``bool``.
 
@@ -90,12 +91,19 @@ def gymnasium_space(document: Mapping[str, Any]) -> spaces.Space[Any]:
                                             start=low.astype(np.int64))
         return spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
     if kind == "BinarySpace":
-        return spaces.MultiBinary(list(document["shape"]))
+        dims = [int(d) for d in document["shape"]]
+        # MultiBinary(n) for one dimension, as Gymnasium's envs declare it (equal spaces).
+        return spaces.MultiBinary(dims[0] if len(dims) == 1 else dims)
     if kind == "DictSpace":
         return spaces.Dict({key: gymnasium_space(value) for key, value in document["spaces"].items()})
     if kind == "TupleSpace":
         return spaces.Tuple([gymnasium_space(value) for value in document["spaces"]])
-    raise ValueError(f"a {kind} has no Gymnasium space this adapter knows (Box, Binary, Dict and Tuple spaces do)")
+    if kind == "TextSpace":
+        charset = document.get("charset")
+        return spaces.Text(max_length=int(document["max_length"]), min_length=int(document.get("min_length") or 0),
+                           **({} if charset is None else {"charset": charset}))
+    raise ValueError(f"a {kind} has no Gymnasium space this adapter knows (Box, Binary, Text, Dict and Tuple "
+                     "spaces do)")
 
 
 def _to_gymnasium(value: Any, space: spaces.Space[Any]) -> Any:
@@ -108,6 +116,8 @@ def _to_gymnasium(value: Any, space: spaces.Space[Any]) -> Any:
         return {key: _to_gymnasium(value[key], sub) for key, sub in space.spaces.items()}
     if isinstance(space, spaces.Tuple):
         return tuple(_to_gymnasium(item, sub) for item, sub in zip(value, space.spaces))
+    if isinstance(space, spaces.Text):
+        return str(value)
     return value
 
 

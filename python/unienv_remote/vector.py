@@ -116,6 +116,21 @@ class VectorEnvError(RuntimeError):
         super().__init__("; ".join(parts))
 
 
+def check_reset_mask(reset_mask: Any, num_envs: int) -> None:
+    """Gymnasium's vector envs' checks of ``options["reset_mask"]``, with
+    their exceptions and messages (a NumPy bool array of shape
+    ``(num_envs,)`` with at least one ``True``)."""
+    if not isinstance(reset_mask, np.ndarray):
+        raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(reset_mask)}")
+    if reset_mask.shape != (num_envs,):
+        raise ValueError(f"`options['reset_mask']` must have shape `({num_envs},)`, got {reset_mask.shape}")
+    if reset_mask.dtype != np.bool_:
+        raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {reset_mask.dtype}")
+    if not np.any(reset_mask):
+        raise ValueError("`options['reset_mask']` must contain a boolean array with at least one True value, "
+                         f"got reset_mask={reset_mask}")
+
+
 def _mode(mode: Union[AutoresetMode, str]) -> AutoresetMode:
     if isinstance(mode, AutoresetMode):
         return mode
@@ -356,13 +371,13 @@ class RemoteVectorEnv(VectorEnv):
         else:
             seeds = [None if s is None else int(s) for s in seed]
             if len(seeds) != self.num_envs:
-                raise ValueError(f"{len(seeds)} seeds for {self.num_envs} envs")
+                raise ValueError(f"If seeds are passed as a list the length must match num_envs={self.num_envs} "
+                                 f"but got length={len(seeds)}.")
         mask = None
         if options is not None and "reset_mask" in options:
             options = dict(options)
-            reset_mask = np.asarray(options.pop("reset_mask"))
-            if reset_mask.shape != (self.num_envs,) or reset_mask.dtype != np.bool_:
-                raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},)")
+            reset_mask = options.pop("reset_mask")
+            check_reset_mask(reset_mask, self.num_envs)
             mask = [bool(m) for m in reset_mask]
             if not options:
                 options = None

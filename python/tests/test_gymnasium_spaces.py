@@ -1,0 +1,407 @@
+"""Every Gymnasium space through our paths (``unienv_remote/_gym_spaces.py``):
+values converted both ways and batched as Gymnasium batches them; a
+Gymnasium env of any such space hosted by ``RemoteServer`` through
+``unienv_remote.from_gymnasium`` and driven by ``RemoteGymnasiumEnv``;
+a ``BatchedEnv`` of them behind a ``RemoteVectorEnv``; and ``ProcessVectorEnv``
+giving what ``SyncVectorEnv`` gives for the same envs and seeds (toy text,
+classic control, MuJoCo), with Gymnasium's vector API (``call``,
+``get_attr``, ``set_attr``, ``render``, ``np_random_seed``) and errors."""
+
+import copy
+from typing import Any, Callable, List, Optional
+
+import numpy as np
+import pytest
+
+gymnasium = pytest.importorskip("gymnasium")
+from gymnasium import spaces  # noqa: E402
+from gymnasium.utils.env_checker import data_equivalence  # noqa: E402
+from gymnasium.vector import SyncVectorEnv  # noqa: E402
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array  # noqa: E402
+from unienv_interface.space.space_utils import batch_utils as sbu  # noqa: E402
+
+import unienv_remote  # noqa: E402
+import unienv_remote.gymnasium as remote_gymnasium  # noqa: E402
+from unienv_remote import ProcessVectorEnv, RemoteServer, RemoteVectorEnv  # noqa: E402
+from unienv_remote import from_gymnasium  # noqa: E402
+from unienv_remote._gym_spaces import (  # noqa: E402
+    batch_from_gymnasium, batch_to_gymnasium, to_gymnasium, to_unienv, unienv_space)
+
+SPACES = {
+    "box_f64_scalar": spaces.Box(low=-1.0, high=1.0, shape=(), dtype=np.float64),
+    "box_f32": spaces.Box(low=-1.0, high=1.0, shape=(3,), dtype=np.float32),
+    "box_u8_image": spaces.Box(low=0, high=255, shape=(4, 4, 3), dtype=np.uint8),
+    "box_i16": spaces.Box(low=-5, high=5, shape=(2,), dtype=np.int16),
+    "box_bool": spaces.Box(low=0, high=1, shape=(3,), dtype=np.bool_),
+    "discrete": spaces.Discrete(5),
+    "discrete_start": spaces.Discrete(5, start=-2),
+    "discrete_int32": spaces.Discrete(4, dtype=np.int32, start=1),
+    "box_int32_unbounded": spaces.Box(low=np.array([-np.inf, -np.inf, 0, -10]), high=np.array([np.inf, 0, np.inf, 10]),
+                                      dtype=np.int32),
+    "multi_discrete_2d_start": spaces.MultiDiscrete([[2, 3], [3, 2]], start=[[10, 20], [30, 40]]),
+    "multi_discrete_int8": spaces.MultiDiscrete([2, 3], dtype=np.int8),
+    "multi_discrete_uint16": spaces.MultiDiscrete([2, 3], dtype=np.uint16),
+    "multi_binary_2d": spaces.MultiBinary([2, 3]),
+    "multi_discrete": spaces.MultiDiscrete([3, 4, 5]),
+    "multi_binary": spaces.MultiBinary(6),
+    "tuple": spaces.Tuple((spaces.Discrete(3), spaces.Box(-1.0, 1.0, (2,), np.float64))),
+    "dict_nested": spaces.Dict({
+        "position": spaces.Dict({"x": spaces.Discrete(29), "y": spaces.Discrete(31)}),
+        "velocity": spaces.Tuple((spaces.Discrete(37), spaces.Box(0, 255, (), np.uint8))),
+        "flags": spaces.MultiBinary(2),
+    }),
+}
+IDS = list(SPACES)
+
+
+def scalars(value: Any) -> Any:
+    """``value`` with 0-d arrays as NumPy scalars (Gymnasium's ``Box.sample``
+    gives either; its vector envs hand sub-envs scalars)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    if isinstance(value, dict):
+        return {k: scalars(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(scalars(v) for v in value)
+    return value
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_values_convert_both_ways_with_gymnasium_types(name: str) -> None:
+    """A sample becomes a member of the UniEnv space and comes back equal,
+    of the type Gymnasium gives (``np.int64`` for ``Discrete``)."""
+    space = SPACES[name]
+    space.seed(0)
+    uspace = unienv_space(space)
+    for _ in range(5):
+        value = space.sample()
+        carried = to_unienv(space, value)
+        assert uspace.contains(carried), (name, carried)
+        back = to_gymnasium(space, carried)
+        assert data_equivalence(back, scalars(value)), (name, back, value)
+        assert space.contains(back)
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_batches_are_gymnasiums(name: str) -> None:
+    """What unienv's ``concatenate`` stacks of carried values, converted, is
+    Gymnasium's ``concatenate`` of the values (a member of its
+    ``batch_space``); and a Gymnasium batch is carried as unienv stacks it."""
+    space = SPACES[name]
+    space.seed(1)
+    values = [space.sample() for _ in range(3)]
+    stacked = sbu.concatenate(unienv_space(space), [to_unienv(space, v) for v in values])
+    ours = batch_to_gymnasium(space, stacked)
+    theirs = concatenate(space, values, create_empty_array(space, 3))
+    assert data_equivalence(ours, theirs), (name, ours, theirs)
+    assert batch_space(space, 3).contains(ours)
+    assert data_equivalence(batch_to_gymnasium(space, batch_from_gymnasium(space, theirs)), theirs)
+
+
+@pytest.mark.parametrize("space", [
+    spaces.Graph(node_space=spaces.Discrete(3), edge_space=None),
+    spaces.Sequence(spaces.Discrete(3)),
+    spaces.OneOf((spaces.Discrete(3), spaces.Box(-1, 1, (2,)))),
+], ids=["graph", "sequence", "one_of"])
+def test_spaces_without_a_carried_form_are_refused(space: Any) -> None:
+    with pytest.raises(TypeError, match=type(space).__name__):
+        unienv_space(space)
+
+
+class SpaceEnv(gymnasium.Env):  # type: ignore[type-arg]
+    """Observations drawn from ``observation_space`` (seeded), the action
+    echoed in the info as Gymnasium gave it (its type checked by the test)."""
+
+    def __init__(self, observation_space: Any, action_space: Any) -> None:
+        self.observation_space = copy.deepcopy(observation_space)
+        self.action_space = copy.deepcopy(action_space)
+        self.seen: List[Any] = []
+
+    def reset(self, *, seed: Optional[int] = None, options: Any = None) -> Any:
+        super().reset(seed=seed)
+        self.observation_space.seed(int(self.np_random.integers(1 << 30)))
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any) -> Any:
+        assert self.action_space.contains(action), action
+        self.seen.append(action)
+        return self.observation_space.sample(), 1.0, False, False, {"action_type": type(action).__name__}
+
+
+def test_single_env_path_carries_every_space() -> None:
+    """A Gymnasium env whose observation is a nested Dict of Discrete, Tuple
+    and MultiBinary spaces and whose action is Discrete, hosted through
+    ``unienv_remote.from_gymnasium`` and driven with ``RemoteGymnasiumEnv``:
+    the observations are what the env gave (as Gymnasium types; a 0-d box's
+    value as a 0-d array, the wire knowing no NumPy scalars), and the
+    action reaches the env as a NumPy integer."""
+    obs_space, act_space = SPACES["dict_nested"], spaces.Discrete(4)
+    local = SpaceEnv(obs_space, act_space)
+    hosted = SpaceEnv(obs_space, act_space)
+    server = RemoteServer(idle_timeout=None)
+    server.register("env", from_gymnasium(hosted))
+    url = server.listen("127.0.0.1", 0)
+    try:
+        env = remote_gymnasium.make(url, "env")
+        try:
+            obs, _ = env.reset(seed=5)
+            expected, _ = local.reset(seed=5)
+            assert data_equivalence(scalars(obs), scalars(expected))
+            assert isinstance(obs["position"]["x"], np.int64)
+            for action in (0, 3, 2):
+                obs, reward, _, _, info = env.step(np.int64(action))
+                expected = local.step(np.int64(action))[0]
+                assert data_equivalence(scalars(obs), scalars(expected))
+                assert info["action_type"] == "int64"
+            assert [type(a) for a in hosted.seen] == [np.int64] * 3
+        finally:
+            env.close()
+    finally:
+        server.close()
+
+
+def test_from_gymnasium_keeps_unienvs_wrapper_for_box_envs() -> None:
+    """Box spaces convert exactly in unienv: ``from_gymnasium`` gives its
+    ``FromGymnasiumEnv`` (our host's fast path); other spaces get ours."""
+    from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
+
+    assert type(from_gymnasium(gymnasium.make("Pendulum-v1"))) is FromGymnasiumEnv
+    assert type(from_gymnasium(gymnasium.make("FrozenLake-v1"))) is not FromGymnasiumEnv
+    with pytest.raises(TypeError, match="gymnasium.Env"):
+        from_gymnasium(object())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["gymnasium", "from_gymnasium"])
+def test_batched_env_of_discrete_envs_behind_a_remote_vector_env(wrapped: bool) -> None:
+    """``BatchedEnv`` of FrozenLakes (Gymnasium envs, or ``from_gymnasium``'s)
+    hosted and stepped through ``RemoteVectorEnv`` with the sub-envs'
+    Gymnasium spaces: the same transitions as ``SyncVectorEnv``."""
+    make: Callable[[], Any] = lambda: gymnasium.make("FrozenLake-v1")  # noqa: E731
+    server = RemoteServer(idle_timeout=None)
+    factory = (lambda: from_gymnasium(make())) if wrapped else make
+    server.register("batch", unienv_remote.BatchedEnv([factory] * 3))
+    url = server.listen("127.0.0.1", 0)
+    try:
+        envs = RemoteVectorEnv([(url, "batch")], single_observation_space=spaces.Discrete(16),
+                               single_action_space=spaces.Discrete(4), autoreset_mode="SameStep")
+        local = SyncVectorEnv([make] * 3, autoreset_mode=gymnasium.vector.AutoresetMode.SAME_STEP)
+        try:
+            obs, _ = envs.reset(seed=11)
+            assert data_equivalence(obs, local.reset(seed=11)[0])
+            rng = np.random.default_rng(0)
+            for _ in range(30):
+                action = rng.integers(0, 4, size=3)
+                ours, theirs = envs.step(action), local.step(action)
+                assert data_equivalence(ours[:4], theirs[:4])
+        finally:
+            envs.close()
+            local.close()
+    finally:
+        server.close()
+
+
+#: Every toy-text and classic-control env Gymnasium registers, and a MuJoCo one.
+TOY_AND_CLASSIC = sorted(name for name, spec in gymnasium.registry.items()
+                         if any(kind in str(spec.entry_point) for kind in ("toy_text", "classic_control")))
+TOY_AND_CLASSIC.append("HalfCheetah-v5")
+
+
+@pytest.mark.parametrize("env_id", TOY_AND_CLASSIC)
+def test_process_vector_env_steps_as_sync_vector_env(env_id: str) -> None:
+    """3 envs, 25 random steps from the same seeds and actions (episodes of
+    FrozenLake, CliffWalking and Blackjack end and autoreset, some drawing
+    from their generator in every step): every observation, reward and
+    signal equals ``SyncVectorEnv``'s, of the same types."""
+    if env_id.startswith("HalfCheetah"):
+        pytest.importorskip("mujoco")
+    envs = ProcessVectorEnv([lambda: gymnasium.make(env_id)] * 3, servers=1)
+    local = SyncVectorEnv([lambda: gymnasium.make(env_id)] * 3)
+    try:
+        assert envs.single_observation_space == local.single_observation_space
+        assert envs.single_action_space == local.single_action_space
+        assert data_equivalence(envs.reset(seed=7)[0], local.reset(seed=7)[0])
+        envs.action_space.seed(3)
+        for _ in range(25):
+            action = envs.action_space.sample()
+            ours, theirs = envs.step(action), local.step(action)
+            assert data_equivalence(ours[:4], theirs[:4]), (ours, theirs)
+    finally:
+        envs.close()
+        local.close()
+
+
+class Counter(gymnasium.Env):  # type: ignore[type-arg]
+    """Counts its steps; ``max_count`` (set from outside) ends an episode."""
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Discrete(100)
+        self.action_space = spaces.Discrete(3)
+        self.render_mode = "ansi"
+        self.max_count = 5
+        self.count = 0
+
+    def reset(self, *, seed: Optional[int] = None, options: Any = None) -> Any:
+        super().reset(seed=seed)
+        self.count = 0
+        return self.count, {}
+
+    def step(self, action: Any) -> Any:
+        self.count += 1
+        return self.count, float(action), self.count >= self.max_count, False, {}
+
+    def render(self) -> str:
+        return f"count {self.count}"
+
+    def add(self, a: int, b: int = 0) -> int:
+        return self.count + a + b
+
+
+def test_vector_api_of_process_vector_env() -> None:
+    """``set_attr`` (one value per env, or one for all), ``get_attr``,
+    ``call`` of a method with arguments, ``render`` and ``np_random_seed``
+    reach every sub-env, over two server processes; their errors and
+    Gymnasium's errors for bad actions and reset masks."""
+    envs = ProcessVectorEnv([Counter] * 4, servers=2)
+    try:
+        assert len(envs.np_random_seed) == 4
+        envs.set_attr("max_count", [1, 2, 3, 4])
+        assert envs.get_attr("max_count") == (1, 2, 3, 4)
+        envs.set_attr("max_count", 2)
+        assert envs.get_attr("max_count") == (2, 2, 2, 2)
+        obs, _ = envs.reset(seed=42)
+        assert envs.np_random_seed == (42, 43, 44, 45)
+        assert obs.dtype == np.int64 and obs.tolist() == [0, 0, 0, 0]
+        _, _, terminated, _, _ = envs.step(np.array([0, 1, 2, 0]))
+        assert not terminated.any()
+        _, _, terminated, _, _ = envs.step(np.array([0, 1, 2, 0]))
+        assert terminated.all()
+        assert envs.call("add", 10, b=1) == (13, 13, 13, 13)
+        assert envs.render() == ("count 2",) * 4
+        with pytest.raises(AttributeError):
+            envs.get_attr("no_such_attribute")
+        with pytest.raises(ValueError, match="Values must be a list or tuple"):
+            envs.set_attr("max_count", [1, 2])
+        with pytest.raises(ValueError, match="use `step` directly"):
+            envs.call("step", 0)
+        with pytest.raises(TypeError, match="scalar"):
+            envs.step(1)
+        with pytest.raises(TypeError, match="must be a numpy array"):
+            envs.reset(options={"reset_mask": [True, False, True, False]})
+        with pytest.raises(ValueError, match=r"must have shape `\(4,\)`"):
+            envs.reset(options={"reset_mask": np.array([True, False])})
+        with pytest.raises(TypeError, match="must have `dtype=np.bool_`"):
+            envs.reset(options={"reset_mask": np.array([1, 0, 1, 0])})
+        with pytest.raises(ValueError, match="at least one True value"):
+            envs.reset(options={"reset_mask": np.zeros(4, dtype=np.bool_)})
+        with pytest.raises(ValueError, match="the length must match num_envs=4"):
+            envs.reset(seed=[1, 2])
+        # An action outside the space is refused (the env is not stepped).
+        with pytest.raises(Exception, match="(?i)bound|range|high"):
+            envs.step(np.array([0, 1, 7, 0]))
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize("space,arrives_as", [
+    (spaces.Text(8, min_length=2, charset="abcXYZ"), spaces.Text(8, min_length=2, charset="abcXYZ")),
+    (spaces.Box(0, 1, (3,), np.bool_), spaces.MultiBinary(3)),
+    (spaces.MultiBinary((2, 2)), spaces.MultiBinary((2, 2))),
+    (spaces.MultiDiscrete([3, 4], start=[-1, 2]), spaces.MultiDiscrete([3, 4], start=[-1, 2])),
+], ids=["text", "box_bool", "multi_binary", "multi_discrete_start"])
+def test_single_env_path_other_spaces(space: Any, arrives_as: Any) -> None:
+    """Text, a bool box (a binary space on the wire: ``MultiBinary`` at the
+    client), MultiBinary and MultiDiscrete with a start as observation and
+    action of one hosted env: the observations are the env's, the actions
+    reach it as members of its space (``SpaceEnv.step`` checks)."""
+    local, hosted = SpaceEnv(space, space), SpaceEnv(space, space)
+    server = RemoteServer(idle_timeout=None)
+    server.register("env", from_gymnasium(hosted))
+    url = server.listen("127.0.0.1", 0)
+    try:
+        env = remote_gymnasium.make(url, "env")
+        try:
+            assert env.observation_space == arrives_as and env.action_space == arrives_as
+            obs, _ = env.reset(seed=2)
+            assert np.array_equal(np.asarray(obs), np.asarray(local.reset(seed=2)[0]))
+            env.action_space.seed(0)
+            for _ in range(3):
+                action = env.action_space.sample()
+                obs = env.step(action)[0]
+                assert np.array_equal(np.asarray(obs), np.asarray(local.step(to_gymnasium(space, action))[0]))
+            assert len(hosted.seen) == 3
+        finally:
+            env.close()
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_process_vector_env_carries_every_space(name: str) -> None:
+    """Two envs whose observation and action spaces are ``name``'s, through
+    ``ProcessVectorEnv`` and ``SyncVectorEnv`` from the same seed and
+    actions: the same spaces, the same batched observations (Gymnasium's
+    batch types), and every action reaches its env as a member of its space
+    (``SpaceEnv.step`` asserts it)."""
+    space = SPACES[name]
+    envs = ProcessVectorEnv([lambda: SpaceEnv(space, space)] * 2, servers=1)
+    local = SyncVectorEnv([lambda: SpaceEnv(space, space)] * 2)
+    try:
+        assert envs.single_observation_space == space and envs.observation_space == local.observation_space
+        assert envs.action_space == local.action_space
+        obs, _ = envs.reset(seed=4)
+        assert data_equivalence(obs, local.reset(seed=4)[0])
+        assert obs in envs.observation_space
+        envs.action_space.seed(9)
+        for _ in range(3):
+            action = envs.action_space.sample()
+            ours, theirs = envs.step(action), local.step(action)
+            assert data_equivalence(ours[0], theirs[0]), (ours[0], theirs[0])
+        assert envs.get_attr("seen")[0] and all(space.contains(a) for a in envs.get_attr("seen")[0])
+    finally:
+        envs.close()
+        local.close()
+
+
+def test_same_step_final_obs_as_sync_vector_env() -> None:
+    """``SAME_STEP``: the final observation of an episode that ended, in
+    ``infos["final_obs"]``, is what ``SyncVectorEnv`` gives (a Python int
+    for a ``Discrete`` env that returns one), and the step's observation is
+    the new episode's."""
+    mode = gymnasium.vector.AutoresetMode.SAME_STEP
+    envs = ProcessVectorEnv([Counter] * 3, servers=1, autoreset_mode=mode)
+    local = SyncVectorEnv([Counter] * 3, autoreset_mode=mode)
+    try:
+        for v in (envs, local):
+            v.set_attr("max_count", [2, 3, 3])
+            v.reset(seed=0)
+        for _ in range(4):
+            ours, theirs = envs.step(np.array([1, 2, 0])), local.step(np.array([1, 2, 0]))
+            assert data_equivalence(ours, theirs), (ours, theirs)
+    finally:
+        envs.close()
+        local.close()
+
+
+def test_discrete_action_box_observation_envs_keep_the_fast_path() -> None:
+    """An env of a real Box observation and a Discrete action (CartPole's
+    kind) stays on our host's fast path in a ``BatchedEnv`` and still
+    receives NumPy integers, through ``ProcessVectorEnv`` as through
+    ``SyncVectorEnv``."""
+    obs_space, act_space = spaces.Box(-1.0, 1.0, (3,), np.float32), spaces.Discrete(4, start=1)
+    batch = unienv_remote.BatchedEnv([lambda: SpaceEnv(obs_space, act_space)] * 2)
+    assert batch._native_step_plan() is not None
+    batch.close()
+    envs = ProcessVectorEnv([lambda: SpaceEnv(obs_space, act_space)] * 2, servers=1)
+    local = SyncVectorEnv([lambda: SpaceEnv(obs_space, act_space)] * 2)
+    try:
+        assert data_equivalence(envs.reset(seed=1)[0], local.reset(seed=1)[0])
+        for action in ([1, 4], [2, 3]):
+            assert data_equivalence(envs.step(np.array(action))[0], local.step(np.array(action))[0])
+        seen = envs.get_attr("seen")
+        assert data_equivalence(seen, local.get_attr("seen"))
+        assert all(type(a) is np.int64 for row in seen for a in row)
+    finally:
+        envs.close()
+        local.close()

@@ -1,0 +1,268 @@
+"""Gymnasium spaces and values as what our hosts and clients carry, and back.
+
+UniEnv's own conversions (``unienv_interface.space.space_utils.gym_utils``)
+fall short for some Gymnasium values: a ``Discrete`` observation is a NumPy
+integer scalar (``np.int64``), which ``from_gym_data`` refuses; a ``Box`` of
+``bool`` becomes a float box; a ``MultiBinary`` value is ``int8`` where
+UniEnv's binary space holds ``bool``; and an action reaches a Gymnasium env
+as a 0-d array where Gymnasium's own vector envs give it a NumPy integer
+(``FrozenLake`` indexes a dict with it). The functions here convert every
+Gymnasium space whose values fit the protocol's codec:
+
+=====================  ====================================  =======================================
+Gymnasium space        UniEnv space (what the wire carries)   Gymnasium value (single / batched)
+=====================  ====================================  =======================================
+``Discrete``           integer box, shape ``()``              NumPy integer / array ``(n,)`` (its dtype)
+``MultiDiscrete``      integer box                            array of its dtype
+``MultiBinary``        binary space (``bool``)                ``int8`` array
+``Box`` (any dtype)    box (a ``bool`` box: binary space)     array of its dtype (0-d: a NumPy scalar)
+``Text``               text space                             ``str`` / tuple of ``str``
+``Tuple`` / ``Dict``   tuple / dict space, nested             tuple / dict, nested
+=====================  ====================================  =======================================
+
+``Discrete`` and ``MultiDiscrete`` become UniEnv's integer boxes as unienv
+makes them (``high`` exclusive, ``[start, start + n)``), so that our host's
+published bounds and action checks are those of unienv's ``FromGymnasiumEnv``
+(SPEC.md, "Action checking on the Python host"). ``Graph``, ``Sequence`` and
+``OneOf`` have no UniEnv space whose values the wire carries batched: they
+are refused with a ``TypeError`` naming the space.
+
+Integer boxes carry ``int64`` (unienv's integer dtype); the Gymnasium side
+has the space's own dtype. Batched values follow Gymnasium's ``batch_space``
+/ ``concatenate``: a ``Discrete``'s batch is an array of its dtype, a
+``MultiBinary``'s an ``int8`` array, a ``Text``'s a tuple of strings,
+``Tuple`` and ``Dict`` batch field by field.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, SupportsFloat, Tuple
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from unienv_interface.backends import NumpyComputeBackend
+from unienv_interface.space import BinarySpace, DictSpace, Space, TupleSpace
+from unienv_interface.space.space_utils import gym_utils
+from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
+
+__all__ = ["GymnasiumEnv", "from_gymnasium", "unienv_space", "to_unienv", "to_gymnasium", "batch_to_gymnasium",
+           "batch_from_gymnasium", "exact_in_unienv", "hostable", "gymnasium_env", "is_scalar_action", "DiscreteActions"]
+
+_SUPPORTED = "Box, Discrete, MultiDiscrete, MultiBinary, Text, Tuple and Dict"
+
+
+def _refuse(space: spaces.Space[Any]) -> TypeError:
+    return TypeError(f"Gymnasium's {type(space).__name__} space has no form our hosts and clients carry "
+                     f"(they carry {_SUPPORTED}, nested): {space}")
+
+
+def unienv_space(space: spaces.Space[Any]) -> Space:
+    """The UniEnv space (NumPy backend) that carries ``space``'s values."""
+    if isinstance(space, spaces.Box):
+        if space.dtype == np.bool_:
+            return BinarySpace(NumpyComputeBackend, shape=space.shape)
+        return gym_utils.from_gym_space(space, NumpyComputeBackend)
+    if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete, spaces.Text)):
+        return gym_utils.from_gym_space(space, NumpyComputeBackend)
+    if isinstance(space, spaces.MultiBinary):
+        return BinarySpace(NumpyComputeBackend, shape=tuple(space.shape))
+    if isinstance(space, spaces.Tuple):
+        return TupleSpace(NumpyComputeBackend, [unienv_space(s) for s in space.spaces])
+    if isinstance(space, spaces.Dict):
+        return DictSpace(NumpyComputeBackend, {k: unienv_space(s) for k, s in space.spaces.items()})
+    raise _refuse(space)
+
+
+def exact_in_unienv(space: spaces.Space[Any]) -> bool:
+    """Whether unienv's own conversion carries ``space``'s values unchanged
+    both ways: a ``Box`` of a real (non-``bool``) dtype, whose values are
+    the arrays themselves."""
+    return isinstance(space, spaces.Box) and space.dtype != np.bool_
+
+
+def to_unienv(space: spaces.Space[Any], value: Any) -> Any:
+    """A value of ``space`` (as a Gymnasium env gives it) as the UniEnv
+    space of :func:`unienv_space` holds it."""
+    if isinstance(space, spaces.Discrete):
+        return np.asarray(value, dtype=np.int64)
+    if isinstance(space, spaces.MultiDiscrete):
+        return np.asarray(value, dtype=np.int64)
+    if isinstance(space, spaces.MultiBinary):
+        return np.asarray(value, dtype=np.bool_)
+    if isinstance(space, spaces.Box):
+        return np.asarray(value, dtype=space.dtype)
+    if isinstance(space, spaces.Text):
+        return str(value)
+    if isinstance(space, spaces.Tuple):
+        return tuple(to_unienv(s, v) for s, v in zip(space.spaces, value))
+    if isinstance(space, spaces.Dict):
+        return {k: to_unienv(s, value[k]) for k, s in space.spaces.items()}
+    raise _refuse(space)
+
+
+def to_gymnasium(space: spaces.Space[Any], value: Any) -> Any:
+    """A value of :func:`unienv_space`'s space (as a host or client carries
+    it) as a member of ``space``, of the types Gymnasium gives (a NumPy
+    integer for ``Discrete``)."""
+    if isinstance(space, spaces.Discrete):
+        return space.dtype.type(np.asarray(value).item())
+    if isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
+        array = np.asarray(value, dtype=space.dtype)
+        # A 0-d box's value as Gymnasium's vector envs hand it (``iterate``:
+        # a NumPy scalar).
+        return array[()] if array.ndim == 0 else array
+    if isinstance(space, spaces.Text):
+        return str(value)
+    if isinstance(space, spaces.Tuple):
+        return tuple(to_gymnasium(s, v) for s, v in zip(space.spaces, value))
+    if isinstance(space, spaces.Dict):
+        return {k: to_gymnasium(s, value[k]) for k, s in space.spaces.items()}
+    raise _refuse(space)
+
+
+def batch_to_gymnasium(space: spaces.Space[Any], value: Any) -> Any:
+    """A batch of ``space``'s values as carried (stacked along a first axis,
+    tuples and dicts field by field) as Gymnasium's ``concatenate`` gives it
+    for ``batch_space(space, n)``."""
+    if isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
+        return np.asarray(value, dtype=space.dtype)
+    if isinstance(space, spaces.Text):
+        return tuple(str(v) for v in value)
+    if isinstance(space, spaces.Tuple):
+        return tuple(batch_to_gymnasium(s, v) for s, v in zip(space.spaces, value))
+    if isinstance(space, spaces.Dict):
+        return {k: batch_to_gymnasium(s, value[k]) for k, s in space.spaces.items()}
+    raise _refuse(space)
+
+
+def batch_from_gymnasium(space: spaces.Space[Any], value: Any) -> Any:
+    """A batch of ``space``'s values in Gymnasium's batched form as carried
+    (the inverse of :func:`batch_to_gymnasium`)."""
+    if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
+        return np.asarray(value, dtype=np.int64)
+    if isinstance(space, spaces.MultiBinary):
+        return np.asarray(value, dtype=np.bool_)
+    if isinstance(space, spaces.Box):
+        return np.asarray(value, dtype=space.dtype)
+    if isinstance(space, spaces.Text):
+        return [str(v) for v in value]
+    if isinstance(space, spaces.Tuple):
+        return tuple(batch_from_gymnasium(s, v) for s, v in zip(space.spaces, value))
+    if isinstance(space, spaces.Dict):
+        return {k: batch_from_gymnasium(s, value[k]) for k, s in space.spaces.items()}
+    raise _refuse(space)
+
+
+class GymnasiumEnv(FromGymnasiumEnv):  # type: ignore[misc]  # FromGymnasiumEnv is untyped (unienv)
+    """A Gymnasium env as a UniEnv ``Env`` (NumPy backend) for every space
+    of the module's table: unienv's ``FromGymnasiumEnv`` with this module's
+    spaces and conversions. Actions reach the Gymnasium env as members of
+    its action space (a NumPy integer for ``Discrete``), observations leave
+    as the UniEnv spaces hold them. Make it with :func:`from_gymnasium`."""
+
+    def __init__(self, env: gymnasium.Env[Any, Any], *, hold_finished: bool = False) -> None:
+        super().__init__(env)
+        self.gymnasium_action_space: spaces.Space[Any] = env.action_space
+        self.gymnasium_observation_space: spaces.Space[Any] = env.observation_space
+        self.action_space = unienv_space(env.action_space)
+        self.observation_space = unienv_space(env.observation_space)
+        self._hold_finished = hold_finished
+        self._finished: Optional[Tuple[Any, SupportsFloat, bool, bool, Dict[str, Any]]] = None
+
+    def step(self, action: Any) -> Tuple[Any, SupportsFloat, bool, bool, Dict[str, Any]]:
+        if self._finished is not None:
+            return self._finished
+        obs, reward, terminated, truncated, info = self.env.step(to_gymnasium(self.gymnasium_action_space, action))
+        result = to_unienv(self.gymnasium_observation_space, obs), reward, terminated, truncated, info
+        if self._hold_finished and (terminated or truncated):
+            # Until the next reset, steps do not reach the env (see hostable).
+            self._finished = (result[0], 0.0, bool(terminated), bool(truncated), {})
+        return result
+
+    def reset(self, *args: Any, mask: Optional[Any] = None, seed: Optional[int] = None,
+              **kwargs: Any) -> Tuple[None, Any, Dict[str, Any]]:
+        if mask is not None:
+            raise ValueError("a GymnasiumEnv is unbatched: reset takes no mask")
+        obs, info = self.env.reset(*args, seed=seed, **kwargs)
+        self._finished = None
+        return None, to_unienv(self.gymnasium_observation_space, obs), info
+
+
+def from_gymnasium(env: gymnasium.Env[Any, Any]) -> FromGymnasiumEnv:
+    """``env`` as a UniEnv ``Env`` to host (``RemoteServer.register``,
+    ``BatchedEnv``), whatever its spaces (the module's table): unienv's own
+    ``FromGymnasiumEnv(env)`` when its conversion is exact (``Box`` spaces
+    of real dtypes: our host then steps it on its fast path), else a
+    :class:`GymnasiumEnv`. Spaces it cannot carry (``Graph``, ``Sequence``,
+    ``OneOf``) are a ``TypeError``."""
+    if not isinstance(env, gymnasium.Env):
+        raise TypeError(f"from_gymnasium takes a gymnasium.Env, got {type(env).__name__}")
+    if exact_in_unienv(env.action_space) and exact_in_unienv(env.observation_space):
+        return FromGymnasiumEnv(env)
+    return GymnasiumEnv(env)
+
+
+class DiscreteActions(gymnasium.Wrapper[Any, Any, Any, Any]):
+    """A Gymnasium env of a ``Box`` observation space (real dtype) and a
+    ``Discrete`` action space, given each action as a NumPy integer of the
+    space's dtype (the 0-d array our host hands it becomes one): the only
+    conversion such an env needs, so that our host keeps stepping it on its
+    fast path (SPEC.md, ``BatchedEnv``)."""
+
+    def __init__(self, env: gymnasium.Env[Any, Any]) -> None:
+        super().__init__(env)
+        self._integer = np.dtype(env.action_space.dtype).type
+
+    def step(self, action: Any) -> Any:
+        if type(action) is np.ndarray:
+            action = self._integer(action.item())
+        return self.env.step(action)
+
+
+def hostable(env: Any) -> Any:
+    """``env`` as a ``BatchedEnv`` sub-env: a Gymnasium env whose spaces
+    unienv does not convert exactly becomes a :class:`GymnasiumEnv`;
+    anything else is returned as it is (a Gymnasium env of ``Box`` spaces is
+    stepped directly).
+
+    Such a sub-env, once its episode ended, is not stepped again until it
+    is reset: a batched env steps all of its sub-envs or none, and a
+    ``RemoteVectorEnv`` in ``NEXT_STEP`` mode discards the ended sub-envs'
+    extra step before resetting them. Stepping the ended env would draw
+    from its random generator (``FrozenLake``'s slippery moves,
+    ``Blackjack``'s cards) and its next episodes would differ from
+    ``SyncVectorEnv``'s from the same seeds. Its step returns the last
+    observation instead, reward 0 and the flags it ended with.
+
+    An env of a real ``Box`` observation space and a ``Discrete`` action
+    space (CartPole, Acrobot, MountainCar) only needs its actions as NumPy
+    integers: it becomes a :class:`DiscreteActions` (a Gymnasium wrapper,
+    which our host still steps on its fast path)."""
+    if not isinstance(env, gymnasium.Env) or isinstance(env, DiscreteActions):
+        return env
+    if exact_in_unienv(env.observation_space):
+        if exact_in_unienv(env.action_space):
+            return env
+        if isinstance(env.action_space, spaces.Discrete):
+            return DiscreteActions(env)
+    return GymnasiumEnv(env, hold_finished=True)
+
+
+def gymnasium_env(env: Any) -> Any:
+    """The Gymnasium env inside a ``BatchedEnv`` sub-env (``env`` itself
+    when it is one, or a UniEnv ``Env`` of its own)."""
+    if isinstance(env, FromGymnasiumEnv):
+        return env.env
+    if isinstance(env, DiscreteActions):
+        return env.env
+    return env
+
+
+def is_scalar_action(actions: Any) -> bool:
+    """Whether ``actions`` is one scalar where a vector env takes a batch
+    (Gymnasium's vector envs raise ``TypeError`` for it)."""
+    return isinstance(actions, (int, float, bool, np.number, np.bool_)) or (
+        isinstance(actions, np.ndarray) and actions.ndim == 0)
+
