@@ -68,3 +68,37 @@ def test_the_host_counts_what_it_committed_and_its_failures(tmp_path: Path) -> N
     committed = json.loads((buffer / "metadata.json").read_text())["count"]
     assert 0 < committed < 300
     assert out["transitions"] == committed, (out, committed)
+
+
+def test_the_recorders_byte_budget_is_settable_from_python(tmp_path: Path) -> None:
+    """``RemoteServer(record_queue_bytes=)`` reaches the server: with a budget
+    smaller than any transition (each is then queued alone, once the writer
+    holds nothing) every transition is still recorded; a budget that is not a
+    positive integer is refused."""
+    import gymnasium
+    import numpy as np
+    from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
+
+    import unienv_remote
+
+    for bad in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="record_queue_bytes"):
+            unienv_remote.RemoteServer(record_queue_bytes=bad)  # type: ignore[arg-type]
+    server = unienv_remote.RemoteServer(idle_timeout=None, record_dir=str(tmp_path), record_format="npz",
+                                        record_queue_bytes=1)
+    server.register("cartpole", FromGymnasiumEnv(gymnasium.make("CartPole-v1")))
+    client = unienv_remote.RemoteClient.connect(server.listen("127.0.0.1", 0))
+    try:
+        env = client.env("cartpole")
+        env.reset(seed=0)
+        steps = 0
+        for _ in range(40):
+            _, _, terminated, truncated, _ = env.step(np.int64(steps % 2))
+            steps += 1
+            if terminated or truncated:
+                break
+    finally:
+        client.close()
+        server.close()
+    [buffer] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert json.loads((buffer / "metadata.json").read_text())["count"] == steps

@@ -209,6 +209,7 @@ class Server:
         max_server_bytes: Optional[int] = None,
         record_format: Optional[object] = None,
         cpus: Optional[List[int]] = None,
+        record_queue_bytes: Optional[int] = None,
     ) -> Server: ...
     def serve_metrics(self, addr: str) -> str:
         """Serves the metrics (Prometheus text format) on ``addr``; returns its URL."""

@@ -116,6 +116,9 @@ class RemoteServer:
       bytes one connection may hold at once (default 256 MiB; beyond it the
       connection is closed, 1008) and most all connections together may hold
       beyond their first MiB each (default 8 GiB; 1013). ``None``: the default.
+    * ``record_queue_bytes``: with ``record_dir``, most bytes of transitions
+      waiting for the recorder's writer (default 256 MiB); beyond it the
+      simulators wait for the disk (SPEC.md section 10.2). ``None``: the default.
     * ``cpus``: run the server's threads (its domain workers, with any
       threads they start, its runtime and its recorder) on these CPUs only,
       e.g. ``[0]``; default ``None``, wherever the OS schedules them. With
@@ -141,7 +144,8 @@ class RemoteServer:
                  metrics: Optional[str] = None,
                  max_connection_bytes: Optional[int] = None,
                  max_server_bytes: Optional[int] = None,
-                 cpus: Optional[Sequence[int]] = None) -> None:
+                 cpus: Optional[Sequence[int]] = None,
+                 record_queue_bytes: Optional[int] = None) -> None:
         if idle_timeout is not None and (not math.isfinite(idle_timeout) or idle_timeout <= 0):
             raise ValueError("idle_timeout must be positive and finite, or None")
         if type(max_message_size) is not int or max_message_size < 8:
@@ -163,7 +167,8 @@ class RemoteServer:
             record_dir=None if record_dir is None else os.fspath(record_dir),
             record_format=native_format(record_format, record_dir is not None))
         for name, budget in (("max_connection_bytes", max_connection_bytes),
-                             ("max_server_bytes", max_server_bytes)):
+                             ("max_server_bytes", max_server_bytes),
+                             ("record_queue_bytes", record_queue_bytes)):
             if budget is not None and (type(budget) is not int or budget <= 0):
                 raise ValueError(f"{name} must be a positive integer, or None")
             self._options[name] = budget

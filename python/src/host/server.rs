@@ -422,7 +422,7 @@ impl PyServer {
         max_in_flight = 64, max_subscriptions_per_session = 1024, env_boundary_snapshots = false,
         shutdown_timeout = 10.0, handshake_timeout = 10.0, tls_cert = None, tls_key = None,
         validate_actions = true, record_dir = None, max_connection_bytes = None,
-        max_server_bytes = None, record_format = None, cpus = None))]
+        max_server_bytes = None, record_format = None, cpus = None, record_queue_bytes = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -449,6 +449,8 @@ impl PyServer {
         record_format: Option<Bound<'_, PyAny>>,
         // The server's placement (`ServerConfig::cpus`).
         cpus: Option<Vec<usize>>,
+        // The recorder's queue budget in bytes (`ServerConfig::record_queue_bytes`).
+        record_queue_bytes: Option<usize>,
     ) -> PyResult<PyServer> {
         if let Some(dir) = &record_dir {
             std::fs::create_dir_all(dir)
@@ -491,6 +493,8 @@ impl PyServer {
                 .unwrap_or(ServerConfig::default().max_connection_bytes),
             max_server_bytes: max_server_bytes.unwrap_or(ServerConfig::default().max_server_bytes),
             cpus: cpus.clone(),
+            record_queue_bytes: record_queue_bytes
+                .unwrap_or(ServerConfig::default().record_queue_bytes),
             ..ServerConfig::default()
         };
         // Domain threads of factories hold a weak reference to the
