@@ -290,7 +290,10 @@ def main() -> None:
 
     # SIGTERM ends the run as Ctrl-C does: through the finally blocks that
     # stop every process started.
+    # SIGINT raises KeyboardInterrupt even when started with it ignored
+    # (a background job of a non-interactive shell).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     # A single-env connection is a descriptor in the learner, per config alive.
     notes = [raise_nofile(2 * max(sizes) + (max(sizes) * 4 if "async" in keys else 0) + 256)]
     notes.append("Rust VectorEnv: not measured (no benchmark, example or CLI command drives it over many envs)")
