@@ -294,8 +294,9 @@ def main() -> None:
     # (a background job of a non-interactive shell).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    # A single-env connection is a descriptor in the learner, per config alive.
-    notes = [raise_nofile(2 * max(sizes) + (max(sizes) * 4 if "async" in keys else 0) + 256)]
+    # The learner holds one connection per server (its resources share it);
+    # AsyncVectorEnv holds pipes to each worker.
+    notes = [raise_nofile((4 * min(max(sizes), async_max) if "async" in keys else 0) + 256)]
     notes.append("Rust VectorEnv: not measured (no benchmark, example or CLI command drives it over many envs)")
     load_before = os.getloadavg()
     results: List[Config] = []
