@@ -25,6 +25,9 @@
 use super::descriptor::Descriptor;
 use crate::codec::Value;
 use bytes::{Bytes, BytesMut};
+use rustc_hash::{FxBuildHasher, FxHasher};
+use std::collections::HashMap;
+use std::hash::Hasher;
 use std::sync::Arc;
 
 /// The descriptors entry's opening, as servers write it.
@@ -44,8 +47,10 @@ const EMPTY: &[u8] = br#"{"t":"list","v":[]}"#;
 /// moved up over the removed list; past it, the list is blanked with spaces
 /// (the decoder skips them) rather than large attachments moved.
 const MAX_MOVE: usize = 16 * 1024;
-/// How many descriptors a connection remembers (most recent first).
-const CAPACITY: usize = 64;
+/// How many descriptors a connection remembers: one per resource whose
+/// replies it reads, up to this many (past it, an arbitrary one is
+/// forgotten).
+const CAPACITY: usize = 4096;
 /// Frames with large attachments larger than this are not copied to be
 /// edited when they are shared (they are decoded as before).
 const MAX_COPY: usize = 1024 * 1024;
@@ -67,10 +72,28 @@ struct Span {
     digits: std::ops::Range<usize>,
 }
 
-/// The descriptors a connection's replies carried lately.
+/// The descriptors a connection's replies carried lately, found by their
+/// text: a reply of any of the connection's resources costs the same
+/// whatever their number.
 #[derive(Default)]
 pub(super) struct KnownDescriptors {
-    entries: Vec<Known>,
+    /// By the hash of their text around the sequence number ([`text_key`]);
+    /// a hit is checked byte for byte.
+    entries: HashMap<u64, Known, FxBuildHasher>,
+    /// Each remembered descriptor's key by its resource ID (one per ID).
+    by_id: HashMap<String, u64, FxBuildHasher>,
+    /// The key recognised or learned last, tried first: the replies of a
+    /// single resource match it without locating the list.
+    last: Option<u64>,
+}
+
+/// The key of a descriptor's text around its sequence number.
+fn text_key(before: &[u8], after: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write_usize(before.len());
+    h.write(before);
+    h.write(after);
+    h.finish()
 }
 
 /// The first occurrence of `needle` in `hay`.
@@ -189,12 +212,21 @@ impl KnownDescriptors {
         let Some(body) = call_reply(&frame) else {
             return (frame, None);
         };
-        let Some((k, span)) = self
-            .entries
-            .iter()
-            .enumerate()
-            .find_map(|(k, e)| matches(body, &e.before, &e.after).map(|s| (k, s)))
-        else {
+        let last = self
+            .last
+            .and_then(|k| Some((k, self.entries.get(&k)?)))
+            .and_then(|(k, e)| Some((k, matches(body, &e.before, &e.after)?)));
+        let Some((key, span)) = last.or_else(|| {
+            let span = locate(&frame)?;
+            let before = &frame[span.inner.start..span.digits.start];
+            let after = &frame[span.digits.end..span.inner.end];
+            let key = text_key(before, after);
+            let e = self.entries.get(&key)?;
+            (e.before == before && e.after == after).then_some((key, span))
+        }) else {
+            return (frame, None);
+        };
+        let Some(known) = self.entries.get(&key).map(|e| Arc::clone(&e.descriptor)) else {
             return (frame, None);
         };
         let Some(sequence) = number(&frame[span.digits.clone()]) else {
@@ -228,11 +260,8 @@ impl KnownDescriptors {
             edited[gap].fill(b' ');
             edited
         };
-        if k != 0 {
-            let e = self.entries.remove(k);
-            self.entries.insert(0, e);
-        }
-        let descriptor = self.entries[0].descriptor.with_sequence(sequence);
+        self.last = Some(key);
+        let descriptor = known.with_sequence(sequence);
         (edited.freeze(), Some(descriptor))
     }
 
@@ -265,17 +294,25 @@ impl KnownDescriptors {
         }
         let before = frame[span.inner.start..span.digits.start].to_vec();
         let after = frame[span.digits.end..span.inner.end].to_vec();
-        self.entries
-            .retain(|e| e.descriptor.id() != descriptor.id());
+        let key = text_key(&before, &after);
+        if let Some(old) = self.by_id.insert(descriptor.id().to_string(), key) {
+            self.entries.remove(&old);
+        }
+        if self.entries.len() >= CAPACITY && !self.entries.contains_key(&key) {
+            let evicted = self.entries.keys().next().copied();
+            if let Some(evicted) = evicted.and_then(|k| self.entries.remove(&k)) {
+                self.by_id.remove(evicted.descriptor.id());
+            }
+        }
         self.entries.insert(
-            0,
+            key,
             Known {
                 before,
                 after,
                 descriptor: Arc::new(descriptor),
             },
         );
-        self.entries.truncate(CAPACITY);
+        self.last = Some(key);
     }
 }
 
@@ -285,6 +322,10 @@ mod tests {
     use crate::codec::{Codec, Dict, NdArray};
 
     fn descriptor(sequence: u64, low: f64) -> Value {
+        descriptor_of("e", sequence, low)
+    }
+
+    fn descriptor_of(id: &str, sequence: u64, low: f64) -> Value {
         let space = Dict::new()
             .with("type", "BoxSpace")
             .with("shape", Value::Tuple(vec![Value::Int(1)]))
@@ -293,11 +334,11 @@ mod tests {
             .with("dtype", "float32");
         Value::Dict(
             Dict::new()
-                .with("id", "e")
+                .with("id", id)
                 .with("kind", "env")
                 .with("revision", 2)
                 .with("sequence", sequence as i64)
-                .with("domain_id", "e")
+                .with("domain_id", id)
                 .with("action_space", space)
                 .with("operations", Value::List(vec!["step".into()])),
         )
@@ -353,6 +394,41 @@ mod tests {
         // A parsed descriptor equals the recognised one field by field.
         let (parsed, _) = Descriptor::parse(descriptor(1234, -2.0), None).unwrap();
         assert_eq!(parsed.raw(), d.raw());
+    }
+
+    /// Replies of many resources taking turns on one connection (single-env
+    /// resources of a vector env) are each recognised, however many: the
+    /// descriptors are found by their text, not among the most recent few.
+    #[test]
+    fn every_resource_of_a_connection_is_recognised_in_turn() {
+        let ids: Vec<String> = (0..300).map(|i| format!("pendulum{i}")).collect();
+        let obs = || Value::from(NdArray::from_vec(vec![1.0f32]));
+        let mut known = KnownDescriptors::default();
+        for id in &ids {
+            let first = reply(obs(), vec![descriptor_of(id, 1, -2.0)]);
+            let (same, none) = known.strip(first.clone());
+            assert!(none.is_none(), "{id} is not known yet");
+            known.learn(&same, Some(&descriptors_of(first)), |_| None);
+        }
+        for round in 2..4u64 {
+            for id in &ids {
+                let (_, d) = known.strip(reply(obs(), vec![descriptor_of(id, round, -2.0)]));
+                let d = d.unwrap_or_else(|| panic!("{id} recognised in round {round}"));
+                assert_eq!((d.id(), d.sequence()), (id.as_str(), round));
+            }
+        }
+        // A changed descriptor of one of them is not taken for its old text.
+        let (_, d) = known.strip(reply(obs(), vec![descriptor_of(&ids[7], 9, -3.0)]));
+        assert!(d.is_none());
+        // Learning it again replaces the old text: one entry per ID.
+        let changed = reply(obs(), vec![descriptor_of(&ids[7], 9, -3.0)]);
+        known.learn(&changed.clone(), Some(&descriptors_of(changed)), |_| None);
+        assert_eq!(
+            (known.entries.len(), known.by_id.len()),
+            (ids.len(), ids.len())
+        );
+        let (_, old) = known.strip(reply(obs(), vec![descriptor_of(&ids[7], 10, -2.0)]));
+        assert!(old.is_none(), "the old text of a relearned ID is forgotten");
     }
 
     #[test]

@@ -16,6 +16,8 @@
 use crate::codec::{Codec, CodecError, DType, Dict, Value};
 use crate::protocol::Op;
 use bytes::{BufMut, Bytes, BytesMut};
+use rustc_hash::FxBuildHasher;
+use std::collections::HashMap;
 
 /// Stands for the request ID while a template is made (16 characters, as
 /// long as the longest hexadecimal request ID, never one: not hexadecimal).
@@ -23,11 +25,10 @@ const REQUEST: &str = "request-id-here!";
 /// Stands for the operation ID (32 characters, not hexadecimal).
 const OPERATION: &str = "operation-id-goes-here-32-chars!";
 
-/// What a template fits: a call of `method` on `resource_id` whose only
-/// argument is an array of `dtype` and `shape`, without keywords.
+/// What a template fits, beside its resource: a call of `method` whose
+/// only argument is an array of `dtype` and `shape`, without keywords.
 #[derive(PartialEq, Eq)]
 struct Key {
-    resource_id: String,
     method: String,
     dtype: DType,
     shape: Vec<usize>,
@@ -40,14 +41,19 @@ struct Template {
     pieces: Option<[Vec<u8>; 3]>,
 }
 
-/// A connection's call templates (one per resource and method in use).
+/// A connection's call templates (one per resource and method in use),
+/// found by resource ID: a request costs the same whatever the number of
+/// resources the connection calls.
 #[derive(Default)]
 pub(super) struct CallTemplates {
-    kept: Vec<Template>,
+    kept: HashMap<String, Vec<Template>, FxBuildHasher>,
+    /// Templates in `kept`.
+    count: usize,
 }
 
-/// How many templates a connection keeps.
-const CAPACITY: usize = 64;
+/// How many templates a connection keeps (past it, an arbitrary
+/// resource's are dropped).
+const CAPACITY: usize = 4096;
 
 /// The array argument and the operation ID of a call's parameters when
 /// they have the templated form: `method`, `args` (one array), `kwargs`
@@ -88,32 +94,37 @@ impl CallTemplates {
         if request_id.len() > REQUEST.len() || operation_id.len() != OPERATION.len() {
             return None;
         }
-        let found = self.kept.iter().position(|t| {
-            t.key.resource_id == resource_id
-                && t.key.method == method
-                && t.key.dtype == array.dtype()
-                && t.key.shape == array.shape()
-        });
+        let fits = |t: &Template| {
+            t.key.method == method && t.key.dtype == array.dtype() && t.key.shape == array.shape()
+        };
+        let found = self
+            .kept
+            .get(resource_id)
+            .and_then(|ts| ts.iter().position(fits));
         let at = match found {
             Some(at) => at,
             None => {
-                if self.kept.len() == CAPACITY {
-                    self.kept.remove(0);
+                if self.count >= CAPACITY {
+                    let evicted = self.kept.keys().next().cloned();
+                    if let Some(dropped) = evicted.and_then(|id| self.kept.remove(&id)) {
+                        self.count -= dropped.len();
+                    }
                 }
                 let pieces = make(codec, session, resource_id, params, array.as_bytes());
-                self.kept.push(Template {
+                let ts = self.kept.entry(resource_id.to_string()).or_default();
+                ts.push(Template {
                     key: Key {
-                        resource_id: resource_id.to_string(),
                         method: method.to_string(),
                         dtype: array.dtype(),
                         shape: array.shape().to_vec(),
                     },
                     pieces,
                 });
-                self.kept.len() - 1
+                self.count += 1;
+                ts.len() - 1
             }
         };
-        let [a, b, c] = self.kept[at].pieces.as_ref()?;
+        let [a, b, c] = self.kept.get(resource_id)?.get(at)?.pieces.as_ref()?;
         let data = array.as_bytes();
         let header = a.len() + request_id.len() + b.len() + operation_id.len() + c.len();
         let total = 4 + header + data.len();
@@ -294,5 +305,52 @@ mod tests {
         // keywords and other arguments did not.
         assert!(templated >= 7 * 3 * actions.len(), "{templated} templated");
         assert!(templated < 7 * 5 * actions.len() * 4);
+    }
+
+    /// Many resources taking turns on one connection (single-env resources
+    /// of a vector env) each keep their template: after the first round no
+    /// template is made again, and every request is still the plain bytes.
+    #[test]
+    fn every_resource_of_a_connection_keeps_its_template() {
+        let codec = Codec::new(1 << 20).expect("a codec");
+        let session = Value::from("c699e69c4494ba0c2934a9e7f270d282");
+        let mut templates = CallTemplates::default();
+        let kwargs = Value::Dict(Dict::new());
+        let method = Value::from("step");
+        let ids: Vec<String> = (0..300).map(|i| format!("pendulum{i}")).collect();
+        for round in 0..3u64 {
+            for (i, resource) in ids.iter().enumerate() {
+                let request_id = round * 1000 + i as u64 + 1;
+                let operation_id = Value::from(format!("{request_id:032x}"));
+                let args = Value::Tuple(vec![array("<f4", &[1], i as u8)]);
+                let params: [(&str, &Value); 4] = [
+                    ("method", &method),
+                    ("args", &args),
+                    ("kwargs", &kwargs),
+                    ("operation_id", &operation_id),
+                ];
+                let plain = plain_request(
+                    &codec,
+                    session.clone(),
+                    request_id,
+                    Op::Call,
+                    Some(resource),
+                    &params,
+                )
+                .expect("encoded");
+                let frame = templates
+                    .encode(
+                        &codec,
+                        &session,
+                        &format!("{request_id:x}"),
+                        resource,
+                        &params,
+                    )
+                    .expect("templated");
+                assert_eq!(frame.as_ref(), plain.as_slice(), "{resource} round {round}");
+            }
+            assert_eq!(templates.count, ids.len(), "one template per resource");
+            assert_eq!(templates.kept.len(), ids.len());
+        }
     }
 }
