@@ -129,35 +129,7 @@ fn resource_table(descriptors: &[std::sync::Arc<Descriptor>]) -> String {
             ]
         })
         .collect();
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let mut line = |cells: [&str; 6]| {
-        let _ = writeln!(
-            out,
-            "{:<w0$}  {:<w1$}  {:<w2$}  {:>w3$}  {:>w4$}  {}",
-            cells[0],
-            cells[1],
-            cells[2],
-            cells[3],
-            cells[4],
-            cells[5],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3],
-            w4 = widths[4],
-        );
-    };
-    line(header);
-    for row in &rows {
-        line([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]);
-    }
-    out
+    pretty::table(header, &rows, [false, false, false, true, true, false])
 }
 
 /// `describe`, and when the server answers `not_found` without naming the

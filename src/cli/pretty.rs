@@ -255,10 +255,61 @@ pub fn indent_json(text: &str) -> String {
     out
 }
 
+/// A plain text table: the header, then one line per row; columns two
+/// spaces apart, each as wide as its widest cell (in characters),
+/// left-aligned unless `right` says so; the last column is not padded.
+pub fn table<const N: usize>(header: [&str; N], rows: &[[String; N]], right: [bool; N]) -> String {
+    let mut widths = header.map(|h| h.chars().count());
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: [&str; N]| {
+        for (i, cell) in cells.into_iter().enumerate() {
+            if i + 1 == N {
+                out.push_str(cell);
+                break;
+            }
+            let pad = std::iter::repeat_n(' ', widths[i].saturating_sub(cell.chars().count()));
+            if right[i] {
+                out.extend(pad);
+                out.push_str(cell);
+            } else {
+                out.push_str(cell);
+                out.extend(pad);
+            }
+            out.push_str("  ");
+        }
+        out.push('\n');
+    };
+    line(header);
+    for row in rows {
+        line(std::array::from_fn(|i| row[i].as_str()));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::dict;
+
+    /// Columns as wide as their widest cell in characters, aligned as asked,
+    /// two spaces apart, the last one unpadded.
+    #[test]
+    fn tables_align_their_columns() {
+        let rows = [
+            ["é".to_string(), "7".to_string(), "last".to_string()],
+            ["long".to_string(), "12345".to_string(), "x".to_string()],
+        ];
+        assert_eq!(
+            table(["ID", "N", "TAIL"], &rows, [false, true, false]),
+            "ID        N  TAIL\né         7  last\nlong  12345  x\n"
+        );
+        assert_eq!(table(["A", "B"], &[], [false, false]), "A  B\n");
+    }
 
     #[test]
     fn summaries() {

@@ -323,7 +323,6 @@ pub(super) async fn discover_hosts(client: &ClientArgs, json: bool) -> ExitCode 
 
 /// The relay's `discover` table: one row per host.
 fn host_table(url: &str, hosts: &[crate::relay::HostInfo]) -> String {
-    use std::fmt::Write as _;
     let header = ["NAME", "VERSION", "CLIENTS", "UP", "URL", "RESOURCES"];
     let rows: Vec<[String; 6]> = hosts
         .iter()
@@ -338,33 +337,5 @@ fn host_table(url: &str, hosts: &[crate::relay::HostInfo]) -> String {
             ]
         })
         .collect();
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let mut line = |cells: [&str; 6]| {
-        let _ = writeln!(
-            out,
-            "{:<w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {:<w4$}  {}",
-            cells[0],
-            cells[1],
-            cells[2],
-            cells[3],
-            cells[4],
-            cells[5],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3],
-            w4 = widths[4],
-        );
-    };
-    line(header);
-    for row in &rows {
-        line([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]);
-    }
-    out
+    super::pretty::table(header, &rows, [false, false, true, true, false, false])
 }
