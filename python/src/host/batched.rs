@@ -40,10 +40,16 @@ struct PySubEnv {
     env: Py<PyAny>,
 }
 
-/// A row of an action: converted by the sub-env's `step` (`Converted`), or
-/// an array of the wire handed to the env's own `step` (`Raw`).
+/// A row of an action: row `index` of the Python `action` as `split(action,
+/// index)` makes it, for the sub-env's `step` (`Split`: a failure to split
+/// is the row's failure, as a failure to step); or an array of the wire
+/// handed to the env's own `step` (`Raw`).
 enum Row {
-    Converted(Py<PyAny>),
+    Split {
+        action: Py<PyAny>,
+        index: usize,
+        split: Py<PyAny>,
+    },
     Raw(Py<PyAny>),
 }
 
@@ -58,8 +64,13 @@ impl SubEnv for PySubEnv {
         Python::attach(|py| {
             let sub = self.sub.bind(py);
             let row = match action {
-                Row::Converted(row) => {
-                    return Ok(sub.call_method1(intern!(py, "step"), (row,))?.unbind())
+                Row::Split {
+                    action,
+                    index,
+                    split,
+                } => {
+                    let row = split.bind(py).call1((action, index))?;
+                    return Ok(sub.call_method1(intern!(py, "step"), (row,))?.unbind());
                 }
                 Row::Raw(row) => row,
             };
@@ -165,18 +176,20 @@ impl PyBatchedCore {
         self.core.faulted()
     }
 
-    /// Every sub-env's `step(row)`, `row(action, i)` its row of `action`;
-    /// the results, in order.
+    /// Every sub-env's `step(row(action, i))`; the results, in order.
     fn step<'py>(
         &mut self,
         py: Python<'py>,
         action: &Bound<'py, PyAny>,
         row: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.core.ready().map_err(|e| py_error(py, e))?;
         let rows = (0..self.core.len())
-            .map(|i| Ok(Row::Converted(row.call1((action, i))?.unbind())))
-            .collect::<PyResult<Vec<_>>>()?;
+            .map(|index| Row::Split {
+                action: action.clone().unbind(),
+                index,
+                split: row.clone().unbind(),
+            })
+            .collect();
         let results = self.step_rows(py, rows)?;
         PyList::new(py, results)
     }
