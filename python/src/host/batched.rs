@@ -11,7 +11,7 @@
 //! The host steps a hosted `BatchedEnv` of Gymnasium sub-envs with Box
 //! spaces through the same core without Python in between
 //! ([`PyBatchedCore::step_hosted`]): the rows of the wire's action become
-//! NumPy arrays here ([`Rows`]), each sub-env's `step` is called with its
+//! NumPy arrays here, each sub-env's `step` is called with its
 //! row, and a batch of regular results (NumPy observations of one dtype and
 //! shape, `float` rewards, no infos or flat infos of scalars) is built
 //! straight into the value tree ([`Builder`]); anything else goes to the
@@ -21,14 +21,15 @@
 
 use crate::common::convert::{check_bounded, new_array, wire_dtype, ConvertError};
 use crate::host::outcome::{convert_result, sole_array, StepOutcome};
-use numpy::npyffi::{npy_intp, PY_ARRAY_API};
-use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use bytes::Bytes;
+use numpy::{PyArrayDescr, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use pyo3::{PyTraverseError, PyVisit};
+use std::sync::Arc;
 use unienv_remote::host::{BatchError, BatchedCore, Seeds, SubEnv};
 use unienv_remote::{DType, Dict, NdArray, Value};
 
@@ -43,14 +44,20 @@ struct PySubEnv {
 /// A row of an action: row `index` of the Python `action` as `split(action,
 /// index)` makes it, for the sub-env's `step` (`Split`: a failure to split
 /// is the row's failure, as a failure to step); or an array of the wire
-/// handed to the env's own `step` (`Raw`).
+/// handed to the env's own `step` (`Raw`: its bytes, `dtype` and shape,
+/// made a new NumPy array only when its sub-env steps, so that one row is
+/// alive at a time).
 enum Row {
     Split {
         action: Py<PyAny>,
         index: usize,
         split: Py<PyAny>,
     },
-    Raw(Py<PyAny>),
+    Raw {
+        data: Bytes,
+        dtype: DType,
+        shape: Arc<[usize]>,
+    },
 }
 
 impl SubEnv for PySubEnv {
@@ -72,7 +79,7 @@ impl SubEnv for PySubEnv {
                     let row = split.bind(py).call1((action, index))?;
                     return Ok(sub.call_method1(intern!(py, "step"), (row,))?.unbind());
                 }
-                Row::Raw(row) => row,
+                Row::Raw { data, dtype, shape } => new_array(py, dtype, &shape, &data)?,
             };
             let result = self
                 .env
@@ -273,14 +280,15 @@ impl PyBatchedCore {
     ) -> StepOutcome {
         let n = self.core.len();
         self.core.ready().map_err(|e| py_error(py, e))?;
-        let (dtype, row_shape) = (action.dtype(), &action.shape()[1..]);
+        let (dtype, shape) = (action.dtype(), Arc::<[usize]>::from(&action.shape()[1..]));
         let row_bytes = action.as_bytes().len() / n;
-        let mut rows = Rows::new(row_shape);
-        let mut raw = Vec::with_capacity(n);
-        for i in 0..n {
-            let data = &action.as_bytes()[i * row_bytes..(i + 1) * row_bytes];
-            raw.push(Row::Raw(rows.make(py, dtype, data)?.unbind()));
-        }
+        let raw = (0..n)
+            .map(|i| Row::Raw {
+                data: action.bytes().slice(i * row_bytes..(i + 1) * row_bytes),
+                dtype,
+                shape: Arc::clone(&shape),
+            })
+            .collect();
         let results = self.step_rows(py, raw)?;
         let mut builder = Builder::new(n);
         let mut regular = true;
@@ -575,62 +583,6 @@ impl<'py> Builder<'py> {
             Value::Array(NdArray::from_vec(self.truncated)),
             Value::Dict(infos),
         ]))
-    }
-}
-
-/// The sub-envs' rows of one action, each a new C-contiguous NumPy array
-/// of the row's dtype and shape holding a copy of its bytes (what
-/// [`new_array`] makes): the first made by `new_array`, the others with
-/// its dtype object and the dimensions kept here, instead of looking both
-/// up again for every row.
-struct Rows<'py> {
-    dims: Vec<npy_intp>,
-    descr: Option<Bound<'py, PyArrayDescr>>,
-}
-
-impl<'py> Rows<'py> {
-    fn new(shape: &[usize]) -> Self {
-        Rows {
-            dims: shape.iter().map(|&d| d as npy_intp).collect(),
-            descr: None,
-        }
-    }
-
-    /// A new array of `data`, the bytes of one row (`product(shape) ×
-    /// itemsize` of them: the caller slices the action by rows).
-    fn make(&mut self, py: Python<'py>, dtype: DType, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-        let Some(descr) = &self.descr else {
-            let shape: Vec<usize> = self.dims.iter().map(|&d| d as usize).collect();
-            let first = new_array(py, dtype, &shape, data)?;
-            self.descr = Some(first.cast::<PyUntypedArray>()?.dtype());
-            return Ok(first);
-        };
-        // SAFETY: PyArray_Empty steals the descriptor reference that
-        // into_dtype_ptr hands over (a clone: `self.descr` keeps its own),
-        // and returns a new reference (or null with a Python error set).
-        // The new array is C-contiguous of `self.dims` and the first row's
-        // dtype, `dtype`, so it owns exactly product(dims) × itemsize bytes,
-        // the length of `data` (every row has the first row's length); no
-        // other code has seen it yet.
-        unsafe {
-            let raw = PY_ARRAY_API.PyArray_Empty(
-                py,
-                self.dims.len() as std::os::raw::c_int,
-                self.dims.as_mut_ptr(),
-                descr.clone().into_dtype_ptr(),
-                0,
-            );
-            let obj = Bound::from_owned_ptr_or_err(py, raw)?;
-            if !data.is_empty() {
-                let arr = obj.as_ptr() as *mut numpy::npyffi::PyArrayObject;
-                std::ptr::copy_nonoverlapping(
-                    data.as_ptr(),
-                    (*arr).fields.data as *mut u8,
-                    data.len(),
-                );
-            }
-            Ok(obj)
-        }
     }
 }
 
