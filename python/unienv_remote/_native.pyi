@@ -334,6 +334,18 @@ class VectorEnv:
     def close(self) -> None:
         """Closes every connection (idempotent)."""
 
+def vector_supports_attributes(env: VectorEnv, index: int) -> bool:
+    """Whether resource ``index``'s server lists the attribute extension."""
+
+def vector_call_attribute(env: VectorEnv, index: int, name: str, args: List[Any], kwargs: Dict[str, Any]) -> List[Any]:
+    """``ext:call`` on resource ``index``: one result per sub-env."""
+
+def vector_set_attribute(env: VectorEnv, index: int, name: str, values: List[Any]) -> None:
+    """``ext:set_attr`` on resource ``index``: ``values`` one per sub-env."""
+
+def vector_render(env: VectorEnv, index: int) -> Any:
+    """Protocol v1's ``render`` call on resource ``index``."""
+
 @final
 class Recorder:
     """A vector env's learner-side recording: one ``unienv_data``

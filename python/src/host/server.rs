@@ -37,6 +37,7 @@ use unienv_remote::server::{
 };
 use unienv_remote::{Dict, Value};
 
+mod attributes;
 mod shutdown;
 use shutdown::{log_warning, shut_down, shut_down_in_background};
 
@@ -306,6 +307,27 @@ impl ForeignHost for PyHost {
             );
             Ok(value)
         })
+    }
+
+    fn call_attribute(
+        &mut self,
+        index: usize,
+        name: &str,
+        args: Vec<Value>,
+        kwargs: Dict,
+    ) -> HostResult<Vec<Value>> {
+        self.after_call.clear();
+        let max_message_size = self.max_message_size;
+        let r = self.resource(index)?;
+        with_python(|py| {
+            attributes::call(py, r.obj.bind(py), name, &args, &kwargs, max_message_size)
+        })
+    }
+
+    fn set_attribute(&mut self, index: usize, name: &str, values: Vec<Value>) -> HostResult<()> {
+        self.after_call.clear();
+        let r = self.resource(index)?;
+        with_python(|py| attributes::set(py, r.obj.bind(py), name, &values))
     }
 
     fn read(&mut self, index: usize, field: Field) -> HostResult<Option<Value>> {

@@ -9,6 +9,9 @@ use crate::host::ResetArgs;
 use std::future::Future;
 use std::sync::Arc;
 
+mod attributes;
+pub use attributes::AttributeError;
+
 /// A [`VectorEnv`] for code that is not async. It owns a current-thread
 /// tokio runtime, driven by the threads that call into it, as the blocking
 /// [`Client`](crate::client::blocking::Client) is: [`step_async`](Self::step_async)
