@@ -72,6 +72,7 @@ retry.
 from __future__ import annotations
 
 import os
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
@@ -335,7 +336,16 @@ class RemoteVectorEnv(VectorEnv):
         self.restart_policy = restart
         self._healer = None if restart is None else Healer(restart, self._native, self._ranges, self.addresses)
         if self._healer is not None:
-            self._healer.reconnected = self._reapply_attributes
+            # Through a weak reference: a cycle would keep an unclosed env's
+            # connections (and a ProcessVectorEnv's servers) until a collection.
+            me = weakref.ref(self)
+
+            def reapply(k: int) -> None:
+                env = me()
+                if env is not None:
+                    env._reapply_attributes(k)
+
+            self._healer.reconnected = reapply
         # NEXT_STEP: the envs whose last step ended (their next step is an autoreset).
         self._ended = np.zeros(self.num_envs, dtype=np.bool_)
         # Learner-side recording (docs/recording.md): one call per reset/send/result.

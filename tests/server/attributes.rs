@@ -7,9 +7,7 @@ use crate::common;
 
 use common::envs::{log, RecordingEnv};
 use common::raw::{code, fields, result, uncertain, Raw};
-use unienv_remote::host::{
-    Env, HostError, HostResult, ResetArgs, ResetResult, Space, StepResult,
-};
+use unienv_remote::host::{Env, HostError, HostResult, ResetArgs, ResetResult, Space, StepResult};
 use unienv_remote::server::{Server, ServerConfig};
 use unienv_remote::{Dict, NdArray, Value};
 
@@ -45,12 +43,7 @@ impl Env for Counter {
     fn observation_space(&self) -> Option<Space> {
         Some(Space::unbounded_f32(vec![1]))
     }
-    fn call_attribute(
-        &mut self,
-        name: &str,
-        args: Vec<Value>,
-        _: Dict,
-    ) -> HostResult<Vec<Value>> {
+    fn call_attribute(&mut self, name: &str, args: Vec<Value>, _: Dict) -> HostResult<Vec<Value>> {
         match name {
             "max_count" => Ok(vec![Value::Int(self.max_count)]),
             "scaled" => {
@@ -104,7 +97,8 @@ async fn ext_call(raw: &mut Raw, resource: &str, name: &str, args: Vec<Value>) -
 
 async fn ext_set(raw: &mut Raw, resource: &str, name: &str, values: Vec<Value>) -> Dict {
     let kwargs = fields(&[("name", Value::from(name)), ("values", Value::List(values))]);
-    raw.env_call(resource, "ext:set_attr", Vec::new(), kwargs).await
+    raw.env_call(resource, "ext:set_attr", Vec::new(), kwargs)
+        .await
 }
 
 fn value(msg: &Dict) -> Value {
@@ -115,7 +109,10 @@ fn value(msg: &Dict) -> Value {
 async fn marks(raw: &mut Raw, resource: &str) -> (Option<i64>, Option<i64>) {
     let r = raw.op("describe", Some(resource), Dict::new()).await;
     let d = result(&r);
-    let first = d.as_seq().and_then(|s| s.first().cloned()).unwrap_or_default();
+    let first = d
+        .as_seq()
+        .and_then(|s| s.first().cloned())
+        .unwrap_or_default();
     (
         first.get("revision").and_then(Value::as_i64),
         first.get("sequence").and_then(Value::as_i64),
@@ -180,7 +177,13 @@ async fn bad_names_and_requests_are_certain_refusals() {
         let message = format!("{r:?}");
         assert!(message.contains(says), "{name}: {message}");
     }
-    let r = ext_set(&mut raw, "counter", "max_count", vec![Value::Int(1), Value::Int(2)]).await;
+    let r = ext_set(
+        &mut raw,
+        "counter",
+        "max_count",
+        vec![Value::Int(1), Value::Int(2)],
+    )
+    .await;
     assert_eq!(code(&r), "invalid_request", "{r:?}");
     // A set without values, an unexpected member.
     let r = raw
