@@ -16,7 +16,7 @@ __all__ = [
     "BUILD_PROFILE", "PARQUET_PIECE_BYTES", "__version__", "encode", "decode", "Client", "Operation",
     "Subscription", "Server", "VectorEnv", "VectorStep", "Recorder", "coerce_action", "set_log_level", "flush_logs",
     "stop_logs", "set_hooks", "batch_infos", "check_resource_id", "DialHandle", "DialStatus", "Relay",
-    "RelayHost",
+    "RelayHost", "vector_supports_attributes", "vector_call_attribute", "vector_set_attribute", "vector_render",
 ]
 
 #: ``"debug"`` or ``"release"``: how the extension was compiled.
