@@ -89,6 +89,7 @@ def test_get_set_and_call_reach_every_sub_env(python_server: Tuple[str, Any]) ->
         assert envs.get_attr("max_count") == (1, 1, 1)
         envs.reset(seed=42)
         assert envs.get_attr("np_random_seed") == (42, 43, 44)
+        assert envs.np_random_seed == (42, 43, 44)
         _, _, terminated, _, _ = envs.step(np.zeros(3, np.int64))
         assert terminated.tolist() == [True, True, True]
         frames = envs.render()

@@ -771,6 +771,12 @@ class RemoteVectorEnv(VectorEnv):
         self._attributes_set.pop(name, None)  # re-applied in the order last set
         self._attributes_set[name] = list(values)
 
+    @property
+    def np_random_seed(self) -> Tuple[int, ...]:  # type: ignore[override]  # AsyncVectorEnv's type
+        """Every sub-env's ``np_random_seed``, as Gymnasium's vector envs give
+        it (``get_attr``: ``(42, 43, ...)`` after ``reset(seed=42)``)."""
+        return self.get_attr("np_random_seed")
+
     def _reapply_attributes(self, k: int) -> None:
         """Sets ``set_attr``'s values again on resource ``k`` (reconnected by
         the restart policy, before its reset)."""
