@@ -311,23 +311,16 @@ impl ForeignHost for PyHost {
 
     fn call_attribute(
         &mut self,
-        index: usize,
+        i: usize,
         name: &str,
         args: Vec<Value>,
-        kwargs: Dict,
+        kw: Dict,
     ) -> HostResult<Vec<Value>> {
-        self.after_call.clear();
-        let max_message_size = self.max_message_size;
-        let r = self.resource(index)?;
-        with_python(|py| {
-            attributes::call(py, r.obj.bind(py), name, &args, &kwargs, max_message_size)
-        })
+        attributes::call(self, i, name, &args, &kw)
     }
 
-    fn set_attribute(&mut self, index: usize, name: &str, values: Vec<Value>) -> HostResult<()> {
-        self.after_call.clear();
-        let r = self.resource(index)?;
-        with_python(|py| attributes::set(py, r.obj.bind(py), name, &values))
+    fn set_attribute(&mut self, i: usize, name: &str, values: Vec<Value>) -> HostResult<()> {
+        attributes::set(self, i, name, &values)
     }
 
     fn read(&mut self, index: usize, field: Field) -> HostResult<Option<Value>> {

@@ -9,8 +9,7 @@ use crate::host::ResetArgs;
 use std::future::Future;
 use std::sync::Arc;
 
-mod attributes;
-pub use attributes::AttributeError;
+pub mod attributes;
 
 /// A [`VectorEnv`] for code that is not async. It owns a current-thread
 /// tokio runtime, driven by the threads that call into it, as the blocking

@@ -5,14 +5,18 @@
 //! reach them as Gymnasium's vector envs do (`get_wrapper_attr`,
 //! `set_wrapper_attr` on a Gymnasium env).
 
+use super::PyHost;
 use crate::common::convert::to_py;
 use crate::host::outcome::convert_result;
-use crate::host::python::host_error;
+use crate::host::python::{host_error, with_python};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use unienv_remote::host::{HostError, HostResult};
 use unienv_remote::{Dict, Value};
+
+/// What `ext:call` gives: one value per sub-env.
+pub(super) type AttrResult = HostResult<Vec<Value>>;
 
 /// `unienv_remote.server.<function>`.
 fn helper<'py>(py: Python<'py>, function: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -28,16 +32,29 @@ fn values_to_py<'py>(py: Python<'py>, values: &[Value]) -> PyResult<Bound<'py, P
     PyList::new(py, items)
 }
 
-/// `ext:call` on `obj`: one value per sub-env, each bounded by the
-/// server's `max_message_size`.
+/// `ext:call` on resource `index`: one value per sub-env, each bounded by
+/// the server's `max_message_size`.
 pub(super) fn call(
+    host: &mut PyHost,
+    index: usize,
+    name: &str,
+    args: &[Value],
+    kwargs: &Dict,
+) -> AttrResult {
+    host.after_call.clear();
+    let max_message_size = host.max_message_size;
+    let r = host.resource(index)?;
+    with_python(|py| call_in(py, r.obj.bind(py), name, args, kwargs, max_message_size))
+}
+
+fn call_in(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
     name: &str,
     args: &[Value],
     kwargs: &Dict,
     max_message_size: usize,
-) -> HostResult<Vec<Value>> {
+) -> AttrResult {
     let run = || -> PyResult<Bound<'_, PyAny>> {
         let pkwargs = PyDict::new(py);
         for (k, v) in kwargs.iter() {
@@ -74,13 +91,14 @@ pub(super) fn call(
     Ok(values)
 }
 
-/// `ext:set_attr` on `obj`: `values[i]` to sub-env `i`.
-pub(super) fn set(
-    py: Python<'_>,
-    obj: &Bound<'_, PyAny>,
-    name: &str,
-    values: &[Value],
-) -> HostResult<()> {
+/// `ext:set_attr` on resource `index`: `values[i]` to sub-env `i`.
+pub(super) fn set(host: &mut PyHost, index: usize, name: &str, values: &[Value]) -> HostResult<()> {
+    host.after_call.clear();
+    let r = host.resource(index)?;
+    with_python(|py| set_in(py, r.obj.bind(py), name, values))
+}
+
+fn set_in(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str, values: &[Value]) -> HostResult<()> {
     let run = || -> PyResult<()> {
         helper(py, "_set_attribute")?.call1((obj, name, values_to_py(py, values)?))?;
         Ok(())
