@@ -183,7 +183,16 @@ class RemoteVectorEnv(VectorEnv):
     The single spaces are the envs' UniEnv spaces converted by unienv's
     ``to_gym_space``, which has no ``Discrete``: a ``Discrete(n)`` hosted
     env's space comes back as an integer ``Box``. ``single_observation_space``
-    / ``single_action_space`` give the Gymnasium spaces to use instead.
+    / ``single_action_space`` give the Gymnasium spaces to use instead;
+    observations and actions then take those spaces' Gymnasium types (an
+    ``int8`` ``MultiBinary``, a tuple of ``Text`` strings, ...), as
+    ``ProcessVectorEnv``'s do. A scalar action is a ``TypeError`` and a bad
+    ``reset_mask`` raises Gymnasium's errors, as Gymnasium's vector envs.
+
+    ``call`` / ``get_attr`` / ``set_attr`` / ``render`` / ``np_random_seed``
+    reach the sub-envs over our servers' attribute extension (SPEC.md,
+    section 15); a server without it (the reference) raises
+    ``NotImplementedError`` for them, sending nothing.
 
     ``autoreset_mode`` (Gymnasium 1.x's ``AutoresetMode`` or its name):
 
