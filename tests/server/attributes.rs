@@ -246,3 +246,21 @@ async fn the_extension_claims_control_as_an_env_call() {
     let r = ext_call(&mut a, "counter", "max_count", vec![]).await;
     assert_eq!(value(&r), Value::List(vec![Value::Int(5)]));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_is_not_an_env_and_the_fixture_envs_have_no_attributes() {
+    let mut b = Server::builder(ServerConfig::default());
+    unienv_remote::fixtures::register(&mut b).unwrap();
+    let server = b.start().expect("a valid server configuration");
+    let mut raw = Raw::new(server.connect_memory());
+    raw.hello(None).await;
+    let kwargs = fields(&[("name", Value::from("name"))]);
+    let r = raw.call("arm", "ext:call", Vec::new(), kwargs, None).await;
+    assert_eq!(code(&r), "unsupported_operation", "{r:?}");
+    assert!(
+        format!("{r:?}").contains("applies to env resources"),
+        "{r:?}"
+    );
+    let r = ext_call(&mut raw, "counter3", "batch_size", vec![]).await;
+    assert_eq!(code(&r), "unsupported_operation", "{r:?}");
+}
