@@ -52,7 +52,7 @@ from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Uni
 import gymnasium
 import numpy as np
 
-from ._gym_spaces import batch_from_gymnasium, batch_to_gymnasium, exact_in_unienv, is_scalar_action, to_gymnasium
+from ._gym_spaces import exact_in_unienv
 from .vector import RemoteVectorEnv
 
 __all__ = ["ProcessVectorEnv"]
@@ -379,56 +379,10 @@ class ProcessVectorEnv(RemoteVectorEnv):
             self.metadata = {**self.metadata, **found["metadata"], "autoreset_mode": self.metadata["autoreset_mode"]}
         self.render_mode = found.get("render_mode")
         #: Whether observations / actions are converted between what the
-        #: wire carries and Gymnasium's types (not for Box spaces of real dtypes).
+        #: wire carries and Gymnasium's types (RemoteVectorEnv's conversions;
+        #: here also for the wire's own spaces when the sub-envs are UniEnv's).
         self._convert_obs = not exact_in_unienv(self.single_observation_space)
         self._convert_actions = not exact_in_unienv(self.single_action_space)
-
-    # -- Gymnasium's types -------------------------------------------------
-
-    def _obs(self, obs: Any) -> Any:
-        return batch_to_gymnasium(self.single_observation_space, obs) if self._convert_obs and obs is not None else obs
-
-    def _final_obs(self, infos: Dict[str, Any]) -> Dict[str, Any]:
-        """``SAME_STEP``'s final observations as single Gymnasium values; a
-        ``Discrete`` one (alone, not inside a tuple or dict) as a Python
-        ``int``, as Gymnasium's toy-text envs return it and its vector envs
-        pass it on (the batch it was cut from cannot say which integer type
-        the env returned)."""
-        if self._convert_obs and "final_obs" in infos:
-            final = infos["final_obs"]
-            space = self.single_observation_space
-            for i, present in enumerate(infos["_final_obs"]):
-                if present:
-                    value = to_gymnasium(space, final[i])
-                    final[i] = int(value) if isinstance(space, gymnasium.spaces.Discrete) else value
-        return infos
-
-    def _actions(self, actions: Any) -> Any:
-        if is_scalar_action(actions):
-            raise TypeError(f"a vector env's action is a batch of {self.num_envs} actions, "
-                            f"got the scalar {actions!r}")
-        if self._convert_actions:
-            return batch_from_gymnasium(self.single_action_space, actions)
-        return actions
-
-    def reset(self, *, seed: Optional[Union[int, Sequence[Optional[int]]]] = None,
-              options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
-        obs, infos = super().reset(seed=seed, options=options)
-        return self._obs(obs), infos
-
-    def step_async(self, actions: Any) -> None:
-        super().step_async(self._actions(actions))
-
-    def step_wait(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
-        obs, rewards, terminations, truncations, infos = super().step_wait()
-        return self._obs(obs), rewards, terminations, truncations, self._final_obs(infos)
-
-    def send(self, actions: Any, env_id: Optional[Any] = None) -> None:
-        super().send(self._actions(actions), env_id)
-
-    def recv(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
-        obs, rewards, terminations, truncations, infos = super().recv()
-        return self._obs(obs), rewards, terminations, truncations, self._final_obs(infos)
 
     # -- Gymnasium's vector API: calls on the sub-envs ---------------------
 

@@ -606,7 +606,7 @@ fn hello(
         .store(negotiated, Ordering::Relaxed);
     session.ready.store(true, Ordering::Release);
     tracing::info!(max_message_size = negotiated, "session opened");
-    let mut result = Dict::with_capacity(5);
+    let mut result = Dict::with_capacity(6);
     result.insert("session_id", &*session.id);
     result.insert("max_message_size", negotiated);
     result.insert("server", SERVER_NAME);
@@ -614,6 +614,11 @@ fn hello(
     result.insert(
         "protocol_versions",
         Value::List(vec![Value::Int(PROTOCOL_VERSION)]),
+    );
+    // Extensions of our own (SPEC.md, "Extension: sub-env attributes").
+    result.insert(
+        "extensions",
+        Value::List(vec![Value::from(crate::protocol::attributes::EXTENSION)]),
     );
     Ok(Value::Dict(result))
 }

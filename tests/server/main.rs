@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod attributes;
 mod busy_domain;
 mod fairness;
 mod fault_disconnect;
