@@ -50,8 +50,46 @@ SPACES = {
         "velocity": spaces.Tuple((spaces.Discrete(37), spaces.Box(0, 255, (), np.uint8))),
         "flags": spaces.MultiBinary(2),
     }),
+    "text": spaces.Text(6, min_length=1, charset="abcXYZ"),
+    "one_of": spaces.OneOf((spaces.Discrete(3), spaces.Box(0.0, 1.0, (2,), np.float32),
+                            spaces.Tuple((spaces.Text(3), spaces.MultiBinary(2))))),
 }
 IDS = list(SPACES)
+
+
+class Opaque(spaces.Space):  # type: ignore[type-arg]
+    """A custom Gymnasium space (Gymnasium's vector envs batch it as a tuple)."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=None)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> Any:
+        return {"word": "w" * int(self.np_random.integers(1, 5)), "n": int(self.np_random.integers(9))}
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, dict) and set(x) == {"word", "n"}
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Opaque)
+
+
+#: Spaces no UniEnv space describes: carried pickled between a
+#: ``ProcessVectorEnv`` and its server processes.
+PICKLED = {
+    "graph_box_discrete": spaces.Graph(spaces.Box(-1.0, 1.0, (2, 3)), spaces.Discrete(4)),
+    "graph_no_edges": spaces.Graph(spaces.MultiBinary(3), None),
+    "graph_dict_nodes": spaces.Graph(spaces.Dict({"kind": spaces.Discrete(5), "pos": spaces.Box(-1.0, 1.0, (2,))}),
+                                     spaces.Tuple((spaces.Discrete(2), spaces.Box(0.0, 1.0, ())))),
+    "sequence": spaces.Sequence(spaces.Discrete(4)),
+    "sequence_stacked": spaces.Sequence(spaces.Box(0.0, 1.0, (2,), np.float32), stack=True),
+    "sequence_of_graphs": spaces.Sequence(spaces.Graph(spaces.Box(0.0, 1.0, (1,)), None)),
+    "tuple_with_graph": spaces.Tuple((spaces.Graph(spaces.Box(-1.0, 1.0, (1,)), None), spaces.Discrete(2))),
+    "dict_with_sequence": spaces.Dict({"seq": spaces.Sequence(spaces.Box(0.0, 1.0, (1,)), stack=True),
+                                       "text": spaces.Text(4), "box": spaces.Box(-1.0, 1.0, (2,))}),
+    "one_of_graph": spaces.OneOf((spaces.Discrete(3), spaces.Graph(spaces.Discrete(2), spaces.Discrete(2)))),
+    "custom": Opaque(),
+}
+PICKLED_IDS = list(PICKLED)
 
 
 def scalars(value: Any) -> Any:
@@ -98,14 +136,36 @@ def test_batches_are_gymnasiums(name: str) -> None:
     assert data_equivalence(batch_to_gymnasium(space, batch_from_gymnasium(space, theirs)), theirs)
 
 
-@pytest.mark.parametrize("space", [
-    spaces.Graph(node_space=spaces.Discrete(3), edge_space=None),
-    spaces.Sequence(spaces.Discrete(3)),
-    spaces.OneOf((spaces.Discrete(3), spaces.Box(-1, 1, (2,)))),
-], ids=["graph", "sequence", "one_of"])
-def test_spaces_without_a_carried_form_are_refused(space: Any) -> None:
-    with pytest.raises(TypeError, match=type(space).__name__):
+@pytest.mark.parametrize("name", PICKLED_IDS)
+def test_spaces_without_a_carried_form_are_refused_unless_pickled(name: str) -> None:
+    """Outside a ``ProcessVectorEnv``'s own servers, a space no UniEnv
+    space describes is a ``TypeError`` naming it (the whole space is
+    checked, a nested one too); with ``pickled=True`` its values go as
+    ``CARRIER`` values and come back equal, alone and batched as
+    Gymnasium's ``concatenate`` batches them (a tuple of the values)."""
+    space = PICKLED[name]
+    inner = {"tuple_with_graph": "Graph", "dict_with_sequence": "Sequence", "one_of_graph": "Graph"}
+    with pytest.raises(TypeError, match=inner.get(name, type(space).__name__)):
         unienv_space(space)
+    with pytest.raises(TypeError):
+        from_gymnasium(SpaceEnv(space, spaces.Discrete(2)))
+    space.seed(3)
+    values = [space.sample() for _ in range(3)]
+    uspace = unienv_space(space, pickled=True)
+    carried = [to_unienv(space, v, pickled=True) for v in values]
+    for value, c in zip(values, carried):
+        assert data_equivalence(to_gymnasium(space, c, pickled=True), value)
+    # unienv's concatenate pads the carried rows; the pickles ignore it.
+    stacked = sbu.concatenate(uspace, carried)
+    ours = batch_to_gymnasium(space, stacked, pickled=True)
+    theirs = concatenate(space, values, create_empty_array(space, 3))
+    assert data_equivalence(ours, theirs), (ours, theirs)
+    assert batch_space(space, 3).contains(ours)
+    back = batch_from_gymnasium(space, theirs, pickled=True)
+    assert data_equivalence(batch_to_gymnasium(space, back, pickled=True), theirs)
+    # Rows of different lengths gathered in a list (the client's stacking).
+    if isinstance(stacked, np.ndarray):
+        assert data_equivalence(batch_to_gymnasium(space, [np.asarray(c) for c in carried], pickled=True), theirs)
 
 
 class SpaceEnv(gymnasium.Env):  # type: ignore[type-arg]
@@ -337,14 +397,14 @@ def test_single_env_path_other_spaces(space: Any, arrives_as: Any) -> None:
         server.close()
 
 
-@pytest.mark.parametrize("name", IDS)
+@pytest.mark.parametrize("name", IDS + PICKLED_IDS)
 def test_process_vector_env_carries_every_space(name: str) -> None:
     """Two envs whose observation and action spaces are ``name``'s, through
     ``ProcessVectorEnv`` and ``SyncVectorEnv`` from the same seed and
     actions: the same spaces, the same batched observations (Gymnasium's
     batch types), and every action reaches its env as a member of its space
     (``SpaceEnv.step`` asserts it)."""
-    space = SPACES[name]
+    space = SPACES[name] if name in SPACES else PICKLED[name]
     envs = ProcessVectorEnv([lambda: SpaceEnv(space, space)] * 2, servers=1)
     local = SyncVectorEnv([lambda: SpaceEnv(space, space)] * 2)
     try:

@@ -4,7 +4,8 @@ little-endian length, then a pickled ``{"sys_path", "log_level", "spec"}``:
 the vector env's import path, the level of its ``unienv_remote`` logger, and
 ``{"fns", "groups", "cpu", "unix"}`` pickled again, to be read once that path
 is set), hosts them as ``BatchedEnv`` resources ``batch0``, ``batch1``, ...
-(``groups`` gives their sizes, in ``fns`` order),
+(``groups`` gives their sizes, in ``fns`` order; values of spaces the wire
+has no form for carried pickled, see ``_gym_spaces.CARRIER``),
 prints ``SPACES_PREFIX`` and its first sub-env's Gymnasium spaces, then
 ``URL_PREFIX`` and its URL, and serves until its standard input closes.
 
@@ -33,7 +34,7 @@ import queue
 import struct
 import sys
 import threading
-from typing import Any, BinaryIO, Dict, List, Optional, Tuple
+from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple
 
 #: Seconds a serving server has to close once its life line ended, before
 #: the watchdog ends the process (an env whose ``close`` hangs).
@@ -137,7 +138,7 @@ def main() -> None:
         fns, start = spec["fns"], 0
         batches = []
         for k, size in enumerate(spec["groups"]):
-            batch = BatchedEnv(fns[start:start + size])
+            batch = BatchedEnv([_fleet_factory(fn) for fn in fns[start:start + size]])
             batches.append(batch)
             server.register(f"batch{k}", batch)
             start += size
@@ -156,6 +157,16 @@ def main() -> None:
     finally:
         server.close()
         _main_finished.set()
+
+
+def _fleet_factory(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` making its env as this process hosts it: values of spaces the
+    wire has no form for (``Graph``, ``Sequence``, ``OneOf``, custom) are
+    carried pickled (``_gym_spaces.fleet_hostable``), for the vector env
+    that started this process to unpickle."""
+    from unienv_remote._gym_spaces import fleet_hostable
+
+    return lambda: fleet_hostable(fn())
 
 
 def _spaces_line(env: Any) -> str:

@@ -382,11 +382,16 @@ class ProcessVectorEnv(RemoteVectorEnv):
         #: wire carries and Gymnasium's types (not for Box spaces of real dtypes).
         self._convert_obs = not exact_in_unienv(self.single_observation_space)
         self._convert_actions = not exact_in_unienv(self.single_action_space)
+        #: Whether the servers carry some values pickled (``_gym_spaces.CARRIER``):
+        #: only spaces they have for their Gymnasium sub-envs.
+        self._pickled = found.get("observation_space") is not None
 
     # -- Gymnasium's types -------------------------------------------------
 
     def _obs(self, obs: Any) -> Any:
-        return batch_to_gymnasium(self.single_observation_space, obs) if self._convert_obs and obs is not None else obs
+        if not self._convert_obs or obs is None:
+            return obs
+        return batch_to_gymnasium(self.single_observation_space, obs, self._pickled)
 
     def _final_obs(self, infos: Dict[str, Any]) -> Dict[str, Any]:
         """``SAME_STEP``'s final observations as single Gymnasium values; a
@@ -399,7 +404,7 @@ class ProcessVectorEnv(RemoteVectorEnv):
             space = self.single_observation_space
             for i, present in enumerate(infos["_final_obs"]):
                 if present:
-                    value = to_gymnasium(space, final[i])
+                    value = to_gymnasium(space, final[i], self._pickled)
                     final[i] = int(value) if isinstance(space, gymnasium.spaces.Discrete) else value
         return infos
 
@@ -408,7 +413,7 @@ class ProcessVectorEnv(RemoteVectorEnv):
             raise TypeError(f"a vector env's action is a batch of {self.num_envs} actions, "
                             f"got the scalar {actions!r}")
         if self._convert_actions:
-            return batch_from_gymnasium(self.single_action_space, actions)
+            return batch_from_gymnasium(self.single_action_space, actions, self._pickled)
         return actions
 
     def reset(self, *, seed: Optional[Union[int, Sequence[Optional[int]]]] = None,
