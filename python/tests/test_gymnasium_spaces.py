@@ -260,34 +260,78 @@ def test_batched_env_of_discrete_envs_behind_a_remote_vector_env(wrapped: bool) 
         server.close()
 
 
-#: Every toy-text and classic-control env Gymnasium registers, and a MuJoCo one.
+#: Every toy-text and classic-control env Gymnasium registers, and every
+#: MuJoCo env of the ``mujoco`` bindings (v4 and v5; v2 and v3 need
+#: ``mujoco-py``, which does not install without system packages, and
+#: ``Pusher-v4`` needs ``mujoco<3``).
 TOY_AND_CLASSIC = sorted(name for name, spec in gymnasium.registry.items()
                          if any(kind in str(spec.entry_point) for kind in ("toy_text", "classic_control")))
-TOY_AND_CLASSIC.append("HalfCheetah-v5")
+MUJOCO = sorted(name for name, spec in gymnasium.registry.items()
+                if "mujoco" in str(spec.entry_point) and name.endswith(("-v4", "-v5")) and name != "Pusher-v4")
+EVERY_ENV = TOY_AND_CLASSIC + MUJOCO
 
 
-@pytest.mark.parametrize("env_id", TOY_AND_CLASSIC)
+def steps_of(env_id: str) -> int:
+    """Random steps per env: enough for toy-text episodes to end and
+    autoreset; a few for the MuJoCo envs (their dynamics are deterministic)."""
+    return 6 if env_id in MUJOCO else 25
+
+
+def same_transitions(envs: Any, local: Any, env_id: str) -> None:
+    """Resets both from one seed and steps them with the same random
+    actions: every observation, reward and signal equal, of the same types."""
+    assert data_equivalence(envs.reset(seed=7)[0], local.reset(seed=7)[0])
+    local.action_space.seed(3)
+    for _ in range(steps_of(env_id)):
+        action = local.action_space.sample()
+        ours, theirs = envs.step(action), local.step(action)
+        assert data_equivalence(ours[:4], theirs[:4]), (ours, theirs)
+
+
+@pytest.mark.parametrize("env_id", EVERY_ENV)
 def test_process_vector_env_steps_as_sync_vector_env(env_id: str) -> None:
-    """3 envs, 25 random steps from the same seeds and actions (episodes of
-    FrozenLake, CliffWalking and Blackjack end and autoreset, some drawing
-    from their generator in every step): every observation, reward and
-    signal equals ``SyncVectorEnv``'s, of the same types."""
-    if env_id.startswith("HalfCheetah"):
+    """2 envs (3 for toy text and classic control), random steps from the
+    same seeds and actions (episodes of FrozenLake, CliffWalking and
+    Blackjack end and autoreset, some drawing from their generator in every
+    step): the same spaces and transitions as ``SyncVectorEnv``."""
+    if env_id in MUJOCO:
         pytest.importorskip("mujoco")
-    envs = ProcessVectorEnv([lambda: gymnasium.make(env_id)] * 3, servers=1)
-    local = SyncVectorEnv([lambda: gymnasium.make(env_id)] * 3)
+    n = 2 if env_id in MUJOCO else 3
+    envs = ProcessVectorEnv([lambda: gymnasium.make(env_id)] * n, servers=1)
+    local = SyncVectorEnv([lambda: gymnasium.make(env_id)] * n)
     try:
         assert envs.single_observation_space == local.single_observation_space
         assert envs.single_action_space == local.single_action_space
-        assert data_equivalence(envs.reset(seed=7)[0], local.reset(seed=7)[0])
-        envs.action_space.seed(3)
-        for _ in range(25):
-            action = envs.action_space.sample()
-            ours, theirs = envs.step(action), local.step(action)
-            assert data_equivalence(ours[:4], theirs[:4]), (ours, theirs)
+        same_transitions(envs, local, env_id)
     finally:
         envs.close()
         local.close()
+
+
+@pytest.mark.parametrize("env_id", EVERY_ENV)
+def test_remote_vector_env_steps_as_sync_vector_env(env_id: str) -> None:
+    """The same through a ``RemoteVectorEnv`` (given the Gymnasium spaces)
+    over a ``RemoteServer`` in this process: one ``BatchedEnv`` of 2 envs
+    and one single env (``from_gymnasium``), stepped together."""
+    if env_id in MUJOCO:
+        pytest.importorskip("mujoco")
+    make: Callable[[], Any] = lambda: gymnasium.make(env_id)  # noqa: E731
+    server = RemoteServer(idle_timeout=None)
+    server.register("batch", unienv_remote.BatchedEnv([make] * 2))
+    server.register("single", from_gymnasium(make()))
+    url = server.listen("127.0.0.1", 0)
+    local = SyncVectorEnv([make] * 3)
+    try:
+        envs = RemoteVectorEnv([(url, "batch"), (url, "single")],
+                               single_observation_space=local.single_observation_space,
+                               single_action_space=local.single_action_space)
+        try:
+            same_transitions(envs, local, env_id)
+        finally:
+            envs.close()
+    finally:
+        local.close()
+        server.close()
 
 
 class Counter(gymnasium.Env):  # type: ignore[type-arg]
@@ -465,3 +509,109 @@ def test_discrete_action_box_observation_envs_keep_the_fast_path() -> None:
     finally:
         envs.close()
         local.close()
+
+
+@pytest.mark.parametrize("name", ["text", "one_of", "dict_text"])
+def test_batched_env_of_text_and_one_of_envs_behind_a_remote_vector_env(name: str) -> None:
+    """A ``BatchedEnv`` of Gymnasium envs of ``Text`` or ``OneOf`` spaces
+    (alone, or a ``Text`` inside a ``Dict``) behind a ``RemoteVectorEnv``:
+    unienv batches these spaces but cannot concatenate their values, so
+    ours does; the observations, as the wire stacks them, convert to what
+    ``SyncVectorEnv`` gives, and each action reaches its sub-env as a
+    member of its space (``SpaceEnv.step`` asserts it)."""
+    space = {"dict_text": spaces.Dict({"text": spaces.Text(5), "n": spaces.Discrete(3)})}.get(name) or SPACES[name]
+    server = RemoteServer(idle_timeout=None)
+    batch = unienv_remote.BatchedEnv([lambda: SpaceEnv(space, space)] * 3)
+    server.register("batch", batch)
+    url = server.listen("127.0.0.1", 0)
+    try:
+        envs = RemoteVectorEnv([(url, "batch")], single_observation_space=space, single_action_space=space)
+        local = SyncVectorEnv([lambda: SpaceEnv(space, space)] * 3)
+        try:
+            obs, _ = envs.reset(seed=6)
+            assert data_equivalence(batch_to_gymnasium(space, obs), local.reset(seed=6)[0])
+            local.action_space.seed(2)
+            for _ in range(3):
+                action = local.action_space.sample()
+                ours = envs.step(batch_from_gymnasium(space, action))[0]
+                assert data_equivalence(batch_to_gymnasium(space, ours), local.step(action)[0])
+            assert all(len(env.env.seen) == 3 for env in batch.sub_envs)
+        finally:
+            envs.close()
+            local.close()
+    finally:
+        server.close()
+
+
+def test_single_env_path_one_of() -> None:
+    """A ``OneOf`` space is UniEnv's union space on the wire, both ways: a
+    hosted env's observations arrive as ``(np.int64, value)`` of the
+    chosen space, actions reach it as members of its space. (Our host
+    publishes a ``Discrete``'s reachable high bound through ``Dict`` and
+    ``Tuple`` spaces, not yet inside a union: there it is unienv's
+    exclusive one, and the client sees ``Discrete(n + 1)``.)"""
+    space = SPACES["one_of"]
+    local, hosted = SpaceEnv(space, space), SpaceEnv(space, space)
+    server = RemoteServer(idle_timeout=None)
+    server.register("env", from_gymnasium(hosted))
+    url = server.listen("127.0.0.1", 0)
+    try:
+        env = remote_gymnasium.make(url, "env")
+        try:
+            assert env.observation_space.spaces[1:] == space.spaces[1:] and env.action_space == env.observation_space
+            assert env.observation_space.spaces[0] == spaces.Discrete(4)
+            obs, _ = env.reset(seed=2)
+            assert data_equivalence(scalars(obs), scalars(local.reset(seed=2)[0]))
+            space.seed(0)
+            for _ in range(4):
+                action = space.sample()
+                obs = env.step(action)[0]
+                assert obs in space
+                assert data_equivalence(scalars(obs), scalars(local.step(action)[0]))
+            assert len(hosted.seen) == 4
+        finally:
+            env.close()
+    finally:
+        server.close()
+
+
+def test_bool_box_over_the_wire() -> None:
+    """A bool ``Box`` is a binary space on the wire, whose document cannot
+    tell it from a ``MultiBinary``: a ``RemoteVectorEnv`` makes a
+    ``MultiBinary`` of it (unienv's own conversion fails on binary spaces),
+    in a dict too, and given the ``Box`` it gives bool observations in it;
+    a ``ProcessVectorEnv`` has the sub-envs' own ``Box``."""
+    space = spaces.Box(0, 1, (3,), np.bool_)
+    nested = spaces.Dict({"flags": space, "n": spaces.Discrete(2)})
+    server = RemoteServer(idle_timeout=None)
+    server.register("batch", unienv_remote.BatchedEnv([lambda: SpaceEnv(space, space)] * 2))
+    server.register("nested", unienv_remote.BatchedEnv([lambda: SpaceEnv(nested, space)] * 2))
+    url = server.listen("127.0.0.1", 0)
+    try:
+        envs = RemoteVectorEnv([(url, "batch")])
+        try:
+            assert envs.single_observation_space == spaces.MultiBinary(3)
+            assert envs.single_action_space == spaces.MultiBinary(3)
+        finally:
+            envs.close()
+        envs = RemoteVectorEnv([(url, "nested")])
+        try:
+            assert envs.single_observation_space["flags"] == spaces.MultiBinary(3)
+        finally:
+            envs.close()
+        envs = RemoteVectorEnv([(url, "batch")], single_observation_space=space, single_action_space=space)
+        try:
+            obs, _ = envs.reset(seed=0)
+            assert obs.dtype == np.bool_ and obs in envs.observation_space
+            obs = envs.step(np.array([[True, False, True]] * 2))[0]
+            assert obs.dtype == np.bool_ and obs in envs.observation_space
+        finally:
+            envs.close()
+    finally:
+        server.close()
+    process = ProcessVectorEnv([lambda: SpaceEnv(space, space)] * 2, servers=1)
+    try:
+        assert process.single_observation_space == space and process.single_action_space == space
+        assert process.reset(seed=0)[0].dtype == np.bool_
+    finally:
+        process.close()

@@ -161,7 +161,7 @@ def main() -> None:
 
 def _fleet_factory(fn: Callable[[], Any]) -> Callable[[], Any]:
     """``fn`` making its env as this process hosts it: values of spaces the
-    wire has no form for (``Graph``, ``Sequence``, ``OneOf``, custom) are
+    wire has no form for (``Graph``, ``Sequence``, custom spaces) are
     carried pickled (``_gym_spaces.fleet_hostable``), for the vector env
     that started this process to unpickle."""
     from unienv_remote._gym_spaces import fleet_hostable

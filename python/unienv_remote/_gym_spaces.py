@@ -18,6 +18,8 @@ Gymnasium space        UniEnv space (what the wire carries)   Gymnasium value (s
 ``Box`` (any dtype)    box (a ``bool`` box: binary space)     array of its dtype (0-d: a NumPy scalar)
 ``Text``               text space                             ``str`` / tuple of ``str``
 ``Tuple`` / ``Dict``   tuple / dict space, nested             tuple / dict, nested
+``OneOf``              union space, ``(index, value)``        ``(np.int64, value)`` / tuple of them
+``Graph``, ``Seq...``  :data:`CARRIER` (``pickled`` only)     the value itself / tuple of them
 =====================  ====================================  =======================================
 
 ``Discrete`` and ``MultiDiscrete`` become UniEnv's integer boxes as unienv
@@ -25,27 +27,30 @@ makes them (``high`` exclusive, ``[start, start + n)``), so that our host's
 published bounds and action checks are those of unienv's ``FromGymnasiumEnv``
 (SPEC.md, "Action checking on the Python host").
 
-``Graph``, ``Sequence`` and ``OneOf`` (and any other Gymnasium space, such
-as a custom one) have no UniEnv space that the reference's space documents
-describe and that batches as Gymnasium batches them (a tuple of the
-sub-envs' values, of varying sizes): our hosts and clients refuse them with
-a ``TypeError`` naming the space, except between a ``ProcessVectorEnv`` and
-the server processes it started (``pickled=True``, see :data:`CARRIER`),
-where each value travels pickled, as Gymnasium's ``AsyncVectorEnv`` sends it
-through its pipes, and arrives as it left.
+``Graph`` and ``Sequence`` (and any other Gymnasium space, such as a custom
+one) have no UniEnv space that the reference's space documents describe
+(its graph space needs node and edge count bounds and box features; it has
+no sequence space): our hosts and clients refuse them with a ``TypeError``
+naming the space, except between a ``ProcessVectorEnv`` and the server
+processes it started (``pickled=True``, see :data:`CARRIER`), where each
+value travels pickled, as Gymnasium's ``AsyncVectorEnv`` sends it through
+its pipes, and arrives as it left. Pickles are never read from any other
+server.
 
 Integer boxes carry ``int64`` (unienv's integer dtype); the Gymnasium side
 has the space's own dtype. Batched values follow Gymnasium's ``batch_space``
 / ``concatenate``: a ``Discrete``'s batch is an array of its dtype, a
-``MultiBinary``'s an ``int8`` array, a ``Text``'s a tuple of strings,
-``Tuple`` and ``Dict`` batch field by field.
+``MultiBinary``'s an ``int8`` array, a ``Text``'s, ``OneOf``'s, ``Graph``'s
+and ``Sequence``'s a tuple of the values, ``Tuple`` and ``Dict`` batch field
+by field. unienv batches text and union spaces but cannot concatenate their
+values: importing this module registers that (a list of the values, which
+the wire carries as rows) with unienv's ``concatenate``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, SupportsFloat, Tuple
-
 import pickle
+from typing import Any, Dict, List, Optional, SupportsFloat, Tuple
 
 import gymnasium
 import numpy as np
@@ -59,7 +64,7 @@ from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
 
 __all__ = ["GymnasiumEnv", "from_gymnasium", "unienv_space", "to_unienv", "to_gymnasium", "batch_to_gymnasium",
            "batch_from_gymnasium", "exact_in_unienv", "hostable", "gymnasium_env", "is_scalar_action", "DiscreteActions",
-           "CARRIER", "carried_pickled", "fleet_hostable"]
+           "CARRIER", "carried_pickled", "fleet_hostable", "wire_gymnasium_space"]
 
 _SUPPORTED = "Box, Discrete, MultiDiscrete, MultiBinary, Text, Tuple and Dict"
 
@@ -81,7 +86,7 @@ _TABLE = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary,
 def carried_pickled(space: spaces.Space[Any]) -> bool:
     """Whether ``space``'s values (or some part of them) travel pickled
     when ``pickled=True``: a space outside the module's table (``Graph``,
-    ``Sequence``, ``OneOf``, a custom space), or a ``Tuple`` / ``Dict``
+    ``Sequence``, a custom space), or a ``Tuple``, ``Dict`` or ``OneOf``
     holding one."""
     if isinstance(space, spaces.Tuple):
         return any(carried_pickled(s) for s in space.spaces)
@@ -143,8 +148,6 @@ def _pad(rows: List[np.ndarray]) -> np.ndarray:
     return out
 
 
-@batch_utils.concatenate.register(TextSpace)
-@batch_utils.concatenate.register(UnionSpace)
 def _concatenate_rows(space: Space, items: Any, axis: int = 0) -> List[Any]:
     """unienv batches a text or union space (``batch_space``: a
     ``BatchedSpace`` of it) but has no ``concatenate`` for its values, so a
@@ -154,6 +157,10 @@ def _concatenate_rows(space: Space, items: Any, axis: int = 0) -> List[Any]:
     if axis != 0:
         raise ValueError(f"{type(space).__name__} values are batched along the first axis only")
     return list(items)
+
+
+batch_utils.concatenate.register(TextSpace, _concatenate_rows)
+batch_utils.concatenate.register(UnionSpace, _concatenate_rows)
 
 
 def _refuse(space: spaces.Space[Any]) -> TypeError:
@@ -285,10 +292,30 @@ def batch_from_gymnasium(space: spaces.Space[Any], value: Any, pickled: bool = F
     raise _refuse(space)
 
 
+def wire_gymnasium_space(space: Space) -> spaces.Space[Any]:
+    """The Gymnasium space a client of the wire makes of a UniEnv space:
+    unienv's ``to_gym_space``, except that a binary space (which it fails
+    to convert) is a ``MultiBinary`` and a union space a ``OneOf``, nested
+    in dict and tuple spaces too. A bool ``Box`` hosted by us is a binary
+    space on the wire, so it comes back as a ``MultiBinary`` (the document
+    says nothing more)."""
+    if isinstance(space, BinarySpace):
+        shape = tuple(int(d) for d in space.shape)
+        return spaces.MultiBinary(shape[0] if len(shape) == 1 else list(shape))
+    if isinstance(space, DictSpace):
+        return spaces.Dict({k: wire_gymnasium_space(s) for k, s in space.spaces.items()})
+    if isinstance(space, TupleSpace):
+        return spaces.Tuple([wire_gymnasium_space(s) for s in space.spaces])
+    if isinstance(space, UnionSpace):
+        return spaces.OneOf([wire_gymnasium_space(s) for s in space.spaces])
+    converted: spaces.Space[Any] = gym_utils.to_gym_space(space)
+    return converted
+
+
 class GymnasiumEnv(FromGymnasiumEnv):  # type: ignore[misc]  # FromGymnasiumEnv is untyped (unienv)
     """A Gymnasium env as a UniEnv ``Env`` (NumPy backend) for every space
-    of the module's table: unienv's ``FromGymnasiumEnv`` with this module's
-    spaces and conversions. Actions reach the Gymnasium env as members of
+    of the module's table (``pickled``: any space, see :data:`CARRIER`):
+    unienv's ``FromGymnasiumEnv`` with this module's spaces and conversions. Actions reach the Gymnasium env as members of
     its action space (a NumPy integer for ``Discrete``), observations leave
     as the UniEnv spaces hold them. Make it with :func:`from_gymnasium`."""
 
@@ -337,7 +364,7 @@ def from_gymnasium(env: gymnasium.Env[Any, Any]) -> FromGymnasiumEnv:
     ``FromGymnasiumEnv(env)`` when its conversion is exact (``Box`` spaces
     of real dtypes: our host then steps it on its fast path), else a
     :class:`GymnasiumEnv`. Spaces it cannot carry (``Graph``, ``Sequence``,
-    ``OneOf``) are a ``TypeError``."""
+    custom spaces) are a ``TypeError``."""
     if not isinstance(env, gymnasium.Env):
         raise TypeError(f"from_gymnasium takes a gymnasium.Env, got {type(env).__name__}")
     if exact_in_unienv(env.action_space) and exact_in_unienv(env.observation_space):

@@ -81,9 +81,9 @@ from gymnasium.vector.utils import batch_space
 
 from unienv_interface.backends import NumpyComputeBackend
 from unienv_interface.space.space_utils.serialization_utils import json_to_space
-from unienv_interface.wrapper.gym_compat import gym_utils
 
 from . import _actions, _logging, _native
+from ._gym_spaces import wire_gymnasium_space
 from ._record import native_format
 from .restart import (Failure, Healer, RestartError, RestartPolicy, Restarted, classify, concat_results, put, take,
                       zeros_rows)
@@ -179,9 +179,12 @@ class RemoteVectorEnv(VectorEnv):
     reconnections included.
 
     The single spaces are the envs' UniEnv spaces converted by unienv's
-    ``to_gym_space``, which has no ``Discrete``: a ``Discrete(n)`` hosted
-    env's space comes back as an integer ``Box``. ``single_observation_space``
-    / ``single_action_space`` give the Gymnasium spaces to use instead.
+    ``to_gym_space`` (binary spaces as ``MultiBinary``, union spaces as
+    ``OneOf``), which has no ``Discrete``: a ``Discrete(n)`` hosted env's
+    space comes back as an integer ``Box``, a bool ``Box`` as a
+    ``MultiBinary`` (docs/vector.md, "Gymnasium spaces on the wire").
+    ``single_observation_space`` / ``single_action_space`` give the
+    Gymnasium spaces to use instead.
 
     ``autoreset_mode`` (Gymnasium 1.x's ``AutoresetMode`` or its name):
 
@@ -337,7 +340,7 @@ class RemoteVectorEnv(VectorEnv):
         document = self._native.space_document(name)
         if document is None:
             raise ValueError(f"the remote envs have no {name}")
-        space: gymnasium.Space[Any] = gym_utils.to_gym_space(json_to_space(document, NumpyComputeBackend, None))
+        space = wire_gymnasium_space(json_to_space(document, NumpyComputeBackend, None))
         return space
 
     def _report(self, errors: List[Tuple[int, str, BaseException]], infos: Dict[str, Any],
