@@ -66,7 +66,8 @@ __all__ = ["GymnasiumEnv", "from_gymnasium", "unienv_space", "to_unienv", "to_gy
            "batch_from_gymnasium", "exact_in_unienv", "hostable", "gymnasium_env", "is_scalar_action", "DiscreteActions",
            "CARRIER", "carried_pickled", "fleet_hostable", "wire_gymnasium_space"]
 
-_SUPPORTED = "Box, Discrete, MultiDiscrete, MultiBinary, Text, Tuple and Dict"
+_SUPPORTED = ("Box, Discrete, MultiDiscrete, MultiBinary, Text, Tuple, Dict and OneOf, nested; others only "
+              "between a ProcessVectorEnv and its own server processes")
 
 
 #: The longest pickled value :data:`CARRIER` declares (``int32``'s maximum).
@@ -165,7 +166,7 @@ batch_utils.concatenate.register(UnionSpace, _concatenate_rows)
 
 def _refuse(space: spaces.Space[Any]) -> TypeError:
     return TypeError(f"Gymnasium's {type(space).__name__} space has no form our hosts and clients carry "
-                     f"(they carry {_SUPPORTED}, nested): {space}")
+                     f"(they carry {_SUPPORTED}): {space}")
 
 
 def unienv_space(space: spaces.Space[Any], pickled: bool = False) -> Space:
@@ -315,14 +316,15 @@ def wire_gymnasium_space(space: Space) -> spaces.Space[Any]:
 class GymnasiumEnv(FromGymnasiumEnv):  # type: ignore[misc]  # FromGymnasiumEnv is untyped (unienv)
     """A Gymnasium env as a UniEnv ``Env`` (NumPy backend) for every space
     of the module's table (``pickled``: any space, see :data:`CARRIER`):
-    unienv's ``FromGymnasiumEnv`` with this module's spaces and conversions. Actions reach the Gymnasium env as members of
-    its action space (a NumPy integer for ``Discrete``), observations leave
-    as the UniEnv spaces hold them. Make it with :func:`from_gymnasium`."""
+    unienv's ``FromGymnasiumEnv`` with this module's spaces and conversions.
+    Actions reach the Gymnasium env as members of its action space (a NumPy
+    integer for ``Discrete``), observations leave as the UniEnv spaces hold
+    them. Make it with :func:`from_gymnasium`."""
 
     def __init__(self, env: gymnasium.Env[Any, Any], *, hold_finished: bool = False, pickled: bool = False) -> None:
         self._pickled = pickled
         # FromGymnasiumEnv's state, without its space conversions (which
-        # refuse Graph, Sequence and OneOf): this module's instead.
+        # refuse Graph and Sequence): this module's instead.
         self.env = env
         self._metadata: Optional[Dict[str, Any]] = None
         self._render_fps: Optional[int] = None
