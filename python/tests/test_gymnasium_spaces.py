@@ -616,3 +616,62 @@ def test_bool_box_over_the_wire() -> None:
         assert process.reset(seed=0)[0].dtype == np.bool_
     finally:
         process.close()
+
+
+def test_observation_mode_of_process_vector_env() -> None:
+    """Gymnasium's ``observation_mode``: ``"different"`` batches sub-envs
+    of differing ``Box`` bounds (over two server processes) with
+    ``batch_differing_spaces`` and steps as ``SyncVectorEnv`` does; a
+    ``(batched, single)`` pair is taken as given; ``"same"`` with
+    differing spaces (within one server or across servers), sub-envs of
+    other shapes, and an unknown mode are Gymnasium's errors."""
+    from gymnasium.vector.utils import batch_differing_spaces
+
+    boxes = [spaces.Box(0.0, float(i), (2,), np.float32) for i in (1, 2, 3)]
+    fns = [lambda b=b: SpaceEnv(b, spaces.Discrete(2)) for b in boxes]
+    envs = ProcessVectorEnv(fns, servers=2, observation_mode="different")
+    local = SyncVectorEnv(fns, observation_mode="different")
+    try:
+        assert envs.observation_space == batch_differing_spaces(boxes) == local.observation_space
+        assert envs.single_observation_space == boxes[0]
+        assert data_equivalence(envs.reset(seed=3)[0], local.reset(seed=3)[0])
+        for _ in range(2):
+            ours, theirs = envs.step(np.array([0, 1, 1])), local.step(np.array([0, 1, 1]))
+            assert data_equivalence(ours[0], theirs[0])
+    finally:
+        envs.close()
+        local.close()
+    given = (spaces.Box(0.0, 3.0, (3, 2), np.float32), spaces.Box(0.0, 3.0, (2,), np.float32))
+    envs = ProcessVectorEnv(fns, servers=1, observation_mode=given)
+    try:
+        assert (envs.observation_space, envs.single_observation_space) == given
+        assert envs.reset(seed=0)[0].shape == (3, 2)
+    finally:
+        envs.close()
+    for servers in (1, 3):
+        with pytest.raises(RuntimeError, match="observation spaces are not equivalent"):
+            ProcessVectorEnv(fns, servers=servers)
+    shapes = [lambda n=n: SpaceEnv(spaces.Box(0.0, 1.0, (n,)), spaces.Discrete(2)) for n in (1, 2)]
+    with pytest.raises(RuntimeError, match="do not share a common shape and dtype"):
+        ProcessVectorEnv(shapes, servers=1, observation_mode=(spaces.Box(0.0, 1.0, (2, 2)), spaces.Box(0.0, 1.0, (2,))))
+    with pytest.raises((AssertionError, ValueError)):
+        ProcessVectorEnv(shapes, servers=1, observation_mode="different")
+    with pytest.raises(ValueError, match="Invalid `observation_mode`"):
+        ProcessVectorEnv(fns, observation_mode="invalid")
+    with pytest.raises(TypeError, match="to be Spaces"):
+        ProcessVectorEnv(fns, observation_mode=(boxes[0], "single"))  # type: ignore[arg-type]
+
+
+def test_space_hull_holds_every_space() -> None:
+    """The one space the servers publish in ``observation_mode="different"``
+    holds every sub-env's values: widest bounds, field by field."""
+    from unienv_remote._gym_spaces import space_hull
+
+    given = [spaces.Dict({"b": spaces.Box(-float(i), 1.0, (2,)), "d": spaces.Discrete(3 + i, start=i),
+                          "m": spaces.MultiDiscrete([2 + i, 2], start=[-i, 0])}) for i in range(3)]
+    hull = space_hull(given)
+    assert hull == spaces.Dict({"b": spaces.Box(-2.0, 1.0, (2,)), "d": spaces.Discrete(7),
+                                "m": spaces.MultiDiscrete([4, 2], start=[-2, 0])})
+    for space in given:
+        space.seed(0)
+        assert all(hull.contains(space.sample()) for _ in range(20))

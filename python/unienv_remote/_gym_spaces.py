@@ -64,7 +64,8 @@ from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
 
 __all__ = ["GymnasiumEnv", "from_gymnasium", "unienv_space", "to_unienv", "to_gymnasium", "batch_to_gymnasium",
            "batch_from_gymnasium", "exact_in_unienv", "hostable", "gymnasium_env", "is_scalar_action", "DiscreteActions",
-           "CARRIER", "carried_pickled", "fleet_hostable", "wire_gymnasium_space"]
+           "CARRIER", "carried_pickled", "fleet_hostable", "wire_gymnasium_space", "ObservationSpaceAs",
+           "space_hull"]
 
 _SUPPORTED = ("Box, Discrete, MultiDiscrete, MultiBinary, Text, Tuple, Dict and OneOf, nested; others only "
               "between a ProcessVectorEnv and its own server processes")
@@ -434,13 +435,56 @@ def fleet_hostable(env: Any) -> Any:
     return env
 
 
+class ObservationSpaceAs(gymnasium.Wrapper[Any, Any, Any, Any]):
+    """A Gymnasium env published with another observation space (its
+    values unchanged): a ``ProcessVectorEnv``'s sub-envs in
+    ``observation_mode="different"`` (the space holding every sub-env's,
+    :func:`space_hull`) or given a custom space, so that one batched
+    resource hosts sub-envs of spaces that differ."""
+
+    #: What it wraps.
+    wrappable = gymnasium.Env
+
+    def __init__(self, env: gymnasium.Env[Any, Any], observation_space: spaces.Space[Any]) -> None:
+        super().__init__(env)
+        self.observation_space = observation_space
+
+
+def space_hull(given: List[Any]) -> spaces.Space[Any]:
+    """One space holding every value of ``given`` (spaces that Gymnasium's
+    ``batch_differing_spaces`` batches: one type, shape and dtype): a
+    ``Box`` from the lowest ``low`` to the highest ``high``, a
+    ``Discrete`` or ``MultiDiscrete`` from the lowest start to the highest
+    end, ``Dict`` and ``Tuple`` field by field; any other space, the
+    first."""
+    first = given[0]
+    if isinstance(first, spaces.Box):
+        low = np.min(np.stack([np.asarray(s.low) for s in given]), axis=0)
+        high = np.max(np.stack([np.asarray(s.high) for s in given]), axis=0)
+        return spaces.Box(low, high, first.shape, first.dtype)
+    if isinstance(first, spaces.Discrete):
+        start = min(int(s.start) for s in given)
+        end = max(int(s.start) + int(s.n) for s in given)
+        return spaces.Discrete(end - start, start=start, dtype=first.dtype)
+    if isinstance(first, spaces.MultiDiscrete):
+        lo = np.min(np.stack([s.start for s in given]), axis=0)
+        hi = np.max(np.stack([s.start + s.nvec for s in given]), axis=0)
+        return spaces.MultiDiscrete(hi - lo, start=lo, dtype=first.dtype)
+    if isinstance(first, spaces.Dict):
+        return spaces.Dict({k: space_hull([s[k] for s in given]) for k in first.spaces})
+    if isinstance(first, spaces.Tuple):
+        return spaces.Tuple([space_hull([s[i] for s in given]) for i in range(len(first.spaces))])
+    same: spaces.Space[Any] = first
+    return same
+
+
 def gymnasium_env(env: Any) -> Any:
     """The Gymnasium env inside a ``BatchedEnv`` sub-env (``env`` itself
     when it is one, or a UniEnv ``Env`` of its own)."""
     if isinstance(env, FromGymnasiumEnv):
-        return env.env
-    if isinstance(env, DiscreteActions):
-        return env.env
+        return gymnasium_env(env.env)
+    if isinstance(env, (DiscreteActions, ObservationSpaceAs)):
+        return gymnasium_env(env.env)
     return env
 
 
