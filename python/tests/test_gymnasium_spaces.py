@@ -675,3 +675,29 @@ def test_space_hull_holds_every_space() -> None:
     for space in given:
         space.seed(0)
         assert all(hull.contains(space.sample()) for _ in range(20))
+
+
+def test_process_vector_env_carries_a_space_defined_in_a_function() -> None:
+    """A custom space whose class is defined where the envs are made (not
+    importable by the server processes: cloudpickle sends it by value, with
+    the factories) still comes back as itself, its values unpickled."""
+
+    class Local(spaces.Space):  # type: ignore[type-arg]
+        def sample(self, mask: Any = None, probability: Any = None) -> Any:
+            return ("local", int(self.np_random.integers(5)))
+
+        def contains(self, x: Any) -> bool:
+            return isinstance(x, tuple) and x[0] == "local"
+
+        def __eq__(self, other: Any) -> bool:
+            return type(other).__name__ == "Local"
+
+    envs = ProcessVectorEnv([lambda: SpaceEnv(Local(), Local())] * 2, servers=1)
+    try:
+        assert type(envs.single_observation_space).__name__ == "Local"
+        obs, _ = envs.reset(seed=0)
+        assert isinstance(obs, tuple) and len(obs) == 2 and all(o[0] == "local" for o in obs)
+        obs = envs.step((("local", 1), ("local", 2)))[0]
+        assert all(o[0] == "local" for o in obs)
+    finally:
+        envs.close()

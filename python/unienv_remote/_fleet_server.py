@@ -239,7 +239,9 @@ def _spaces_line(env: Any) -> str:
         found = {"observation_space": inner.observation_space, "action_space": inner.action_space,
                  "metadata": dict(inner.metadata), "render_mode": inner.render_mode}
     try:
-        data = pickle.dumps(found)
+        # cloudpickle: a space class sent by value with the factories (not
+        # importable here) goes back the same way.
+        data = _dumps(found)
     except Exception:  # noqa: BLE001 - a space that does not pickle: the wire's spaces are used
         data = pickle.dumps({})
     return base64.b64encode(data).decode("ascii")
