@@ -82,10 +82,10 @@ from gymnasium.vector.utils import batch_space
 
 from unienv_interface.backends import NumpyComputeBackend
 from unienv_interface.space.space_utils.serialization_utils import json_to_space
-from unienv_interface.wrapper.gym_compat import gym_utils
 
 from . import _actions, _logging, _native
-from ._gym_spaces import batch_from_gymnasium, batch_to_gymnasium, exact_in_unienv, is_scalar_action, to_gymnasium
+from ._gym_spaces import (batch_from_gymnasium, batch_to_gymnasium, exact_in_unienv, is_scalar_action, to_gymnasium,
+                          wire_gymnasium_space)
 from ._record import native_format
 from .restart import (Failure, Healer, RestartError, RestartPolicy, Restarted, classify, concat_results, put, take,
                       zeros_rows)
@@ -181,13 +181,16 @@ class RemoteVectorEnv(VectorEnv):
     reconnections included.
 
     The single spaces are the envs' UniEnv spaces converted by unienv's
-    ``to_gym_space``, which has no ``Discrete``: a ``Discrete(n)`` hosted
-    env's space comes back as an integer ``Box``. ``single_observation_space``
-    / ``single_action_space`` give the Gymnasium spaces to use instead;
-    observations and actions then take those spaces' Gymnasium types (an
-    ``int8`` ``MultiBinary``, a tuple of ``Text`` strings, ...), as
-    ``ProcessVectorEnv``'s do. A scalar action is a ``TypeError`` and a bad
-    ``reset_mask`` raises Gymnasium's errors, as Gymnasium's vector envs.
+    ``to_gym_space`` (binary spaces as ``MultiBinary``, union spaces as
+    ``OneOf``), which has no ``Discrete``: a ``Discrete(n)`` hosted env's
+    space comes back as an integer ``Box``, a bool ``Box`` as a
+    ``MultiBinary`` (docs/vector.md, "Gymnasium spaces on the wire").
+    ``single_observation_space`` / ``single_action_space`` give the
+    Gymnasium spaces to use instead; observations and actions then take
+    those spaces' Gymnasium types (an ``int8`` ``MultiBinary``, a tuple of
+    ``Text`` strings, ...), as ``ProcessVectorEnv``'s do. A scalar action is
+    a ``TypeError`` and a bad ``reset_mask`` raises Gymnasium's errors, as
+    Gymnasium's vector envs.
 
     ``call`` / ``get_attr`` / ``set_attr`` / ``render`` / ``np_random_seed``
     reach the sub-envs over our servers' attribute extension (SPEC.md,
@@ -333,6 +336,9 @@ class RemoteVectorEnv(VectorEnv):
         #: (``single_observation_space=`` ...) that are not Boxes of real dtypes.
         self._convert_obs = single_observation_space is not None and not exact_in_unienv(single_observation_space)
         self._convert_actions = single_action_space is not None and not exact_in_unienv(single_action_space)
+        #: Whether some values travel pickled (``_gym_spaces.CARRIER``): only
+        #: between ``ProcessVectorEnv`` and the server processes it started.
+        self._pickled = False
         #: ``set_attr``'s values (name -> one per env), re-applied to a
         #: resource its restart policy reconnects (SPEC.md, "Extension: sub-env attributes").
         self._attributes_set: Dict[str, List[Any]] = {}
@@ -367,7 +373,7 @@ class RemoteVectorEnv(VectorEnv):
         document = self._native.space_document(name)
         if document is None:
             raise ValueError(f"the remote envs have no {name}")
-        space: gymnasium.Space[Any] = gym_utils.to_gym_space(json_to_space(document, NumpyComputeBackend, None))
+        space = wire_gymnasium_space(json_to_space(document, NumpyComputeBackend, None))
         return space
 
     def _report(self, errors: List[Tuple[int, str, BaseException]], infos: Dict[str, Any],
@@ -692,7 +698,7 @@ class RemoteVectorEnv(VectorEnv):
     def _obs(self, obs: Any) -> Any:
         """A batch of observations as the wire carries them, in Gymnasium's
         batched form of the given ``single_observation_space``."""
-        return batch_to_gymnasium(self.single_observation_space, obs) if self._convert_obs and obs is not None else obs
+        return batch_to_gymnasium(self.single_observation_space, obs, self._pickled) if self._convert_obs and obs is not None else obs
 
     def _final_obs(self, infos: Dict[str, Any]) -> Dict[str, Any]:
         """``SAME_STEP``'s final observations as single Gymnasium values; a
@@ -705,7 +711,7 @@ class RemoteVectorEnv(VectorEnv):
             space = self.single_observation_space
             for i, present in enumerate(infos["_final_obs"]):
                 if present:
-                    value = to_gymnasium(space, final[i])
+                    value = to_gymnasium(space, final[i], self._pickled)
                     final[i] = int(value) if isinstance(space, gymnasium.spaces.Discrete) else value
         return infos
 
@@ -717,7 +723,7 @@ class RemoteVectorEnv(VectorEnv):
             raise TypeError(f"a vector env's action is a batch of {self.num_envs} actions, "
                             f"got the scalar {actions!r}")
         if self._convert_actions:
-            return batch_from_gymnasium(self.single_action_space, actions)
+            return batch_from_gymnasium(self.single_action_space, actions, self._pickled)
         return actions
 
     # -- Gymnasium's vector API on the sub-envs (SPEC.md, "Extension: sub-env attributes")
