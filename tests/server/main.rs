@@ -13,6 +13,7 @@ mod fault_factory;
 mod fault_queue;
 mod fault_shutdown;
 mod fault_simulator;
+mod fd_limit;
 mod heartbeat;
 mod hostile;
 mod kept_requests;
