@@ -8,7 +8,8 @@ host, ``unienv_remote.RemoteServer`` in this script run as ``--serve-python``),
 on 127.0.0.1 with the port picked by the OS. For each K of ``--sizes``, in
 increasing order on the same server, idle sessions are added until K are
 open: each is a WebSocket connection that said ``hello`` and ``discover`` and
-then only answers the server's heartbeat pings. They come from ``--clients``
+then only pings every 20 s (as our Python client does; the server closes a
+session silent for 300 s) and answers the server's pings. They come from ``--clients``
 client processes (this script run as ``--idle``: a minimal asyncio WebSocket
 client, a few KiB per connection, at most 32 handshakes at once each, under
 the server's 256 pending handshakes). Meanwhile one controller steps an env:
@@ -53,6 +54,8 @@ URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
 RATE = re.compile(r"steps/s\s+([0-9.]+)")
 #: Handshakes a client process has in progress at once.
 OPENING_AT_ONCE = 32
+#: An idle session's keepalive ping interval (our Python client's).
+KEEPALIVE_SECONDS = 20.0
 #: Descriptors a server needs beside its sessions (listener, runtime, logs).
 SPARE_FDS = 64
 
@@ -177,6 +180,12 @@ class Opened:
             self.all.set()
 
 
+async def ping_every(writer: asyncio.StreamWriter, seconds: float) -> None:
+    while True:
+        await asyncio.sleep(seconds)
+        writer.write(ws_frame(0x9, b""))
+
+
 async def open_session(host: str, port: int, gate: asyncio.Semaphore, opened: Opened,
                        done: asyncio.Event) -> None:
     """Connects, says hello and discover, then answers pings until ``done``."""
@@ -203,12 +212,14 @@ async def open_session(host: str, port: int, gate: asyncio.Semaphore, opened: Op
         if reply.get("type") != "response":
             raise ConnectionError(f"discover failed: {reply}")
     opened.one()
-    # Idle: only the server's heartbeat pings arrive.
+    # Idle: a keepalive ping every 20 s, as our Python client sends (the
+    # server closes a session silent for 300 s); the server's pings answered.
     pings = asyncio.ensure_future(read_message(reader, writer))
+    keepalive = asyncio.ensure_future(ping_every(writer, KEEPALIVE_SECONDS))
     ended = asyncio.ensure_future(done.wait())
-    await asyncio.wait([pings, ended], return_when=asyncio.FIRST_COMPLETED)
-    pings.cancel()
-    ended.cancel()
+    await asyncio.wait([pings, keepalive, ended], return_when=asyncio.FIRST_COMPLETED)
+    for t in (pings, keepalive, ended):
+        t.cancel()
     writer.write(ws_frame(0x8, struct.pack(">H", 1000)))  # a close frame: a normal end
     try:
         await asyncio.wait_for(writer.drain(), 2)
