@@ -247,6 +247,8 @@ fn open_files_limit() -> (u64, u64) {
         };
         // SAFETY: getrlimit writes the struct it is given, nothing else.
         if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
+            // `rlim_t` is not `u64` on every Linux target.
+            #[allow(clippy::unnecessary_cast)]
             return (r.rlim_cur as u64, r.rlim_max as u64);
         }
     }
