@@ -52,6 +52,7 @@ from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Uni
 import gymnasium
 import numpy as np
 
+from ._fleet_plan import plan_fleet
 from ._gym_spaces import exact_in_unienv
 from .vector import RemoteVectorEnv
 
@@ -323,8 +324,9 @@ class ProcessVectorEnv(RemoteVectorEnv):
     * ``servers``: how many processes (default: the vCPUs this process may
       use, at most one per env).
     * ``resources_per_server``: how many ``BatchedEnv`` resources each
-      process hosts (its envs split evenly): 1 for lockstep ``step``, 2 to
-      step with ``send``/``recv`` and ``batch_size`` half the envs.
+      process hosts (its envs split evenly). Default: 2 when each would
+      hold 8 envs or more, with ``batch_size`` half the envs (unless given)
+      for ``send``/``recv``; else 1 (``_fleet_plan``, docs/vector.md).
     * ``pin``: pin server ``i`` to the ``i``-th vCPU this process may use
       (``RemoteServer(cpus=...)``, Linux), the learner left unpinned.
     * ``unix``: serve on Unix domain sockets in a private temporary
@@ -355,7 +357,7 @@ class ProcessVectorEnv(RemoteVectorEnv):
     """
 
     def __init__(self, env_fns: Sequence[Callable[[], Any]], *, servers: Optional[int] = None,
-                 resources_per_server: int = 1, pin: bool = True, unix: bool = True,
+                 resources_per_server: Optional[int] = None, pin: bool = True, unix: bool = True,
                  start_timeout: float = 120.0, log_level: Optional[int] = None,
                  observation_mode: Union[str, Tuple[gymnasium.Space[Any], gymnasium.Space[Any]]] = "same",
                  **kwargs: Any) -> None:
@@ -368,10 +370,17 @@ class ProcessVectorEnv(RemoteVectorEnv):
         # one space every sub-env is published with then.
         custom, hosted_space = _observation_mode(observation_mode, fns)
         cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        cpu_count = len(cpus) or os.cpu_count() or 1
         if servers is None:
-            servers = min(len(fns), max(1, len(cpus) or (os.cpu_count() or 1)))
+            servers = plan_fleet(len(fns), cpu_count).servers
         if not 1 <= servers <= len(fns):
             raise ValueError(f"servers must be between 1 and the number of envs ({len(fns)}), got {servers}")
+        if resources_per_server is None:
+            # The measured best for these servers (_fleet_plan), recv's batch with it.
+            plan = plan_fleet(len(fns), cpu_count, servers)
+            resources_per_server = plan.resources_per_server
+            if plan.batch_size is not None:
+                kwargs.setdefault("batch_size", plan.batch_size)
         if not 1 <= resources_per_server <= len(fns) // servers:
             raise ValueError("resources_per_server must be at least 1 and leave each resource an env "
                              f"({len(fns)} envs over {servers} servers)")

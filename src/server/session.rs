@@ -25,7 +25,10 @@ const BLOCKING_DECODE_BYTES: usize = 64 * 1024;
 pub(crate) async fn run(server: Arc<ServerShared>, reader: Reader, writer: Writer) -> CloseReason {
     let id: Arc<str> = Arc::from(random_hex().as_str());
     let span = tracing::info_span!("session", id = %id);
-    run_session(server, id, reader, writer)
+    // Boxed: the task that accepted the connection then holds a pointer,
+    // not a second copy of the session's state (docs/network.md, "Many
+    // sessions").
+    Box::pin(run_session(server, id, reader, writer))
         .instrument(span)
         .await
 }

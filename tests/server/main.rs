@@ -14,6 +14,7 @@ mod fault_factory;
 mod fault_queue;
 mod fault_shutdown;
 mod fault_simulator;
+mod fd_limit;
 mod heartbeat;
 mod hostile;
 mod kept_requests;
