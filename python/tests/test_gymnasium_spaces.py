@@ -517,9 +517,10 @@ def test_batched_env_of_text_and_one_of_envs_behind_a_remote_vector_env(name: st
     """A ``BatchedEnv`` of Gymnasium envs of ``Text`` or ``OneOf`` spaces
     (alone, or a ``Text`` inside a ``Dict``) behind a ``RemoteVectorEnv``:
     unienv batches these spaces but cannot concatenate their values, so
-    ours does; the observations, as the wire stacks them, convert to what
-    ``SyncVectorEnv`` gives, and each action reaches its sub-env as a
-    member of its space (``SpaceEnv.step`` asserts it)."""
+    ours does; given the Gymnasium spaces, the vector env's observations
+    are what ``SyncVectorEnv`` gives and it takes Gymnasium's batched
+    actions, each reaching its sub-env as a member of its space
+    (``SpaceEnv.step`` asserts it)."""
     space = {"dict_text": spaces.Dict({"text": spaces.Text(5), "n": spaces.Discrete(3)})}.get(name) or SPACES[name]
     server = RemoteServer(idle_timeout=None)
     batch = unienv_remote.BatchedEnv([lambda: SpaceEnv(space, space)] * 3)
@@ -530,12 +531,12 @@ def test_batched_env_of_text_and_one_of_envs_behind_a_remote_vector_env(name: st
         local = SyncVectorEnv([lambda: SpaceEnv(space, space)] * 3)
         try:
             obs, _ = envs.reset(seed=6)
-            assert data_equivalence(batch_to_gymnasium(space, obs), local.reset(seed=6)[0])
+            assert data_equivalence(obs, local.reset(seed=6)[0])
             local.action_space.seed(2)
             for _ in range(3):
                 action = local.action_space.sample()
-                ours = envs.step(batch_from_gymnasium(space, action))[0]
-                assert data_equivalence(batch_to_gymnasium(space, ours), local.step(action)[0])
+                ours = envs.step(action)[0]
+                assert data_equivalence(ours, local.step(action)[0])
             assert all(len(env.env.seen) == 3 for env in batch.sub_envs)
         finally:
             envs.close()
