@@ -132,8 +132,9 @@ pub(crate) struct WsReader {
     buf: BytesMut,
     shared: Arc<Shared>,
     max_message: usize,
-    /// A fragmented message being assembled.
-    partial: Option<BytesMut>,
+    /// A fragmented message being assembled (boxed: rare, and the reader
+    /// stays small).
+    partial: Option<Box<BytesMut>>,
     /// Frames read whole ([`WsReader::recv_frame`]): the payload bytes of
     /// the fragmented message under way, if one is.
     forwarding: Option<u64>,
@@ -323,7 +324,7 @@ impl WsReader {
             }
             let assembled = match self.forwarding {
                 Some(n) => n,
-                None => self.partial.as_ref().map_or(0, BytesMut::len) as u64,
+                None => self.partial.as_ref().map_or(0, |p| p.len()) as u64,
             };
             if !is_control && assembled.saturating_add(len) > self.max_message as u64 {
                 return Err(self.fail(TransportError::TooLarge).await);
@@ -373,7 +374,8 @@ impl WsReader {
                 OP_BINARY | OP_CONTINUATION => {
                     let message = match (opcode, self.partial.take()) {
                         (OP_BINARY, None) => frame,
-                        (OP_CONTINUATION, Some(mut started)) => {
+                        (OP_CONTINUATION, Some(started)) => {
+                            let mut started = *started;
                             started.extend_from_slice(&frame);
                             started
                         }
@@ -385,7 +387,7 @@ impl WsReader {
                         self.started = (!self.buf.is_empty()).then(Instant::now);
                         return Ok(message.freeze());
                     }
-                    self.partial = Some(message);
+                    self.partial = Some(Box::new(message));
                 }
                 OP_PING | OP_PONG if !self.count_control() => {}
                 OP_PING => {
