@@ -201,6 +201,17 @@ impl WsReader {
     /// Once part of a message has arrived, the rest must come within the
     /// message timeout.
     async fn fill(&mut self, want: usize) -> Result<(), TransportError> {
+        if self.shared.role == Role::Server && self.buf.is_empty() && self.partial.is_none() {
+            // Between messages a server holds no read buffer while it
+            // waits (an idle session then costs none): the next one is
+            // allocated when bytes are there to read (docs/network.md,
+            // "Many sessions").
+            let spare = std::mem::take(&mut self.buf);
+            match self.read.readable().await {
+                Some(ready) => ready.map_err(TransportError::io)?,
+                None => self.buf = spare,
+            }
+        }
         if self.buf.capacity() - self.buf.len() < want {
             self.buf.reserve(want.max(8 * 1024));
         }
@@ -438,7 +449,8 @@ impl WsWriter {
         self.out.extend_from_slice(&header[..n]);
         let mut w = self.shared.write.lock().await;
         let r = w.put(&[&self.out, &message]).await;
-        self.out.clear();
+        drop(w);
+        self.written();
         r.map_err(TransportError::io)
     }
 
@@ -468,7 +480,8 @@ impl WsWriter {
         }
         let mut w = self.shared.write.lock().await;
         let r = w.put(&[&self.out, tail]).await;
-        self.out.clear();
+        drop(w);
+        self.written();
         r.map_err(TransportError::io)
     }
 
@@ -479,8 +492,21 @@ impl WsWriter {
         }
         let mut w = self.shared.write.lock().await;
         let r = w.put(&[&self.out]).await;
-        self.out.clear();
+        drop(w);
+        self.written();
         r.map_err(TransportError::io)
+    }
+
+    /// Empties the gathering buffer once written. A server's is freed (the
+    /// writer flushes when it has nothing more to send, so an idle session
+    /// holds none of it; the next message allocates again); a client's is
+    /// kept for its next request.
+    fn written(&mut self) {
+        if self.shared.role == Role::Server {
+            self.out = Vec::new();
+        } else {
+            self.out.clear();
+        }
     }
 
     /// A handle for [`WsDirect::try_send`] on this connection.
@@ -497,7 +523,8 @@ impl WsWriter {
         // The rest of the torn frame goes first; nothing is gathered while a
         // direct send is possible, so `out` is empty here.
         let r = w.put(&[framed, &self.out]).await;
-        self.out.clear();
+        drop(w);
+        self.written();
         r.map_err(TransportError::io)
     }
 
@@ -638,8 +665,12 @@ pub(crate) fn pair(
             control_window: (Instant::now(), 0),
         },
         WsWriter {
+            out: if role == Role::Server {
+                Vec::new()
+            } else {
+                Vec::with_capacity(4096)
+            },
             shared,
-            out: Vec::with_capacity(4096),
         },
     )
 }
