@@ -132,8 +132,12 @@ pub(crate) struct WsReader {
     buf: BytesMut,
     shared: Arc<Shared>,
     max_message: usize,
-    /// A fragmented message being assembled.
-    partial: Option<BytesMut>,
+    /// A fragmented message being assembled (boxed: rare, and the reader
+    /// stays small).
+    partial: Option<Box<BytesMut>>,
+    /// Frames read whole ([`WsReader::recv_frame`]): the payload bytes of
+    /// the fragmented message under way, if one is.
+    forwarding: Option<u64>,
     /// The connection's byte budget (server side): every data frame is
     /// charged from its header, before its payload is buffered.
     account: Option<Arc<Account>>,
@@ -211,7 +215,8 @@ impl WsReader {
         if self.buf.capacity() - self.buf.len() < want {
             self.buf.reserve(want.max(8 * 1024));
         }
-        let in_message = !self.buf.is_empty() || self.partial.is_some();
+        let in_message =
+            !self.buf.is_empty() || self.partial.is_some() || self.forwarding.is_some();
         let deadline = match (self.message_timeout, in_message) {
             (Some(t), true) => Some(*self.started.get_or_insert_with(Instant::now) + t),
             _ => None,
@@ -262,7 +267,17 @@ impl WsReader {
 
     /// The next binary message.
     pub(crate) async fn recv(&mut self) -> Result<Bytes, TransportError> {
-        self.next(false).await
+        self.next(false, false).await
+    }
+
+    /// The next data frame as it came, header (and masking key) included,
+    /// for a relay to write on unchanged: every rule of [`recv`](Self::recv)
+    /// holds (the message limit over a fragmented message's frames, the
+    /// budget charged from each frame's header, control frames answered),
+    /// but the payload is neither unmasked nor assembled. A connection read
+    /// this way is read only this way.
+    pub(crate) async fn recv_frame(&mut self) -> Result<Bytes, TransportError> {
+        self.next(false, true).await
     }
 
     /// Answers control frames (pings, a close) while the session cannot take
@@ -270,14 +285,14 @@ impl WsReader {
     /// there (pending forever) without buffering its payload. Returns only
     /// when the connection fails or closes.
     pub(crate) async fn pump_control(&mut self) -> TransportError {
-        match self.next(true).await {
+        match self.next(true, false).await {
             Err(e) => e,
             // `next(true)` stops before data frames: never reached.
             Ok(_) => TransportError::Closed,
         }
     }
 
-    async fn next(&mut self, control_only: bool) -> Result<Bytes, TransportError> {
+    async fn next(&mut self, control_only: bool, whole: bool) -> Result<Bytes, TransportError> {
         self.heard.set_parked(false);
         loop {
             // The peer sent its second's worth of control frames: nothing
@@ -318,7 +333,10 @@ impl WsReader {
                 self.heard.set_parked(true);
                 std::future::pending::<()>().await;
             }
-            let assembled = self.partial.as_ref().map_or(0, BytesMut::len) as u64;
+            let assembled = match self.forwarding {
+                Some(n) => n,
+                None => self.partial.as_ref().map_or(0, |p| p.len()) as u64,
+            };
             if !is_control && assembled.saturating_add(len) > self.max_message as u64 {
                 return Err(self.fail(TransportError::TooLarge).await);
             }
@@ -345,6 +363,19 @@ impl WsReader {
                 self.buf = BytesMut::with_capacity(rest.len().max(8 * 1024));
                 self.buf.extend_from_slice(&rest);
             }
+            if whole && !is_control {
+                match (opcode, self.forwarding.is_some()) {
+                    (OP_BINARY, false) | (OP_CONTINUATION, true) => {}
+                    _ => return Err(self.fail(FrameError::UnexpectedContinuation.into()).await),
+                }
+                self.forwarding = if fin {
+                    self.started = (!self.buf.is_empty()).then(Instant::now);
+                    None
+                } else {
+                    Some(assembled + len)
+                };
+                return Ok(frame.freeze());
+            }
             let mask = header.mask(&frame);
             frame.advance(header_len);
             if let Some(mask) = mask {
@@ -354,7 +385,8 @@ impl WsReader {
                 OP_BINARY | OP_CONTINUATION => {
                     let message = match (opcode, self.partial.take()) {
                         (OP_BINARY, None) => frame,
-                        (OP_CONTINUATION, Some(mut started)) => {
+                        (OP_CONTINUATION, Some(started)) => {
+                            let mut started = *started;
                             started.extend_from_slice(&frame);
                             started
                         }
@@ -366,7 +398,7 @@ impl WsReader {
                         self.started = (!self.buf.is_empty()).then(Instant::now);
                         return Ok(message.freeze());
                     }
-                    self.partial = Some(message);
+                    self.partial = Some(Box::new(message));
                 }
                 OP_PING | OP_PONG if !self.count_control() => {}
                 OP_PING => {
@@ -622,6 +654,7 @@ pub(crate) fn pair(
             shared: shared.clone(),
             max_message,
             partial: None,
+            forwarding: None,
             account: None,
             charge: Charge::default(),
             head_charged: false,
