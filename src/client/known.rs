@@ -16,8 +16,11 @@
 //! Only a compact call reply whose header ends with the descriptors entry
 //! of its `result` (`...["descriptors",{"t":"list","v":[D]}]]}]]}`, as
 //! servers write it, the result's first entry being `value`) qualifies;
-//! the remembered texts are matched from the header's end (a few
-//! `memcmp`s; only the envelope's fields before `result` are scanned), and
+//! the remembered texts are matched from the header's end (the header cut
+//! at each length the remembered texts have before and after their
+//! sequence number, then a hash lookup and a few `memcmp`s; past a few
+//! such shapes, a SIMD search for the list; only the envelope's fields
+//! before `result` are scanned), and
 //! only a descriptor `D` that held no attachment, no boundary snapshot, no
 //! `"descriptors"` text and a single `["sequence",` key when it was parsed
 //! is remembered. Anything else is decoded as before.
