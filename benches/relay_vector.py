@@ -20,10 +20,11 @@ import os
 import re
 import statistics
 import subprocess
+import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import List, Tuple
+from typing import IO, List, Tuple
 
 from unienv_remote import RemoteVectorEnv
 
@@ -43,14 +44,28 @@ def binary() -> str:
     raise SystemExit("build it first: cargo build --release --bin unienv-remote")
 
 
-def start(args: List[str]) -> Tuple[subprocess.Popen, str]:
-    """A process of ours and the first ws:// URL it prints."""
+def drain(stream: "IO[str]") -> None:
+    """Reads what a process prints until it exits (so that it never blocks
+    on a full pipe), then closes the pipe."""
+    with stream:
+        for _ in stream:
+            pass
+
+
+def start(args: List[str], drains: List[threading.Thread]) -> Tuple[subprocess.Popen, str]:
+    """A process of ours and the first ws:// URL it prints; the rest of its
+    output is drained by a thread added to ``drains``."""
     process = subprocess.Popen([binary(), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert process.stdout is not None
-    for line in process.stdout:
+    stdout = process.stdout
+    assert stdout is not None
+    drainer = threading.Thread(target=drain, args=(stdout,), daemon=True)
+    for line in stdout:
         match = URL.search(line)
         if match:
+            drainer.start()
+            drains.append(drainer)
             return process, match.group(1)
+    stdout.close()
     raise SystemExit(f"{args[0]} printed no URL (exit code {process.wait()})")
 
 
@@ -82,17 +97,18 @@ def main() -> None:
     args = parser.parse_args()
     seconds, rounds, min_steps = (0.0, 1, 20) if args.smoke else (args.seconds, args.rounds, 200)
     processes: List[subprocess.Popen] = []
+    drains: List[threading.Thread] = []
     try:
-        relay_process, relay = start(["relay", "--addr", "127.0.0.1:0"])
+        relay_process, relay = start(["relay", "--addr", "127.0.0.1:0"], drains)
         processes.append(relay_process)
         direct = []
         for _ in range(2):
-            p, url = start(["serve", "--batch", str(BATCH), "--addr", "127.0.0.1:0"])
+            p, url = start(["serve", "--batch", str(BATCH), "--addr", "127.0.0.1:0"], drains)
             processes.append(p)
             direct.append((url, "cartpole"))
         names = ["batch0", "batch1"]
         for name in names:
-            p, _ = start(["serve", "--batch", str(BATCH), "--no-listen", "--name", name, "--dial", relay])
+            p, _ = start(["serve", "--batch", str(BATCH), "--no-listen", "--name", name, "--dial", relay], drains)
             processes.append(p)
         deadline = time.monotonic() + 60
         while not set(names) <= set(listed(relay)):
@@ -114,6 +130,9 @@ def main() -> None:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 p.kill()
+                p.wait()
+        for d in drains:
+            d.join(timeout=10)
 
 
 if __name__ == "__main__":

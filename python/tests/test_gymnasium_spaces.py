@@ -50,8 +50,46 @@ SPACES = {
         "velocity": spaces.Tuple((spaces.Discrete(37), spaces.Box(0, 255, (), np.uint8))),
         "flags": spaces.MultiBinary(2),
     }),
+    "text": spaces.Text(6, min_length=1, charset="abcXYZ"),
+    "one_of": spaces.OneOf((spaces.Discrete(3), spaces.Box(0.0, 1.0, (2,), np.float32),
+                            spaces.Tuple((spaces.Text(3), spaces.MultiBinary(2))))),
 }
 IDS = list(SPACES)
+
+
+class Opaque(spaces.Space):  # type: ignore[type-arg]
+    """A custom Gymnasium space (Gymnasium's vector envs batch it as a tuple)."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=None)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> Any:
+        return {"word": "w" * int(self.np_random.integers(1, 5)), "n": int(self.np_random.integers(9))}
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, dict) and set(x) == {"word", "n"}
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Opaque)
+
+
+#: Spaces no UniEnv space describes: carried pickled between a
+#: ``ProcessVectorEnv`` and its server processes.
+PICKLED = {
+    "graph_box_discrete": spaces.Graph(spaces.Box(-1.0, 1.0, (2, 3)), spaces.Discrete(4)),
+    "graph_no_edges": spaces.Graph(spaces.MultiBinary(3), None),
+    "graph_dict_nodes": spaces.Graph(spaces.Dict({"kind": spaces.Discrete(5), "pos": spaces.Box(-1.0, 1.0, (2,))}),
+                                     spaces.Tuple((spaces.Discrete(2), spaces.Box(0.0, 1.0, ())))),
+    "sequence": spaces.Sequence(spaces.Discrete(4)),
+    "sequence_stacked": spaces.Sequence(spaces.Box(0.0, 1.0, (2,), np.float32), stack=True),
+    "sequence_of_graphs": spaces.Sequence(spaces.Graph(spaces.Box(0.0, 1.0, (1,)), None)),
+    "tuple_with_graph": spaces.Tuple((spaces.Graph(spaces.Box(-1.0, 1.0, (1,)), None), spaces.Discrete(2))),
+    "dict_with_sequence": spaces.Dict({"seq": spaces.Sequence(spaces.Box(0.0, 1.0, (1,)), stack=True),
+                                       "text": spaces.Text(4), "box": spaces.Box(-1.0, 1.0, (2,))}),
+    "one_of_graph": spaces.OneOf((spaces.Discrete(3), spaces.Graph(spaces.Discrete(2), spaces.Discrete(2)))),
+    "custom": Opaque(),
+}
+PICKLED_IDS = list(PICKLED)
 
 
 def scalars(value: Any) -> Any:
@@ -98,14 +136,36 @@ def test_batches_are_gymnasiums(name: str) -> None:
     assert data_equivalence(batch_to_gymnasium(space, batch_from_gymnasium(space, theirs)), theirs)
 
 
-@pytest.mark.parametrize("space", [
-    spaces.Graph(node_space=spaces.Discrete(3), edge_space=None),
-    spaces.Sequence(spaces.Discrete(3)),
-    spaces.OneOf((spaces.Discrete(3), spaces.Box(-1, 1, (2,)))),
-], ids=["graph", "sequence", "one_of"])
-def test_spaces_without_a_carried_form_are_refused(space: Any) -> None:
-    with pytest.raises(TypeError, match=type(space).__name__):
+@pytest.mark.parametrize("name", PICKLED_IDS)
+def test_spaces_without_a_carried_form_are_refused_unless_pickled(name: str) -> None:
+    """Outside a ``ProcessVectorEnv``'s own servers, a space no UniEnv
+    space describes is a ``TypeError`` naming it (the whole space is
+    checked, a nested one too); with ``pickled=True`` its values go as
+    ``CARRIER`` values and come back equal, alone and batched as
+    Gymnasium's ``concatenate`` batches them (a tuple of the values)."""
+    space = PICKLED[name]
+    inner = {"tuple_with_graph": "Graph", "dict_with_sequence": "Sequence", "one_of_graph": "Graph"}
+    with pytest.raises(TypeError, match=inner.get(name, type(space).__name__)):
         unienv_space(space)
+    with pytest.raises(TypeError):
+        from_gymnasium(SpaceEnv(space, spaces.Discrete(2)))
+    space.seed(3)
+    values = [space.sample() for _ in range(3)]
+    uspace = unienv_space(space, pickled=True)
+    carried = [to_unienv(space, v, pickled=True) for v in values]
+    for value, c in zip(values, carried):
+        assert data_equivalence(to_gymnasium(space, c, pickled=True), value)
+    # unienv's concatenate pads the carried rows; the pickles ignore it.
+    stacked = sbu.concatenate(uspace, carried)
+    ours = batch_to_gymnasium(space, stacked, pickled=True)
+    theirs = concatenate(space, values, create_empty_array(space, 3))
+    assert data_equivalence(ours, theirs), (ours, theirs)
+    assert batch_space(space, 3).contains(ours)
+    back = batch_from_gymnasium(space, theirs, pickled=True)
+    assert data_equivalence(batch_to_gymnasium(space, back, pickled=True), theirs)
+    # Rows of different lengths gathered in a list (the client's stacking).
+    if isinstance(stacked, np.ndarray):
+        assert data_equivalence(batch_to_gymnasium(space, [np.asarray(c) for c in carried], pickled=True), theirs)
 
 
 class SpaceEnv(gymnasium.Env):  # type: ignore[type-arg]
@@ -200,34 +260,79 @@ def test_batched_env_of_discrete_envs_behind_a_remote_vector_env(wrapped: bool) 
         server.close()
 
 
-#: Every toy-text and classic-control env Gymnasium registers, and a MuJoCo one.
+#: Every toy-text and classic-control env Gymnasium registers, and every
+#: MuJoCo env of the ``mujoco`` bindings (v4 and v5; v2 and v3 need
+#: ``mujoco-py``, which does not install without system packages, and
+#: ``Pusher-v4`` needs ``mujoco<3``).
 TOY_AND_CLASSIC = sorted(name for name, spec in gymnasium.registry.items()
                          if any(kind in str(spec.entry_point) for kind in ("toy_text", "classic_control")))
-TOY_AND_CLASSIC.append("HalfCheetah-v5")
+MUJOCO = sorted(name for name, spec in gymnasium.registry.items()
+                if "mujoco" in str(spec.entry_point) and name.endswith(("-v4", "-v5")) and name != "Pusher-v4")
+EVERY_ENV = TOY_AND_CLASSIC + MUJOCO
 
 
-@pytest.mark.parametrize("env_id", TOY_AND_CLASSIC)
+def steps_of(env_id: str) -> int:
+    """Random steps per env: enough for toy-text episodes to end and
+    autoreset; a few for the MuJoCo envs (their dynamics are deterministic)."""
+    return 6 if env_id in MUJOCO else 25
+
+
+def same_transitions(envs: Any, local: Any, env_id: str) -> None:
+    """Resets both from one seed and steps them with the same random
+    actions: every observation, reward and signal equal, of the same types."""
+    assert data_equivalence(envs.reset(seed=7)[0], local.reset(seed=7)[0])
+    local.action_space.seed(3)
+    for _ in range(steps_of(env_id)):
+        action = local.action_space.sample()
+        ours, theirs = envs.step(action), local.step(action)
+        assert data_equivalence(ours[:4], theirs[:4]), (ours, theirs)
+
+
+@pytest.mark.parametrize("env_id", [e for e in EVERY_ENV if not e.endswith("-v4")])
 def test_process_vector_env_steps_as_sync_vector_env(env_id: str) -> None:
-    """3 envs, 25 random steps from the same seeds and actions (episodes of
-    FrozenLake, CliffWalking and Blackjack end and autoreset, some drawing
-    from their generator in every step): every observation, reward and
-    signal equals ``SyncVectorEnv``'s, of the same types."""
-    if env_id.startswith("HalfCheetah"):
+    """2 envs (3 for toy text and classic control), random steps from the
+    same seeds and actions (episodes of FrozenLake, CliffWalking and
+    Blackjack end and autoreset, some drawing from their generator in every
+    step): the same spaces and transitions as ``SyncVectorEnv``. (MuJoCo's
+    v4 envs, stepped the same way, go through the faster test below only.)"""
+    if env_id in MUJOCO:
         pytest.importorskip("mujoco")
-    envs = ProcessVectorEnv([lambda: gymnasium.make(env_id)] * 3, servers=1)
-    local = SyncVectorEnv([lambda: gymnasium.make(env_id)] * 3)
+    n = 2 if env_id in MUJOCO else 3
+    envs = ProcessVectorEnv([lambda: gymnasium.make(env_id)] * n, servers=1)
+    local = SyncVectorEnv([lambda: gymnasium.make(env_id)] * n)
     try:
         assert envs.single_observation_space == local.single_observation_space
         assert envs.single_action_space == local.single_action_space
-        assert data_equivalence(envs.reset(seed=7)[0], local.reset(seed=7)[0])
-        envs.action_space.seed(3)
-        for _ in range(25):
-            action = envs.action_space.sample()
-            ours, theirs = envs.step(action), local.step(action)
-            assert data_equivalence(ours[:4], theirs[:4]), (ours, theirs)
+        same_transitions(envs, local, env_id)
     finally:
         envs.close()
         local.close()
+
+
+@pytest.mark.parametrize("env_id", EVERY_ENV)
+def test_remote_vector_env_steps_as_sync_vector_env(env_id: str) -> None:
+    """The same through a ``RemoteVectorEnv`` (given the Gymnasium spaces)
+    over a ``RemoteServer`` in this process: one ``BatchedEnv`` of 2 envs
+    and one single env (``from_gymnasium``), stepped together."""
+    if env_id in MUJOCO:
+        pytest.importorskip("mujoco")
+    make: Callable[[], Any] = lambda: gymnasium.make(env_id)  # noqa: E731
+    server = RemoteServer(idle_timeout=None)
+    server.register("batch", unienv_remote.BatchedEnv([make] * 2))
+    server.register("single", from_gymnasium(make()))
+    url = server.listen("127.0.0.1", 0)
+    local = SyncVectorEnv([make] * 3)
+    try:
+        envs = RemoteVectorEnv([(url, "batch"), (url, "single")],
+                               single_observation_space=local.single_observation_space,
+                               single_action_space=local.single_action_space)
+        try:
+            same_transitions(envs, local, env_id)
+        finally:
+            envs.close()
+    finally:
+        local.close()
+        server.close()
 
 
 class Counter(gymnasium.Env):  # type: ignore[type-arg]
@@ -337,14 +442,14 @@ def test_single_env_path_other_spaces(space: Any, arrives_as: Any) -> None:
         server.close()
 
 
-@pytest.mark.parametrize("name", IDS)
+@pytest.mark.parametrize("name", IDS + PICKLED_IDS)
 def test_process_vector_env_carries_every_space(name: str) -> None:
     """Two envs whose observation and action spaces are ``name``'s, through
     ``ProcessVectorEnv`` and ``SyncVectorEnv`` from the same seed and
     actions: the same spaces, the same batched observations (Gymnasium's
     batch types), and every action reaches its env as a member of its space
     (``SpaceEnv.step`` asserts it)."""
-    space = SPACES[name]
+    space = SPACES[name] if name in SPACES else PICKLED[name]
     envs = ProcessVectorEnv([lambda: SpaceEnv(space, space)] * 2, servers=1)
     local = SyncVectorEnv([lambda: SpaceEnv(space, space)] * 2)
     try:
@@ -405,3 +510,195 @@ def test_discrete_action_box_observation_envs_keep_the_fast_path() -> None:
     finally:
         envs.close()
         local.close()
+
+
+@pytest.mark.parametrize("name", ["text", "one_of", "dict_text"])
+def test_batched_env_of_text_and_one_of_envs_behind_a_remote_vector_env(name: str) -> None:
+    """A ``BatchedEnv`` of Gymnasium envs of ``Text`` or ``OneOf`` spaces
+    (alone, or a ``Text`` inside a ``Dict``) behind a ``RemoteVectorEnv``:
+    unienv batches these spaces but cannot concatenate their values, so
+    ours does; given the Gymnasium spaces, the vector env's observations
+    are what ``SyncVectorEnv`` gives and it takes Gymnasium's batched
+    actions, each reaching its sub-env as a member of its space
+    (``SpaceEnv.step`` asserts it)."""
+    space = {"dict_text": spaces.Dict({"text": spaces.Text(5), "n": spaces.Discrete(3)})}.get(name) or SPACES[name]
+    server = RemoteServer(idle_timeout=None)
+    batch = unienv_remote.BatchedEnv([lambda: SpaceEnv(space, space)] * 3)
+    server.register("batch", batch)
+    url = server.listen("127.0.0.1", 0)
+    try:
+        envs = RemoteVectorEnv([(url, "batch")], single_observation_space=space, single_action_space=space)
+        local = SyncVectorEnv([lambda: SpaceEnv(space, space)] * 3)
+        try:
+            obs, _ = envs.reset(seed=6)
+            assert data_equivalence(obs, local.reset(seed=6)[0])
+            local.action_space.seed(2)
+            for _ in range(3):
+                action = local.action_space.sample()
+                ours = envs.step(action)[0]
+                assert data_equivalence(ours, local.step(action)[0])
+            assert all(len(env.env.seen) == 3 for env in batch.sub_envs)
+        finally:
+            envs.close()
+            local.close()
+    finally:
+        server.close()
+
+
+def test_single_env_path_one_of() -> None:
+    """A ``OneOf`` space is UniEnv's union space on the wire, both ways: a
+    hosted env's observations arrive as ``(np.int64, value)`` of the
+    chosen space, actions reach it as members of its space. (Our host
+    publishes a ``Discrete``'s reachable high bound through ``Dict`` and
+    ``Tuple`` spaces, not yet inside a union: there it is unienv's
+    exclusive one, and the client sees ``Discrete(n + 1)``.)"""
+    space = SPACES["one_of"]
+    local, hosted = SpaceEnv(space, space), SpaceEnv(space, space)
+    server = RemoteServer(idle_timeout=None)
+    server.register("env", from_gymnasium(hosted))
+    url = server.listen("127.0.0.1", 0)
+    try:
+        env = remote_gymnasium.make(url, "env")
+        try:
+            assert env.observation_space.spaces[1:] == space.spaces[1:] and env.action_space == env.observation_space
+            assert env.observation_space.spaces[0] == spaces.Discrete(4)
+            obs, _ = env.reset(seed=2)
+            assert data_equivalence(scalars(obs), scalars(local.reset(seed=2)[0]))
+            space.seed(0)
+            for _ in range(4):
+                action = space.sample()
+                obs = env.step(action)[0]
+                assert obs in space
+                assert data_equivalence(scalars(obs), scalars(local.step(action)[0]))
+            assert len(hosted.seen) == 4
+        finally:
+            env.close()
+    finally:
+        server.close()
+
+
+def test_bool_box_over_the_wire() -> None:
+    """A bool ``Box`` is a binary space on the wire, whose document cannot
+    tell it from a ``MultiBinary``: a ``RemoteVectorEnv`` makes a
+    ``MultiBinary`` of it (unienv's own conversion fails on binary spaces),
+    in a dict too, and given the ``Box`` it gives bool observations in it;
+    a ``ProcessVectorEnv`` has the sub-envs' own ``Box``."""
+    space = spaces.Box(0, 1, (3,), np.bool_)
+    nested = spaces.Dict({"flags": space, "n": spaces.Discrete(2)})
+    server = RemoteServer(idle_timeout=None)
+    server.register("batch", unienv_remote.BatchedEnv([lambda: SpaceEnv(space, space)] * 2))
+    server.register("nested", unienv_remote.BatchedEnv([lambda: SpaceEnv(nested, space)] * 2))
+    url = server.listen("127.0.0.1", 0)
+    try:
+        envs = RemoteVectorEnv([(url, "batch")])
+        try:
+            assert envs.single_observation_space == spaces.MultiBinary(3)
+            assert envs.single_action_space == spaces.MultiBinary(3)
+        finally:
+            envs.close()
+        envs = RemoteVectorEnv([(url, "nested")])
+        try:
+            assert envs.single_observation_space["flags"] == spaces.MultiBinary(3)
+        finally:
+            envs.close()
+        envs = RemoteVectorEnv([(url, "batch")], single_observation_space=space, single_action_space=space)
+        try:
+            obs, _ = envs.reset(seed=0)
+            assert obs.dtype == np.bool_ and obs in envs.observation_space
+            obs = envs.step(np.array([[True, False, True]] * 2))[0]
+            assert obs.dtype == np.bool_ and obs in envs.observation_space
+        finally:
+            envs.close()
+    finally:
+        server.close()
+    process = ProcessVectorEnv([lambda: SpaceEnv(space, space)] * 2, servers=1)
+    try:
+        assert process.single_observation_space == space and process.single_action_space == space
+        assert process.reset(seed=0)[0].dtype == np.bool_
+    finally:
+        process.close()
+
+
+def test_observation_mode_of_process_vector_env() -> None:
+    """Gymnasium's ``observation_mode``: ``"different"`` batches sub-envs
+    of differing ``Box`` bounds (over two server processes) with
+    ``batch_differing_spaces`` and steps as ``SyncVectorEnv`` does; a
+    ``(batched, single)`` pair is taken as given; ``"same"`` with
+    differing spaces (within one server or across servers), sub-envs of
+    other shapes, and an unknown mode are Gymnasium's errors."""
+    from gymnasium.vector.utils import batch_differing_spaces
+
+    boxes = [spaces.Box(0.0, float(i), (2,), np.float32) for i in (1, 2, 3)]
+    fns = [lambda b=b: SpaceEnv(b, spaces.Discrete(2)) for b in boxes]
+    envs = ProcessVectorEnv(fns, servers=2, observation_mode="different")
+    local = SyncVectorEnv(fns, observation_mode="different")
+    try:
+        assert envs.observation_space == batch_differing_spaces(boxes) == local.observation_space
+        assert envs.single_observation_space == boxes[0]
+        assert data_equivalence(envs.reset(seed=3)[0], local.reset(seed=3)[0])
+        for _ in range(2):
+            ours, theirs = envs.step(np.array([0, 1, 1])), local.step(np.array([0, 1, 1]))
+            assert data_equivalence(ours[0], theirs[0])
+    finally:
+        envs.close()
+        local.close()
+    given = (spaces.Box(0.0, 3.0, (3, 2), np.float32), spaces.Box(0.0, 3.0, (2,), np.float32))
+    envs = ProcessVectorEnv(fns, servers=1, observation_mode=given)
+    try:
+        assert (envs.observation_space, envs.single_observation_space) == given
+        assert envs.reset(seed=0)[0].shape == (3, 2)
+    finally:
+        envs.close()
+    for servers in (1, 3):
+        with pytest.raises(RuntimeError, match="observation spaces are not equivalent"):
+            ProcessVectorEnv(fns, servers=servers)
+    shapes = [lambda n=n: SpaceEnv(spaces.Box(0.0, 1.0, (n,)), spaces.Discrete(2)) for n in (1, 2)]
+    with pytest.raises(RuntimeError, match="do not share a common shape and dtype"):
+        ProcessVectorEnv(shapes, servers=1, observation_mode=(spaces.Box(0.0, 1.0, (2, 2)), spaces.Box(0.0, 1.0, (2,))))
+    with pytest.raises((AssertionError, ValueError)):
+        ProcessVectorEnv(shapes, servers=1, observation_mode="different")
+    with pytest.raises(ValueError, match="Invalid `observation_mode`"):
+        ProcessVectorEnv(fns, observation_mode="invalid")
+    with pytest.raises(TypeError, match="to be Spaces"):
+        ProcessVectorEnv(fns, observation_mode=(boxes[0], "single"))  # type: ignore[arg-type]
+
+
+def test_space_hull_holds_every_space() -> None:
+    """The one space the servers publish in ``observation_mode="different"``
+    holds every sub-env's values: widest bounds, field by field."""
+    from unienv_remote._gym_spaces import space_hull
+
+    given = [spaces.Dict({"b": spaces.Box(-float(i), 1.0, (2,)), "d": spaces.Discrete(3 + i, start=i),
+                          "m": spaces.MultiDiscrete([2 + i, 2], start=[-i, 0])}) for i in range(3)]
+    hull = space_hull(given)
+    assert hull == spaces.Dict({"b": spaces.Box(-2.0, 1.0, (2,)), "d": spaces.Discrete(7),
+                                "m": spaces.MultiDiscrete([4, 2], start=[-2, 0])})
+    for space in given:
+        space.seed(0)
+        assert all(hull.contains(space.sample()) for _ in range(20))
+
+
+def test_process_vector_env_carries_a_space_defined_in_a_function() -> None:
+    """A custom space whose class is defined where the envs are made (not
+    importable by the server processes: cloudpickle sends it by value, with
+    the factories) still comes back as itself, its values unpickled."""
+
+    class Local(spaces.Space):  # type: ignore[type-arg]
+        def sample(self, mask: Any = None, probability: Any = None) -> Any:
+            return ("local", int(self.np_random.integers(5)))
+
+        def contains(self, x: Any) -> bool:
+            return isinstance(x, tuple) and x[0] == "local"
+
+        def __eq__(self, other: Any) -> bool:
+            return type(other).__name__ == "Local"
+
+    envs = ProcessVectorEnv([lambda: SpaceEnv(Local(), Local())] * 2, servers=1)
+    try:
+        assert type(envs.single_observation_space).__name__ == "Local"
+        obs, _ = envs.reset(seed=0)
+        assert isinstance(obs, tuple) and len(obs) == 2 and all(o[0] == "local" for o in obs)
+        obs = envs.step((("local", 1), ("local", 2)))[0]
+        assert all(o[0] == "local" for o in obs)
+    finally:
+        envs.close()

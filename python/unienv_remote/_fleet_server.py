@@ -2,11 +2,16 @@
 ``unienv_remote.fleet``): reads its envs from standard input (an 8-byte
 little-endian length, then a pickled ``{"sys_path", "log_level", "spec"}``:
 the vector env's import path, the level of its ``unienv_remote`` logger, and
-``{"fns", "groups", "cpu", "unix"}`` pickled again, to be read once that path
+``{"fns", "groups", "cpu", "unix", "observation_space"}`` pickled again, to be read once that path
 is set), hosts them as ``BatchedEnv`` resources ``batch0``, ``batch1``, ...
-(``groups`` gives their sizes, in ``fns`` order),
+(``groups`` gives their sizes, in ``fns`` order; values of spaces the wire
+has no form for carried pickled, see ``_gym_spaces.CARRIER``),
 prints ``SPACES_PREFIX`` and its first sub-env's Gymnasium spaces, then
-``URL_PREFIX`` and its URL, and serves until its standard input closes.
+``URL_PREFIX`` and its URL, and serves until its standard input closes. When
+its sub-envs' observation spaces do not pass Gymnasium's ``AsyncVectorEnv``
+check for the vector env's ``observation_mode`` (``spec["observation_space"]``:
+the one space to publish, or ``None`` for ``"same"``), it prints
+``ERROR_PREFIX`` and Gymnasium's message instead, and exits.
 
 Meanwhile it answers the vector env's ``call`` / ``set_attr`` requests, sent
 on standard input framed as the spec is (a pickled ``(op, name, payload)``),
@@ -33,7 +38,7 @@ import queue
 import struct
 import sys
 import threading
-from typing import Any, BinaryIO, Dict, List, Optional, Tuple
+from typing import Any, BinaryIO, Callable, Dict, List, Optional, Tuple
 
 #: Seconds a serving server has to close once its life line ended, before
 #: the watchdog ends the process (an env whose ``close`` hangs).
@@ -41,6 +46,15 @@ CLOSE_GRACE = 5.0
 
 #: The process's exit status when the watchdog ends it.
 WATCHDOG_EXIT = 3
+
+#: Gymnasium's ``AsyncVectorEnv`` error for sub-envs of differing
+#: observation spaces in ``observation_mode="same"``, ours.
+SAME_MISMATCH = ("ProcessVectorEnv(..., observation_mode='same') however some of the sub-environments observation "
+                 "spaces are not equivalent. If this is intentional, use `observation_mode='different'` instead.")
+#: Its error for sub-envs whose spaces differ in type, shape or dtype
+#: (``observation_mode="different"`` or a custom space).
+DIFFERENT_MISMATCH = ("ProcessVectorEnv(..., observation_mode='different' or custom space) however the "
+                      "sub-environment's observation spaces do not share a common shape and dtype.")
 
 
 class _Watchdog:
@@ -130,14 +144,21 @@ def main() -> None:
 
     from unienv_remote.batched import BatchedEnv
     from unienv_remote.server import RemoteServer
-    from unienv_remote.fleet import SPACES_PREFIX, URL_PREFIX
+    from unienv_remote.fleet import ERROR_PREFIX, SPACES_PREFIX, URL_PREFIX
 
     server = RemoteServer(idle_timeout=None, cpus=None if spec["cpu"] is None else [spec["cpu"]])
     try:
-        fns, start = spec["fns"], 0
+        made = _make_envs(spec["fns"], spec.get("observation_space"))
+        mismatch = _differing_spaces(made, spec.get("observation_space"))
+        if mismatch is not None:
+            for env in made:
+                env.close()
+            print(ERROR_PREFIX + mismatch, file=url_out, flush=True)
+            raise SystemExit(f"unienv_remote._fleet_server: {mismatch}")
+        start = 0
         batches = []
         for k, size in enumerate(spec["groups"]):
-            batch = BatchedEnv(fns[start:start + size])
+            batch = BatchedEnv([_given(env) for env in made[start:start + size]])
             batches.append(batch)
             server.register(f"batch{k}", batch)
             start += size
@@ -158,6 +179,53 @@ def main() -> None:
         _main_finished.set()
 
 
+def _make_envs(fns: List[Callable[[], Any]], observation_space: Any) -> List[Any]:
+    """Every env of ``fns`` as this process hosts it: values of spaces the
+    wire has no form for (``Graph``, ``Sequence``, custom spaces) carried
+    pickled (``_gym_spaces.fleet_hostable``), for the vector env that
+    started this process to unpickle; with ``observation_space`` (the
+    vector env's ``observation_mode`` other than ``"same"``), each
+    Gymnasium env published with that observation space instead of its
+    own (``_gym_spaces.ObservationSpaceAs``)."""
+    from unienv_remote._gym_spaces import ObservationSpaceAs, fleet_hostable
+
+    made: List[Any] = []
+    try:
+        for fn in fns:
+            env = fn()
+            made.append(env)
+            if observation_space is not None and isinstance(env, ObservationSpaceAs.wrappable):
+                made[-1] = ObservationSpaceAs(env, observation_space)
+            made[-1] = fleet_hostable(made[-1])
+    except BaseException:
+        for env in made:
+            env.close()
+        raise
+    return made
+
+
+def _given(env: Any) -> Callable[[], Any]:
+    """A factory giving ``env`` (``BatchedEnv`` takes factories)."""
+    return lambda: env
+
+
+def _differing_spaces(envs: List[Any], published: Any) -> Optional[str]:
+    """Gymnasium's ``AsyncVectorEnv`` check of its sub-envs' observation
+    spaces, and its error: with ``observation_mode="same"`` (nothing
+    ``published``) they must all be equal, else each must have the
+    ``published`` space's types, shapes and dtypes."""
+    from gymnasium.spaces.utils import is_space_dtype_shape_equiv
+
+    from unienv_remote._gym_spaces import gymnasium_env
+
+    found = [getattr(gymnasium_env(env), "observation_space", None) for env in envs]
+    if published is None:
+        return None if all(space == found[0] for space in found[1:]) else SAME_MISMATCH
+    if all(space is None or is_space_dtype_shape_equiv(published, space) for space in found):
+        return None
+    return DIFFERENT_MISMATCH
+
+
 def _spaces_line(env: Any) -> str:
     """Sub-env 0's Gymnasium spaces (``None`` for a UniEnv env), metadata and
     render mode, pickled and in base 64: the vector env's single spaces."""
@@ -171,7 +239,9 @@ def _spaces_line(env: Any) -> str:
         found = {"observation_space": inner.observation_space, "action_space": inner.action_space,
                  "metadata": dict(inner.metadata), "render_mode": inner.render_mode}
     try:
-        data = pickle.dumps(found)
+        # cloudpickle: a space class sent by value with the factories (not
+        # importable here) goes back the same way.
+        data = _dumps(found)
     except Exception:  # noqa: BLE001 - a space that does not pickle: the wire's spaces are used
         data = pickle.dumps({})
     return base64.b64encode(data).decode("ascii")

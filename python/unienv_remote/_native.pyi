@@ -16,7 +16,7 @@ __all__ = [
     "BUILD_PROFILE", "PARQUET_PIECE_BYTES", "__version__", "encode", "decode", "Client", "Operation",
     "Subscription", "Server", "VectorEnv", "VectorStep", "Recorder", "coerce_action", "set_log_level", "flush_logs",
     "stop_logs", "set_hooks", "batch_infos", "check_resource_id", "BatchedCore", "DialHandle", "DialStatus", "Relay",
-    "RelayHost",
+    "RelayHost", "vector_supports_attributes", "vector_call_attribute", "vector_set_attribute", "vector_render",
 ]
 
 #: ``"debug"`` or ``"release"``: how the extension was compiled.
@@ -353,6 +353,18 @@ class VectorEnv:
         """Whether a step is pending."""
     def close(self) -> None:
         """Closes every connection (idempotent)."""
+
+def vector_supports_attributes(env: VectorEnv, index: int) -> bool:
+    """Whether resource ``index``'s server lists the attribute extension."""
+
+def vector_call_attribute(env: VectorEnv, index: int, name: str, args: List[Any], kwargs: Dict[str, Any]) -> List[Any]:
+    """``ext:call`` on resource ``index``: one result per sub-env."""
+
+def vector_set_attribute(env: VectorEnv, index: int, name: str, values: List[Any]) -> None:
+    """``ext:set_attr`` on resource ``index``: ``values`` one per sub-env."""
+
+def vector_render(env: VectorEnv, index: int) -> Any:
+    """Protocol v1's ``render`` call on resource ``index``."""
 
 @final
 class Recorder:

@@ -158,10 +158,13 @@ def _seed_arg(seed: Seeds) -> Union[None, int, List[Optional[int]]]:
 def _row(space: Space, data: Any, index: int) -> Any:
     """Sub-env ``index``'s part of batched ``data``: arrays keep being arrays
     (``data[index, ...]``, 0-d for a scalar space, as an unbatched env receives
-    it), dicts and tuples are split field by field, anything else by unienv's
-    ``get_at``."""
+    it), dicts and tuples are split field by field, a list (the rows the
+    wire gathers when they do not stack, such as strings) by its items,
+    anything else by unienv's ``get_at``."""
     if isinstance(data, np.ndarray):
         return data[index, ...]
+    if isinstance(data, list):
+        return data[index]
     if isinstance(data, dict):
         return {k: _row(space, v, index) for k, v in data.items()}
     if isinstance(data, tuple):

@@ -52,7 +52,8 @@ from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Uni
 import gymnasium
 import numpy as np
 
-from ._gym_spaces import batch_from_gymnasium, batch_to_gymnasium, exact_in_unienv, is_scalar_action, to_gymnasium
+from ._fleet_plan import plan_fleet
+from ._gym_spaces import exact_in_unienv
 from .vector import RemoteVectorEnv
 
 __all__ = ["ProcessVectorEnv"]
@@ -68,6 +69,12 @@ _MAX_URL_RETRIES = 5
 URL_PREFIX = "unienv-remote-fleet-url "
 #: The line before it: its first sub-env's Gymnasium spaces, pickled, base 64.
 SPACES_PREFIX = "unienv-remote-fleet-spaces "
+#: The line a server prints instead, when its envs cannot be hosted as asked.
+ERROR_PREFIX = "unienv-remote-fleet-error "
+
+#: Gymnasium's ``AsyncVectorEnv`` error for an ``observation_mode`` it does not know.
+_INVALID_MODE = ("Invalid `observation_mode`, expected: 'same' or 'different' or tuple of single and batch "
+                 "observation space, actual got {}")
 
 
 def _dumps(obj: Any) -> bytes:
@@ -101,13 +108,16 @@ if hasattr(os, "register_at_fork"):
 
 
 def _payload(fns: Sequence[Callable[[], Any]], groups: List[int], cpu: Optional[int],
-             socket_path: Optional[str], log_level: int) -> memoryview:
+             socket_path: Optional[str], log_level: int, observation_space: Any = None) -> memoryview:
     """What a server process reads from its standard input: its length, then
     the parent's import path first (as multiprocessing's spawn sends it:
     factories pickled by reference import their modules from it), the log
-    level and the pickled factories."""
+    level and the pickled factories (with the observation space its
+    Gymnasium envs are published with, ``observation_mode`` other than
+    ``"same"``)."""
     payload = pickle.dumps({"sys_path": list(sys.path), "log_level": log_level,
-                            "spec": _dumps({"fns": list(fns), "groups": groups, "cpu": cpu, "unix": socket_path})})
+                            "spec": _dumps({"fns": list(fns), "groups": groups, "cpu": cpu, "unix": socket_path,
+                                            "observation_space": observation_space})})
     return memoryview(struct.pack("<Q", len(payload)) + payload)
 
 
@@ -118,9 +128,11 @@ class _Server:
 
     def __init__(self, index: int, fns: Sequence[Callable[[], Any]], groups: List[int],
                  cpu: Optional[int], socket_path: Optional[str], log_level: int, unsent: memoryview,
-                 generation: int = 0) -> None:
+                 generation: int = 0, observation_space: Any = None) -> None:
         self.index, self.fns, self.groups, self.cpu, self.socket_path = index, fns, groups, cpu, socket_path
         self.log_level = log_level
+        #: The observation space its Gymnasium envs are published with (or None: their own).
+        self.observation_space = observation_space
         #: How many times this server was started again before this process.
         self.generation = generation
         self.unsent = unsent
@@ -171,6 +183,8 @@ class _Server:
             code = self.process.wait()
             raise RuntimeError(f"server process {self.index} (pid {self.process.pid}) exited with code {code} "
                                "before serving (its error is on standard error above)")
+        if line.startswith(ERROR_PREFIX):
+            raise RuntimeError(line[len(ERROR_PREFIX):].strip())
         if line.startswith(SPACES_PREFIX):
             self.spaces = pickle.loads(base64.b64decode(line[len(SPACES_PREFIX):].strip()))
         if line.startswith(URL_PREFIX):
@@ -223,9 +237,9 @@ class _Server:
         path = None
         if self.socket_path is not None:
             path = os.path.join(os.path.dirname(self.socket_path), f"server{self.index}~{self.generation + 1}.sock")
-        unsent = _payload(self.fns, self.groups, self.cpu, path, self.log_level)
+        unsent = _payload(self.fns, self.groups, self.cpu, path, self.log_level, self.observation_space)
         new = _Server(self.index, self.fns, self.groups, self.cpu, path, self.log_level, unsent,
-                      self.generation + 1)
+                      self.generation + 1, self.observation_space)
         try:
             _start_all([new], deadline)
         except BaseException:
@@ -272,6 +286,34 @@ def _start_all(servers: Sequence[_Server], deadline: float) -> List[str]:
     return [s.url for s in servers]
 
 
+def _observation_mode(mode: Any, fns: Sequence[Callable[[], Any]]) -> Tuple[Optional[Tuple[Any, Any]], Any]:
+    """``observation_mode`` as Gymnasium's ``AsyncVectorEnv`` takes it:
+    ``(None, None)`` for ``"same"``; for ``"different"`` (each env made
+    here once to read its space, as Gymnasium does) Gymnasium's
+    ``batch_differing_spaces`` of the envs' spaces and the first, and the
+    space holding them all (``_gym_spaces.space_hull``) for the servers to
+    publish; for ``(batched, single)`` those, ``single`` published."""
+    from gymnasium.vector.utils import batch_differing_spaces
+
+    from ._gym_spaces import space_hull
+
+    if isinstance(mode, tuple) and len(mode) == 2:
+        if not isinstance(mode[0], gymnasium.Space) or not isinstance(mode[1], gymnasium.Space):
+            raise TypeError(f"Expected both elements of observation_mode to be Spaces, got {type(mode[0])} and "
+                            f"{type(mode[1])}")
+        return (mode[0], mode[1]), mode[1]
+    if isinstance(mode, str) and mode == "different":
+        found = []
+        for fn in fns:
+            env = fn()
+            found.append(env.observation_space)
+            env.close()
+        return (batch_differing_spaces(found), found[0]), space_hull(found)
+    if isinstance(mode, str) and mode == "same":
+        return None, None
+    raise ValueError(_INVALID_MODE.format(mode))
+
+
 class ProcessVectorEnv(RemoteVectorEnv):
     """A ``RemoteVectorEnv`` over ``len(env_fns)`` envs hosted by server
     processes it starts and owns (see the module's documentation).
@@ -282,8 +324,9 @@ class ProcessVectorEnv(RemoteVectorEnv):
     * ``servers``: how many processes (default: the vCPUs this process may
       use, at most one per env).
     * ``resources_per_server``: how many ``BatchedEnv`` resources each
-      process hosts (its envs split evenly): 1 for lockstep ``step``, 2 to
-      step with ``send``/``recv`` and ``batch_size`` half the envs.
+      process hosts (its envs split evenly). Default: 2 when each would
+      hold 8 envs or more, with ``batch_size`` half the envs (unless given)
+      for ``send``/``recv``; else 1 (``_fleet_plan``, docs/vector.md).
     * ``pin``: pin server ``i`` to the ``i``-th vCPU this process may use
       (``RemoteServer(cpus=...)``, Linux), the learner left unpinned.
     * ``unix``: serve on Unix domain sockets in a private temporary
@@ -292,6 +335,14 @@ class ProcessVectorEnv(RemoteVectorEnv):
     * ``log_level``: the servers' ``logging`` level (default: this
       process's ``unienv_remote`` logger's effective level, ``WARNING``
       when ``logging`` is not configured).
+    * ``observation_mode``: as Gymnasium's ``AsyncVectorEnv``'s:
+      ``"same"`` (default: every sub-env's observation space equal, else a
+      ``RuntimeError``), ``"different"`` (spaces of one type, shape and
+      dtype, batched by Gymnasium's ``batch_differing_spaces``; each env is
+      made once in this process to read its space, as Gymnasium does) or
+      ``(observation_space, single_observation_space)``. The servers then
+      publish one observation space for all (the one holding every
+      sub-env's values, or the given single space).
     * ``restart``: a ``RestartPolicy`` (without ``resolve``): a server
       process that died is started again (the same envs and vCPU; a new
       socket path or port), and its envs heal as ``RemoteVectorEnv``'s policy says (they
@@ -306,18 +357,30 @@ class ProcessVectorEnv(RemoteVectorEnv):
     """
 
     def __init__(self, env_fns: Sequence[Callable[[], Any]], *, servers: Optional[int] = None,
-                 resources_per_server: int = 1, pin: bool = True, unix: bool = True,
-                 start_timeout: float = 120.0, log_level: Optional[int] = None, **kwargs: Any) -> None:
+                 resources_per_server: Optional[int] = None, pin: bool = True, unix: bool = True,
+                 start_timeout: float = 120.0, log_level: Optional[int] = None,
+                 observation_mode: Union[str, Tuple[gymnasium.Space[Any], gymnasium.Space[Any]]] = "same",
+                 **kwargs: Any) -> None:
         fns = list(env_fns)
         if not fns:
             raise ValueError("ProcessVectorEnv needs at least one env factory")
         if not all(callable(f) for f in fns):
             raise TypeError("env_fns must be callables that return an env")
+        # (batched, single) observation spaces other than "same"'s, and the
+        # one space every sub-env is published with then.
+        custom, hosted_space = _observation_mode(observation_mode, fns)
         cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        cpu_count = len(cpus) or os.cpu_count() or 1
         if servers is None:
-            servers = min(len(fns), max(1, len(cpus) or (os.cpu_count() or 1)))
+            servers = plan_fleet(len(fns), cpu_count).servers
         if not 1 <= servers <= len(fns):
             raise ValueError(f"servers must be between 1 and the number of envs ({len(fns)}), got {servers}")
+        if resources_per_server is None:
+            # The measured best for these servers (_fleet_plan), recv's batch with it.
+            plan = plan_fleet(len(fns), cpu_count, servers)
+            resources_per_server = plan.resources_per_server
+            if plan.batch_size is not None:
+                kwargs.setdefault("batch_size", plan.batch_size)
         if not 1 <= resources_per_server <= len(fns) // servers:
             raise ValueError("resources_per_server must be at least 1 and leave each resource an env "
                              f"({len(fns)} envs over {servers} servers)")
@@ -357,9 +420,11 @@ class ProcessVectorEnv(RemoteVectorEnv):
                     raise ValueError(f"the socket path {path!r} is longer than a Unix socket address takes "
                                      f"({_SUN_PATH_MAX} bytes): set TMPDIR to a shorter directory, or unix=False")
                 # Every share pickled before the first process starts.
-                plans.append((i, share, groups, cpu, path, _payload(share, groups, cpu, path, log_level)))
+                plans.append((i, share, groups, cpu, path,
+                              _payload(share, groups, cpu, path, log_level, hosted_space)))
             for i, share, groups, cpu, path, unsent in plans:
-                self._servers.append(_Server(i, share, groups, cpu, path, log_level, unsent))
+                self._servers.append(_Server(i, share, groups, cpu, path, log_level, unsent,
+                                             observation_space=hosted_space))
             deadline = time.monotonic() + start_timeout
             urls = _start_all(self._servers, deadline)
             # Every URL each server had (a server started again has a new one).
@@ -368,67 +433,34 @@ class ProcessVectorEnv(RemoteVectorEnv):
             # The sub-envs' own Gymnasium spaces (a Discrete stays one), as
             # Gymnasium's AsyncVectorEnv has them.
             found = self._servers[0].spaces
+            if custom is None and any(s.spaces.get("observation_space") != found.get("observation_space")
+                                      for s in self._servers[1:]):
+                from ._fleet_server import SAME_MISMATCH
+                raise RuntimeError(SAME_MISMATCH)
             for name in ("observation_space", "action_space"):
                 if found.get(name) is not None:
                     kwargs.setdefault(f"single_{name}", found[name])
+            if custom is not None:
+                kwargs["single_observation_space"] = custom[1]
             super().__init__(addresses, **kwargs)
         except BaseException:
             self._stop_servers(timeout=2.0)
             raise
+        if custom is not None:
+            self.observation_space = custom[0]
+        #: How the sub-envs' observation spaces are batched (Gymnasium's ``observation_mode``).
+        self.observation_mode = observation_mode
         if found.get("metadata") is not None:
             self.metadata = {**self.metadata, **found["metadata"], "autoreset_mode": self.metadata["autoreset_mode"]}
         self.render_mode = found.get("render_mode")
         #: Whether observations / actions are converted between what the
-        #: wire carries and Gymnasium's types (not for Box spaces of real dtypes).
+        #: wire carries and Gymnasium's types (RemoteVectorEnv's conversions;
+        #: here also for the wire's own spaces when the sub-envs are UniEnv's).
         self._convert_obs = not exact_in_unienv(self.single_observation_space)
         self._convert_actions = not exact_in_unienv(self.single_action_space)
-
-    # -- Gymnasium's types -------------------------------------------------
-
-    def _obs(self, obs: Any) -> Any:
-        return batch_to_gymnasium(self.single_observation_space, obs) if self._convert_obs and obs is not None else obs
-
-    def _final_obs(self, infos: Dict[str, Any]) -> Dict[str, Any]:
-        """``SAME_STEP``'s final observations as single Gymnasium values; a
-        ``Discrete`` one (alone, not inside a tuple or dict) as a Python
-        ``int``, as Gymnasium's toy-text envs return it and its vector envs
-        pass it on (the batch it was cut from cannot say which integer type
-        the env returned)."""
-        if self._convert_obs and "final_obs" in infos:
-            final = infos["final_obs"]
-            space = self.single_observation_space
-            for i, present in enumerate(infos["_final_obs"]):
-                if present:
-                    value = to_gymnasium(space, final[i])
-                    final[i] = int(value) if isinstance(space, gymnasium.spaces.Discrete) else value
-        return infos
-
-    def _actions(self, actions: Any) -> Any:
-        if is_scalar_action(actions):
-            raise TypeError(f"a vector env's action is a batch of {self.num_envs} actions, "
-                            f"got the scalar {actions!r}")
-        if self._convert_actions:
-            return batch_from_gymnasium(self.single_action_space, actions)
-        return actions
-
-    def reset(self, *, seed: Optional[Union[int, Sequence[Optional[int]]]] = None,
-              options: Optional[Dict[str, Any]] = None) -> Tuple[Any, Dict[str, Any]]:
-        obs, infos = super().reset(seed=seed, options=options)
-        return self._obs(obs), infos
-
-    def step_async(self, actions: Any) -> None:
-        super().step_async(self._actions(actions))
-
-    def step_wait(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
-        obs, rewards, terminations, truncations, infos = super().step_wait()
-        return self._obs(obs), rewards, terminations, truncations, self._final_obs(infos)
-
-    def send(self, actions: Any, env_id: Optional[Any] = None) -> None:
-        super().send(self._actions(actions), env_id)
-
-    def recv(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
-        obs, rewards, terminations, truncations, infos = super().recv()
-        return self._obs(obs), rewards, terminations, truncations, self._final_obs(infos)
+        #: Whether the servers carry some values pickled (``_gym_spaces.CARRIER``):
+        #: only spaces they have for their Gymnasium sub-envs.
+        self._pickled = found.get("observation_space") is not None
 
     # -- Gymnasium's vector API: calls on the sub-envs ---------------------
 

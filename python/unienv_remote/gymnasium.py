@@ -16,9 +16,11 @@ Any env-mode resource of any UniEnv server works (``unienv-remote serve``, our
 ``RemoteServer``, the reference's). Spaces are the remote env's UniEnv spaces
 in Gymnasium's terms: an integer box of shape ``()`` is ``Discrete`` (of shape
 ``(n,)``, ``MultiDiscrete``) when its bounds are finite, a binary space
-``MultiBinary`` (so is a hosted ``Box`` of ``bool``), a text space ``Text``,
-dict and tuple spaces ``Dict`` and ``Tuple``, other boxes
-``Box``. Observations are converted to those spaces' types (``np.int64`` for
+``MultiBinary`` (so is a hosted ``Box`` of ``bool``: the space document of a
+binary space says nothing of the Gymnasium space it came from), a text space
+``Text``, dict and tuple spaces ``Dict`` and ``Tuple``, a union space
+``OneOf``, other boxes ``Box``. Graph, dynamic box and batched spaces have no
+Gymnasium counterpart here (a ``ValueError``). Observations are converted to those spaces' types (``np.int64`` for
 ``Discrete``, the box's dtype), rewards to ``float`` and signals to ``bool``.
 
 Seeding is Gymnasium's: ``reset(seed=s)`` seeds ``np_random`` here and resets
@@ -102,8 +104,10 @@ def gymnasium_space(document: Mapping[str, Any]) -> spaces.Space[Any]:
         charset = document.get("charset")
         return spaces.Text(max_length=int(document["max_length"]), min_length=int(document.get("min_length") or 0),
                            **({} if charset is None else {"charset": charset}))
-    raise ValueError(f"a {kind} has no Gymnasium space this adapter knows (Box, Binary, Text, Dict and Tuple "
-                     "spaces do)")
+    if kind == "UnionSpace":
+        return spaces.OneOf([gymnasium_space(value) for value in document["spaces"]])
+    raise ValueError(f"a {kind} has no Gymnasium space this adapter knows (Box, Binary, Text, Dict, Tuple and "
+                     "Union spaces do)")
 
 
 def _to_gymnasium(value: Any, space: spaces.Space[Any]) -> Any:
@@ -118,6 +122,9 @@ def _to_gymnasium(value: Any, space: spaces.Space[Any]) -> Any:
         return tuple(_to_gymnasium(item, sub) for item, sub in zip(value, space.spaces))
     if isinstance(space, spaces.Text):
         return str(value)
+    if isinstance(space, spaces.OneOf):
+        index = int(np.asarray(value[0]).item())
+        return np.int64(index), _to_gymnasium(value[1], space.spaces[index])
     return value
 
 
@@ -130,6 +137,10 @@ def _to_remote(action: Any, space: spaces.Space[Any]) -> Any:
                 for key in action}
     if isinstance(space, spaces.Tuple) and isinstance(action, (tuple, list)):
         return tuple(_to_remote(item, sub) for item, sub in zip(action, space.spaces))
+    if isinstance(space, spaces.OneOf) and isinstance(action, (tuple, list)) and len(action) == 2:
+        index = int(np.asarray(action[0]).item())
+        if 0 <= index < len(space.spaces):
+            return index, _to_remote(action[1], space.spaces[index])
     return action
 
 

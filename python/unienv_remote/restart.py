@@ -257,6 +257,9 @@ class Healer:
         #: Resources given up, not restarted again until the learner resets them.
         self.given_up: Set[int] = set()
         self._resource_of = [k for k, (_, width) in enumerate(self._ranges) for _ in range(width)]
+        #: Called with a resource reconnected, before its reset (the vector
+        #: env sets its ``set_attr`` values again); its failure fails the attempt.
+        self.reconnected: Optional[Callable[[int], None]] = None
 
     def resource_of(self, env: int) -> int:
         return self._resource_of[env]
@@ -354,6 +357,12 @@ class Healer:
                     continue
                 for k, u, r in group:
                     self._addresses[k] = (u, r)
+                    if self.reconnected is not None:
+                        try:
+                            self.reconnected(k)
+                        except Exception as e:  # the next attempt reconnects again
+                            last_error[k] = e
+                            continue
                     reconnect.discard(k)
             ready = [k for k in pending if k not in reconnect]
             if ready:
@@ -363,6 +372,7 @@ class Healer:
                         mask[i] = True
                 reset_seeds = [None if seeds is None else seeds[i] for i in range(n)]
                 obs, infos, errors, used = self._native.reset(reset_seeds, options, mask)
+                infos = info_rows(infos, n)  # the extension may have gathered them
                 failed: Dict[int, BaseException] = {}
                 for i, _kind, reset_error in errors:
                     if mask[i]:

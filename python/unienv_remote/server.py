@@ -512,3 +512,58 @@ class RemoteServer:
 
     def __exit__(self, *args: object) -> None:
         self.close()
+
+
+# -- Extension: sub-env attributes (SPEC.md, "Extension: sub-env attributes") --
+# Called by the host (python/src/host/server/attributes.rs) on the domain's
+# worker thread, for an env resource's ``ext:call`` / ``ext:set_attr``.
+
+
+def _attribute_targets(obj: Any) -> List[Any]:
+    """What an env resource's attributes are read on, one per sub-env: a
+    ``BatchedEnv``'s sub-envs, else the env itself; each a Gymnasium env
+    where it wraps one (``FromGymnasiumEnv``), as Gymnasium's vector envs
+    reach their sub-envs."""
+    import sys
+
+    from ._gym_spaces import gymnasium_env
+
+    batched = sys.modules.get(f"{__package__}.batched")
+    subs = list(obj.sub_envs) if batched is not None and isinstance(obj, batched.BatchedEnv) else [obj]
+    return [gymnasium_env(s) for s in subs]
+
+
+def _refused(message: str) -> BaseException:
+    from ._hooks import RequestRefused
+
+    return RequestRefused(message)
+
+
+def _call_attribute(obj: Any, name: str, args: List[Any], kwargs: Dict[str, Any]) -> List[Any]:
+    """``ext:call``: attribute ``name`` of each sub-env (``get_wrapper_attr``
+    on a Gymnasium env), called with ``args`` and ``kwargs`` when callable,
+    else its value. Every sub-env's attribute is looked up before any is
+    called: a missing one is refused (``RequestRefused``) with nothing run."""
+    found = []
+    for i, target in enumerate(_attribute_targets(obj)):
+        try:
+            found.append(target.get_wrapper_attr(name) if hasattr(target, "get_wrapper_attr")
+                         else getattr(target, name))
+        except AttributeError as e:
+            raise _refused(f"sub-env {i} ({type(target).__name__}) has no attribute {name!r}") from e
+    return [attr(*args, **kwargs) if callable(attr) else attr for attr in found]
+
+
+def _set_attribute(obj: Any, name: str, values: List[Any]) -> None:
+    """``ext:set_attr``: attribute ``name`` of sub-env ``i`` set to
+    ``values[i]`` (``set_wrapper_attr`` on a Gymnasium env); as many values
+    as sub-envs, else refused with nothing set."""
+    targets = _attribute_targets(obj)
+    if len(values) != len(targets):
+        raise _refused(f"set_attr({name!r}) takes one value per sub-env: this env has {len(targets)}, "
+                       f"got {len(values)} values")
+    for target, value in zip(targets, values):
+        if hasattr(target, "set_wrapper_attr"):
+            target.set_wrapper_attr(name, value)
+        else:
+            setattr(target, name, value)

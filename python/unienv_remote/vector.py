@@ -72,6 +72,7 @@ retry.
 from __future__ import annotations
 
 import os
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
@@ -81,9 +82,10 @@ from gymnasium.vector.utils import batch_space
 
 from unienv_interface.backends import NumpyComputeBackend
 from unienv_interface.space.space_utils.serialization_utils import json_to_space
-from unienv_interface.wrapper.gym_compat import gym_utils
 
 from . import _actions, _logging, _native
+from ._gym_spaces import (batch_from_gymnasium, batch_to_gymnasium, exact_in_unienv, is_scalar_action, to_gymnasium,
+                          wire_gymnasium_space)
 from ._record import native_format
 from .restart import (Failure, Healer, RestartError, RestartPolicy, Restarted, classify, concat_results, put, take,
                       zeros_rows)
@@ -179,9 +181,21 @@ class RemoteVectorEnv(VectorEnv):
     reconnections included.
 
     The single spaces are the envs' UniEnv spaces converted by unienv's
-    ``to_gym_space``, which has no ``Discrete``: a ``Discrete(n)`` hosted
-    env's space comes back as an integer ``Box``. ``single_observation_space``
-    / ``single_action_space`` give the Gymnasium spaces to use instead.
+    ``to_gym_space`` (binary spaces as ``MultiBinary``, union spaces as
+    ``OneOf``), which has no ``Discrete``: a ``Discrete(n)`` hosted env's
+    space comes back as an integer ``Box``, a bool ``Box`` as a
+    ``MultiBinary`` (docs/vector.md, "Gymnasium spaces on the wire").
+    ``single_observation_space`` / ``single_action_space`` give the
+    Gymnasium spaces to use instead; observations and actions then take
+    those spaces' Gymnasium types (an ``int8`` ``MultiBinary``, a tuple of
+    ``Text`` strings, ...), as ``ProcessVectorEnv``'s do. A scalar action is
+    a ``TypeError`` and a bad ``reset_mask`` raises Gymnasium's errors, as
+    Gymnasium's vector envs.
+
+    ``call`` / ``get_attr`` / ``set_attr`` / ``render`` / ``np_random_seed``
+    reach the sub-envs over our servers' attribute extension (SPEC.md,
+    section 15); a server without it (the reference) raises
+    ``NotImplementedError`` for them, sending nothing.
 
     ``autoreset_mode`` (Gymnasium 1.x's ``AutoresetMode`` or its name):
 
@@ -317,6 +331,17 @@ class RemoteVectorEnv(VectorEnv):
         self.single_action_space = single_action_space or self._gym_space("action_space")
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
+        #: Whether observations / actions are converted between what the wire
+        #: carries and Gymnasium's types: only for spaces the caller gave
+        #: (``single_observation_space=`` ...) that are not Boxes of real dtypes.
+        self._convert_obs = single_observation_space is not None and not exact_in_unienv(single_observation_space)
+        self._convert_actions = single_action_space is not None and not exact_in_unienv(single_action_space)
+        #: Whether some values travel pickled (``_gym_spaces.CARRIER``): only
+        #: between ``ProcessVectorEnv`` and the server processes it started.
+        self._pickled = False
+        #: ``set_attr``'s values (name -> one per env), re-applied to a
+        #: resource its restart policy reconnects (SPEC.md, "Extension: sub-env attributes").
+        self._attributes_set: Dict[str, List[Any]] = {}
         metadata = dict(self._native.env_metadata())
         metadata["autoreset_mode"] = mode
         self.metadata = metadata
@@ -325,6 +350,17 @@ class RemoteVectorEnv(VectorEnv):
         self._autoreset_mode = mode
         self.restart_policy = restart
         self._healer = None if restart is None else Healer(restart, self._native, self._ranges, self.addresses)
+        if self._healer is not None:
+            # Through a weak reference: a cycle would keep an unclosed env's
+            # connections (and a ProcessVectorEnv's servers) until a collection.
+            me = weakref.ref(self)
+
+            def reapply(k: int) -> None:
+                env = me()
+                if env is not None:
+                    env._reapply_attributes(k)
+
+            self._healer.reconnected = reapply
         # NEXT_STEP: the envs whose last step ended (their next step is an autoreset).
         self._ended = np.zeros(self.num_envs, dtype=np.bool_)
         # Learner-side recording (docs/recording.md): one call per reset/send/result.
@@ -337,7 +373,7 @@ class RemoteVectorEnv(VectorEnv):
         document = self._native.space_document(name)
         if document is None:
             raise ValueError(f"the remote envs have no {name}")
-        space: gymnasium.Space[Any] = gym_utils.to_gym_space(json_to_space(document, NumpyComputeBackend, None))
+        space = wire_gymnasium_space(json_to_space(document, NumpyComputeBackend, None))
         return space
 
     def _report(self, errors: List[Tuple[int, str, BaseException]], infos: Dict[str, Any],
@@ -394,7 +430,7 @@ class RemoteVectorEnv(VectorEnv):
         infos = _gather_infos(self, env_infos, used)
         for i, info in sorted(extra.items()):
             infos = self._add_info(infos, info, i)
-        return self._report(errors, infos, lambda inf: (obs, inf))
+        return self._report(errors, infos, lambda inf: (self._obs(obs), inf))
 
     def _restart_failed(
         self, obs: Any, errors: List[Tuple[int, str, BaseException]], seeds: Optional[Sequence[Optional[int]]],
@@ -440,6 +476,8 @@ class RemoteVectorEnv(VectorEnv):
         """Sends every env's action (stacked along the first axis) at once; a
         nested list or scalars become the stacked array, as a server converts
         a single env's plain action."""
+        if type(actions) is not np.ndarray or actions.ndim == 0 or self._convert_actions:
+            actions = self._actions(actions)
         if type(actions) in _actions.PLAIN:
             actions = _actions.coerce_batched(actions, self._native.space_document("action_space"), self.num_envs)
         self._native.step_async(actions)
@@ -450,7 +488,8 @@ class RemoteVectorEnv(VectorEnv):
         """Whether a step's or recv's native results are the common case,
         returned as they are: no info, no final observation, no failure,
         nothing to record or heal."""
-        return not (native.infos or native.finals or native.errors) and self._healer is None and self._recorder is None
+        return (not (native.infos or native.finals or native.errors) and self._healer is None and self._recorder is None
+                and not self._convert_obs)
 
     def step_wait(self) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         """Waits for the pending step and returns the stacked results (with
@@ -502,10 +541,12 @@ class RemoteVectorEnv(VectorEnv):
                  extra: Optional[Dict[int, Dict[str, Any]]] = None,
                  ) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         obs, rewards, terminations, truncations = native.observation, native.reward, native.terminated, native.truncated
+        obs = self._obs(obs)
         errors = native.errors
         infos = _gather_infos(builder, native.infos)
         for i, final_obs, final_info in native.finals:
             infos = builder._add_info(infos, {"final_obs": final_obs, "final_info": final_info}, i)
+        infos = self._final_obs(infos)
         for i, info in sorted((extra or {}).items()):
             infos = builder._add_info(infos, info, i if positions is None else positions[i])
         return self._report(errors, infos, lambda inf: (obs, rewards, terminations, truncations, inf),
@@ -535,6 +576,8 @@ class RemoteVectorEnv(VectorEnv):
             ids = [int(i) for i in given]
         if any(i < 0 for i in ids):
             raise ValueError(f"env_id must be sub-env ids from 0 to {self.num_envs - 1}, got {min(ids)}")
+        if type(actions) is not np.ndarray or actions.ndim == 0 or self._convert_actions:
+            actions = self._actions(actions)
         if type(actions) in _actions.PLAIN:
             actions = _actions.coerce_batched(actions, self._native.space_document("action_space"), len(ids))
         self._native.send(actions, ids)
@@ -649,6 +692,134 @@ class RemoteVectorEnv(VectorEnv):
             raise ValueError(f"no env is at {old_url}")
         self.reconnect(changes)
         return mask
+
+    # -- Gymnasium's types (where the caller gave Gymnasium spaces) --------
+
+    def _obs(self, obs: Any) -> Any:
+        """A batch of observations as the wire carries them, in Gymnasium's
+        batched form of the given ``single_observation_space``."""
+        return batch_to_gymnasium(self.single_observation_space, obs, self._pickled) if self._convert_obs and obs is not None else obs
+
+    def _final_obs(self, infos: Dict[str, Any]) -> Dict[str, Any]:
+        """``SAME_STEP``'s final observations as single Gymnasium values; a
+        ``Discrete`` one (alone, not inside a tuple or dict) as a Python
+        ``int``, as Gymnasium's toy-text envs return it and its vector envs
+        pass it on (the batch it was cut from cannot say which integer type
+        the env returned)."""
+        if self._convert_obs and "final_obs" in infos:
+            final = infos["final_obs"]
+            space = self.single_observation_space
+            for i, present in enumerate(infos["_final_obs"]):
+                if present:
+                    value = to_gymnasium(space, final[i], self._pickled)
+                    final[i] = int(value) if isinstance(space, gymnasium.spaces.Discrete) else value
+        return infos
+
+    def _actions(self, actions: Any) -> Any:
+        """A batch of actions checked (one scalar is a ``TypeError``, as
+        Gymnasium's vector envs raise) and, for a given Gymnasium action
+        space, converted to what the wire carries."""
+        if is_scalar_action(actions):
+            raise TypeError(f"a vector env's action is a batch of {self.num_envs} actions, "
+                            f"got the scalar {actions!r}")
+        if self._convert_actions:
+            return batch_from_gymnasium(self.single_action_space, actions, self._pickled)
+        return actions
+
+    # -- Gymnasium's vector API on the sub-envs (SPEC.md, "Extension: sub-env attributes")
+
+    def supports_attributes(self) -> bool:
+        """Whether every sub-env's server carries ``call`` / ``get_attr`` /
+        ``set_attr`` (our servers' attribute extension: it lists it in
+        ``hello``; the reference server and other v1 servers do not)."""
+        return all(_native.vector_supports_attributes(self._native, k) for k in range(len(self._ranges)))
+
+    def _check_attributes(self, what: str, extension: bool = True) -> None:
+        if self.closed:
+            raise RuntimeError(f"{what}: this vector env is closed")
+        if self._native.step_pending():
+            raise RuntimeError(f"{what} while a step is in flight: receive its results first")
+        for k, (url, resource_id) in enumerate(self.addresses if extension else []):
+            if not _native.vector_supports_attributes(self._native, k):
+                raise NotImplementedError(
+                    f"{what}: the server of {resource_id!r} at {url} does not carry sub-env attributes: it lists no "
+                    "'env_attributes' extension in hello (unienv-remote servers do; protocol v1 has no attribute "
+                    "or code call). Nothing was sent.")
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Tuple[Any, ...]:
+        """Calls method ``name`` of every sub-env with ``args`` and
+        ``kwargs`` (or reads attribute ``name`` when it is not callable), as
+        Gymnasium's vector envs do (``get_wrapper_attr`` on a Gymnasium
+        sub-env): the results, in env order. Over our servers' attribute
+        extension: every server must list it (else ``NotImplementedError``,
+        nothing sent); arguments and results travel as the protocol's
+        values (arrays, numbers, strings, lists, tuples, str-keyed dicts),
+        anything else is an error; private names (``_x``) are refused. One
+        request per resource, in order; no step may be in flight."""
+        if name in ("reset", "step", "close", "_setattr", "_check_spaces"):
+            raise ValueError(f"Trying to call function `{name}` with `call`, use `{name}` directly instead.")
+        self._check_attributes(f"call({name!r})")
+        results: List[Any] = []
+        for k in range(len(self._ranges)):
+            results.extend(_native.vector_call_attribute(self._native, k, name, list(args), dict(kwargs)))
+        return tuple(results)
+
+    def get_attr(self, name: str) -> Tuple[Any, ...]:
+        """Attribute ``name`` of every sub-env (``call(name)``, as
+        Gymnasium's vector envs)."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Sets attribute ``name`` of every sub-env: ``values`` is a list or
+        tuple of one value per env, or one value for all, as Gymnasium's
+        vector envs take it (``set_wrapper_attr`` on a Gymnasium sub-env).
+        With a restart policy, the values are set again on a resource it
+        reconnects (a restarted server's env is new), before its reset."""
+        if not isinstance(values, (list, tuple)):
+            values = [values for _ in range(self.num_envs)]
+        if len(values) != self.num_envs:
+            raise ValueError("Values must be a list or tuple with length equal to the number of environments. "
+                             f"Got `{len(values)}` values for {self.num_envs} environments.")
+        self._check_attributes(f"set_attr({name!r})")
+        for k, (start, width) in enumerate(self._ranges):
+            _native.vector_set_attribute(self._native, k, name, list(values[start:start + width]))
+        self._attributes_set.pop(name, None)  # re-applied in the order last set
+        self._attributes_set[name] = list(values)
+
+    @property
+    def np_random_seed(self) -> Tuple[int, ...]:  # type: ignore[override]  # AsyncVectorEnv's type
+        """Every sub-env's ``np_random_seed``, as Gymnasium's vector envs give
+        it (``get_attr``: ``(42, 43, ...)`` after ``reset(seed=42)``)."""
+        return self.get_attr("np_random_seed")
+
+    def _reapply_attributes(self, k: int) -> None:
+        """Sets ``set_attr``'s values again on resource ``k`` (reconnected by
+        the restart policy, before its reset)."""
+        start, width = self._ranges[k]
+        for name, values in self._attributes_set.items():
+            _native.vector_set_attribute(self._native, k, name, list(values[start:start + width]))
+
+    def render(self) -> Optional[Tuple[Any, ...]]:
+        """Every sub-env's ``render()``, in order, as Gymnasium's vector envs
+        give it (``call("render")`` over the attribute extension; a server
+        without it: each resource's own ``render`` call of protocol v1,
+        an unbatched env's frame as its sub-env's)."""
+        if self.supports_attributes():
+            return self.call("render")
+        self._check_attributes("render", extension=False)
+        frames: List[Any] = []
+        for k, (start, width) in enumerate(self._ranges):
+            frame = _native.vector_render(self._native, k)
+            if width == 1:
+                frames.append(frame)
+            elif isinstance(frame, (list, tuple)) and len(frame) == width:
+                frames.extend(frame)
+            else:
+                url, resource_id = self.addresses[k]
+                raise NotImplementedError(
+                    f"render: the batched resource {resource_id!r} at {url} renders one value for its {width} "
+                    "sub-envs, and its server does not carry sub-env attributes to render each")
+        return tuple(frames)
 
     @property
     def recording_error(self) -> Optional[str]:

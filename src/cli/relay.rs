@@ -67,6 +67,11 @@ pub struct RelayArgs {
     /// The private key (PEM) of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Also serve the browser viewer of the relay's hosts, on ADDR (default
+    /// 127.0.0.1:8766): its page lists the connected hosts, each watched
+    /// through the relay (as `unienv-remote view ws://RELAY/`).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::viewer::DEFAULT_LISTEN)]
+    pub viewer: Option<String>,
 }
 
 /// The options of `serve` that make it dial a relay.
@@ -175,6 +180,7 @@ pub fn relay(args: RelayArgs) -> ExitCode {
         Err(e) => return fail(e),
     };
     let (has_token, has_host_token) = (config.listen.token.is_some(), config.host_token.is_some());
+    let client_token = config.listen.token.clone();
     runtime.block_on(async move {
         let relay = match Relay::start(args.addr.as_str(), config).await {
             Ok(r) => r,
@@ -198,6 +204,27 @@ pub fn relay(args: RelayArgs) -> ExitCode {
         if !has_host_token {
             say!("warning: no --host-token: anyone who can reach this port can register a host");
         }
+        let _viewer = match &args.viewer {
+            Some(addr) => {
+                // A client of the relay like any other: its client token,
+                // and for TLS its own certificate as the CA to trust.
+                let mut config = crate::viewer::ViewerConfig::new(&url);
+                config.relay = true;
+                config.client.token = client_token;
+                config.client.ca_file = args.tls_cert.clone();
+                config.allowed_hosts = args.allow_host.clone();
+                config.allowed_origins = args.allow_origin.clone();
+                match crate::viewer::Viewer::start(addr, config).await {
+                    Ok(v) => {
+                        say!("Viewer of the relay's hosts: open {} in a browser", v.url());
+                        super::view::warn_beyond_loopback(&v);
+                        Some(v)
+                    }
+                    Err(e) => return fail(e),
+                }
+            }
+            None => None,
+        };
         stop.await;
         eprintln!("\nshutting down the relay…");
         relay.shutdown().await;

@@ -39,7 +39,7 @@ pub fn view(args: ViewArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    let config = viewer_config(&args, client.clone());
+    let mut config = viewer_config(&args, client.clone());
     let client_config = client;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -54,6 +54,9 @@ pub fn view(args: ViewArgs) -> ExitCode {
             Ok(stop) => stop,
             Err(e) => return fail(format!("cannot install the Ctrl-C handler: {e}")),
         };
+        // Asked first: a relay's root makes the viewer list its hosts.
+        let hosted = hosted_ids(&args.client.url, client_config).await;
+        config.relay = matches!(hosted, Hosted::Relay);
         let viewer = match Viewer::start(&args.listen, config).await {
             Ok(v) => v,
             Err(e) => return fail(e),
@@ -64,8 +67,12 @@ pub fn view(args: ViewArgs) -> ExitCode {
             viewer.url()
         );
         println!("Open {} in a browser. Press Ctrl-C to stop.", viewer.url());
-        match hosted_ids(&args.client.url, client_config).await {
-            Some(ids) if !ids.is_empty() => {
+        match hosted {
+            Hosted::Relay => println!(
+                "{} is a relay: the page lists its connected hosts, each watched through it at /hosts/NAME/",
+                args.client.url
+            ),
+            Hosted::Ids(Some(ids)) if !ids.is_empty() => {
                 let ids: Vec<&str> = ids.iter().take(3).map(String::as_str).collect();
                 println!("Open panels directly: {}", viewer.watch_url(&ids));
             }
@@ -86,32 +93,55 @@ pub fn view(args: ViewArgs) -> ExitCode {
     })
 }
 
-/// The ids of the server's top-level resources (none of another's
-/// children), for the banner's example link; `None` when the server
-/// does not answer within a few seconds (the viewer still starts: a page
-/// keeps trying).
-async fn hosted_ids(url: &str, config: ClientConfig) -> Option<Vec<String>> {
+/// What the upstream URL serves.
+enum Hosted {
+    /// A relay's root (its refusal says so).
+    Relay,
+    /// A server: the ids of its top-level resources, `None` when it does
+    /// not answer within a few seconds.
+    Ids(Option<Vec<String>>),
+}
+
+/// Whether `url` is a relay's root, else the ids of the server's top-level
+/// resources (none of another's children), for the banner's example link;
+/// `None` when the server does not answer within a few seconds (the
+/// viewer still starts: a page keeps trying).
+async fn hosted_ids(url: &str, config: ClientConfig) -> Hosted {
     let config = config.with_discover(false);
+    let mut relay = false;
     let listed = tokio::time::timeout(std::time::Duration::from_secs(5), async {
-        let client = crate::client::Client::connect(url, config).await.ok()?;
+        let client = match crate::client::Client::connect(url, config).await {
+            Ok(c) => c,
+            Err(e) => {
+                relay = super::relay::is_relay_root(&e);
+                return None;
+            }
+        };
         let listed = client.discover().await.ok();
         client.close().await;
         listed
     })
     .await
-    .ok()??;
+    .ok()
+    .flatten();
+    if relay {
+        return Hosted::Relay;
+    }
+    Hosted::Ids(listed.map(|listed| top_level(&listed)))
+}
+
+/// The ids of the resources that are no other's children.
+fn top_level(listed: &[std::sync::Arc<crate::client::Descriptor>]) -> Vec<String> {
     let children: std::collections::HashSet<&str> = listed
         .iter()
         .flat_map(|d| d.children().iter().map(|(_, id)| id.as_str()))
         .collect();
-    Some(
-        listed
-            .iter()
-            .map(|d| d.id())
-            .filter(|id| !children.contains(id))
-            .map(str::to_string)
-            .collect(),
-    )
+    listed
+        .iter()
+        .map(|d| d.id())
+        .filter(|id| !children.contains(id))
+        .map(str::to_string)
+        .collect()
 }
 
 /// Says loudly that a viewer listening beyond loopback serves plain HTTP to

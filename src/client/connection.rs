@@ -25,6 +25,9 @@ pub struct ServerInfo {
     pub server_version: String,
     /// Protocol versions the server supports.
     pub protocol_versions: Vec<i64>,
+    /// Extensions of our own the server lists in `hello` (SPEC.md,
+    /// "Extension: sub-env attributes"); empty for other servers.
+    pub extensions: Vec<String>,
 }
 
 struct Inner {
@@ -413,6 +416,16 @@ async fn hello(shared: &Arc<Shared>, limit: &Value) -> ClientResult<ServerInfo> 
             .get("protocol_versions")
             .and_then(Value::as_seq)
             .map(|v| v.iter().filter_map(Value::as_i64).collect())
+            .unwrap_or_default(),
+        extensions: result
+            .get("extensions")
+            .and_then(Value::as_seq)
+            .map(|v| {
+                v.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default(),
     })
 }

@@ -28,11 +28,13 @@ pub struct Descriptor {
     kind: ResourceKind,
     world_id: Option<String>,
     node_id: Option<String>,
-    children: Vec<(String, String)>,
+    /// Shared by the copies [`Descriptor::with_sequence`] makes (one per
+    /// recognised reply), as `operations`.
+    children: Arc<[(String, String)]>,
     revision: u64,
     sequence: u64,
     domain_id: String,
-    operations: Vec<String>,
+    operations: Arc<[String]>,
     spaces: [SpaceSlot; 3],
 }
 
@@ -91,8 +93,8 @@ impl Descriptor {
                 .as_u64()
                 .ok_or_else(|| format!("descriptor {id} has an invalid sequence"))?,
         };
-        let children = match raw.get("children") {
-            None | Some(Value::Null) => Vec::new(),
+        let children: Arc<[(String, String)]> = match raw.get("children") {
+            None | Some(Value::Null) => Arc::new([]),
             Some(Value::Dict(d)) => d
                 .iter()
                 .map(|(name, child)| {
@@ -101,19 +103,20 @@ impl Descriptor {
                         .map(|c| (name.to_string(), c.to_string()))
                         .ok_or_else(|| format!("descriptor {id} has a non-string child ID"))
                 })
-                .collect::<Result<_, _>>()?,
+                .collect::<Result<Vec<_>, _>>()?
+                .into(),
             Some(_) => return Err(format!("descriptor {id} has invalid children")),
         };
-        let operations = raw
+        let operations: Arc<[String]> = raw
             .get("operations")
             .and_then(Value::as_seq)
             .map(|ops| {
                 ops.iter()
                     .filter_map(Value::as_str)
                     .map(str::to_string)
-                    .collect()
+                    .collect::<Arc<[String]>>()
             })
-            .unwrap_or_default();
+            .unwrap_or_else(|| Arc::new([]));
         let mut spaces: [SpaceSlot; 3] = Default::default();
         for (i, key) in SPACE_KEYS.iter().enumerate() {
             let Some(doc) = raw.get(key).filter(|v| !v.is_null()) else {

@@ -16,8 +16,11 @@
 //! Only a compact call reply whose header ends with the descriptors entry
 //! of its `result` (`...["descriptors",{"t":"list","v":[D]}]]}]]}`, as
 //! servers write it, the result's first entry being `value`) qualifies;
-//! the remembered texts are matched from the header's end (a few
-//! `memcmp`s; only the envelope's fields before `result` are scanned), and
+//! the remembered texts are matched from the header's end (the header cut
+//! at each length the remembered texts have before and after their
+//! sequence number, then a hash lookup and a few `memcmp`s; past a few
+//! such shapes, a SIMD search for the list; only the envelope's fields
+//! before `result` are scanned), and
 //! only a descriptor `D` that held no attachment, no boundary snapshot, no
 //! `"descriptors"` text and a single `["sequence",` key when it was parsed
 //! is remembered. Anything else is decoded as before.
@@ -85,7 +88,16 @@ pub(super) struct KnownDescriptors {
     /// The key recognised or learned last, tried first: the replies of a
     /// single resource match it without locating the list.
     last: Option<u64>,
+    /// How many entries have each length of the text before and after the
+    /// sequence number. A recognised reply's list has one of these shapes:
+    /// while they are few, cutting the header's end at each (a few
+    /// comparisons from the end) finds the candidates without searching
+    /// the header for the list.
+    shapes: HashMap<(usize, usize), usize, FxBuildHasher>,
 }
+
+/// Past this many shapes, the list is searched for instead.
+const MAX_SHAPES: usize = 4;
 
 /// The key of a descriptor's text around its sequence number.
 fn text_key(before: &[u8], after: &[u8]) -> u64 {
@@ -96,18 +108,34 @@ fn text_key(before: &[u8], after: &[u8]) -> u64 {
     h.finish()
 }
 
-/// The first occurrence of `needle` in `hay`.
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    let (&first, rest) = needle.split_first()?;
-    let mut from = 0;
-    while let Some(k) = hay.get(from..)?.iter().position(|&b| b == first) {
-        let at = from + k;
-        if hay[at + 1..].starts_with(rest) {
-            return Some(at);
-        }
-        from = at + 1;
+/// Searchers of the texts looked for in every reply, built once.
+struct Finders {
+    open: memchr::memmem::Finder<'static>,
+    result: memchr::memmem::Finder<'static>,
+    sequence: memchr::memmem::Finder<'static>,
+    descriptors: memchr::memmem::Finder<'static>,
+}
+
+fn finders() -> &'static Finders {
+    static FINDERS: std::sync::OnceLock<Finders> = std::sync::OnceLock::new();
+    FINDERS.get_or_init(|| Finders {
+        open: memchr::memmem::Finder::new(OPEN),
+        result: memchr::memmem::Finder::new(br#"["result","#),
+        sequence: memchr::memmem::Finder::new(SEQUENCE),
+        descriptors: memchr::memmem::Finder::new(b"\"descriptors\""),
+    })
+}
+
+/// The last occurrence of OPEN in `hay`: the forward searcher (SIMD) run
+/// from each occurrence to the next (the text rarely occurs more than
+/// once).
+fn rfind_open(hay: &[u8]) -> Option<usize> {
+    let open = &finders().open;
+    let mut last = open.find(hay)?;
+    while let Some(k) = open.find(&hay[last + 1..]) {
+        last += 1 + k;
     }
-    None
+    Some(last)
 }
 
 /// The header of a frame, and the header without CLOSE when the frame is
@@ -121,15 +149,16 @@ fn call_reply(frame: &[u8]) -> Option<&[u8]> {
     // scalars (no string holds an unescaped quote), so this is the
     // envelope's `result`: a dict whose first entry is the value, and
     // whose last (CLOSE) the descriptors list.
-    let result = find(body, br#"["result","#)?;
+    let result = finders().result.find(body)?;
     body[result..].starts_with(RESULT).then_some(body)
 }
 
 /// The sequence number's digits in `d` (a descriptor's text): after its
 /// only `["sequence",`.
 fn digits(d: &[u8]) -> Option<std::ops::Range<usize>> {
-    let start = find(d, SEQUENCE)? + SEQUENCE.len();
-    if find(&d[start..], SEQUENCE).is_some() {
+    let sequence = &finders().sequence;
+    let start = sequence.find(d)? + SEQUENCE.len();
+    if sequence.find(&d[start..]).is_some() {
         return None;
     }
     let count = d[start..].iter().take_while(|b| b.is_ascii_digit()).count();
@@ -141,13 +170,11 @@ fn digits(d: &[u8]) -> Option<std::ops::Range<usize>> {
 /// the header, and the descriptor must not hold that text itself).
 fn locate(frame: &[u8]) -> Option<Span> {
     let body = call_reply(frame)?;
-    // The last occurrence, searched from the end (the list is last).
-    let open = (0..body.len().checked_sub(OPEN.len())? + 1)
-        .rev()
-        .find(|&i| body[i..].starts_with(OPEN))?;
+    // The last occurrence (the list is last).
+    let open = rfind_open(body)?;
     let inner = open + OPEN.len()..body.len();
     let d = &body[inner.clone()];
-    if find(d, b"\"descriptors\"").is_some() {
+    if finders().descriptors.find(d).is_some() {
         return None;
     }
     let digits = digits(d)?;
@@ -168,19 +195,36 @@ fn span(open: usize, inner: std::ops::Range<usize>, digits: std::ops::Range<usiz
 /// The span of a call reply whose descriptors list is `before`, a number,
 /// `after`: matched from the end of the header, where the list is.
 fn matches(body: &[u8], before: &[u8], after: &[u8]) -> Option<Span> {
-    let rest = body.strip_suffix(after)?;
+    let span = cut(body, before.len(), after.len())?;
+    let (b, a) = texts(body, &span);
+    (b == before && a == after).then_some(span)
+}
+
+/// The span of a call reply whose descriptors list is `before_len` bytes,
+/// a number, `after_len` bytes (the header's end cut at those lengths).
+fn cut(body: &[u8], before_len: usize, after_len: usize) -> Option<Span> {
+    let rest = &body[..body.len().checked_sub(after_len)?];
     let count = rest.iter().rev().take_while(|b| b.is_ascii_digit()).count();
     if !(1..=19).contains(&count) {
         return None;
     }
     let rest = &rest[..rest.len() - count];
-    let rest = rest.strip_suffix(before)?;
-    let open = rest.len().checked_sub(OPEN.len())?;
-    if !rest.ends_with(OPEN) {
+    let open_end = rest.len().checked_sub(before_len)?;
+    if !rest[..open_end].ends_with(OPEN) {
         return None;
     }
+    let open = open_end - OPEN.len();
     let inner = open + OPEN.len()..body.len();
-    Some(span(open, inner, before.len()..before.len() + count))
+    Some(span(open, inner, before_len..before_len + count))
+}
+
+/// The texts before and after the sequence number of a span of `body`
+/// (header coordinates, as `cut` and `locate` give them less 4).
+fn texts<'b>(body: &'b [u8], span: &Span) -> (&'b [u8], &'b [u8]) {
+    (
+        &body[span.inner.start - 4..span.digits.start - 4],
+        &body[span.digits.end - 4..span.inner.end - 4],
+    )
 }
 
 fn number(digits: &[u8]) -> Option<u64> {
@@ -216,14 +260,22 @@ impl KnownDescriptors {
             .last
             .and_then(|k| Some((k, self.entries.get(&k)?)))
             .and_then(|(k, e)| Some((k, matches(body, &e.before, &e.after)?)));
-        let Some((key, span)) = last.or_else(|| {
-            let span = locate(&frame)?;
-            let before = &frame[span.inner.start..span.digits.start];
-            let after = &frame[span.digits.end..span.inner.end];
+        let known = |span: Span| {
+            let (before, after) = texts(body, &span);
             let key = text_key(before, after);
             let e = self.entries.get(&key)?;
             (e.before == before && e.after == after).then_some((key, span))
-        }) else {
+        };
+        let found = last.or_else(|| {
+            if self.shapes.len() <= MAX_SHAPES {
+                self.shapes
+                    .keys()
+                    .find_map(|&(b, a)| known(cut(body, b, a)?))
+            } else {
+                known(locate(&frame)?)
+            }
+        });
+        let Some((key, span)) = found else {
             return (frame, None);
         };
         let Some(known) = self.entries.get(&key).map(|e| Arc::clone(&e.descriptor)) else {
@@ -296,23 +348,41 @@ impl KnownDescriptors {
         let after = frame[span.digits.end..span.inner.end].to_vec();
         let key = text_key(&before, &after);
         if let Some(old) = self.by_id.insert(descriptor.id().to_string(), key) {
-            self.entries.remove(&old);
+            self.remove(old);
         }
         if self.entries.len() >= CAPACITY && !self.entries.contains_key(&key) {
             let evicted = self.entries.keys().next().copied();
-            if let Some(evicted) = evicted.and_then(|k| self.entries.remove(&k)) {
+            if let Some(evicted) = evicted.and_then(|k| self.remove(k)) {
                 self.by_id.remove(evicted.descriptor.id());
             }
         }
-        self.entries.insert(
-            key,
-            Known {
-                before,
-                after,
-                descriptor: Arc::new(descriptor),
-            },
-        );
+        *self.shapes.entry((before.len(), after.len())).or_default() += 1;
+        let known = Known {
+            before,
+            after,
+            descriptor: Arc::new(descriptor),
+        };
+        if let Some(replaced) = self.entries.insert(key, known) {
+            self.unshape(&replaced);
+        }
         self.last = Some(key);
+    }
+
+    /// Forgets entry `key`, and its shape when no other entry has it.
+    fn remove(&mut self, key: u64) -> Option<Known> {
+        let known = self.entries.remove(&key)?;
+        self.unshape(&known);
+        Some(known)
+    }
+
+    fn unshape(&mut self, known: &Known) {
+        let shape = (known.before.len(), known.after.len());
+        if let Some(count) = self.shapes.get_mut(&shape) {
+            *count -= 1;
+            if *count == 0 {
+                self.shapes.remove(&shape);
+            }
+        }
     }
 }
 
@@ -363,6 +433,45 @@ mod tests {
         m.get("result").unwrap().get("descriptors").unwrap().clone()
     }
 
+    /// The searches are the plain byte-by-byte ones: the last OPEN (also
+    /// when the text occurs several times, overlapping or at either end),
+    /// the first of anything else.
+    #[test]
+    fn searches_find_what_a_plain_scan_finds() {
+        fn plain_last(hay: &[u8], needle: &[u8]) -> Option<usize> {
+            (0..(hay.len() + 1).checked_sub(needle.len())?)
+                .rev()
+                .find(|&i| hay[i..].starts_with(needle))
+        }
+        let open = std::str::from_utf8(OPEN).unwrap();
+        let texts = [
+            String::new(),
+            open.to_string(),
+            format!("x{open}"),
+            format!("{open}y"),
+            format!("{open}{open}"),
+            format!("[[{open}[\"descriptors\",{open}]]"),
+            format!("{}{open}{}", "a".repeat(700), "b".repeat(900)),
+            open[..open.len() - 1].to_string(),
+        ];
+        for t in &texts {
+            assert_eq!(
+                rfind_open(t.as_bytes()),
+                plain_last(t.as_bytes(), OPEN),
+                "{t}"
+            );
+            let s = finders().sequence.find(t.as_bytes());
+            assert_eq!(s, None, "{t}");
+        }
+        let d = br#"{"t":"dict","v":[["id","e"],["sequence",12],["descriptors",1]]}"#;
+        assert_eq!(finders().sequence.find(d), Some(28));
+        assert_eq!(digits(d), Some(40..42));
+        assert_eq!(finders().descriptors.find(d), Some(45));
+        // Escaped quotes inside a string are not the key.
+        let escaped = br#"[["x","\"descriptors\""]]"#;
+        assert_eq!(finders().descriptors.find(escaped), None);
+    }
+
     #[test]
     fn an_unchanged_descriptor_is_recognised_with_its_new_sequence() {
         let obs = || Value::from(NdArray::from_vec(vec![1.0f32, 2.0, 3.0]));
@@ -401,17 +510,31 @@ mod tests {
     /// descriptors are found by their text, not among the most recent few.
     #[test]
     fn every_resource_of_a_connection_is_recognised_in_turn() {
+        // IDs of 3 lengths: found by cutting the header at each shape.
         let ids: Vec<String> = (0..300).map(|i| format!("pendulum{i}")).collect();
+        let known = recognised_in_turn(&ids);
+        assert_eq!(known.shapes.len(), 3);
+        assert_eq!(known.shapes.values().sum::<usize>(), ids.len());
+        // IDs of 10 lengths: past MAX_SHAPES, found by searching the header.
+        let ids: Vec<String> = (0..50)
+            .map(|i| format!("{}{i}", "x".repeat(i % 10)))
+            .collect();
+        let known = recognised_in_turn(&ids);
+        assert!(known.shapes.len() > MAX_SHAPES);
+        assert_eq!(known.shapes.values().sum::<usize>(), ids.len());
+    }
+
+    fn recognised_in_turn(ids: &[String]) -> KnownDescriptors {
         let obs = || Value::from(NdArray::from_vec(vec![1.0f32]));
         let mut known = KnownDescriptors::default();
-        for id in &ids {
+        for id in ids {
             let first = reply(obs(), vec![descriptor_of(id, 1, -2.0)]);
             let (same, none) = known.strip(first.clone());
             assert!(none.is_none(), "{id} is not known yet");
             known.learn(&same, Some(&descriptors_of(first)), |_| None);
         }
         for round in 2..4u64 {
-            for id in &ids {
+            for id in ids {
                 let (_, d) = known.strip(reply(obs(), vec![descriptor_of(id, round, -2.0)]));
                 let d = d.unwrap_or_else(|| panic!("{id} recognised in round {round}"));
                 assert_eq!((d.id(), d.sequence()), (id.as_str(), round));
@@ -429,6 +552,9 @@ mod tests {
         );
         let (_, old) = known.strip(reply(obs(), vec![descriptor_of(&ids[7], 10, -2.0)]));
         assert!(old.is_none(), "the old text of a relearned ID is forgotten");
+        let (_, new) = known.strip(reply(obs(), vec![descriptor_of(&ids[7], 10, -3.0)]));
+        assert_eq!(new.map(|d| d.sequence()), Some(10), "its new text is known");
+        known
     }
 
     #[test]

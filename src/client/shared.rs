@@ -35,14 +35,16 @@ pub(crate) enum Outgoing {
 
 type Reply = Result<Dict, ClientError>;
 
-/// The client's view of the server, guarded by one lock.
+/// The client's view of the server, guarded by one lock. Its maps are
+/// looked up on every request and reply (by resource or domain ID): FxHash,
+/// as the pending replies' map.
 #[derive(Default)]
 pub(crate) struct State {
-    pub descriptors: HashMap<String, Arc<Descriptor>>,
+    pub descriptors: HashMap<String, Arc<Descriptor>, rustc_hash::FxBuildHasher>,
     /// Latest boundary version `(revision, sequence)` seen per domain.
-    versions: HashMap<String, (u64, u64)>,
+    versions: HashMap<String, (u64, u64), rustc_hash::FxBuildHasher>,
     /// The boundary snapshot cache, per resource.
-    pub snapshots: HashMap<String, BoundarySnapshot>,
+    pub snapshots: HashMap<String, BoundarySnapshot, rustc_hash::FxBuildHasher>,
     /// Open component operations, per domain.
     pub operations: HashMap<String, Arc<str>>,
     pub subscriptions: HashMap<Arc<str>, Arc<SubShared>>,

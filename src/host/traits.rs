@@ -82,6 +82,30 @@ pub trait Env: 'static {
     /// server disposes of the domain.
     fn close(&mut self) {}
 
+    /// **Extension** (SPEC.md, "Extension: sub-env attributes"): calls
+    /// attribute `name` of each sub-env (one for an unbatched env) with
+    /// `args` and `kwargs` when it is a method, or reads it; one value per
+    /// sub-env. `name` is already checked (a public identifier, not a
+    /// lifecycle method). By default the env has none: `not_implemented`,
+    /// which the client sees as `unsupported_operation`. An unknown name is
+    /// an [`HostError::invalid_argument`] (nothing changed).
+    fn call_attribute(
+        &mut self,
+        name: &str,
+        args: Vec<Value>,
+        kwargs: Dict,
+    ) -> HostResult<Vec<Value>> {
+        let _ = (name, args, kwargs);
+        Err(HostError::not_implemented("ext:call"))
+    }
+
+    /// **Extension** (see [`Env::call_attribute`]): sets attribute `name`
+    /// of sub-env `i` to `values[i]` (as many values as sub-envs, checked).
+    fn set_attribute(&mut self, name: &str, values: Vec<Value>) -> HostResult<()> {
+        let _ = (name, values);
+        Err(HostError::not_implemented("ext:set_attr"))
+    }
+
     /// `None` when unbatched, `Some(n)` for `n` parallel environments.
     fn batch_size(&self) -> Option<usize> {
         None

@@ -6,8 +6,10 @@
 //! `ops.rs` (operations, control modes, component operation kinds),
 //! `methods.rs` (the methods each resource kind exports), `command.rs` (a
 //! request read once into its op and members), `head.rs` (the leading
-//! members of requests and responses).
+//! members of requests and responses), `attributes.rs` (our servers'
+//! attribute extension, carried by `call`).
 
+pub mod attributes;
 mod command;
 mod error;
 mod head;

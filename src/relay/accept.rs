@@ -6,8 +6,9 @@ use super::forward::{self, Tunnel};
 use super::wire::{self, Control};
 use super::{HostEntry, Shared};
 use crate::budget::Account;
+use crate::transport::frame::Role;
 use crate::transport::tls::Stream;
-use crate::transport::ws::{self, Refusal, RequestHead};
+use crate::transport::ws::{self, Refusal, RequestHead, WsReader, WsWriter};
 use crate::transport::{Reader, Writer};
 use bytes::BytesMut;
 use std::sync::Arc;
@@ -152,14 +153,28 @@ async fn serve_connection(shared: Arc<Shared>, tcp: TcpStream) {
                 .await;
         }
         (true, Route::Control) => {
-            let accepted = upgrade(&shared, stream, buf, &head, true, wire::MAX_CONTROL_MESSAGE);
+            let accepted = upgrade(
+                &shared,
+                stream,
+                buf,
+                &head,
+                true,
+                wire::MAX_CONTROL_MESSAGE,
+                Role::Server,
+            );
             let accepted = tokio::select! {
                 r = accepted => r,
                 _ = slot.evicted.notified() => return,
             };
             drop(slot);
             if let Some((reader, writer, permit)) = accepted {
-                control(shared.clone(), reader, writer, permit).await;
+                control(
+                    shared.clone(),
+                    Reader::Ws(reader),
+                    Writer::Ws(writer),
+                    permit,
+                )
+                .await;
             }
         }
         (true, Route::Tunnel(id)) => {
@@ -288,7 +303,8 @@ async fn refuse(shared: &Shared, stream: Stream, buf: BytesMut, refusal: Refusal
 }
 
 /// Checks the request (hosts' or clients' token), takes a connection slot
-/// and completes the upgrade.
+/// and completes the upgrade; after it the relay frames as `framing` (a
+/// client on tunnels, whose hosts frame as servers).
 async fn upgrade(
     shared: &Shared,
     stream: Stream,
@@ -296,7 +312,8 @@ async fn upgrade(
     head: &Head,
     host_side: bool,
     max_message: usize,
-) -> Option<(Reader, Writer, OwnedSemaphorePermit)> {
+    framing: Role,
+) -> Option<(WsReader, WsWriter, OwnedSemaphorePermit)> {
     let config = &shared.config.listen;
     let policy = if host_side {
         &shared.host_policy
@@ -311,11 +328,18 @@ async fn upgrade(
     };
     let accepted = tokio::time::timeout(
         config.handshake_timeout,
-        ws::accept_buffered(stream, buf, config.max_handshake_bytes, max_message, check),
+        ws::accept_framed(
+            stream,
+            buf,
+            config.max_handshake_bytes,
+            max_message,
+            framing,
+            check,
+        ),
     )
     .await;
     match accepted {
-        Ok(Ok((r, w))) => Some((Reader::Ws(r), Writer::Ws(w), permit?)),
+        Ok(Ok((r, w))) => Some((r, w, permit?)),
         Ok(Err(e)) => {
             tracing::info!(path = %head.path, reason = %e, "relay: connection refused");
             None
@@ -467,7 +491,18 @@ async fn tunnel(shared: &Arc<Shared>, stream: Stream, buf: BytesMut, head: &Head
         .await;
     };
     let config = &shared.config.listen;
-    match upgrade(shared, stream, buf, head, true, config.max_message_size).await {
+    // The host frames its tunnel as a server, so that the client's frames
+    // (masked) and the host's (unmasked) are forwarded as they are.
+    let accepted = upgrade(
+        shared,
+        stream,
+        buf,
+        head,
+        true,
+        config.max_message_size,
+        Role::Client,
+    );
+    match accepted.await {
         Some((reader, mut writer, permit)) => {
             if let Err(Ok(t)) = reply.send(Ok(Tunnel {
                 reader,
@@ -575,15 +610,7 @@ async fn client(shared: &Arc<Shared>, stream: Stream, buf: BytesMut, head: &Head
     )
     .await;
     match accepted {
-        Ok(Ok((r, w))) => {
-            forward::run(
-                shared.clone(),
-                host,
-                (Reader::Ws(r), Writer::Ws(w), slot),
-                tunnel,
-            )
-            .await
-        }
+        Ok(Ok((r, w))) => forward::run(shared.clone(), host, (r, w, slot), tunnel).await,
         _ => {
             let mut writer = tunnel.writer;
             bounded(config, writer.close(Some((1000, "the client left")))).await;
@@ -593,10 +620,11 @@ async fn client(shared: &Arc<Shared>, stream: Stream, buf: BytesMut, head: &Head
 
 /// The listing over WebSocket: one message, then a close.
 async fn list(shared: &Arc<Shared>, stream: Stream, buf: BytesMut, head: &Head) {
-    let Some((_, mut writer, _permit)) = upgrade(shared, stream, buf, head, false, 1024).await
-    else {
+    let upgraded = upgrade(shared, stream, buf, head, false, 1024, Role::Server);
+    let Some((_, writer, _permit)) = upgraded.await else {
         return;
     };
+    let mut writer = Writer::Ws(writer);
     let config = &shared.config.listen;
     let text = bytes::Bytes::from(shared.listing().to_string());
     if send(&mut writer, text, config.message_timeout)

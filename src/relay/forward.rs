@@ -2,18 +2,26 @@
 //! are (never decoded), each charged to the session's byte budget from its
 //! arrival until it is written on, within the message size limit; the
 //! relay answers pings on each side and watches both with heartbeats.
+//!
+//! Data frames are written on exactly as they arrived, header and masking
+//! key included: the client's frames are masked, and the host frames its
+//! tunnel as a server (it takes masked frames and sends unmasked ones), so
+//! each side receives frames masked as its role expects and the relay
+//! neither unmasks, masks, re-frames nor copies a payload. One task per
+//! session reads both sides and writes each frame at once, in one write.
 
 use super::{HostEntry, Shared};
 use crate::budget::Account;
-use crate::transport::{Reader, TransportError, Writer};
+use crate::transport::ws::{WsReader, WsWriter};
+use crate::transport::TransportError;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
 
 /// A host's tunnel connection, with its connection slot.
 pub(crate) struct Tunnel {
-    pub(crate) reader: Reader,
-    pub(crate) writer: Writer,
+    pub(crate) reader: WsReader,
+    pub(crate) writer: WsWriter,
     pub(crate) _permit: OwnedSemaphorePermit,
 }
 
@@ -36,22 +44,18 @@ enum End {
     Shutdown,
 }
 
-/// Copies messages from `from` to `to` until either fails: `(error, true)`
-/// when reading failed, `(error, false)` when writing did.
-async fn pump(from: &mut Reader, to: &mut Writer) -> (TransportError, bool) {
+/// Copies data frames from `from` to `to` until either fails: `(error,
+/// true)` when reading failed, `(error, false)` when writing did.
+async fn pump(from: &mut WsReader, to: &mut WsWriter) -> (TransportError, bool) {
     loop {
-        let message = match from.recv().await {
-            Ok(m) => m,
+        let frame = match from.recv_frame().await {
+            Ok(f) => f,
             Err(e) => return (e, true),
         };
-        // Held until the message is written on: a peer that does not read
+        // Held until the frame is written on: a peer that does not read
         // holds its budget, and then its sender waits or is refused.
         let charge = from.take_charge();
-        let sent = async {
-            to.feed(message).await?;
-            to.flush().await
-        };
-        if let Err(e) = sent.await {
+        if let Err(e) = to.write_raw(&frame).await {
             return (e, false);
         }
         drop(charge);
@@ -63,7 +67,7 @@ async fn pump(from: &mut Reader, to: &mut Writer) -> (TransportError, bool) {
 pub(crate) async fn run(
     shared: Arc<Shared>,
     host: Arc<HostEntry>,
-    client: (Reader, Writer, OwnedSemaphorePermit),
+    client: (WsReader, WsWriter, OwnedSemaphorePermit),
     tunnel: Tunnel,
 ) {
     let config = &shared.config.listen;
@@ -81,9 +85,9 @@ pub(crate) async fn run(
     host.clients.fetch_add(1, Ordering::Relaxed);
     let name = host.identity.name.clone();
     tracing::debug!(host = %name, "relay: forwarding a client session");
-    let client_quiet =
-        client_reader.watch_peer(config.heartbeat_interval, config.heartbeat_timeout);
-    let host_quiet = host_reader.watch_peer(config.heartbeat_interval, config.heartbeat_timeout);
+    let (interval, timeout) = (config.heartbeat_interval, config.heartbeat_timeout);
+    let client_quiet = client_reader.keepalive().watch(interval, timeout);
+    let host_quiet = host_reader.keepalive().watch(interval, timeout);
     let mut gone = host.gone.subscribe();
     let mut shutdown = shared.shutdown.subscribe();
     let end = {

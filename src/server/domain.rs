@@ -23,6 +23,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod attributes;
 mod responses;
 
 /// What a request produced.
@@ -560,6 +561,12 @@ impl Domain {
         index: usize,
         call: CallRequest<'_>,
     ) -> Outcome {
+        if call
+            .method
+            .is_some_and(crate::protocol::attributes::AttributeRequest::is_extension)
+        {
+            return self.attribute(session, request, index, &call);
+        }
         let method = self.exported_method(call.method, index)?;
         let target = self.instance.target(index);
         let policy = self

@@ -91,6 +91,25 @@ pub trait ForeignHost: 'static {
     /// Reads a snapshot field: a node's getter when the field applies to it,
     /// or an env's `render` (`Ok(None)`: not applicable).
     fn read(&mut self, index: usize, field: Field) -> HostResult<Option<Value>>;
+    /// **Extension** (SPEC.md, "Extension: sub-env attributes"): env
+    /// resource `index`'s [`Env::call_attribute`]; by default not
+    /// implemented.
+    fn call_attribute(
+        &mut self,
+        index: usize,
+        name: &str,
+        args: Vec<Value>,
+        kwargs: Dict,
+    ) -> HostResult<Vec<Value>> {
+        let _ = (index, name, args, kwargs);
+        Err(HostError::not_implemented("ext:call"))
+    }
+    /// **Extension**: env resource `index`'s [`Env::set_attribute`]; by
+    /// default not implemented.
+    fn set_attribute(&mut self, index: usize, name: &str, values: Vec<Value>) -> HostResult<()> {
+        let _ = (index, name, values);
+        Err(HostError::not_implemented("ext:set_attr"))
+    }
     /// Releases everything, once, as the reference disposes of a domain.
     fn close(&mut self);
 }
@@ -450,7 +469,7 @@ impl Hosted {
         }
     }
 
-    fn env_mut(&mut self, slot: usize) -> Option<&mut dyn Env> {
+    pub(crate) fn env_mut(&mut self, slot: usize) -> Option<&mut dyn Env> {
         match &mut self.inner {
             HostedInner::Native(n) => n.envs.get_mut(slot).map(|e| e.as_mut() as &mut dyn Env),
             HostedInner::Foreign(_) => None,

@@ -167,6 +167,94 @@ fn check_config(shared: &ServerShared) -> io::Result<()> {
 const ACCEPT_BACKOFF_MIN: std::time::Duration = std::time::Duration::from_millis(10);
 const ACCEPT_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How often a listener that keeps failing to accept says so: the failures
+/// in between are counted in the next warning.
+const ACCEPT_WARN_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `EMFILE` and `ENFILE` (the same numbers on Linux, macOS and the BSDs).
+const EMFILE: i32 = 24;
+const ENFILE: i32 = 23;
+
+/// What the warning about `EMFILE` says to do.
+const OUT_OF_FDS_HINT: &str = "each session takes one file descriptor; raise the process's \
+    open-files limit (RLIMIT_NOFILE): `ulimit -n N` in the shell that starts the server, \
+    LimitNOFILE=N in its systemd unit; open sessions are still served";
+
+/// What the warning about `ENFILE` says to do.
+const FILE_TABLE_HINT: &str = "raise the system's limit (sysctl fs.file-max) or close other \
+    programs' files; open sessions are still served";
+
+/// A listener's run of failed accepts: when it last warned, and the
+/// failures since.
+#[derive(Default)]
+struct AcceptTrouble {
+    warned_at: Option<std::time::Instant>,
+    /// Failures since the last warning (not counting the one it was about).
+    unreported: u64,
+    /// Failures since the last accepted connection.
+    run: u64,
+}
+
+impl AcceptTrouble {
+    /// Logs a failed accept, at most once per [`ACCEPT_WARN_INTERVAL`]
+    /// (`warn`), saying what to do when it is the descriptor limit.
+    fn failed(&mut self, e: &io::Error, retry_in: std::time::Duration) {
+        self.run += 1;
+        let now = std::time::Instant::now();
+        if self
+            .warned_at
+            .is_some_and(|at| now.duration_since(at) < ACCEPT_WARN_INTERVAL)
+        {
+            self.unreported += 1;
+            return;
+        }
+        self.warned_at = Some(now);
+        let also_failed = std::mem::take(&mut self.unreported);
+        let retry_in_ms = retry_in.as_millis() as u64;
+        match e.raw_os_error() {
+            Some(EMFILE) => {
+                let (limit, hard) = open_files_limit();
+                tracing::warn!(error = %e, open_files_limit = limit, hard_limit = hard,
+                    also_failed, retry_in_ms, hint = OUT_OF_FDS_HINT,
+                    "cannot accept connections: out of file descriptors");
+            }
+            Some(ENFILE) => {
+                tracing::warn!(error = %e, also_failed, retry_in_ms, hint = FILE_TABLE_HINT,
+                    "cannot accept connections: the system's file table is full");
+            }
+            _ => {
+                tracing::warn!(error = %e, also_failed, retry_in_ms, "cannot accept a connection");
+            }
+        }
+    }
+
+    /// Notes an accepted connection: after failures, says so (`info`).
+    fn recovered(&mut self) {
+        if self.run > 0 {
+            tracing::info!(failed = self.run, "accepting connections again");
+            *self = AcceptTrouble::default();
+        }
+    }
+}
+
+/// The soft and hard `RLIMIT_NOFILE` (0 when unknown).
+fn open_files_limit() -> (u64, u64) {
+    #[cfg(target_os = "linux")]
+    {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the struct it is given, nothing else.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
+            // `rlim_t` is not `u64` on every Linux target.
+            #[allow(clippy::unnecessary_cast)]
+            return (r.rlim_cur as u64, r.rlim_max as u64);
+        }
+    }
+    (0, 0)
+}
+
 /// Starts a listener on the Unix domain socket `path` (see module `unix`
 /// for stale sockets and permissions).
 pub(crate) async fn listen_unix(shared: Arc<ServerShared>, path: &Path) -> io::Result<Listener> {
@@ -273,6 +361,7 @@ async fn start(shared: Arc<ServerShared>, accepting: Accepting) -> io::Result<Li
     let mut shutdown_rx = shared.shutdown.subscribe();
     let task = tokio::spawn(async move {
         let mut backoff = ACCEPT_BACKOFF_MIN;
+        let mut trouble = AcceptTrouble::default();
         loop {
             let accepted = tokio::select! {
                 _ = stop_rx.changed() => break,
@@ -282,13 +371,14 @@ async fn start(shared: Arc<ServerShared>, accepting: Accepting) -> io::Result<Li
             let (stream, peer) = match accepted {
                 Ok(a) => {
                     backoff = ACCEPT_BACKOFF_MIN;
+                    trouble.recovered();
                     a
                 }
                 Err(e) => {
-                    // Out of file handles or similar: say so, and back off
-                    // (doubling up to 1 s) rather than spin.
-                    tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64,
-                        "cannot accept a connection");
+                    // Out of file descriptors or similar: say so (once per
+                    // interval), and back off (doubling up to 1 s) rather
+                    // than spin; open sessions are served meanwhile.
+                    trouble.failed(&e, backoff);
                     tokio::select! {
                         _ = stop_rx.changed() => break,
                         _ = shutdown_rx.changed() => break,
@@ -353,7 +443,10 @@ async fn serve_connection(
             )),
         }
     };
-    let handshake = async {
+    // Boxed: the handshake's state (TLS included) is freed once it is done,
+    // instead of sizing this task's future for the whole session
+    // (docs/network.md, "Many sessions").
+    let handshake = Box::pin(async {
         match stream {
             Accepted::Tcp(stream) => {
                 let _ = stream.set_nodelay(true);
@@ -380,13 +473,14 @@ async fn serve_connection(
                 .await
             }
         }
-    };
+    });
     let accepted = tokio::select! {
         r = tokio::time::timeout(config.handshake_timeout, handshake) => r,
         _ = slot.evicted.notified() => {
             tracing::info!(%peer, "connection refused: too many pending handshakes");
             if let Some(spare) = spare {
-                refuse_evicted(spare).await;
+                // Boxed too: its read buffer must not size the task.
+                Box::pin(refuse_evicted(spare)).await;
             }
             return;
         }

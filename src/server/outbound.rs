@@ -396,6 +396,141 @@ pub(super) enum Outgoing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::{Server, ServerConfig};
+    use crate::transport::frame::{header, OP_BINARY};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// The session of the only connection to `server`, once its writer task
+    /// is idle (a direct write is then allowed).
+    async fn idle_session(server: &Server) -> Arc<SessionShared> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let session = server
+                .inner
+                .shared
+                .sessions
+                .lock()
+                .values()
+                .find_map(std::sync::Weak::upgrade);
+            if let Some(session) = session.filter(|s| s.outbound.lock().writer_idle) {
+                return session;
+            }
+            assert!(std::time::Instant::now() < deadline, "no idle session");
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    }
+
+    /// What a server sends for `messages`: one binary frame each, in order.
+    fn frames(messages: &[&Bytes]) -> Vec<u8> {
+        let mut wire = Vec::new();
+        for m in messages {
+            let (head, n) = header(OP_BINARY, m.len());
+            wire.extend_from_slice(&head[..n]);
+            wire.extend_from_slice(m);
+        }
+        wire
+    }
+
+    /// Sends the same messages to a session of a real server over a Unix
+    /// socket, with the session's direct writer (`direct`) or without it
+    /// (each message queued for the writer task, the general path), and
+    /// returns the bytes the peer read and the reliable queue's length
+    /// after each send. A small message; a message too large for the
+    /// socket's buffer (the peer not reading yet); a small one while the
+    /// rest of the large one waits in the queue (the socket emptied
+    /// meanwhile); and once everything is read and the writer idle again,
+    /// a last small one.
+    async fn wire(direct: bool, messages: &[Bytes; 4]) -> (Vec<u8>, Vec<usize>) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("s.sock");
+        let server = Server::builder(ServerConfig::default())
+            .start()
+            .expect("a valid configuration");
+        let _listener = server.listen_unix(&path).await.expect("listen");
+        let mut peer = tokio::net::UnixStream::connect(&path)
+            .await
+            .expect("connect");
+        peer.write_all(
+            b"GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n\
+              Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+              Sec-WebSocket-Version: 13\r\n\r\n",
+        )
+        .await
+        .expect("upgrade request");
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            head.push(peer.read_u8().await.expect("the upgrade response"));
+        }
+        assert!(head.starts_with(b"HTTP/1.1 101"), "{head:?}");
+        let session = idle_session(&server).await;
+        if !direct {
+            session.outbound.lock().direct = None;
+        }
+        // No await between these sends: the writer task (on this test's
+        // one thread) cannot take anything meanwhile. Before the third,
+        // the peer reads what the socket holds without waiting, so that
+        // the socket could take the third at once: only the queue ahead of
+        // it keeps it behind the large one's rest.
+        let mut queued = Vec::new();
+        let mut got = Vec::new();
+        for (i, m) in messages[..3].iter().enumerate() {
+            if i == 2 {
+                let mut buf = vec![0u8; 1 << 16];
+                loop {
+                    match peer.try_read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        Err(e) => panic!("reading the peer's socket: {e}"),
+                    }
+                }
+            }
+            session.send_reliable(m.clone());
+            queued.push(session.outbound.lock().reliable.len());
+        }
+        let first = frames(&[&messages[0], &messages[1], &messages[2]]).len();
+        let mut rest = vec![0u8; first - got.len()];
+        peer.read_exact(&mut rest).await.expect("the first three");
+        got.extend_from_slice(&rest);
+        let session = idle_session(&server).await;
+        session.send_reliable(messages[3].clone());
+        queued.push(session.outbound.lock().reliable.len());
+        let mut last = vec![0u8; frames(&[&messages[3]]).len()];
+        peer.read_exact(&mut last).await.expect("the last");
+        got.extend_from_slice(&last);
+        session.close(CloseReason::Shutdown);
+        drop(session);
+        drop(peer);
+        server.shutdown().await;
+        (got, queued)
+    }
+
+    /// The direct write from the producing thread puts on the wire exactly
+    /// what queueing for the writer task does, in the same order: a whole
+    /// frame, a frame torn by a full socket whose rest the writer
+    /// completes, a message refused the direct way because the queue is not
+    /// empty (it follows the rest), and a direct write again once the
+    /// writer is idle.
+    #[tokio::test(flavor = "current_thread")]
+    async fn direct_writes_put_the_queued_writes_bytes_on_the_wire() {
+        let big: Vec<u8> = (0..8usize << 20).map(|i| (i % 251) as u8).collect();
+        let messages = [
+            Bytes::from_static(b"first"),
+            Bytes::from(big),
+            Bytes::from_static(b"behind the rest"),
+            Bytes::from(vec![7u8; 300]),
+        ];
+        let expected = frames(&messages.iter().collect::<Vec<_>>());
+        let (queued_wire, queued) = wire(false, &messages).await;
+        let (direct_wire, direct) = wire(true, &messages).await;
+        assert!(queued_wire == expected, "the queued writes' bytes");
+        assert!(direct_wire == queued_wire, "the direct writes' bytes");
+        // Every message queued on the general path; on the direct one, the
+        // first and last written at once, the large one's rest queued and
+        // the message after it refused (queued behind the rest).
+        assert_eq!(queued, [1, 2, 3, 1]);
+        assert_eq!(direct, [0, 1, 2, 0]);
+    }
 
     #[test]
     fn snapshot_slots_are_latest_wins_in_first_filled_order() {

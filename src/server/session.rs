@@ -25,7 +25,10 @@ const BLOCKING_DECODE_BYTES: usize = 64 * 1024;
 pub(crate) async fn run(server: Arc<ServerShared>, reader: Reader, writer: Writer) -> CloseReason {
     let id: Arc<str> = Arc::from(random_hex().as_str());
     let span = tracing::info_span!("session", id = %id);
-    run_session(server, id, reader, writer)
+    // Boxed: the task that accepted the connection then holds a pointer,
+    // not a second copy of the session's state (docs/network.md, "Many
+    // sessions").
+    Box::pin(run_session(server, id, reader, writer))
         .instrument(span)
         .await
 }
@@ -606,7 +609,7 @@ fn hello(
         .store(negotiated, Ordering::Relaxed);
     session.ready.store(true, Ordering::Release);
     tracing::info!(max_message_size = negotiated, "session opened");
-    let mut result = Dict::with_capacity(5);
+    let mut result = Dict::with_capacity(6);
     result.insert("session_id", &*session.id);
     result.insert("max_message_size", negotiated);
     result.insert("server", SERVER_NAME);
@@ -614,6 +617,11 @@ fn hello(
     result.insert(
         "protocol_versions",
         Value::List(vec![Value::Int(PROTOCOL_VERSION)]),
+    );
+    // Extensions of our own (SPEC.md, "Extension: sub-env attributes").
+    result.insert(
+        "extensions",
+        Value::List(vec![Value::from(crate::protocol::attributes::EXTENSION)]),
     );
     Ok(Value::Dict(result))
 }

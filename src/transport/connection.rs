@@ -132,8 +132,12 @@ pub(crate) struct WsReader {
     buf: BytesMut,
     shared: Arc<Shared>,
     max_message: usize,
-    /// A fragmented message being assembled.
-    partial: Option<BytesMut>,
+    /// A fragmented message being assembled (boxed: rare, and the reader
+    /// stays small).
+    partial: Option<Box<BytesMut>>,
+    /// Frames read whole ([`WsReader::recv_frame`]): the payload bytes of
+    /// the fragmented message under way, if one is.
+    forwarding: Option<u64>,
     /// The connection's byte budget (server side): every data frame is
     /// charged from its header, before its payload is buffered.
     account: Option<Arc<Account>>,
@@ -197,10 +201,22 @@ impl WsReader {
     /// Once part of a message has arrived, the rest must come within the
     /// message timeout.
     async fn fill(&mut self, want: usize) -> Result<(), TransportError> {
+        if self.shared.role == Role::Server && self.buf.is_empty() && self.partial.is_none() {
+            // Between messages a server holds no read buffer while it
+            // waits (an idle session then costs none): the next one is
+            // allocated when bytes are there to read (docs/network.md,
+            // "Many sessions").
+            let spare = std::mem::take(&mut self.buf);
+            match self.read.readable().await {
+                Some(ready) => ready.map_err(TransportError::io)?,
+                None => self.buf = spare,
+            }
+        }
         if self.buf.capacity() - self.buf.len() < want {
             self.buf.reserve(want.max(8 * 1024));
         }
-        let in_message = !self.buf.is_empty() || self.partial.is_some();
+        let in_message =
+            !self.buf.is_empty() || self.partial.is_some() || self.forwarding.is_some();
         let deadline = match (self.message_timeout, in_message) {
             (Some(t), true) => Some(*self.started.get_or_insert_with(Instant::now) + t),
             _ => None,
@@ -251,7 +267,17 @@ impl WsReader {
 
     /// The next binary message.
     pub(crate) async fn recv(&mut self) -> Result<Bytes, TransportError> {
-        self.next(false).await
+        self.next(false, false).await
+    }
+
+    /// The next data frame as it came, header (and masking key) included,
+    /// for a relay to write on unchanged: every rule of [`recv`](Self::recv)
+    /// holds (the message limit over a fragmented message's frames, the
+    /// budget charged from each frame's header, control frames answered),
+    /// but the payload is neither unmasked nor assembled. A connection read
+    /// this way is read only this way.
+    pub(crate) async fn recv_frame(&mut self) -> Result<Bytes, TransportError> {
+        self.next(false, true).await
     }
 
     /// Answers control frames (pings, a close) while the session cannot take
@@ -259,14 +285,14 @@ impl WsReader {
     /// there (pending forever) without buffering its payload. Returns only
     /// when the connection fails or closes.
     pub(crate) async fn pump_control(&mut self) -> TransportError {
-        match self.next(true).await {
+        match self.next(true, false).await {
             Err(e) => e,
             // `next(true)` stops before data frames: never reached.
             Ok(_) => TransportError::Closed,
         }
     }
 
-    async fn next(&mut self, control_only: bool) -> Result<Bytes, TransportError> {
+    async fn next(&mut self, control_only: bool, whole: bool) -> Result<Bytes, TransportError> {
         self.heard.set_parked(false);
         loop {
             // The peer sent its second's worth of control frames: nothing
@@ -307,7 +333,10 @@ impl WsReader {
                 self.heard.set_parked(true);
                 std::future::pending::<()>().await;
             }
-            let assembled = self.partial.as_ref().map_or(0, BytesMut::len) as u64;
+            let assembled = match self.forwarding {
+                Some(n) => n,
+                None => self.partial.as_ref().map_or(0, |p| p.len()) as u64,
+            };
             if !is_control && assembled.saturating_add(len) > self.max_message as u64 {
                 return Err(self.fail(TransportError::TooLarge).await);
             }
@@ -334,6 +363,19 @@ impl WsReader {
                 self.buf = BytesMut::with_capacity(rest.len().max(8 * 1024));
                 self.buf.extend_from_slice(&rest);
             }
+            if whole && !is_control {
+                match (opcode, self.forwarding.is_some()) {
+                    (OP_BINARY, false) | (OP_CONTINUATION, true) => {}
+                    _ => return Err(self.fail(FrameError::UnexpectedContinuation.into()).await),
+                }
+                self.forwarding = if fin {
+                    self.started = (!self.buf.is_empty()).then(Instant::now);
+                    None
+                } else {
+                    Some(assembled + len)
+                };
+                return Ok(frame.freeze());
+            }
             let mask = header.mask(&frame);
             frame.advance(header_len);
             if let Some(mask) = mask {
@@ -343,7 +385,8 @@ impl WsReader {
                 OP_BINARY | OP_CONTINUATION => {
                     let message = match (opcode, self.partial.take()) {
                         (OP_BINARY, None) => frame,
-                        (OP_CONTINUATION, Some(mut started)) => {
+                        (OP_CONTINUATION, Some(started)) => {
+                            let mut started = *started;
                             started.extend_from_slice(&frame);
                             started
                         }
@@ -355,7 +398,7 @@ impl WsReader {
                         self.started = (!self.buf.is_empty()).then(Instant::now);
                         return Ok(message.freeze());
                     }
-                    self.partial = Some(message);
+                    self.partial = Some(Box::new(message));
                 }
                 OP_PING | OP_PONG if !self.count_control() => {}
                 OP_PING => {
@@ -406,7 +449,8 @@ impl WsWriter {
         self.out.extend_from_slice(&header[..n]);
         let mut w = self.shared.write.lock().await;
         let r = w.put(&[&self.out, &message]).await;
-        self.out.clear();
+        drop(w);
+        self.written();
         r.map_err(TransportError::io)
     }
 
@@ -436,7 +480,8 @@ impl WsWriter {
         }
         let mut w = self.shared.write.lock().await;
         let r = w.put(&[&self.out, tail]).await;
-        self.out.clear();
+        drop(w);
+        self.written();
         r.map_err(TransportError::io)
     }
 
@@ -447,8 +492,21 @@ impl WsWriter {
         }
         let mut w = self.shared.write.lock().await;
         let r = w.put(&[&self.out]).await;
-        self.out.clear();
+        drop(w);
+        self.written();
         r.map_err(TransportError::io)
+    }
+
+    /// Empties the gathering buffer once written. A server's is freed (the
+    /// writer flushes when it has nothing more to send, so an idle session
+    /// holds none of it; the next message allocates again); a client's is
+    /// kept for its next request.
+    fn written(&mut self) {
+        if self.shared.role == Role::Server {
+            self.out = Vec::new();
+        } else {
+            self.out.clear();
+        }
     }
 
     /// A handle for [`WsDirect::try_send`] on this connection.
@@ -465,7 +523,8 @@ impl WsWriter {
         // The rest of the torn frame goes first; nothing is gathered while a
         // direct send is possible, so `out` is empty here.
         let r = w.put(&[framed, &self.out]).await;
-        self.out.clear();
+        drop(w);
+        self.written();
         r.map_err(TransportError::io)
     }
 
@@ -595,6 +654,7 @@ pub(crate) fn pair(
             shared: shared.clone(),
             max_message,
             partial: None,
+            forwarding: None,
             account: None,
             charge: Charge::default(),
             head_charged: false,
@@ -605,8 +665,12 @@ pub(crate) fn pair(
             control_window: (Instant::now(), 0),
         },
         WsWriter {
+            out: if role == Role::Server {
+                Vec::new()
+            } else {
+                Vec::with_capacity(4096)
+            },
             shared,
-            out: Vec::with_capacity(4096),
         },
     )
 }

@@ -222,9 +222,25 @@ pub(crate) async fn accept(
 /// upgrade): the handshake goes on from them.
 pub(crate) async fn accept_buffered(
     stream: impl Into<Stream>,
+    buf: BytesMut,
+    max_head: usize,
+    max_message: usize,
+    policy: impl FnOnce(&RequestHead) -> Result<(), Refusal>,
+) -> Result<(WsReader, WsWriter), TransportError> {
+    accept_framed(stream, buf, max_head, max_message, Role::Server, policy).await
+}
+
+/// [`accept_buffered`] with the frames of `framing` after the upgrade:
+/// `Role::Client` makes the accepting end frame as a client (it masks what
+/// it sends and takes unmasked frames). The relay's tunnels use it, so that
+/// the host that dialed them frames as a server (SPEC.md, "Relay and
+/// dial-out hosts").
+pub(crate) async fn accept_framed(
+    stream: impl Into<Stream>,
     mut buf: BytesMut,
     max_head: usize,
     max_message: usize,
+    framing: Role,
     policy: impl FnOnce(&RequestHead) -> Result<(), Refusal>,
 ) -> Result<(WsReader, WsWriter), TransportError> {
     let mut stream = stream.into();
@@ -342,7 +358,7 @@ pub(crate) async fn accept_buffered(
         .write_all(response.as_bytes())
         .await
         .map_err(TransportError::io)?;
-    Ok(pair(stream, buf, Role::Server, max_message))
+    Ok(pair(stream, buf, framing, max_message))
 }
 
 /// Why a client could not connect.
@@ -600,6 +616,20 @@ pub(crate) async fn connect_with(
     max_message: usize,
     tls: Option<Arc<rustls::ClientConfig>>,
 ) -> Result<(WsReader, WsWriter), ConnectError> {
+    connect_framed(url, headers, max_message, tls, Role::Client).await
+}
+
+/// [`connect_with`] with the frames of `framing` after the upgrade:
+/// `Role::Server` makes the dialing end frame as a server (unmasked frames
+/// out, masked ones in), for a host's tunnel to a relay that accepted it
+/// with [`accept_framed`].
+pub(crate) async fn connect_framed(
+    url: &str,
+    headers: &[(String, String)],
+    max_message: usize,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    framing: Role,
+) -> Result<(WsReader, WsWriter), ConnectError> {
     let target = parse_target(url)?;
     for (name, value) in headers {
         if name.contains(['\r', '\n', ':']) || value.contains(['\r', '\n']) {
@@ -709,7 +739,7 @@ pub(crate) async fn connect_with(
             reason: "the server enabled an extension we did not offer",
         });
     }
-    Ok(pair(stream, buf, Role::Client, max_message))
+    Ok(pair(stream, buf, framing, max_message))
 }
 
 #[cfg(test)]

@@ -251,6 +251,20 @@ pub(crate) enum WriteHalf {
     UnixFd(super::unix_io::UnixWrite),
 }
 
+impl ReadHalf {
+    /// Waits until the socket has something to read, without a buffer:
+    /// `Some` for plain TCP and Unix sockets, `None` where readiness says
+    /// nothing (TLS buffers what it decrypted; a Unix socket read without a
+    /// standing registration).
+    pub(crate) async fn readable(&self) -> Option<io::Result<()>> {
+        match self {
+            ReadHalf::Tcp(r) => Some(r.readable().await),
+            ReadHalf::Unix(r) => Some(r.readable().await),
+            ReadHalf::Tls(_) | ReadHalf::UnixFd(_) => None,
+        }
+    }
+}
+
 impl WriteHalf {
     /// Writes what the socket takes now, without waiting (plain TCP only:
     /// a TLS stream is written through its writer, `WouldBlock` here).

@@ -26,8 +26,8 @@
 pub(crate) use super::connection::{Direct, WsDirect, WsReader, WsWriter};
 pub use super::handshake::ConnectError;
 pub(crate) use super::handshake::{
-    accept, accept_buffered, accept_over, connect_with, write_refusal, Refusal, RequestHead,
-    UNIX_SCHEME,
+    accept, accept_buffered, accept_framed, accept_over, connect_framed, connect_with,
+    write_refusal, Refusal, RequestHead, UNIX_SCHEME,
 };
 // Used by the command line's `load` (a loopback check) and the unit tests.
 #[cfg(feature = "cli")]

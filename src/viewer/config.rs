@@ -40,6 +40,12 @@ pub struct ViewerConfig {
     /// A page socket from which nothing (not even a pong) arrived for this
     /// long is closed, and its panels unsubscribed (default 60 s).
     pub heartbeat_timeout: Duration,
+    /// `upstream` is a relay's root (`ws://RELAY`; SPEC.md, "Relay and
+    /// dial-out hosts"): the page at `/` lists the hosts connected to it,
+    /// and `/hosts/NAME/` is the viewer of the host `NAME`, through the
+    /// relay, with an upstream session of its own (shared by that host's
+    /// tabs). `client`'s token is the relay's client token.
+    pub relay: bool,
 }
 
 impl ViewerConfig {
@@ -56,6 +62,7 @@ impl ViewerConfig {
             max_tabs: 16,
             heartbeat_interval: Some(Duration::from_secs(20)),
             heartbeat_timeout: Duration::from_secs(60),
+            relay: false,
         }
     }
 
@@ -94,6 +101,7 @@ impl std::fmt::Debug for ViewerConfig {
             .field("max_tabs", &self.max_tabs)
             .field("heartbeat_interval", &self.heartbeat_interval)
             .field("heartbeat_timeout", &self.heartbeat_timeout)
+            .field("relay", &self.relay)
             .finish()
     }
 }

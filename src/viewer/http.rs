@@ -2,6 +2,7 @@
 //! (against DNS rebinding), and the upgrade of `/ws` to a tab.
 
 use super::config::ViewerConfig;
+use super::relay::Route;
 use super::tab::Tab;
 use super::ViewerState;
 use crate::transport::ws::{self, RequestHead};
@@ -178,8 +179,26 @@ pub(super) async fn handle_connection(mut stream: TcpStream, state: Arc<ViewerSt
         return;
     };
     let config = &state.config;
-    let path = head.target.split('?').next().unwrap_or("/").to_string();
-    if head.upgrade && path == "/ws" {
+    let mut path = head.target.split('?').next().unwrap_or("/").to_string();
+    // In front of a relay: `/` lists its hosts, `/hosts/NAME/…` is the
+    // host's viewer (its page, its socket), the page's files are shared,
+    // and there is no socket at `/ws`.
+    let mut host = None;
+    let mut relay_page = None;
+    if state.hosts.is_some() {
+        match super::relay::route(&path) {
+            Route::Hosts => relay_page = Some(RelayPage::Hosts),
+            Route::Slash => relay_page = Some(RelayPage::Slash),
+            Route::Host(name, rest) => {
+                host = Some(name.to_string());
+                path = rest;
+            }
+            Route::Invalid => relay_page = Some(RelayPage::NotFound),
+            Route::Other if path == "/ws" => relay_page = Some(RelayPage::NotFound),
+            Route::Other => {}
+        }
+    }
+    if head.upgrade && path == "/ws" && relay_page.is_none() {
         let mut tab_slot = None;
         let policy = |req: &RequestHead| -> Result<(), ws::Refusal> {
             let host = req.header("host").unwrap_or("");
@@ -229,7 +248,12 @@ pub(super) async fn handle_connection(mut stream: TcpStream, state: Arc<ViewerSt
         match accepted {
             Ok(Ok((reader, writer))) => {
                 let _tab = tab_slot;
-                Tab::run(state.clone(), reader, writer).await;
+                // A host's tab runs on that host's viewer (its upstream
+                // session through the relay).
+                let tab_state = host
+                    .and_then(|name| state.host(&name))
+                    .unwrap_or_else(|| state.clone());
+                Tab::run(tab_state, reader, writer).await;
             }
             Ok(Err(e)) => tracing::debug!(reason = %e, "viewer: tab refused"),
             Err(_) => {}
@@ -265,6 +289,37 @@ pub(super) async fn handle_connection(mut stream: TcpStream, state: Arc<ViewerSt
         }
         r.push_str("\r\n");
         r.into_bytes()
+    } else if let Some(page) = relay_page {
+        match page {
+            RelayPage::Hosts => {
+                let body = super::relay::hosts_page(config).await;
+                let mut r = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\nContent-Security-Policy: default-src 'self'; style-src 'self' 'unsafe-inline'\r\nConnection: close\r\n\r\n",
+                    body.len()
+                )
+                .into_bytes();
+                if head.method == "GET" {
+                    r.extend_from_slice(body.as_bytes());
+                }
+                r
+            }
+            RelayPage::Slash => {
+                let query = head
+                    .target
+                    .split_once('?')
+                    .map(|(_, q)| format!("?{q}"))
+                    .unwrap_or_default();
+                format!(
+                    "HTTP/1.1 303 See Other\r\nLocation: {path}/{query}\r\nContent-Length: 0\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"
+                )
+                .into_bytes()
+            }
+            RelayPage::NotFound => plain(
+                404,
+                "Not Found",
+                "not found: this viewer shows a relay's hosts (/), each at /hosts/NAME/",
+            ),
+        }
     } else {
         match ASSETS.iter().find(|(p, _, _)| *p == path) {
             Some((_, content_type, body)) => {
@@ -286,6 +341,16 @@ pub(super) async fn handle_connection(mut stream: TcpStream, state: Arc<ViewerSt
         let _ = stream.shutdown().await;
     })
     .await;
+}
+
+/// A viewer in front of a relay answers these itself.
+enum RelayPage {
+    /// `/`: the hosts.
+    Hosts,
+    /// `/hosts/NAME`: to `/hosts/NAME/`.
+    Slash,
+    /// An invalid host name, or `/ws` (there is no root socket).
+    NotFound,
 }
 
 /// `response` with one more header line (after the status line).

@@ -57,6 +57,7 @@ pub mod frame;
 mod http;
 mod page;
 mod panel;
+mod relay;
 mod tab;
 #[cfg(test)]
 mod tests;
@@ -65,9 +66,10 @@ mod watch;
 
 pub use config::ViewerConfig;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicUsize;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -93,18 +95,54 @@ const MAX_PENDING_HEADS: usize = 64;
 /// What the viewer's connections share.
 struct ViewerState {
     config: ViewerConfig,
-    access: access::Access,
+    access: Arc<access::Access>,
     upstream: upstream::Upstream,
     /// One permit per open tab.
     tabs: Arc<tokio::sync::Semaphore>,
     /// Open tabs (for the viewer-wide share of frames).
-    open_tabs: AtomicUsize,
+    open_tabs: Arc<AtomicUsize>,
     /// Connections still sending their request head.
     pending: crate::budget::Handshakes,
     /// One permit per pending render (all tabs).
     renders: Arc<tokio::sync::Semaphore>,
     /// In the server's process: the watch of every resource.
     watcher: Option<watch::Watcher>,
+    /// In front of a relay: the viewer of each host a tab views, by name
+    /// (see [`ViewerState::host`]).
+    hosts: Option<parking_lot::Mutex<HashMap<String, Weak<ViewerState>>>>,
+}
+
+impl ViewerState {
+    /// In front of a relay, the viewer of the host `name`: its own
+    /// upstream session (through the relay, to `/hosts/NAME`), made when a
+    /// tab first needs it, shared by that host's tabs and dropped with the
+    /// last of them; the tabs, renders and key are the whole viewer's. At
+    /// most one per open tab is alive, so the map holds no more (the dead
+    /// are pruned as new ones come). `None` when not in front of a relay.
+    fn host(&self, name: &str) -> Option<Arc<ViewerState>> {
+        let mut hosts = self.hosts.as_ref()?.lock();
+        if let Some(live) = hosts.get(name).and_then(Weak::upgrade) {
+            return Some(live);
+        }
+        hosts.retain(|_, h| h.strong_count() > 0);
+        let mut config = self.config.clone();
+        config.upstream = relay::host_url(&self.config.upstream, name);
+        config.relay = false;
+        let state = Arc::new(ViewerState {
+            config,
+            access: self.access.clone(),
+            upstream: upstream::Upstream::new(),
+            tabs: self.tabs.clone(),
+            open_tabs: self.open_tabs.clone(),
+            // Heads are read by the whole viewer's state only.
+            pending: crate::budget::Handshakes::new(1),
+            renders: self.renders.clone(),
+            watcher: None,
+            hosts: None,
+        });
+        hosts.insert(name.to_string(), Arc::downgrade(&state));
+        Some(state)
+    }
 }
 
 /// Why the viewer could not start.
@@ -164,16 +202,18 @@ impl Viewer {
             );
         }
         let state = Arc::new(ViewerState {
-            access: access::Access::new(config.key.clone(), addr.port()),
+            access: Arc::new(access::Access::new(config.key.clone(), addr.port())),
             upstream: upstream::Upstream::new(),
             tabs: Arc::new(tokio::sync::Semaphore::new(config.max_tabs.max(1))),
-            open_tabs: AtomicUsize::new(0),
+            open_tabs: Arc::new(AtomicUsize::new(0)),
             pending: crate::budget::Handshakes::new(MAX_PENDING_HEADS),
             renders: Arc::new(tokio::sync::Semaphore::new(MAX_RENDERS)),
             watcher: config
                 .in_process
                 .is_some()
                 .then(|| watch::Watcher::start(config.clone())),
+            hosts: (config.relay && config.in_process.is_none())
+                .then(|| parking_lot::Mutex::new(HashMap::new())),
             config,
         });
         let key = state.access.key().map(str::to_string);

@@ -210,6 +210,79 @@ async fn matches_local_envs_in_every_autoreset_mode() {
     }
 }
 
+/// 300 single-env resources on one connection, whose requests leave
+/// together (one write per vector step) and whose replies arrive together:
+/// every step's results are each env's own (distinct seeds and actions, so a
+/// reply given to the wrong env or lost shows), with autoresets among them,
+/// and exactly one request per env and step goes out, by `step_async` /
+/// `step_wait` and by `send` / `recv`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hundreds_of_resources_on_one_connection_get_their_own_replies() {
+    const N: usize = 300;
+    let (server, listener) = counters(N).await;
+    let addresses: Vec<EnvAddress> = (0..N)
+        .map(|i| EnvAddress::new(listener.url(), format!("c{i}")))
+        .collect();
+    let mut remote =
+        VectorEnv::connect(&addresses, ClientConfig::default(), AutoresetMode::NextStep)
+            .await
+            .expect("connect");
+    let client = remote.envs()[0].client().clone();
+    let mut local = Local::new(N, AutoresetMode::NextStep);
+    let seed = -(N as i64) / 2;
+    let reset = remote
+        .reset(VectorEnv::seeded(Some(seed), N))
+        .await
+        .expect("reset");
+    assert_eq!(rows(&reset.observation, N), local.reset(seed));
+    let distinct = |i: usize, t: usize| action(i as f32 / 64.0, 0.5 + t as f32);
+    let before = client.requests_sent();
+    let mut autoresets = 0;
+    let steps = 8;
+    for t in 0..steps {
+        let actions: Vec<Value> = (0..N).map(|i| distinct(i, t)).collect();
+        let expected = local.step(&actions);
+        let got = if t % 2 == 0 {
+            remote.step_async(actions).expect("step_async");
+            remote.step_wait().await.expect("step_wait")
+        } else {
+            let ids: Vec<usize> = (0..N).collect();
+            remote.send(actions, &ids).expect("send");
+            remote.recv(N).await.expect("recv")
+        };
+        assert!(
+            got.errors.iter().all(Option::is_none),
+            "t {t}: {:?}",
+            got.errors
+        );
+        // Rows in env order (`recv` gives them in arrival order).
+        let observed = rows(&got.observation, N);
+        let mut by_env: Vec<(usize, Vec<f64>, f64, bool)> = (0..N)
+            .map(|p| {
+                let row = observed[p].clone();
+                (got.env_id[p], row, got.reward[p], got.terminated[p])
+            })
+            .collect();
+        by_env.sort_by_key(|r| r.0);
+        let want: Vec<(usize, Vec<f64>, f64, bool)> = (0..N)
+            .map(|i| {
+                let row = expected.positions[i].clone();
+                (i, row, expected.reward[i], expected.terminated[i])
+            })
+            .collect();
+        assert_eq!(by_env, want, "t {t}");
+        autoresets += got.autoreset.iter().filter(|a| **a).count();
+    }
+    assert!(autoresets > 0, "no env was reset in between");
+    assert_eq!(
+        client.requests_sent() - before,
+        (N * steps) as u64,
+        "one request per env and step"
+    );
+    remote.close().await;
+    server.shutdown().await;
+}
+
 /// One env gets an action its simulator rejects (an uncertain execution
 /// error), another's reply never arrives (a timeout on its own connection:
 /// uncertain); the other envs' results are complete, and the failed envs are

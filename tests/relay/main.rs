@@ -6,6 +6,8 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod limits;
+mod viewer;
 
 use futures_util::{SinkExt, StreamExt};
 use std::time::Duration;
@@ -305,7 +307,7 @@ impl RawHost {
 
     async fn register(&mut self, name: &str, instance: &str) -> serde_json::Value {
         self.send(serde_json::json!({
-            "type": "register", "protocol": 1, "name": name, "server": "raw",
+            "type": "register", "protocol": unienv_remote::relay::wire::RELAY_PROTOCOL, "name": name, "server": "raw",
             "version": "0", "resources": ["counter"], "instance": instance,
         }))
         .await;
@@ -356,6 +358,28 @@ async fn a_live_name_is_refused_and_a_redial_gets_it_back() {
     holder.stop();
     assert!(late.wait_registered(PATIENCE).await, "{:?}", late.status());
     server.shutdown().await;
+    relay.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_host_of_another_relay_protocol_is_refused_with_the_reason() {
+    let relay = relay().await;
+    let mut old = RawHost::connect(&relay, None).await.expect("raw");
+    old.send(serde_json::json!({
+        "type": "register", "protocol": 1, "name": "old", "server": "raw",
+        "version": "0", "resources": [], "instance": "i",
+    }))
+    .await;
+    let answer = old.recv().await.expect("an answer");
+    assert_eq!(answer["type"], "refused", "{answer}");
+    assert_eq!(answer["code"], "bad_request", "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("different unienv-remote versions")),
+        "{answer}"
+    );
+    assert!(relay.hosts().is_empty());
     relay.shutdown().await;
 }
 

@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod attributes;
 mod busy_domain;
 mod fairness;
 mod fault_disconnect;
@@ -13,6 +14,7 @@ mod fault_factory;
 mod fault_queue;
 mod fault_shutdown;
 mod fault_simulator;
+mod fd_limit;
 mod heartbeat;
 mod hostile;
 mod kept_requests;

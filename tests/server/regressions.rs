@@ -10,17 +10,19 @@ use unienv_remote::transport::TransportError;
 use unienv_remote::{Dict, Value};
 
 /// An observer whose negotiated limit holds its hello and subscribe answers
-/// but not even a `subscription_error` (380..=400 bytes here) was sent an
-/// empty frame, an invalid envelope, when a snapshot did not fit. It must
-/// be disconnected instead, and nobody else affected.
+/// but not even a `subscription_error` (limits of 470 and 500 bytes here:
+/// a long subscription ID makes that error 508, past hello's 422) was sent an empty frame,
+/// an invalid envelope, when a snapshot did not fit. It must be
+/// disconnected instead, and nobody else affected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_error_that_cannot_fit_closes_the_session() {
     let server = common::fixture_server();
     let mut controller = Raw::connect(&server).await;
-    for limit in [380, 400] {
+    let id = "s".repeat(100);
+    for limit in [470, 500] {
         let mut observer = Raw::new(server.connect_memory());
         result(&observer.hello(Some(limit)).await);
-        let sub = fields(&[("subscription_id", Value::from("s"))]);
+        let sub = fields(&[("subscription_id", Value::from(id.as_str()))]);
         result(&observer.op("subscribe", Some("counter"), sub).await);
         result(
             &controller

@@ -16,29 +16,23 @@ use crate::common;
 use crate::support;
 
 use std::time::{Duration, Instant};
-use support::{chromium, Browser};
+use support::{chromium, click, panel, watch, Browser, Hosts};
 use unienv_remote::client::{Client, ClientConfig};
 use unienv_remote::host::ResetArgs;
-use unienv_remote::server::{Server, ServerConfig};
+use unienv_remote::server::{Listener, Server, ServerConfig};
 use unienv_remote::viewer::{Viewer, ViewerConfig};
 use unienv_remote::{NdArray, Value};
 
 const CAMERA: &str = "pointmass/node/camera";
 const IDLE: Duration = Duration::from_millis(300);
 
-fn our_server(idle: Option<Duration>) -> Server {
-    let mut builder = Server::builder(ServerConfig {
+/// A server with the fixtures and the simulators, listening.
+async fn our_server(idle: Option<Duration>) -> (Server, Listener) {
+    let config = ServerConfig {
         idle_timeout: idle,
         ..ServerConfig::default()
-    });
-    unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-    unienv_remote::sims::register(&mut builder).expect("sims");
-    builder.start().expect("a valid server configuration")
-}
-
-/// JavaScript: the panel element of a resource.
-fn panel(resource: &str) -> String {
-    format!("document.querySelector('.panel[data-resource=\"{resource}\"]')")
+    };
+    support::serve(config, Hosts::Both).await
 }
 
 /// JavaScript: how many points the panel's plot of `field` holds.
@@ -59,21 +53,6 @@ fn canvas_rgb(resource: &str, field: &str) -> String {
             return {{ sequence: Number(c.dataset.sequence), width: c.width, height: c.height, rgb }}; }})()",
         panel(resource)
     )
-}
-
-/// Clicks a resource in the tree (subscribing a panel to it).
-async fn watch(browser: &mut Browser, id: &str) {
-    browser
-        .wait_for(
-            &format!("{id} in the resource tree"),
-            &format!("!!document.querySelector('li[data-id=\"{id}\"] .name')"),
-        )
-        .await;
-    browser
-        .eval(&format!(
-            "document.querySelector('li[data-id=\"{id}\"] .name').click(), true"
-        ))
-        .await;
 }
 
 fn image_bytes(observation: &Value, key: &str) -> (Vec<usize>, Vec<u8>) {
@@ -165,16 +144,6 @@ async fn step_until_shown(
     }
 }
 
-/// Clicks the button labelled `label` of `resource`'s panel.
-async fn click(browser: &mut Browser, resource: &str, label: &str) {
-    browser
-        .eval(&format!(
-            "[...{}.querySelectorAll('button')].find(b => b.textContent === '{label}').click(), true",
-            panel(resource)
-        ))
-        .await;
-}
-
 /// Resets `bench_image` (whose panel is open), steps it until its reward
 /// plot has points, then checks that the panel's canvas shows the last
 /// step's 84×84×3 image byte for byte. Returns the action it stepped with.
@@ -210,11 +179,8 @@ fn sequence(client: &Client, id: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_frames_plots_revival_and_loss_in_chromium() {
     let Some(chrome) = chromium() else { return };
-    let server = our_server(Some(IDLE));
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
-    let viewer = Viewer::start("127.0.0.1:0", ViewerConfig::new(listener.url()))
-        .await
-        .expect("viewer");
+    let (server, listener) = our_server(Some(IDLE)).await;
+    let viewer = support::viewer(ViewerConfig::new(listener.url())).await;
     let mut browser = Browser::open(&chrome, &viewer.url()).await;
 
     // The resource list appears, with the nodes under their env.
@@ -422,16 +388,10 @@ async fn live_frames_plots_revival_and_loss_in_chromium() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_key_in_the_printed_url_opens_the_page_in_chromium() {
     let Some(chrome) = chromium() else { return };
-    let mut builder = Server::builder(ServerConfig {
-        token: Some("t0ken".into()),
-        ..ServerConfig::default()
-    });
-    unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-    let server = builder.start().expect("a valid server configuration");
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let (server, listener) = support::serve(support::with_token("t0ken"), Hosts::Fixtures).await;
     let mut config = ViewerConfig::new(listener.url());
     config.client = ClientConfig::default().with_token("t0ken");
-    let viewer = Viewer::start("127.0.0.1:0", config).await.expect("viewer");
+    let viewer = support::viewer(config).await;
     assert!(viewer.url().contains("?key="));
     let mut browser = Browser::open(&chrome, &viewer.url()).await;
     browser
@@ -453,9 +413,7 @@ async fn live_frames_and_plots_from_the_reference_server_in_chromium() {
         return;
     };
     let reference = common::RefServer::start(&python, None);
-    let viewer = Viewer::start("127.0.0.1:0", ViewerConfig::new(reference.url.clone()))
-        .await
-        .expect("viewer");
+    let viewer = support::viewer(ViewerConfig::new(reference.url.clone())).await;
     let mut browser = Browser::open(&chrome, &viewer.url()).await;
     browser
         .wait_for(
@@ -598,8 +556,7 @@ impl FakePage {
 #[ignore = "a benchmark: run explicitly, in release mode"]
 async fn benchmark() {
     let Some(chrome) = chromium() else { return };
-    let server = our_server(None);
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let (server, listener) = our_server(None).await;
     let controller = Client::connect(&listener.url(), ClientConfig::default())
         .await
         .expect("controller");
@@ -609,9 +566,7 @@ async fn benchmark() {
     let steps = 2000;
     mean_step(&controller, "bench_image", &small, steps).await; // warm-up
 
-    let viewer = Viewer::start("127.0.0.1:0", ViewerConfig::new(listener.url()))
-        .await
-        .expect("viewer");
+    let viewer = support::viewer(ViewerConfig::new(listener.url())).await;
     let mut browser = Browser::open(&chrome, &viewer.url()).await;
     browser
         .wait_for(

@@ -6,9 +6,8 @@ use crate::support;
 
 use cli_support::Streaming;
 use futures_util::StreamExt;
-use support::PageMessage;
+use support::{Hosts, PageMessage};
 use tokio_tungstenite::tungstenite::Message;
-use unienv_remote::server::{Server, ServerConfig};
 
 /// The first line of `process` containing `http://`, as the URL it names.
 fn viewer_url(process: &Streaming) -> String {
@@ -72,13 +71,7 @@ async fn serve_offers_the_viewer_beside_the_server() {
 
 #[tokio::test]
 async fn view_holds_the_token() {
-    let mut builder = Server::builder(ServerConfig {
-        token: Some("s3cret".into()),
-        ..ServerConfig::default()
-    });
-    unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-    let server = builder.start().expect("a valid server configuration");
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let (server, listener) = support::serve(support::with_token("s3cret"), Hosts::Fixtures).await;
     let upstream = listener.url();
     let good = Streaming::spawn(&[
         "view",
@@ -248,13 +241,7 @@ fn watched(link: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deep_links_carry_the_key_and_hosted_ids() {
     // A server with a token: the viewer has a key.
-    let mut builder = Server::builder(ServerConfig {
-        token: Some("s3cret".into()),
-        ..ServerConfig::default()
-    });
-    unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-    let server = builder.start().expect("a valid server configuration");
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let (server, listener) = support::serve(support::with_token("s3cret"), Hosts::Fixtures).await;
     let hosted: Vec<String> = server.roots().to_vec();
     let view = Streaming::spawn(&[
         "view",

@@ -5,7 +5,7 @@
 //! by the heartbeat; partial request heads are capped; a tab's panels are
 //! capped and refused ones dropped.
 
-use crate::support::{self, PageMessage, PageSocket, DEADLINE};
+use crate::support::{self, Hosts, PageMessage, PageSocket, DEADLINE};
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
@@ -15,24 +15,18 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 use unienv_remote::client::{Client, ClientConfig};
-use unienv_remote::server::{Server, ServerConfig};
-use unienv_remote::viewer::{Viewer, ViewerConfig, MAX_PANELS};
+use unienv_remote::server::{Listener, Server, ServerConfig};
+use unienv_remote::viewer::{ViewerConfig, MAX_PANELS};
 
 const TOKEN: &str = "s3cret";
 
-async fn server(config: ServerConfig) -> (Server, unienv_remote::server::Listener) {
-    let mut builder = Server::builder(config);
-    unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-    let server = builder.start().expect("a valid server configuration");
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
-    (server, listener)
+/// A server with the fixtures, listening.
+async fn server(config: ServerConfig) -> (Server, Listener) {
+    support::serve(config, Hosts::Fixtures).await
 }
 
 fn with_token() -> ServerConfig {
-    ServerConfig {
-        token: Some(TOKEN.into()),
-        ..ServerConfig::default()
-    }
+    support::with_token(TOKEN)
 }
 
 fn viewer_config(url: String) -> ViewerConfig {
@@ -79,9 +73,7 @@ async fn send(page: &mut PageSocket, command: serde_json::Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_key_the_viewer_gives_nothing() {
     let (server, listener) = server(with_token()).await;
-    let viewer = Viewer::start("127.0.0.1:0", viewer_config(listener.url()))
-        .await
-        .expect("viewer");
+    let viewer = support::viewer(viewer_config(listener.url())).await;
     let key = viewer
         .key()
         .expect("a key, the server having a token")
@@ -159,9 +151,7 @@ async fn without_the_key_the_viewer_gives_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_in_process_viewer_of_a_server_with_a_token_has_a_key() {
     let (server, listener) = server(with_token()).await;
-    let mut config = ViewerConfig::new(listener.url());
-    config.in_process = Some(server.clone());
-    let viewer = Viewer::start("127.0.0.1:0", config).await.expect("viewer");
+    let viewer = support::viewer(support::in_process(&server, &listener)).await;
     assert!(viewer.key().is_some());
     let keyless = format!("http://{}/", viewer.local_addr());
     assert!(support::open_page(&keyless).await.is_err());
@@ -182,7 +172,7 @@ async fn tabs_are_capped_share_one_session_and_never_refuse_a_token_holder() {
     .await;
     let mut config = viewer_config(listener.url());
     config.max_tabs = 4;
-    let viewer = Viewer::start("127.0.0.1:0", config).await.expect("viewer");
+    let viewer = support::viewer(config).await;
     let mut tabs = Vec::new();
     for _ in 0..4 {
         let mut tab = support::open_page(&viewer.url()).await.expect("a tab");
@@ -230,7 +220,7 @@ async fn a_page_that_stops_answering_is_dropped_by_the_heartbeat() {
     config.max_tabs = 1;
     config.heartbeat_interval = Some(Duration::from_millis(100));
     config.heartbeat_timeout = Duration::from_millis(500);
-    let viewer = Viewer::start("127.0.0.1:0", config).await.expect("viewer");
+    let viewer = support::viewer(config).await;
     let addr = viewer.local_addr();
     // A raw page: the upgrade, then silence (no pong, nothing read).
     let mut raw = tokio::net::TcpStream::connect(addr).await.expect("connect");
@@ -268,9 +258,7 @@ async fn a_page_that_stops_answering_is_dropped_by_the_heartbeat() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partial_request_heads_cannot_keep_the_page_out() {
     let (server, listener) = server(ServerConfig::default()).await;
-    let viewer = Viewer::start("127.0.0.1:0", ViewerConfig::new(listener.url()))
-        .await
-        .expect("viewer");
+    let viewer = support::viewer(ViewerConfig::new(listener.url())).await;
     let addr = viewer.local_addr();
     // 100 connections holding 8 KB partial heads: more than the viewer
     // keeps (64); the oldest are dropped.
@@ -301,9 +289,7 @@ async fn partial_request_heads_cannot_keep_the_page_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn panels_are_capped_and_refused_ones_dropped() {
     let (server, listener) = server(ServerConfig::default()).await;
-    let viewer = Viewer::start("127.0.0.1:0", ViewerConfig::new(listener.url()))
-        .await
-        .expect("viewer");
+    let viewer = support::viewer(ViewerConfig::new(listener.url())).await;
     let mut page = support::open_page(&viewer.url()).await.expect("a tab");
     next_of(&mut page, "resources").await;
     // Refused subscriptions do not stay as panels...

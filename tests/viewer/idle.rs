@@ -9,51 +9,14 @@
 //!
 //! `UNIENV_VIEWER_SCREENSHOT_IDLE=PATH` saves a PNG of the in-process page.
 
-use crate::support::{self, chromium, Browser};
+use crate::support::{self, chromium, click, panel, watch, Browser, Hosts};
 
 use std::time::{Duration, Instant};
 use unienv_remote::client::{Client, ClientConfig, EnvProxy};
 use unienv_remote::host::ResetArgs;
 use unienv_remote::server::{Server, ServerConfig};
-use unienv_remote::viewer::{Viewer, ViewerConfig};
+use unienv_remote::viewer::ViewerConfig;
 use unienv_remote::Value;
-
-fn our_server() -> Server {
-    let mut builder = Server::builder(ServerConfig::default());
-    unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-    unienv_remote::sims::register(&mut builder).expect("sims");
-    builder.start().expect("a valid server configuration")
-}
-
-/// JavaScript: the panel element of a resource.
-fn panel(resource: &str) -> String {
-    format!("document.querySelector('.panel[data-resource=\"{resource}\"]')")
-}
-
-/// Clicks a resource in the tree (subscribing a panel to it).
-async fn watch(browser: &mut Browser, id: &str) {
-    browser
-        .wait_for(
-            &format!("{id} in the resource tree"),
-            &format!("!!document.querySelector('li[data-id=\"{id}\"] .name')"),
-        )
-        .await;
-    browser
-        .eval(&format!(
-            "document.querySelector('li[data-id=\"{id}\"] .name').click(), true"
-        ))
-        .await;
-}
-
-/// Clicks the button labelled `label` of `resource`'s panel.
-async fn click(browser: &mut Browser, resource: &str, label: &str) {
-    browser
-        .eval(&format!(
-            "[...{}.querySelectorAll('button')].find(b => b.textContent === '{label}').click(), true",
-            panel(resource)
-        ))
-        .await;
-}
 
 /// The server's live observer subscriptions (its metrics).
 fn observers(server: &Server) -> u64 {
@@ -162,11 +125,8 @@ fn counts(seq: u64, terminated: u64, truncated: u64, resets: u64) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_run_is_shown_at_once_with_its_episodes_in_chromium() {
     let Some(chrome) = chromium() else { return };
-    let server = our_server();
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
-    let mut config = ViewerConfig::new(listener.url());
-    config.in_process = Some(server.clone());
-    let viewer = Viewer::start("127.0.0.1:0", config).await.expect("viewer");
+    let (server, listener) = support::serve(ServerConfig::default(), Hosts::Both).await;
+    let viewer = support::viewer(support::in_process(&server, &listener)).await;
     until_watched(&server).await;
 
     // A run, finished before any page opens.
@@ -301,11 +261,8 @@ async fn a_finished_run_is_shown_at_once_with_its_episodes_in_chromium() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_viewer_says_why_an_idle_panel_is_empty_in_chromium() {
     let Some(chrome) = chromium() else { return };
-    let server = our_server();
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
-    let viewer = Viewer::start("127.0.0.1:0", ViewerConfig::new(listener.url()))
-        .await
-        .expect("viewer");
+    let (server, listener) = support::serve(ServerConfig::default(), Hosts::Both).await;
+    let viewer = support::viewer(ViewerConfig::new(listener.url())).await;
     let controller = Client::connect(&listener.url(), ClientConfig::default())
         .await
         .expect("controller");
@@ -400,15 +357,12 @@ impl unienv_remote::host::Env for ShapeShifter {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resets_are_marks_and_descriptor_changes_messages_in_chromium() {
     let Some(chrome) = chromium() else { return };
-    let mut builder = Server::builder(ServerConfig::default());
+    let mut builder = support::builder(ServerConfig::default(), Hosts::Nothing);
     builder
         .register_env("shifter", ShapeShifter { size: 2 })
         .expect("register");
-    let server = builder.start().expect("a valid server configuration");
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
-    let mut config = ViewerConfig::new(listener.url());
-    config.in_process = Some(server.clone());
-    let viewer = Viewer::start("127.0.0.1:0", config).await.expect("viewer");
+    let (server, listener) = support::listening(builder).await;
+    let viewer = support::viewer(support::in_process(&server, &listener)).await;
     let controller = Client::connect(&listener.url(), ClientConfig::default())
         .await
         .expect("controller");

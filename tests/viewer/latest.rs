@@ -9,7 +9,7 @@ use crate::support;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
 use std::time::Duration;
-use support::{PageMessage, DEADLINE};
+use support::{Hosts, PageMessage, DEADLINE};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
@@ -23,14 +23,9 @@ type Page =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn setup() -> (Server, unienv_remote::server::Listener, String, Viewer) {
-    let mut builder = Server::builder(ServerConfig::default());
-    unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-    let server = builder.start().expect("a valid server configuration");
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let (server, listener) = support::serve(ServerConfig::default(), Hosts::Fixtures).await;
     let url = listener.url();
-    let viewer = Viewer::start("127.0.0.1:0", ViewerConfig::new(url.clone()))
-        .await
-        .expect("viewer");
+    let viewer = support::viewer(ViewerConfig::new(url.clone())).await;
     (server, listener, url, viewer)
 }
 
@@ -216,9 +211,9 @@ async fn a_page_without_credit_gets_nothing_then_only_the_latest() {
     // A server back on the same address: the viewer reconnects, lists the
     // resources again and subscribes the page's panels again.
     let addr = url.trim_start_matches("ws://").to_string();
-    let mut builder = Server::builder(ServerConfig::default());
-    unienv_remote::fixtures::register(&mut builder).expect("fixtures");
-    let revived = builder.start().expect("a valid server configuration");
+    let revived = support::builder(ServerConfig::default(), Hosts::Fixtures)
+        .start()
+        .expect("a valid server configuration");
     let _listener = revived.listen(addr.as_str()).await.expect("listen again");
     let back = loop {
         let m = next_of(&mut page, "upstream").await;

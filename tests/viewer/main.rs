@@ -14,4 +14,5 @@ mod closed;
 mod floods;
 mod idle;
 mod latest;
+mod relay;
 mod timeline;

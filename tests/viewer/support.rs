@@ -1,6 +1,7 @@
-//! Helpers for the viewer tests: a page's side of the viewer's WebSocket
-//! (decoding its messages) and headless Chromium driven over the DevTools
-//! protocol.
+//! Helpers for the viewer tests: a server and a viewer of it on loopback,
+//! a page's side of the viewer's WebSocket (decoding its messages), and
+//! headless Chromium driven over the DevTools protocol, with the page's
+//! panels and tree in JavaScript.
 #![allow(dead_code)]
 
 use futures_util::{SinkExt, StreamExt};
@@ -13,9 +14,98 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{oneshot, Mutex};
 use tokio_tungstenite::tungstenite::Message;
+use unienv_remote::server::{Listener, Server, ServerBuilder, ServerConfig};
+use unienv_remote::viewer::{Viewer, ViewerConfig};
 
 /// The generous deadline of every wait.
 pub const DEADLINE: Duration = Duration::from_secs(90);
+
+/// What a test server hosts besides what a test registers itself.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Hosts {
+    /// The fixture registry (`unienv_remote::fixtures`).
+    Fixtures,
+    /// The built-in simulators (`unienv_remote::sims`).
+    Sims,
+    /// Both.
+    Both,
+    /// Nothing: the test registers its resources.
+    Nothing,
+}
+
+/// A server builder with `config`, holding `hosts`.
+pub fn builder(config: ServerConfig, hosts: Hosts) -> ServerBuilder {
+    let mut builder = Server::builder(config);
+    if matches!(hosts, Hosts::Fixtures | Hosts::Both) {
+        unienv_remote::fixtures::register(&mut builder).expect("fixtures");
+    }
+    if matches!(hosts, Hosts::Sims | Hosts::Both) {
+        unienv_remote::sims::register(&mut builder).expect("sims");
+    }
+    builder
+}
+
+/// Starts `builder`'s server and listens on a free loopback port.
+pub async fn listening(builder: ServerBuilder) -> (Server, Listener) {
+    let server = builder.start().expect("a valid server configuration");
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    (server, listener)
+}
+
+/// A server with `config` holding `hosts`, listening on a free loopback port.
+pub async fn serve(config: ServerConfig, hosts: Hosts) -> (Server, Listener) {
+    listening(builder(config, hosts)).await
+}
+
+/// The default server configuration with `token` required of clients.
+pub fn with_token(token: &str) -> ServerConfig {
+    ServerConfig {
+        token: Some(token.into()),
+        ..ServerConfig::default()
+    }
+}
+
+/// A viewer with `config` on a free loopback port.
+pub async fn viewer(config: ViewerConfig) -> Viewer {
+    Viewer::start("127.0.0.1:0", config).await.expect("viewer")
+}
+
+/// The configuration of a viewer in `server`'s process, upstream `listener`.
+pub fn in_process(server: &Server, listener: &Listener) -> ViewerConfig {
+    let mut config = ViewerConfig::new(listener.url());
+    config.in_process = Some(server.clone());
+    config
+}
+
+/// JavaScript: the panel element of a resource.
+pub fn panel(resource: &str) -> String {
+    format!("document.querySelector('.panel[data-resource=\"{resource}\"]')")
+}
+
+/// Clicks a resource in the page's tree (subscribing a panel to it).
+pub async fn watch(browser: &mut Browser, id: &str) {
+    browser
+        .wait_for(
+            &format!("{id} in the resource tree"),
+            &format!("!!document.querySelector('li[data-id=\"{id}\"] .name')"),
+        )
+        .await;
+    browser
+        .eval(&format!(
+            "document.querySelector('li[data-id=\"{id}\"] .name').click(), true"
+        ))
+        .await;
+}
+
+/// Clicks the button labelled `label` of `resource`'s panel.
+pub async fn click(browser: &mut Browser, resource: &str, label: &str) {
+    browser
+        .eval(&format!(
+            "[...{}.querySelectorAll('button')].find(b => b.textContent === '{label}').click(), true",
+            panel(resource)
+        ))
+        .await;
+}
 
 /// A decoded viewer message: the header and the blob.
 pub struct PageMessage {

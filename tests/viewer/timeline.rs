@@ -8,33 +8,20 @@ use crate::support;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-use support::{chromium, Browser};
+use support::{chromium, click, panel, Browser, Hosts};
 use unienv_remote::client::{Client, ClientConfig};
 use unienv_remote::host::ResetArgs;
-use unienv_remote::server::{Server, ServerConfig};
-use unienv_remote::viewer::{Viewer, ViewerConfig};
+use unienv_remote::server::ServerConfig;
+use unienv_remote::viewer::ViewerConfig;
 use unienv_remote::{NdArray, Value};
 
 const CAMERA: &str = "pointmass/node/camera";
-
-fn panel(resource: &str) -> String {
-    format!("document.querySelector('.panel[data-resource=\"{resource}\"]')")
-}
 
 async fn data(browser: &mut Browser, resource: &str, key: &str) -> String {
     let v = browser
         .eval(&format!("{}.dataset.{key} || ''", panel(resource)))
         .await;
     v.as_str().unwrap_or_default().to_string()
-}
-
-async fn click(browser: &mut Browser, resource: &str, label: &str) {
-    browser
-        .eval(&format!(
-            "[...{}.querySelectorAll('button')].find(b => b.textContent === '{label}').click(), true",
-            panel(resource)
-        ))
-        .await;
 }
 
 /// The RGB bytes the panel's canvas of `field` shows.
@@ -67,13 +54,8 @@ fn camera_bytes(observation: &Value) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deep_link_and_scrubber_in_chromium() {
     let Some(chrome) = chromium() else { return };
-    let mut builder = Server::builder(ServerConfig::default());
-    unienv_remote::sims::register(&mut builder).expect("sims");
-    let server = builder.start().expect("a valid server configuration");
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
-    let viewer = Viewer::start("127.0.0.1:0", ViewerConfig::new(listener.url()))
-        .await
-        .expect("viewer");
+    let (server, listener) = support::serve(ServerConfig::default(), Hosts::Sims).await;
+    let viewer = support::viewer(ViewerConfig::new(listener.url())).await;
     let url = format!("{}?watch=pointmass,{CAMERA}&history=12", viewer.url());
     let mut browser = Browser::open(&chrome, &url).await;
 

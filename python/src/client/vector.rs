@@ -22,6 +22,8 @@ use unienv_remote::client::ClientConfig;
 use unienv_remote::host::ResetArgs;
 use unienv_remote::{DType, Dict, NdArray, Value};
 
+mod attributes;
+
 /// A vector error as `(index, kind, exception)`: `kind` is `"failed"` for a
 /// failure in this call (the exception is what the single-env client raises
 /// for it, uncertainty included) or `"needs_reset"` for an env that failed
@@ -459,5 +461,6 @@ impl PyVectorEnv {
 /// Registers `VectorEnv` and `VectorStep`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyVectorEnv>()?;
+    attributes::register(m)?;
     m.add_class::<PyVectorStep>()
 }

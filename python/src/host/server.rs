@@ -37,6 +37,7 @@ use unienv_remote::server::{
 };
 use unienv_remote::{Dict, Value};
 
+mod attributes;
 mod shutdown;
 use shutdown::{log_warning, shut_down, shut_down_in_background};
 
@@ -306,6 +307,20 @@ impl ForeignHost for PyHost {
             );
             Ok(value)
         })
+    }
+
+    fn call_attribute(
+        &mut self,
+        i: usize,
+        name: &str,
+        args: Vec<Value>,
+        kw: Dict,
+    ) -> HostResult<Vec<Value>> {
+        attributes::call(self, i, name, &args, &kw)
+    }
+
+    fn set_attribute(&mut self, i: usize, name: &str, values: Vec<Value>) -> HostResult<()> {
+        attributes::set(self, i, name, &values)
     }
 
     fn read(&mut self, index: usize, field: Field) -> HostResult<Option<Value>> {

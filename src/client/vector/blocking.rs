@@ -9,6 +9,8 @@ use crate::host::ResetArgs;
 use std::future::Future;
 use std::sync::Arc;
 
+pub mod attributes;
+
 /// A [`VectorEnv`] for code that is not async. It owns a current-thread
 /// tokio runtime, driven by the threads that call into it, as the blocking
 /// [`Client`](crate::client::blocking::Client) is: [`step_async`](Self::step_async)

@@ -105,6 +105,7 @@ mod env;
 mod mode;
 
 pub use crate::codec::stack::{stack, stack_filled, unstack, zeros_like};
+pub use blocking::attributes::AttributeError;
 pub use blocking::BlockingVectorEnv;
 pub use env::{
     AutoresetMode, EnvAddress, InfoBlock, StepInfos, VectorEnv, VectorError, VectorReset,

@@ -466,9 +466,19 @@ impl Dialer {
         let max_message = server.core.config.max_message_size;
         let task_server = server.clone();
         let task = async move {
+            // Framed as a server: the relay writes the client's frames on
+            // as they came (masked), and ours reach the client as they are;
+            // responses can then be written from the domain threads at once
+            // (as on an accepted connection).
             let connected = tokio::time::timeout(
                 timeout,
-                crate::transport::ws::connect_with(&url, &headers, max_message, tls),
+                crate::transport::ws::connect_framed(
+                    &url,
+                    &headers,
+                    max_message,
+                    tls,
+                    crate::transport::frame::Role::Server,
+                ),
             )
             .await;
             let (r, w) = match connected {

@@ -21,8 +21,11 @@ pub const HOSTS_PREFIX: &str = "/hosts/";
 /// `/hosts` that is sent the same JSON as one message.
 pub const LIST_PATH: &str = "/hosts";
 
-/// The version of the control messages.
-pub const RELAY_PROTOCOL: u64 = 1;
+/// The version of the control messages and of the tunnels' framing. 2: a
+/// host frames its tunnels as a WebSocket server (masked frames in,
+/// unmasked out), so that the relay forwards frames unchanged; a host and a
+/// relay of different versions refuse each other at registration.
+pub const RELAY_PROTOCOL: u64 = 2;
 
 /// Longest host name, in bytes.
 pub const MAX_NAME_BYTES: usize = 64;
@@ -171,7 +174,9 @@ impl Control {
         match text("type")?.as_str() {
             "register" => {
                 if map.get("protocol").and_then(Json::as_u64) != Some(RELAY_PROTOCOL) {
-                    return Err(ControlError(format!("'protocol' must be {RELAY_PROTOCOL}")));
+                    return Err(ControlError(format!(
+                        "'protocol' must be {RELAY_PROTOCOL} (the host and the relay are of different unienv-remote versions)"
+                    )));
                 }
                 Ok(Control::Register {
                     identity: HostIdentity {
@@ -310,7 +315,7 @@ mod tests {
             &b"[]"[..],
             b"{}",
             b"{\"type\":\"nope\"}",
-            b"{\"type\":\"register\",\"protocol\":2}",
+            b"{\"type\":\"register\",\"protocol\":1}",
             b"{\"type\":\"open\"}",
             b"not json",
         ] {

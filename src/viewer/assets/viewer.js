@@ -905,7 +905,8 @@ function onMessage(buffer) {
 }
 
 function connect() {
-  socket = new WebSocket(`ws://${location.host}/ws`);
+  // Beside the page: `/ws`, or `/hosts/NAME/ws` for a host behind a relay.
+  socket = new WebSocket(`ws://${location.host}${location.pathname.replace(/[^/]*$/, "")}ws`);
   socket.binaryType = "arraybuffer";
   socket.onopen = () => {
     if (viewerLost) banner("");

@@ -154,13 +154,16 @@ pub(super) struct Job {
 /// reply (uncertain: its request may have executed).
 struct Undelivered {
     arrivals: Arc<Arrivals>,
-    left: Vec<(usize, usize)>,
+    /// By position in the task's jobs: the resource's index and width, until
+    /// its outcome is delivered.
+    left: Vec<Option<(usize, usize)>>,
 }
 
 impl Undelivered {
-    fn deliver(&mut self, k: usize, outcome: Outcome) {
-        if let Some(pos) = self.left.iter().position(|&(j, _)| j == k) {
-            let (_, width) = self.left.swap_remove(pos);
+    /// Delivers the outcome of the job at `position` (once: a second
+    /// delivery for the same job is ignored).
+    fn deliver(&mut self, position: usize, outcome: Outcome) {
+        if let Some((k, width)) = self.left.get_mut(position).and_then(Option::take) {
             self.arrivals.deliver(k, width, outcome);
         }
     }
@@ -168,7 +171,7 @@ impl Undelivered {
 
 impl Drop for Undelivered {
     fn drop(&mut self) {
-        for (k, width) in self.left.drain(..) {
+        for (k, width) in self.left.drain(..).flatten() {
             let error =
                 ClientError::Uncertain(Box::new(ClientError::Closed(CloseReason::TaskEnded {
                     detail: "the task carrying the request ended before its reply".into(),
@@ -183,21 +186,25 @@ impl Drop for Undelivered {
 pub(super) async fn carry(arrivals: Arc<Arrivals>, jobs: Vec<Job>, mode: AutoresetMode) {
     let mut undelivered = Undelivered {
         arrivals: arrivals.clone(),
-        left: jobs.iter().map(|j| (j.k, j.resource.width())).collect(),
+        left: jobs
+            .iter()
+            .map(|j| Some((j.k, j.resource.width())))
+            .collect(),
     };
     let mut requests: FuturesUnordered<_> = jobs
         .into_iter()
-        .map(|j| async move {
+        .enumerate()
+        .map(|(position, j)| async move {
             let result = step_resource(j.resource, j.action, j.ended, mode).await;
-            (j.k, result)
+            (position, result)
         })
         .collect();
-    let deliver = |undelivered: &mut Undelivered, (k, result)| {
+    let deliver = |undelivered: &mut Undelivered, (position, result)| {
         let outcome = match result {
             Ok(steps) => Outcome::Stepped(steps),
             Err(e) => Outcome::Failed(e),
         };
-        undelivered.deliver(k, outcome);
+        undelivered.deliver(position, outcome);
     };
     // Every request's first poll queues its frame on its connection: poll
     // until all wait for replies (one finishing at once, e.g. on a closed

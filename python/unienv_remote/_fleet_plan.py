@@ -1,0 +1,64 @@
+"""How ``ProcessVectorEnv`` lays out its envs when not told: the number of
+server processes, the batched resources per server and ``recv``'s batch,
+from the number of envs and of usable CPUs (docs/vector.md, "One server
+process per vCPU"; the evidence is BENCHMARKS.md, "Scaling" and "Vector envs
+and throughput").
+
+The rule:
+
+* **one server process per CPU** (never more servers than envs): a server
+  steps its envs on one CPU, pinned, so more servers than CPUs only queue
+  behind each other, and fewer leave CPUs idle;
+* **batched resources**, one per server, split in two once every half would
+  still hold :data:`MIN_HALF` envs or more: a server then steps one half while
+  the learner turns the other around (with ``send``/``recv``), and a resource
+  of fewer envs pays its per-request cost over too few steps;
+* **``recv`` returns half the envs** (``batch_size = n_envs // 2``) when the
+  resources are split, so that the halves alternate; otherwise ``recv``
+  waits for every env (``batch_size = None``), as lockstep ``step`` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+#: The fewest envs in each of a server's two resources: BENCHMARKS.md's
+#: measured split is ``2 x BatchedEnv(8)`` per server.
+MIN_HALF = 8
+
+
+@dataclass(frozen=True)
+class FleetPlan:
+    """A layout of ``n_envs`` envs over server processes."""
+
+    #: Server processes (one per CPU, at most one per env).
+    servers: int
+    #: Batched resources per server (1, or 2 when each half holds
+    #: :data:`MIN_HALF` envs or more).
+    resources_per_server: int
+    #: ``RemoteVectorEnv``'s ``batch_size``: how many envs ``recv`` returns
+    #: at least (``None``: all of them).
+    batch_size: Optional[int]
+
+
+def _positive(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def plan_fleet(n_envs: int, cpus: int, servers: Optional[int] = None) -> FleetPlan:
+    """The layout of ``n_envs`` envs on a machine with ``cpus`` usable CPUs,
+    over ``servers`` processes when given (at most ``n_envs``), else one per
+    CPU. Every argument given must be a positive int (``ValueError``)."""
+    n_envs, cpus = _positive("n_envs", n_envs), _positive("cpus", cpus)
+    if servers is None:
+        servers = min(n_envs, cpus)
+    elif _positive("servers", servers) > n_envs:
+        raise ValueError(f"servers must be at most the number of envs ({n_envs}), got {servers}")
+    # The smallest server's share decides: every resource keeps MIN_HALF envs.
+    smallest_share = n_envs // servers
+    if smallest_share >= 2 * MIN_HALF:
+        return FleetPlan(servers=servers, resources_per_server=2, batch_size=n_envs // 2)
+    return FleetPlan(servers=servers, resources_per_server=1, batch_size=None)
