@@ -44,11 +44,9 @@ class NativeHooks:
       observation_space)`` when the host may step a ``FromGymnasiumEnv``
       itself, else ``None``; ``finish_single_step(obj, result)`` finishes a
       step whose result is not regular, as ``FromGymnasiumEnv.step`` does.
-    * ``batch_step_plan(obj)``: at setup, the sub-envs of a ``BatchedEnv``
-      the host may step itself, else ``None`` (before each such step the
-      host reads the batch's public ``faulted``); ``complete_batch_step(obj,
-      raw, errors)`` finishes a
-      step whose sub-results are not all regular, as ``BatchedEnv.step``.
+    * ``batch_core(obj)``: at setup, the ``_native.BatchedCore`` of a
+      ``BatchedEnv`` the host may step through it without calling its
+      ``step``, else ``None``.
     * ``gymnasium_space(obj, name)``: a ``BatchedEnv``'s sub-envs' Gymnasium
       space ``name`` (for the action check's discrete bounds), else ``None``.
     """
@@ -82,17 +80,11 @@ class NativeHooks:
         return _finish_single_step(obj, result)
 
     @staticmethod
-    def batch_step_plan(obj: Any) -> Optional[List[Any]]:
+    def batch_core(obj: Any) -> Any:
         batched = _batched()
-        if batched is None or not isinstance(obj, batched.BatchedEnv):
+        if batched is None or not isinstance(obj, batched.BatchedEnv) or obj._native_step_plan() is None:
             return None
-        plan: Optional[List[Any]] = obj._native_step_plan()
-        return plan
-
-    @staticmethod
-    def complete_batch_step(obj: Any, raw: List[Any], errors: List[Tuple[int, BaseException]]) -> Tuple[Any, ...]:
-        done: Tuple[Any, ...] = obj._complete_step(raw, errors)
-        return done
+        return obj._core
 
     @staticmethod
     def gymnasium_space(obj: Any, name: str) -> Any:

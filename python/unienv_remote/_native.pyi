@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 __all__ = [
     "BUILD_PROFILE", "PARQUET_PIECE_BYTES", "__version__", "encode", "decode", "Client", "Operation",
     "Subscription", "Server", "VectorEnv", "VectorStep", "Recorder", "coerce_action", "set_log_level", "flush_logs",
-    "stop_logs", "set_hooks", "batch_infos", "check_resource_id", "DialHandle", "DialStatus", "Relay",
+    "stop_logs", "set_hooks", "batch_infos", "check_resource_id", "BatchedCore", "DialHandle", "DialStatus", "Relay",
     "RelayHost", "vector_supports_attributes", "vector_call_attribute", "vector_set_attribute", "vector_render",
 ]
 
@@ -68,6 +68,26 @@ def check_resource_id(resource_id: str) -> None:
 def set_hooks(hooks: Any) -> None:
     """Registers the package's ``NativeHooks`` (``unienv_remote/_hooks.py``),
     what the host calls back; once, at import."""
+
+@final
+class BatchedCore:
+    """The stepping core of a ``BatchedEnv`` (the crate's ``BatchedCore``):
+    ``subs`` are its sub-envs' ``_Sub``\ s (``env``, ``step(row)``,
+    ``finish(result)``, ``reset(seed, kwargs)``), stepped in turn or on
+    ``threads`` threads; ``complete(results)`` assembles the results of a
+    step our host makes itself."""
+
+    def __new__(cls, subs: Sequence[Any], threads: int, complete: Any) -> "BatchedCore": ...
+    @property
+    def faulted(self) -> bool:
+        """Whether a sub-env raised and was not reset since."""
+    def step(self, action: Any, row: Any) -> List[Any]:
+        """Every sub-env's ``step(row(action, i))``; the results, in order."""
+    def reset(self, mask: Optional[Sequence[bool]], seed: Union[None, int, Sequence[Optional[int]]],
+              kwargs: Dict[str, Any]) -> Tuple[List[int], List[Any]]:
+        """Resets the rows of ``mask`` (all when ``None``), row ``i`` with
+        seed ``seed + i`` (an ``int``) or ``seed[i]``; their indices and
+        results."""
 
 @final
 class Client:

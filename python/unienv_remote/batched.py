@@ -45,8 +45,13 @@ Semantics are UniEnv's batched ones, not Gymnasium's vector env:
   resource's call fails): the exception propagates, and ``step`` refuses to
   run until every sub-env has been reset since.
 
+This class splits actions into rows and assembles the rows' results; the
+rest (refusing a faulted batch, the rows of a mask and their seeds, stepping
+every row, failing the batch) is the crate's one stepping core, which the
+Rust host's ``BatchedEnv`` runs on too (``_native.BatchedCore``).
+
 Stepping runs on ``threads`` threads, each stepping a contiguous slice of the
-sub-envs; this pays only for simulators that release the GIL for most of
+sub-envs (in turn); this pays only for simulators that release the GIL for most of
 their step. The default is sequential stepping (``threads=1``): measured on
 the benchmark machine (``benches/throughput.py``, BENCHMARKS.md, "Vector envs
 and throughput") a batch of 8 ``HalfCheetah-v5`` — MuJoCo releases the GIL in
@@ -56,7 +61,6 @@ gained nothing from 2 threads, and Pendulum loses.
 
 from __future__ import annotations
 
-import concurrent.futures
 from typing import Any, Callable, Dict, List, Optional, Sequence, SupportsFloat, Tuple, Union
 
 import gymnasium
@@ -72,6 +76,9 @@ from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
 
 from . import _native
 from ._gym_spaces import hostable
+
+# A refusal of a bad mask: ``_hooks`` imports ``RemoteServer``, which needs
+# nothing of this module.
 from ._hooks import RequestRefused
 
 __all__ = ["BatchedEnv", "SubEnvFactory"]
@@ -138,15 +145,14 @@ class _Sub:
         return result
 
 
-def _seeds(seed: Seeds, n: int) -> List[Optional[int]]:
+def _seed_arg(seed: Seeds) -> Union[None, int, List[Optional[int]]]:
+    """``seed`` as the core takes it: ``None``, an ``int`` (row ``i`` gets
+    ``seed + i``) or one seed (or ``None``) per row."""
     if seed is None:
-        return [None] * n
+        return None
     if isinstance(seed, (int, np.integer)):
-        return [int(seed) + i for i in range(n)]
-    seeds = [None if s is None else int(s) for s in seed]
-    if len(seeds) != n:
-        raise ValueError(f"{len(seeds)} seeds for {n} sub-envs")
-    return seeds
+        return int(seed)
+    return [None if s is None else int(s) for s in seed]
 
 
 def _row(space: Space, data: Any, index: int) -> Any:
@@ -166,12 +172,6 @@ def _row(space: Space, data: Any, index: int) -> Any:
     return sbu.get_at(space, data, index)
 
 
-def _raise_first(errors: List[Tuple[int, BaseException]]) -> None:
-    if errors:
-        index, first = errors[0]
-        raise RuntimeError(f"sub-env {index} raised {type(first).__name__}: {first}") from first
-
-
 class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
     """N sub-environments as one batched UniEnv ``Env`` (see the module docs).
 
@@ -179,8 +179,7 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
     them in turn on the calling thread).
 
     ``faulted`` (read-only) is true while a sub-env that raised has not been
-    reset since: ``step`` refuses to run then (our host reads it before
-    stepping the batch itself).
+    reset since: ``step`` refuses to run then.
     """
 
     def __init__(self, factories: Sequence[SubEnvFactory], *, threads: int = 1) -> None:
@@ -215,15 +214,15 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         self.render_mode = getattr(first.env, "render_mode", None)
         self.rng = np.random.default_rng()
         self.threads = min(threads, n)
-        self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
-        if self.threads > 1:
-            self._pool = concurrent.futures.ThreadPoolExecutor(self.threads, thread_name_prefix="BatchedEnv")
-            bounds = np.linspace(0, n, self.threads + 1).astype(int)
-            self._slices = [range(int(bounds[k]), int(bounds[k + 1])) for k in range(self.threads)]
-        # Sub-envs to reset before the batch may step again (after a fault),
-        # and whether there is any (read by our host before its fast path).
-        self._must_reset = np.zeros(n, dtype=np.bool_)
-        self.faulted: bool = False
+        # The stepping core; ``complete`` is how our host finishes a step
+        # whose sub-results it cannot assemble itself (see ``_complete_step``).
+        self._core = _native.BatchedCore(self._subs, self.threads, lambda results: self._complete_step(results))
+
+    @property
+    def faulted(self) -> bool:
+        """Whether a sub-env raised and was not reset since (``step`` refuses
+        to run then)."""
+        return bool(self._core.faulted)
 
     @property
     def sub_envs(self) -> List[Union[Env, gymnasium.Env]]:
@@ -246,8 +245,9 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
 
     def _native_step_plan(self) -> Optional[List[gymnasium.Env]]:
         """The sub-envs, when our host (``RemoteServer``) may step this batch
-        itself: every sub-env a Gymnasium env with Box action and
-        observation spaces, stepped sequentially, and ``step`` not overridden.
+        through its core without calling :meth:`step`: every sub-env a
+        Gymnasium env with Box action and observation spaces, stepped
+        sequentially, and ``step`` not overridden.
 
         The host then calls each sub-env's ``step`` with its row of the action
         (a NumPy array, as :meth:`step` passes it) and builds the batched
@@ -255,68 +255,17 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         one dtype and shape, ``float`` rewards, no infos or flat infos of
         floats); anything else goes through :meth:`_complete_step`. The
         transitions are the same, bit for bit (``python/tests/test_batched_fast.py``)."""
-        if type(self).step is not BatchedEnv.step or self._pool is not None:
+        if type(self).step is not BatchedEnv.step or self.threads > 1:
             return None
         if not all(sub.gym and sub.boxes for sub in self._subs):
             return None
         return [sub.env for sub in self._subs]
 
-    def _complete_step(self, raw: List[Any], errors: List[Tuple[int, BaseException]]) -> Tuple[Any, ...]:
-        """The rest of :meth:`step` after our host called every sub-env's
-        ``step`` itself (``raw[i]``: what sub-env ``i`` returned, ``None``
-        where it raised ``errors``' exception): as :meth:`step` would finish."""
-        subs = self._subs
-        failed = {j for j, _ in errors}
-        indices = [i for i in range(len(subs)) if i not in failed]
-        results = self._run(lambda i: subs[i].finish(raw[i]), indices, list(errors))
-        return self._assemble(results)
-
-    def _run(self, call: Callable[[int], Any], indices: Sequence[int],
-             errors: Optional[List[Tuple[int, BaseException]]] = None) -> List[Any]:
-        """``call(i)`` for every index, on the pool when there is one; returns
-        the results in order, and raises the first sub-env's exception (by
-        index, ``errors`` already known included) after every call has
-        finished."""
-        results: List[Any] = [None] * len(self._subs)
-        if errors is None:
-            errors = []
-        if self._pool is None:
-            for i in indices:
-                try:
-                    results[i] = call(i)
-                except Exception as e:  # noqa: BLE001 - re-raised below, after marking the fault
-                    errors.append((i, e))
-        else:
-            wanted = set(indices)
-
-            def run_slice(part: range) -> None:
-                for i in part:
-                    if i in wanted:
-                        try:
-                            results[i] = call(i)
-                        except Exception as e:  # noqa: BLE001 - re-raised below
-                            errors.append((i, e))
-
-            for future in [self._pool.submit(run_slice, part) for part in self._slices]:
-                future.result()
-        if errors:
-            self._must_reset[:] = True
-            self.faulted = True
-            errors.sort(key=lambda item: item[0])
-            _raise_first(errors)
-        return results
-
-    def step(self, action: Any) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
-        if self._must_reset.any():
-            pending = np.flatnonzero(self._must_reset).tolist()
-            raise RuntimeError(f"a sub-env raised: reset sub-envs {pending} before stepping the batch")
-        n = len(self._subs)
-        space = self.action_space
-        subs = self._subs
-        results = self._run(lambda i: subs[i].step(_row(space, action, i)), range(n))
-        return self._assemble(results)
-
-    def _assemble(self, results: List[Any]) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+    def _complete_step(self, results: List[Any]) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+        """The batch's result of its sub-envs' step results (``results[i]``:
+        sub-env ``i``'s, as ``_Sub.step`` returns it): what :meth:`step`
+        returns, and what our host calls when it cannot build the result
+        itself."""
         n = len(self._subs)
         obs = sbu.concatenate(self.single_observation_space, [r[0] for r in results])
         reward = np.asarray([r[1] for r in results], dtype=np.float64)
@@ -326,32 +275,31 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         infos = _native.batch_infos(n, reported, [results[i][4] for i in reported]) if reported else {}
         return obs, reward, terminated, truncated, infos
 
+    def step(self, action: Any) -> Tuple[Any, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
+        space = self.action_space
+        return self._complete_step(self._core.step(action, lambda data, i: _row(space, data, i)))
+
     def reset(self, *, mask: Optional[Any] = None, seed: Seeds = None,
               **kwargs: Any) -> Tuple[Any, Any, Dict[str, Any]]:
         n = len(self._subs)
-        if mask is None:
-            indices = list(range(n))
-        else:
+        rows: Optional[List[bool]] = None
+        if mask is not None:
             m = np.asarray(mask)
             if m.shape != (n,) or m.dtype != np.bool_:
                 # Refused before any sub-env is touched: our host answers a
                 # certain invalid_request and the batch stays usable.
                 raise RequestRefused(f"mask must be a bool array of shape ({n},), got {m.dtype} {m.shape}")
-            indices = np.flatnonzero(m).tolist()
-        seeds = _seeds(seed, n)
-        subs = self._subs
-        results = self._run(lambda i: subs[i].reset(seeds[i], kwargs), indices)
-        self._must_reset[indices] = False
-        self.faulted = bool(self._must_reset.any())
-        rows = [results[i] for i in indices]
-        if not rows:
+            rows = m.tolist()
+        indices, results = self._core.reset(rows, _seed_arg(seed), kwargs)
+        if not results:
             return None, None, {}
-        obs = sbu.concatenate(self.single_observation_space, [r[1] for r in rows])
+        obs = sbu.concatenate(self.single_observation_space, [r[1] for r in results])
         context = None
         if self.single_context_space is not None:
-            context = sbu.concatenate(self.single_context_space, [r[0] for r in rows])
-        reported = [i for i in indices if results[i][2]]
-        infos = _native.batch_infos(n, reported, [results[i][2] for i in reported]) if reported else {}
+            context = sbu.concatenate(self.single_context_space, [r[0] for r in results])
+        reported = [k for k, r in enumerate(results) if r[2]]
+        infos = (_native.batch_infos(n, [indices[k] for k in reported], [results[k][2] for k in reported])
+                 if reported else {})
         return context, obs, infos
 
     def render(self) -> Optional[List[Any]]:
@@ -359,11 +307,7 @@ class BatchedEnv(Env):  # type: ignore[misc]  # Env is untyped (unienv)
         return [s.env.render() for s in self._subs]
 
     def close(self) -> None:
-        """Closes every sub-env and the stepping threads."""
-        pool = getattr(self, "_pool", None)
-        if pool is not None:
-            pool.shutdown(wait=True)
-            self._pool = None
+        """Closes every sub-env."""
         for sub in getattr(self, "_subs", []):
             sub.env.close()
 

@@ -40,7 +40,7 @@ mod traits;
 pub mod tree;
 
 pub use args::{CallArgs, ResetArgs, ResetResult, StepResult};
-pub use batched::BatchedEnv;
+pub use batched::{BatchError, BatchResult, BatchedCore, BatchedEnv, ResetRows, Seeds, SubEnv};
 pub use combined::{find_node, find_node_mut, CombinedNode, CombinedNodeBuilder, RenderModeArg};
 pub use composer::WorldEnv;
 pub(crate) use error::STEP_BEFORE_RESET;

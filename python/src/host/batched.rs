@@ -1,38 +1,315 @@
-//! The Python host's fast path for `unienv_remote.BatchedEnv`: a batch of
-//! Gymnasium sub-envs with Box spaces is stepped from here, each sub-env's
-//! `step` called with its row of the action, and the batched result built
-//! straight into the value tree (one buffer for the observations, the
-//! rewards and flags as arrays, Gymnasium's vector info layout for flat
-//! infos of floats), instead of `BatchedEnv.step`'s Python loop, per-row
-//! slicing, `np.stack` and the conversion of its result.
+//! `_native.BatchedCore`: the Python host's `unienv_remote.BatchedEnv` on
+//! the crate's one stepping core ([`unienv_remote::host::BatchedCore`]),
+//! its sub-envs held as Python objects ([`PySubEnv`]).
 //!
-//! It is an optimisation of this host only: the sub-envs see the calls
-//! `BatchedEnv.step` makes (`env.step(action[i])`, in order, on this
-//! thread), and the result is the value `BatchedEnv.step`'s would convert
-//! to, bit for bit (`python/tests/test_batched_fast.py`). Whatever is not
-//! regular (an observation of another dtype or shape, or not a NumPy array;
-//! a reward that is not a `float`; other infos; a sub-env that raised)
-//! goes back to `BatchedEnv._complete_step` with what the sub-envs
-//! returned, which finishes the step as `BatchedEnv.step` does (faulting
-//! the batch when a sub-env raised). `BatchedEnv._native_step_plan` says
-//! when the path applies (no subclass overriding `step`, no stepping
-//! threads); a batch faulted by an earlier step goes the plain way, which
-//! refuses it.
+//! `BatchedEnv` (Python) splits an action into rows and assembles the rows'
+//! results; this core does everything between: refusing a faulted batch,
+//! the rows of a reset mask and their seeds, stepping every row in turn or
+//! on threads, and failing the batch on a sub-env's exception (the first,
+//! by index: `RuntimeError("sub-env i raised T: ...")` from it).
+//!
+//! The host steps a hosted `BatchedEnv` of Gymnasium sub-envs with Box
+//! spaces through the same core without Python in between
+//! ([`PyBatchedCore::step_hosted`]): the rows of the wire's action become
+//! NumPy arrays here, each sub-env's `step` is called with its
+//! row, and a batch of regular results (NumPy observations of one dtype and
+//! shape, `float` rewards, no infos or flat infos of scalars) is built
+//! straight into the value tree ([`Builder`]); anything else goes to the
+//! `BatchedEnv`'s own assembly (the `complete` callable it gave), so that
+//! the value is the one `BatchedEnv.step`'s result converts to, bit for bit
+//! (`python/tests/test_batched_fast.py`).
 
 use crate::common::convert::{check_bounded, new_array, wire_dtype, ConvertError};
-use crate::host::hooks;
 use crate::host::outcome::{convert_result, sole_array, StepOutcome};
-use numpy::npyffi::{npy_intp, PY_ARRAY_API};
-use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use bytes::Bytes;
+use numpy::{PyArrayDescr, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::{PyTraverseError, PyVisit};
+use std::sync::Arc;
+use unienv_remote::host::{BatchError, BatchedCore, Seeds, SubEnv};
 use unienv_remote::{DType, Dict, NdArray, Value};
 
-/// The sub-envs of a `BatchedEnv` this host steps itself.
-pub(crate) struct FastBatch {
-    envs: Vec<Py<PyAny>>,
+/// One sub-env of a Python `BatchedEnv`: its `_Sub` (the conversions its
+/// data needs: `step(row)`, `finish(result)`, `reset(seed, kwargs)`) and the
+/// env itself (`env`), whose `step` the host calls directly.
+struct PySubEnv {
+    sub: Py<PyAny>,
+    env: Py<PyAny>,
+}
+
+/// A row of an action: row `index` of the Python `action` as `split(action,
+/// index)` makes it, for the sub-env's `step` (`Split`: a failure to split
+/// is the row's failure, as a failure to step); or an array of the wire
+/// handed to the env's own `step` (`Raw`: its bytes, `dtype` and shape,
+/// made a new NumPy array only when its sub-env steps, so that one row is
+/// alive at a time).
+enum Row {
+    Split {
+        action: Py<PyAny>,
+        index: usize,
+        split: Py<PyAny>,
+    },
+    Raw {
+        data: Bytes,
+        dtype: DType,
+        shape: Arc<[usize]>,
+    },
+}
+
+impl SubEnv for PySubEnv {
+    type Action = Row;
+    type Step = Py<PyAny>;
+    type Reset = Py<PyAny>;
+    type Options = Py<PyDict>;
+    type Error = PyErr;
+
+    fn step_row(&mut self, action: Row) -> PyResult<Py<PyAny>> {
+        Python::attach(|py| {
+            let sub = self.sub.bind(py);
+            let row = match action {
+                Row::Split {
+                    action,
+                    index,
+                    split,
+                } => {
+                    let row = split.bind(py).call1((action, index))?;
+                    return Ok(sub.call_method1(intern!(py, "step"), (row,))?.unbind());
+                }
+                Row::Raw { data, dtype, shape } => new_array(py, dtype, &shape, &data)?,
+            };
+            let result = self
+                .env
+                .bind(py)
+                .call_method1(intern!(py, "step"), (row,))?;
+            // `_Sub.step` of a Box sub-env: a tuple of five with a NumPy
+            // observation as it is, anything else finished.
+            if let Ok(t) = result.cast_exact::<PyTuple>() {
+                if t.len() == 5 && t.get_borrowed_item(0)?.cast::<PyUntypedArray>().is_ok() {
+                    return Ok(result.unbind());
+                }
+            }
+            Ok(sub.call_method1(intern!(py, "finish"), (result,))?.unbind())
+        })
+    }
+
+    fn reset_row(&mut self, seed: Option<i64>, options: &Py<PyDict>) -> PyResult<Py<PyAny>> {
+        Python::attach(|py| {
+            self.sub
+                .bind(py)
+                .call_method1(intern!(py, "reset"), (seed, options.bind(py)))
+                .map(Bound::unbind)
+        })
+    }
+
+    /// An exception that is no `Exception` (`KeyboardInterrupt`,
+    /// `SystemExit`) propagates at once, the batch not failed by it.
+    fn interrupts(error: &PyErr) -> bool {
+        Python::attach(|py| !error.is_instance_of::<PyException>(py))
+    }
+}
+
+/// A core error as `BatchedEnv` raises it.
+fn py_error(py: Python<'_>, e: BatchError<PyErr>) -> PyErr {
+    match e {
+        BatchError::Faulted { pending } => PyRuntimeError::new_err(format!(
+            "a sub-env raised: reset sub-envs {pending:?} before stepping the batch"
+        )),
+        BatchError::Failed { index, error } => {
+            let name = error
+                .get_type(py)
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default();
+            let message = error
+                .value(py)
+                .str()
+                .map(|s| s.to_string())
+                .unwrap_or_default();
+            let raised =
+                PyRuntimeError::new_err(format!("sub-env {index} raised {name}: {message}"));
+            raised.set_cause(py, Some(error));
+            raised
+        }
+        BatchError::Interrupted { error, .. } => error,
+        BatchError::Rows { .. } | BatchError::Seeds { .. } => PyValueError::new_err(e.to_string()),
+    }
+}
+
+/// `BatchedCore(subs, threads, complete)`: the stepping core of a Python
+/// `BatchedEnv` (see the [module docs](self)).
+#[pyclass(name = "BatchedCore", module = "unienv_remote._native")]
+pub(crate) struct PyBatchedCore {
+    core: BatchedCore<PySubEnv>,
+    threads: usize,
+    /// `complete(results)`: the `BatchedEnv`'s result of its sub-envs'
+    /// step results (the host's irregular steps); `None` once cleared by
+    /// the garbage collector (it refers back to the `BatchedEnv`).
+    complete: Option<Py<PyAny>>,
+}
+
+#[pymethods]
+impl PyBatchedCore {
+    #[new]
+    fn new(subs: Vec<Bound<'_, PyAny>>, threads: usize, complete: Py<PyAny>) -> PyResult<Self> {
+        if subs.is_empty() {
+            return Err(PyValueError::new_err(
+                "a BatchedEnv needs at least one factory",
+            ));
+        }
+        let subs = subs
+            .into_iter()
+            .map(|sub| {
+                let env = sub.getattr(intern!(sub.py(), "env"))?.unbind();
+                Ok(PySubEnv {
+                    sub: sub.unbind(),
+                    env,
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PyBatchedCore {
+            core: BatchedCore::new(subs),
+            threads: threads.max(1),
+            complete: Some(complete),
+        })
+    }
+
+    /// Whether a sub-env raised and the batch was not reset since.
+    #[getter]
+    fn faulted(&self) -> bool {
+        self.core.faulted()
+    }
+
+    /// Every sub-env's `step(row(action, i))`; the results, in order.
+    fn step<'py>(
+        &mut self,
+        py: Python<'py>,
+        action: &Bound<'py, PyAny>,
+        row: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let rows = (0..self.core.len())
+            .map(|index| Row::Split {
+                action: action.clone().unbind(),
+                index,
+                split: row.clone().unbind(),
+            })
+            .collect();
+        let results = self.step_rows(py, rows)?;
+        PyList::new(py, results)
+    }
+
+    /// Resets the sub-envs of `mask` (a list of N bools; all when `None`),
+    /// each with its seed (`seed`: `None`, an `int` `s` giving row `i`
+    /// `s + i`, or N seeds) and `kwargs`; their indices and results.
+    fn reset<'py>(
+        &mut self,
+        py: Python<'py>,
+        mask: Option<Vec<bool>>,
+        seed: &Bound<'py, PyAny>,
+        kwargs: Bound<'py, PyDict>,
+    ) -> PyResult<(Vec<usize>, Bound<'py, PyList>)> {
+        let seeds = if seed.is_none() {
+            Seeds::None
+        } else if seed.is_instance_of::<PyInt>() {
+            Seeds::Base(seed.extract()?)
+        } else {
+            Seeds::Each(seed.extract()?)
+        };
+        let kwargs = kwargs.unbind();
+        let threads = self.threads;
+        let core = &mut self.core;
+        let done = if threads > 1 {
+            py.detach(|| core.reset_on(mask.as_deref(), &seeds, &kwargs, threads))
+        } else {
+            core.reset(mask.as_deref(), &seeds, &kwargs)
+        };
+        let (indices, results) = done.map_err(|e| py_error(py, e))?;
+        Ok((indices, PyList::new(py, results)?))
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Some(complete) = &self.complete {
+            visit.call(complete)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        self.complete = None;
+    }
+}
+
+impl PyBatchedCore {
+    fn step_rows(&mut self, py: Python<'_>, rows: Vec<Row>) -> PyResult<Vec<Py<PyAny>>> {
+        let threads = self.threads;
+        let core = &mut self.core;
+        let done = if threads > 1 {
+            py.detach(|| core.step_on(rows, threads))
+        } else {
+            core.step(rows)
+        };
+        done.map_err(|e| py_error(py, e))
+    }
+
+    /// `step(*args, **kwargs)` of the hosted `BatchedEnv` done here; `None`
+    /// when the call is not one this path takes (then the host calls the
+    /// `BatchedEnv`'s `step` as usual).
+    pub(crate) fn step_hosted(
+        &mut self,
+        py: Python<'_>,
+        args: &[Value],
+        kwargs: &Dict,
+        max_message_size: usize,
+    ) -> Option<StepOutcome> {
+        let n = self.core.len();
+        let action = sole_array(args, kwargs)?;
+        if action.shape().first() != Some(&n) {
+            return None;
+        }
+        Some(self.run_hosted(py, action, max_message_size))
+    }
+
+    fn run_hosted(
+        &mut self,
+        py: Python<'_>,
+        action: &NdArray,
+        max_message_size: usize,
+    ) -> StepOutcome {
+        let n = self.core.len();
+        self.core.ready().map_err(|e| py_error(py, e))?;
+        let (dtype, shape) = (action.dtype(), Arc::<[usize]>::from(&action.shape()[1..]));
+        let row_bytes = action.as_bytes().len() / n;
+        let raw = (0..n)
+            .map(|i| Row::Raw {
+                data: action.bytes().slice(i * row_bytes..(i + 1) * row_bytes),
+                dtype,
+                shape: Arc::clone(&shape),
+            })
+            .collect();
+        let results = self.step_rows(py, raw)?;
+        let mut builder = Builder::new(n);
+        let mut regular = true;
+        for (i, result) in results.iter().enumerate() {
+            if !builder.take(i, result.bind(py))? {
+                regular = false;
+                break;
+            }
+        }
+        if regular {
+            let value = builder.finish()?;
+            return Ok(check_bounded(&value, max_message_size).map(|()| value));
+        }
+        let Some(complete) = &self.complete else {
+            return Err(PyRuntimeError::new_err(
+                "the BatchedEnv of this core is gone",
+            ));
+        };
+        let result = complete.bind(py).call1((PyList::new(py, results)?,))?;
+        convert_result(&result, max_message_size)
+    }
 }
 
 /// NumPy's scalar types an info value may have, looked up once:
@@ -309,146 +586,7 @@ impl<'py> Builder<'py> {
     }
 }
 
-/// The sub-envs' rows of one action, each a new C-contiguous NumPy array
-/// of the row's dtype and shape holding a copy of its bytes (what
-/// [`new_array`] makes): the first made by `new_array`, the others with
-/// its dtype object and the dimensions kept here, instead of looking both
-/// up again for every row.
-struct Rows<'py> {
-    dims: Vec<npy_intp>,
-    descr: Option<Bound<'py, PyArrayDescr>>,
-}
-
-impl<'py> Rows<'py> {
-    fn new(shape: &[usize]) -> Self {
-        Rows {
-            dims: shape.iter().map(|&d| d as npy_intp).collect(),
-            descr: None,
-        }
-    }
-
-    /// A new array of `data`, the bytes of one row (`product(shape) ×
-    /// itemsize` of them: the caller slices the action by rows).
-    fn make(&mut self, py: Python<'py>, dtype: DType, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-        let Some(descr) = &self.descr else {
-            let shape: Vec<usize> = self.dims.iter().map(|&d| d as usize).collect();
-            let first = new_array(py, dtype, &shape, data)?;
-            self.descr = Some(first.cast::<PyUntypedArray>()?.dtype());
-            return Ok(first);
-        };
-        // SAFETY: PyArray_Empty steals the descriptor reference that
-        // into_dtype_ptr hands over (a clone: `self.descr` keeps its own),
-        // and returns a new reference (or null with a Python error set).
-        // The new array is C-contiguous of `self.dims` and the first row's
-        // dtype, `dtype`, so it owns exactly product(dims) × itemsize bytes,
-        // the length of `data` (every row has the first row's length); no
-        // other code has seen it yet.
-        unsafe {
-            let raw = PY_ARRAY_API.PyArray_Empty(
-                py,
-                self.dims.len() as std::os::raw::c_int,
-                self.dims.as_mut_ptr(),
-                descr.clone().into_dtype_ptr(),
-                0,
-            );
-            let obj = Bound::from_owned_ptr_or_err(py, raw)?;
-            if !data.is_empty() {
-                let arr = obj.as_ptr() as *mut numpy::npyffi::PyArrayObject;
-                std::ptr::copy_nonoverlapping(
-                    data.as_ptr(),
-                    (*arr).fields.data as *mut u8,
-                    data.len(),
-                );
-            }
-            Ok(obj)
-        }
-    }
-}
-
-impl FastBatch {
-    /// The fast path of `obj`, when it is a `BatchedEnv` that allows it
-    /// (the hooks' `batch_step_plan`); `None` for anything else.
-    pub(crate) fn detect(obj: &Bound<'_, PyAny>) -> Option<FastBatch> {
-        let envs = hooks::batch_step_plan(obj).ok()??;
-        (!envs.is_empty()).then_some(FastBatch { envs })
-    }
-
-    /// `obj.step(*args, **kwargs)` done here; `None` when the call is not
-    /// one this path takes (then the host calls `step` as usual).
-    pub(crate) fn step(
-        &self,
-        obj: &Bound<'_, PyAny>,
-        args: &[Value],
-        kwargs: &Dict,
-        max_message_size: usize,
-    ) -> Option<StepOutcome> {
-        let n = self.envs.len();
-        let action = sole_array(args, kwargs)?;
-        if action.shape().first() != Some(&n) {
-            return None;
-        }
-        // A faulted batch (its public `faulted`): `step` itself refuses it,
-        // with its message.
-        if obj
-            .getattr(intern!(obj.py(), "faulted"))
-            .and_then(|f| f.is_truthy())
-            .unwrap_or(true)
-        {
-            return None;
-        }
-        Some(self.run(obj, action, max_message_size))
-    }
-
-    fn run(
-        &self,
-        obj: &Bound<'_, PyAny>,
-        action: &NdArray,
-        max_message_size: usize,
-    ) -> StepOutcome {
-        let py = obj.py();
-        let n = self.envs.len();
-        let (dtype, row_shape) = (action.dtype(), &action.shape()[1..]);
-        let row_bytes = action.as_bytes().len() / n;
-        let mut raw: Vec<Bound<'_, PyAny>> = Vec::with_capacity(n);
-        let mut errors: Vec<(usize, PyErr)> = Vec::new();
-        let exception = py.get_type::<pyo3::exceptions::PyException>();
-        let step = intern!(py, "step");
-        let mut rows = Rows::new(row_shape);
-        for (i, env) in self.envs.iter().enumerate() {
-            let data = &action.as_bytes()[i * row_bytes..(i + 1) * row_bytes];
-            let row = rows.make(py, dtype, data)?;
-            match env.bind(py).call_method1(step, (row,)) {
-                Ok(result) => raw.push(result),
-                // As `BatchedEnv._run`: an `Exception` is kept for after
-                // every sub-env stepped; anything else (KeyboardInterrupt)
-                // propagates at once.
-                Err(e) if e.is_instance(py, &exception) => {
-                    errors.push((i, e));
-                    raw.push(py.None().into_bound(py));
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        if errors.is_empty() {
-            let mut builder = Builder::new(n);
-            let mut regular = true;
-            for (i, result) in raw.iter().enumerate() {
-                if !builder.take(i, result)? {
-                    regular = false;
-                    break;
-                }
-            }
-            if regular {
-                let value = builder.finish()?;
-                return Ok(check_bounded(&value, max_message_size).map(|()| value));
-            }
-        }
-        let errors: Vec<(usize, Py<PyAny>)> = errors
-            .into_iter()
-            .map(|(i, e)| (i, e.into_value(py).into_any()))
-            .collect();
-        let result =
-            hooks::complete_batch_step(obj, PyList::new(py, raw)?, PyList::new(py, errors)?)?;
-        convert_result(&result, max_message_size)
-    }
+/// Registers `BatchedCore`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyBatchedCore>()
 }

@@ -1,8 +1,9 @@
 //! The Python host's fast paths for `step`: Gymnasium envs stepped from
 //! here instead of through the Python wrapper the resource is.
 //!
-//! * [`FastBatch`] (`batched.rs`): a `unienv_remote.BatchedEnv` of
-//!   Gymnasium sub-envs with Box spaces; the batched result is built here.
+//! * A `unienv_remote.BatchedEnv` of Gymnasium sub-envs with Box spaces:
+//!   stepped through its core ([`PyBatchedCore::step_hosted`], `batched.rs`),
+//!   the batched result built there.
 //! * [`FastSingle`]: unienv's `FromGymnasiumEnv` over a Gymnasium env with
 //!   Box-like spaces (what `RemoteServer` hosts for `gymnasium.make(...)`):
 //!   the Gymnasium env's `step` is called with the action array itself, and
@@ -14,12 +15,12 @@
 //! calls the wrapper makes, on this thread, and the value is the one the
 //! wrapper's result converts to, bit for bit (`python/tests/
 //! test_batched_fast.py`, `test_single_fast.py`); what is not regular is
-//! finished by the wrapper's own Python code (through the hooks' `complete_batch_step` and
-//! `finish_single_step`, [`crate::host::hooks`]), and an exception of the
+//! finished by the wrapper's own Python code (the `BatchedEnv`'s assembly, the
+//! hooks' `finish_single_step`, [`crate::host::hooks`]), and an exception of the
 //! simulator propagates as it would through the wrapper.
 
 use crate::common::convert::array_to_py;
-use crate::host::batched::FastBatch;
+use crate::host::batched::PyBatchedCore;
 use crate::host::hooks;
 use crate::host::outcome::{convert_result, sole_array, StepOutcome};
 use numpy::PyUntypedArray;
@@ -30,15 +31,15 @@ use unienv_remote::{Dict, NdArray, Value};
 
 /// The fast path of one hosted env.
 pub(crate) enum FastStep {
-    Batch(FastBatch),
+    Batch(Py<PyBatchedCore>),
     Single(FastSingle),
 }
 
 impl FastStep {
     /// The fast path of env `obj` (of the NumPy backend), if one applies.
     pub(crate) fn detect(obj: &Bound<'_, PyAny>) -> Option<FastStep> {
-        if let Some(batch) = FastBatch::detect(obj) {
-            return Some(FastStep::Batch(batch));
+        if let Some(core) = hooks::batch_core(obj).ok().flatten() {
+            return Some(FastStep::Batch(core));
         }
         FastSingle::detect(obj).map(FastStep::Single)
     }
@@ -53,7 +54,15 @@ impl FastStep {
         max_message_size: usize,
     ) -> Option<StepOutcome> {
         match self {
-            FastStep::Batch(b) => b.step(obj, args, kwargs, max_message_size),
+            FastStep::Batch(core) => {
+                let py = obj.py();
+                match core.bind(py).try_borrow_mut() {
+                    Ok(mut core) => core.step_hosted(py, args, kwargs, max_message_size),
+                    // In use (a sub-env stepping its own batch): the plain
+                    // way, whose core refuses it.
+                    Err(_) => None,
+                }
+            }
             FastStep::Single(s) => s.step(obj, args, kwargs, max_message_size),
         }
     }

@@ -2,9 +2,7 @@
 //! object `unienv_remote/_hooks.py` registers once at import
 //! (`_native.set_hooks(HOOKS)`), an instance of its `NativeHooks`.
 //!
-//! Nothing else of the package is called by name from Rust (the one
-//! attribute read is a `BatchedEnv`'s public `faulted`, before each batched
-//! step [`super::batched`] does itself). The calls, all
+//! Nothing else of the package is called by name from Rust. The calls, all
 //! made with the GIL held on a domain's worker (or at the host's setup):
 //!
 //! | function here | hook | when |
@@ -15,15 +13,15 @@
 //! | [`dispose`] | `dispose(items)` | a domain's objects closed, once |
 //! | [`single_step_plan`] | `single_step_plan(obj)` | setup: may [`super::fast`] step this `FromGymnasiumEnv`? |
 //! | [`finish_single_step`] | `finish_single_step(obj, result)` | a single step whose result is not regular |
-//! | [`batch_step_plan`] | `batch_step_plan(obj)` | setup: the sub-envs of a `BatchedEnv` [`super::batched`] may step |
-//! | [`complete_batch_step`] | `complete_batch_step(obj, raw, errors)` | a batched step whose sub-results are not all regular |
+//! | [`batch_core`] | `batch_core(obj)` | setup: the core of a `BatchedEnv` the host may step through it ([`super::batched`]) |
 //! | [`gymnasium_space`] | `gymnasium_space(obj, name)` | the action check parsing a `BatchedEnv`'s space |
 
+use crate::host::batched::PyBatchedCore;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyTuple, PyType};
+use pyo3::types::{PyDict, PyTuple, PyType};
 
 /// The registered hooks: the object, and its `refusal` class read once.
 struct Hooks {
@@ -125,26 +123,15 @@ pub(crate) fn finish_single_step<'py>(
     call(py, intern!(py, "finish_single_step"), (obj, result))
 }
 
-/// The sub-envs of a `BatchedEnv` this host may step itself; `None` for
-/// anything else.
-pub(crate) fn batch_step_plan(obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<Py<PyAny>>>> {
+/// The `BatchedCore` of a `BatchedEnv` this host may step through it;
+/// `None` for anything else.
+pub(crate) fn batch_core(obj: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyBatchedCore>>> {
     let py = obj.py();
-    let plan = call(py, intern!(py, "batch_step_plan"), (obj,))?;
-    if plan.is_none() {
+    let core = call(py, intern!(py, "batch_core"), (obj,))?;
+    if core.is_none() {
         return Ok(None);
     }
-    let list = plan.cast::<PyList>()?;
-    Ok(Some(list.iter().map(Bound::unbind).collect()))
-}
-
-/// The rest of `BatchedEnv.step` after the host stepped every sub-env.
-pub(crate) fn complete_batch_step<'py>(
-    obj: &Bound<'py, PyAny>,
-    raw: Bound<'py, PyList>,
-    errors: Bound<'py, PyList>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let py = obj.py();
-    call(py, intern!(py, "complete_batch_step"), (obj, raw, errors))
+    Ok(Some(core.cast_into::<PyBatchedCore>()?.unbind()))
 }
 
 /// A `BatchedEnv`'s sub-envs' Gymnasium space `name`; `None` for anything

@@ -1,7 +1,8 @@
 //! The Python host's side: `_native.Server` ([`server`]) hosting Python
 //! objects, their descriptors ([`descriptor`], with attribute lookups in
-//! [`attr`]), the action checks ([`actions`]), the fast stepping paths
-//! ([`fast`], [`batched`], sharing [`outcome`]), the calls back into the
+//! [`attr`]), the action checks ([`actions`]), `BatchedEnv`'s stepping
+//! core ([`batched`], on the crate's `BatchedCore`), the fast stepping
+//! paths ([`fast`], sharing [`outcome`] with [`batched`]), the calls back into the
 //! package ([`hooks`], the one way Rust reaches Python code by name),
 //! Python exceptions as host errors ([`python`]), `BatchedEnv`'s info
 //! layout ([`infos`]) and dialing out to a relay ([`dial`]). It
@@ -28,6 +29,7 @@ pub mod server;
 /// Registers this layer's classes and functions in the `_native` module.
 pub fn register(m: &pyo3::Bound<'_, pyo3::types::PyModule>) -> pyo3::PyResult<()> {
     actions::register(m)?;
+    batched::register(m)?;
     hooks::register(m)?;
     infos::register(m)?;
     server::register(m)?;
