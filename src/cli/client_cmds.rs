@@ -66,7 +66,7 @@ pub fn discover(args: DiscoverArgs) -> ExitCode {
     run_client(async move {
         let client = match args.client.connect(false).await {
             Ok(client) => client,
-            Err(e) if super::relay::is_relay_root(&e) => {
+            Err(e) if super::shared::is_relay_root(&e) => {
                 return Ok(super::relay::discover_hosts(&args.client, args.json).await)
             }
             Err(e) => return Err(e),

@@ -291,14 +291,6 @@ pub async fn serve_dial_only(server: Server, args: &DialArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Whether a client's connection was refused by a relay's root (a relay's
-/// URL given where a server's was expected).
-pub(super) fn is_relay_root(e: &crate::client::ClientError) -> bool {
-    use crate::client::{ClientError, ConnectFailure};
-    matches!(e, ClientError::Connect(ConnectFailure::Refused { source, .. })
-        if crate::relay::ListError::is_relay_root(source))
-}
-
 /// `discover` given a relay's URL: the connected hosts (name, version,
 /// clients, time connected, URL, resources), or with `--json` the same as
 /// a JSON array.

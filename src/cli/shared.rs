@@ -271,6 +271,14 @@ pub(crate) fn write_out(text: std::fmt::Arguments<'_>) {
 /// `serve` logs no session before a client comes.
 pub(super) const STARTUP_SPAN: &str = "startup_describe";
 
+/// Whether a client's connection was refused by a relay's root (a relay's
+/// URL given where a server's was expected).
+pub(crate) fn is_relay_root(e: &ClientError) -> bool {
+    use crate::client::ConnectFailure;
+    matches!(e, ClientError::Connect(ConnectFailure::Refused { source, .. })
+        if crate::relay::ListError::is_relay_root(source))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -113,7 +113,7 @@ async fn hosted_ids(url: &str, config: ClientConfig) -> Hosted {
         let client = match crate::client::Client::connect(url, config).await {
             Ok(c) => c,
             Err(e) => {
-                relay = super::relay::is_relay_root(&e);
+                relay = super::shared::is_relay_root(&e);
                 return None;
             }
         };
