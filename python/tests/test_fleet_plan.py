@@ -1,6 +1,6 @@
 """``ProcessVectorEnv``'s default layout (``unienv_remote/_fleet_plan.py``):
-one server per CPU, batched resources split in two once each half keeps 8
-envs, ``recv``'s batch half the envs with the split."""
+one server per CPU, one batched resource per server, ``recv`` waiting for
+every env."""
 
 import os
 
@@ -8,40 +8,32 @@ import gymnasium
 import pytest
 
 from unienv_remote import ProcessVectorEnv
-from unienv_remote._fleet_plan import MIN_HALF, FleetPlan, plan_fleet
+from unienv_remote._fleet_plan import FleetPlan, plan_fleet
 
 
 @pytest.mark.parametrize("n_envs, cpus, expected", [
     (1, 1, FleetPlan(1, 1, None)),
     (1, 8, FleetPlan(1, 1, None)),           # never more servers than envs
     (3, 2, FleetPlan(2, 1, None)),
-    (16, 2, FleetPlan(2, 1, None)),          # 8 a server: halves of 4 are too small
-    (31, 2, FleetPlan(2, 1, None)),          # the smaller share is 15
-    (32, 2, FleetPlan(2, 2, 16)),            # 16 a server: two BatchedEnv(8) each
-    (1024, 2, FleetPlan(2, 2, 512)),
+    (16, 2, FleetPlan(2, 1, None)),
+    (1024, 2, FleetPlan(2, 1, None)),
     (64, 8, FleetPlan(8, 1, None)),
-    (128, 8, FleetPlan(8, 2, 64)),
-    (1024, 64, FleetPlan(64, 2, 512)),
+    (5, 8, FleetPlan(5, 1, None)),
+    (1024, 64, FleetPlan(64, 1, None)),
 ])
 def test_the_rule(n_envs: int, cpus: int, expected: FleetPlan) -> None:
     assert plan_fleet(n_envs, cpus) == expected
 
 
-def test_every_resource_keeps_min_half_envs() -> None:
+def test_one_server_per_cpu_and_one_resource_each() -> None:
     for cpus in (1, 2, 3, 8, 16):
         for n in range(1, 300):
-            plan = plan_fleet(n, cpus)
-            assert plan.servers == min(n, cpus)
-            smallest = n // plan.servers // plan.resources_per_server
-            assert plan.resources_per_server == 1 or smallest >= MIN_HALF
-            assert (plan.batch_size is None) == (plan.resources_per_server == 1)
-            if plan.batch_size is not None:
-                assert 1 <= plan.batch_size <= n
+            assert plan_fleet(n, cpus) == FleetPlan(min(n, cpus), 1, None)
 
 
 def test_given_servers_are_kept() -> None:
-    assert plan_fleet(64, 2, servers=4) == FleetPlan(4, 2, 32)
-    assert plan_fleet(64, 2, servers=8) == FleetPlan(8, 1, None)
+    assert plan_fleet(64, 2, servers=4) == FleetPlan(4, 1, None)
+    assert plan_fleet(3, 2, servers=3) == FleetPlan(3, 1, None)
 
 
 @pytest.mark.parametrize("args, what", [

@@ -9,13 +9,14 @@ The rule:
 * **one server process per CPU** (never more servers than envs): a server
   steps its envs on one CPU, pinned, so more servers than CPUs only queue
   behind each other, and fewer leave CPUs idle;
-* **batched resources**, one per server, split in two once every half would
-  still hold :data:`MIN_HALF` envs or more: a server then steps one half while
-  the learner turns the other around (with ``send``/``recv``), and a resource
-  of fewer envs pays its per-request cost over too few steps;
-* **``recv`` returns half the envs** (``batch_size = n_envs // 2``) when the
-  resources are split, so that the halves alternate; otherwise ``recv``
-  waits for every env (``batch_size = None``), as lockstep ``step`` does.
+* **one batched resource per server**, holding that server's share of the
+  envs: lockstep ``step`` (Gymnasium's API, and what ``benches/scaling.py``
+  measures) pays a request's fixed cost once per server and step. Two
+  resources per server, stepped alternately with ``send``/``recv``, were
+  measured no faster for ``step`` (64 and 1,024 envs) and slower at 256
+  (0.72x one resource per server), so they are for a caller who uses
+  ``recv`` to pass (``resources_per_server=2, batch_size=n // 2``);
+* **``recv`` waits for every env** (``batch_size = None``), as ``step`` does.
 """
 
 from __future__ import annotations
@@ -23,19 +24,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-#: The fewest envs in each of a server's two resources: BENCHMARKS.md's
-#: measured split is ``2 x BatchedEnv(8)`` per server.
-MIN_HALF = 8
-
-
 @dataclass(frozen=True)
 class FleetPlan:
     """A layout of ``n_envs`` envs over server processes."""
 
     #: Server processes (one per CPU, at most one per env).
     servers: int
-    #: Batched resources per server (1, or 2 when each half holds
-    #: :data:`MIN_HALF` envs or more).
+    #: Batched resources per server (one: the measured best for ``step``).
     resources_per_server: int
     #: ``RemoteVectorEnv``'s ``batch_size``: how many envs ``recv`` returns
     #: at least (``None``: all of them).
@@ -57,8 +52,4 @@ def plan_fleet(n_envs: int, cpus: int, servers: Optional[int] = None) -> FleetPl
         servers = min(n_envs, cpus)
     elif _positive("servers", servers) > n_envs:
         raise ValueError(f"servers must be at most the number of envs ({n_envs}), got {servers}")
-    # The smallest server's share decides: every resource keeps MIN_HALF envs.
-    smallest_share = n_envs // servers
-    if smallest_share >= 2 * MIN_HALF:
-        return FleetPlan(servers=servers, resources_per_server=2, batch_size=n_envs // 2)
     return FleetPlan(servers=servers, resources_per_server=1, batch_size=None)

@@ -324,9 +324,9 @@ class ProcessVectorEnv(RemoteVectorEnv):
     * ``servers``: how many processes (default: the vCPUs this process may
       use, at most one per env).
     * ``resources_per_server``: how many ``BatchedEnv`` resources each
-      process hosts (its envs split evenly). Default: 2 when each would
-      hold 8 envs or more, with ``batch_size`` half the envs (unless given)
-      for ``send``/``recv``; else 1 (``_fleet_plan``, docs/vector.md).
+      process hosts (its envs split evenly). Default: 1, the measured best
+      for ``step``; a ``send``/``recv`` loop may do better with 2 and
+      ``batch_size`` half the envs (``_fleet_plan``, docs/vector.md).
     * ``pin``: pin server ``i`` to the ``i``-th vCPU this process may use
       (``RemoteServer(cpus=...)``, Linux), the learner left unpinned.
     * ``unix``: serve on Unix domain sockets in a private temporary
