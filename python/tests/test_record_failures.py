@@ -39,6 +39,11 @@ def run(steps):
             env.reset()
 
 run(100)
+# The writer commits in the background: let some of these reach the disk
+# before it fails (a loaded machine may not have written any yet).
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline and not (metric(server.metrics_text(), "unienv_recorded_transitions_total") or 0):
+    time.sleep(0.05)
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
 run(200)
