@@ -145,7 +145,7 @@ fn lockstep(
 fn run() -> Result<(), String> {
     let rss_start = rss_bytes();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.is_empty() || args.len() % 2 != 0 {
+    if args.is_empty() || !args.len().is_multiple_of(2) {
         return Err("usage: vector_driver URL ID [URL ID ...] (seconds per round on stdin)".into());
     }
     let addresses: Vec<EnvAddress> = args
