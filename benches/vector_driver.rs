@@ -123,7 +123,8 @@ fn lockstep(
         .reset(BlockingVectorEnv::seeded(Some(0), envs.num_envs()))
         .map_err(|e| format!("reset: {e}"))?;
     first_failure("reset", &reset.errors)?;
-    let until = Duration::from_secs_f64(seconds.max(0.0));
+    let until =
+        Duration::try_from_secs_f64(seconds).map_err(|e| format!("{seconds} seconds: {e}"))?;
     let start = Instant::now();
     let (mut steps, mut now) = (0u64, start);
     while now - start < until {
