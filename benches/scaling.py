@@ -2,7 +2,7 @@
 "Scaling").
 
     .venv-ref/bin/python benches/scaling.py [--sizes 16,64,256,1024] [--configs sync,single2]
-        [--seconds 1.5] [--rounds 3] [--async-max N]
+        [--seconds 1.5] [--rounds 3] [--async-max N] [--driver PATH]
 
 ``Pendulum-v1``, lockstep ``step`` with random actions, at each N of
 ``--sizes`` in these configurations (``--configs`` names; ``sync`` is always
@@ -16,10 +16,14 @@ measured, it is the baseline of the ratios):
 * ``batched``: ``RemoteVectorEnv`` over 2 server processes x one
   ``BatchedEnv(N / 2)``;
 * ``single2`` / ``single8``: ``RemoteVectorEnv`` over N single-env resources
-  spread over 2 / 8 server processes (N ``(url, id)`` pairs).
-
-No benchmark, example or CLI command drives the Rust ``VectorEnv`` over many
-envs (``unienv-remote bench`` steps one env), so it is not measured here.
+  spread over 2 / 8 server processes (N ``(url, id)`` pairs);
+* ``rust2``: the Rust ``BlockingVectorEnv`` over the same N single-env
+  resources on 2 server processes as ``single2``, stepped by the program
+  ``benches/vector_driver.rs`` (``--driver``; default
+  ``target/release/examples/vector_driver``, built first with
+  ``cargo build --release --example vector_driver``). Its learner figures
+  are that process's: CPU from its ``/proc/PID/stat`` around each round,
+  RSS growth and step times as it reports them.
 
 Per configuration: env steps per second (median of ``--rounds`` rounds,
 configurations interleaved within each round, each measured for ``--seconds``
@@ -41,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import resource
 import signal
@@ -57,7 +62,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from throughput import URL, process_cpu, stop_process  # noqa: E402
 
 SIM = "Pendulum-v1"
-CONFIGS = ("sync", "async", "process", "batched", "single2", "single8")
+CONFIGS = ("sync", "async", "process", "batched", "single2", "single8", "rust2")
 LABELS = {
     "sync": "SyncVectorEnv",
     "async": "AsyncVectorEnv",
@@ -65,7 +70,10 @@ LABELS = {
     "batched": "remote 2 x BatchedEnv(N/2)",
     "single2": "remote N single, 2 servers",
     "single8": "remote N single, 8 servers",
+    "rust2": "Rust VectorEnv, N single, 2 servers",
 }
+#: The Rust learner of ``rust2`` (``benches/vector_driver.rs``).
+DRIVER = Path(__file__).resolve().parent.parent / "target" / "release" / "examples" / "vector_driver"
 #: The memory an ``AsyncVectorEnv`` worker is taken to need when sizing
 #: ``--async-max`` by default.
 ASYNC_WORKER_BYTES = 64 << 20
@@ -206,6 +214,60 @@ class Config:
                 s.stop()
 
 
+class RustConfig(Config):
+    """``rust2``: the Rust ``BlockingVectorEnv`` in ``benches/vector_driver.rs``
+    (a process of its own) over ``servers``' single envs. The learner's
+    figures are the driver's."""
+
+    def __init__(self, n: int, driver: Path, servers: List[Server]) -> None:
+        super().__init__("rust2", n, lambda: None, servers)
+        self.driver = driver
+        self.process: Optional["subprocess.Popen[str]"] = None
+
+    def line(self) -> Dict[str, Any]:
+        assert self.process is not None and self.process.stdout is not None
+        text = self.process.stdout.readline()
+        if not text:
+            raise RuntimeError(f"{self.driver.name} ended (exit {self.process.wait()}); its stderr says why")
+        reply: Dict[str, Any] = json.loads(text)
+        return reply
+
+    def run(self, seconds: float) -> None:
+        if self.process is None:
+            for s in self.servers:
+                s.wait()
+            k = len(self.servers)
+            args: List[str] = []
+            for j in range(self.n):
+                args += [self.servers[j % k].url, f"pendulum{j // k}"]
+            env = dict(os.environ, VECTOR_DRIVER_WARMUP=str(min(0.3, seconds)))
+            self.process = subprocess.Popen([str(self.driver), *args], stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, text=True, env=env)
+            self.learner_rss = int(self.line()["rss_growth"])  # after its warm-up
+            self.server_rss = sum(rss_bytes(p) for p in self.pids())
+        assert self.process.stdin is not None
+        servers_before = self.cpu_of_servers()
+        learner_before = sum(process_cpu(self.process.pid))
+        self.process.stdin.write(f"{seconds}\n")
+        self.process.stdin.flush()
+        reply = self.line()
+        learner_after = sum(process_cpu(self.process.pid))
+        steps = int(reply["env_steps"])
+        self.rates.append(steps / float(reply["window"]))
+        self.learner_cpu.append((learner_after - learner_before) / steps)
+        self.server_cpu.append((self.cpu_of_servers() - servers_before) / steps)
+        self.durations += [float(d) for d in reply["durations"]]
+
+    def close(self) -> None:
+        try:
+            if self.process is not None:
+                stop_process(self.process)
+        finally:
+            self.process = None
+            for s in self.servers:
+                s.stop()
+
+
 def raise_nofile(need: int) -> str:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or soft >= need:
@@ -217,7 +279,7 @@ def raise_nofile(need: int) -> str:
     return note
 
 
-def build(n: int, keys: List[str], async_max: int, configs: Dict[str, Config]) -> List[str]:
+def build(n: int, keys: List[str], async_max: int, configs: Dict[str, Config], driver: Path) -> List[str]:
     """Fills ``configs`` with the configurations at ``n`` (their servers
     started, not yet waited for); returns notes on those skipped."""
     import gymnasium
@@ -258,6 +320,12 @@ def build(n: int, keys: List[str], async_max: int, configs: Dict[str, Config]) -
                 continue
             servers = [Server(n // k + (1 if i < n % k else 0)) for i in range(k)]
             configs[key] = Config(key, n, remote(servers, True), servers)
+        elif key == "rust2":
+            if n < 2:
+                notes.append(f"{key} skipped at N={n}: fewer envs than servers")
+                continue
+            servers = [Server(n // 2 + (1 if i < n % 2 else 0)) for i in range(2)]
+            configs[key] = RustConfig(n, driver, servers)
     return notes
 
 
@@ -273,6 +341,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--async-max", type=int, default=None,
                         help="largest N for AsyncVectorEnv (default: half of MemAvailable at 64 MiB a worker)")
+    parser.add_argument("--driver", type=Path, default=DRIVER,
+                        help="the rust2 learner (default: %(default)s; "
+                             "cargo build --release --example vector_driver)")
     args = parser.parse_args()
     if args.serve:
         serve(args.singles, args.batch)
@@ -286,6 +357,8 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown configuration(s) {', '.join(unknown)}; choose from {', '.join(CONFIGS)}")
     keys = ["sync"] + [k for k in CONFIGS if k in keys and k != "sync"]
+    if "rust2" in keys and not os.access(args.driver, os.X_OK):
+        parser.error(f"rust2 needs {args.driver}: cargo build --release --example vector_driver (or --driver PATH)")
     async_max = args.async_max if args.async_max is not None else mem_available() // 2 // ASYNC_WORKER_BYTES
 
     # SIGTERM ends the run as Ctrl-C does: through the finally blocks that
@@ -297,13 +370,12 @@ def main() -> None:
     # The learner holds one connection per server (its resources share it);
     # AsyncVectorEnv holds pipes to each worker.
     notes = [raise_nofile((4 * min(max(sizes), async_max) if "async" in keys else 0) + 256)]
-    notes.append("Rust VectorEnv: not measured (no benchmark, example or CLI command drives it over many envs)")
     load_before = os.getloadavg()
     results: List[Config] = []
     for n in sizes:
         configs: Dict[str, Config] = {}
         try:
-            notes += build(n, keys, async_max, configs)
+            notes += build(n, keys, async_max, configs, args.driver)
             for r in range(args.rounds):
                 for key, config in configs.items():
                     config.run(args.seconds)
@@ -321,9 +393,10 @@ def main() -> None:
     for note in notes:
         print(f"note: {note}")
     print()
-    print("CPU: user+system seconds per env step (learner: this process, all threads; servers: the server")
-    print("processes or AsyncVectorEnv's workers). RSS per env: the learner's growth while building the")
-    print("configuration, the servers' total. Step: one vector step's wall time over all rounds.")
+    print("CPU: user+system seconds per env step (learner: this process, all threads, or for the Rust VectorEnv")
+    print("the vector_driver process; servers: the server processes or AsyncVectorEnv's workers). RSS per env:")
+    print("the learner's growth while building the configuration, the servers' total. Step: one vector step's")
+    print("wall time over all rounds.")
     print()
     print("| N | configuration | env-steps/s | vs SyncVectorEnv | learner CPU µs/env-step | server CPU µs/env-step "
           "| learner RSS KiB/env | server RSS KiB/env | step p50 ms | step p99 ms |")
