@@ -203,7 +203,7 @@ fn gymnasium_space<'py>(obj: &Bound<'py, PyAny>, name: &str) -> Option<Bound<'py
 
 /// Lowers the `high` of integer boxes made from Gymnasium's `Discrete` and
 /// `MultiDiscrete` by one (UniEnv builds them as `[start, start + n)`),
-/// through `Dict` and `Tuple` spaces.
+/// through `Dict`, `Tuple` and `OneOf` spaces.
 fn exclusive_discrete(gym: &Bound<'_, PyAny>, space: Space) -> Space {
     let py = gym.py();
     let Ok(spaces) = py.import(intern!(py, "gymnasium.spaces")) else {
@@ -239,18 +239,23 @@ fn exclusive_discrete(gym: &Bound<'_, PyAny>, space: Space) -> Space {
             };
             (k.clone(), adjusted)
         })),
-        Space::Tuple(items) if is("Tuple") => Space::Tuple(
-            items
-                .into_iter()
-                .enumerate()
-                .map(|(i, s)| match gym.get_item(i) {
-                    Ok(g) => exclusive_discrete(&g, s),
-                    Err(_) => s,
-                })
-                .collect(),
-        ),
+        Space::Tuple(items) if is("Tuple") => Space::Tuple(exclusive_items(gym, items)),
+        Space::Union(items) if is("OneOf") => Space::Union(exclusive_items(gym, items)),
         other => other,
     }
+}
+
+/// [`exclusive_discrete`] of each of a `Tuple`'s or a `OneOf`'s spaces (both
+/// index their spaces as `gym[i]`).
+fn exclusive_items(gym: &Bound<'_, PyAny>, items: Vec<Space>) -> Vec<Space> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| match gym.get_item(i) {
+            Ok(g) => exclusive_discrete(&g, s),
+            Err(_) => s,
+        })
+        .collect()
 }
 
 /// `_native.coerce_action(space_document, action)`: the action converted as
