@@ -81,12 +81,12 @@ ASYNC_WORKER_BYTES = 64 << 20
 
 # -- the servers (this script with --serve) -------------------------------------
 
-def serve(singles: int, batch: int) -> None:
+def serve(singles: int, batch: int, reply_hold: bool = True) -> None:
     import gymnasium
     from unienv_interface.wrapper.gym_compat import FromGymnasiumEnv
     from unienv_remote import BatchedEnv, RemoteServer
 
-    server = RemoteServer(idle_timeout=None)
+    server = RemoteServer(idle_timeout=None) if reply_hold else RemoteServer(idle_timeout=None, reply_hold=None)
     if batch:
         server.register("pendulum_batch", BatchedEnv([functools.partial(gymnasium.make, SIM)] * batch))
     for i in range(singles):
@@ -101,11 +101,14 @@ def serve(singles: int, batch: int) -> None:
 class Server:
     """This script as ``--serve``: ``singles`` single Pendulums
     (``pendulum0``...) and, if ``batch``, a ``BatchedEnv(batch)``
-    (``pendulum_batch``). Started at construction; ``wait()`` reads its URL."""
+    (``pendulum_batch``); ``reply_hold=False`` writes each reply at once
+    (``RemoteServer(reply_hold=None)``). Started at construction; ``wait()``
+    reads its URL."""
 
-    def __init__(self, singles: int, batch: int = 0) -> None:
+    def __init__(self, singles: int, batch: int = 0, reply_hold: bool = True) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, __file__, "--serve", "--singles", str(singles), "--batch", str(batch)],
+            [sys.executable, __file__, "--serve", "--singles", str(singles), "--batch", str(batch)]
+            + ([] if reply_hold else ["--no-reply-hold"]),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.url = ""
 
@@ -334,6 +337,7 @@ def main() -> None:
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--singles", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--no-reply-hold", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default="16,64,256,1024", help="comma-separated N (default: %(default)s)")
     parser.add_argument("--configs", default=",".join(CONFIGS),
                         help=f"comma-separated subset of {', '.join(CONFIGS)} (sync is always measured)")
@@ -346,7 +350,7 @@ def main() -> None:
                              "cargo build --release --example vector_driver)")
     args = parser.parse_args()
     if args.serve:
-        serve(args.singles, args.batch)
+        serve(args.singles, args.batch, not args.no_reply_hold)
         return
 
     sizes = [int(s) for s in args.sizes.split(",") if s]

@@ -8,6 +8,7 @@ costs the learner process in load-independent counts:
     STRACE=1 .venv-ref/bin/python benches/profile/singles.py N [STEPS]   # + strace -c -f: syscalls per env step
     CG=1 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=OUT \\
         .venv-ref/bin/python benches/profile/singles.py N [STEPS]        # instructions per env step
+    HOLD=0 ...   # the servers write each reply at once (RemoteServer(reply_hold=None))
 
 After 50 warm-up vector steps the script counts STEPS (default 200) vector
 steps. With STRACE=1, ``strace -c -f`` is attached to this process (every
@@ -33,12 +34,24 @@ import numpy as np  # noqa: E402
 from scaling import Server  # noqa: E402
 
 
+def switches() -> int:
+    """Voluntary context switches of this process so far, all threads (each
+    is a wake-up: a thread that slept waiting for something)."""
+    total = 0
+    for task in Path("/proc/self/task").iterdir():
+        for line in (task / "status").read_text().splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                total += int(line.split()[1])
+    return total
+
+
 def main() -> None:
     n = int(sys.argv[1])
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 200
     from unienv_remote import RemoteVectorEnv
 
-    servers = [Server(n // 2 + (1 if i < n % 2 else 0)) for i in range(2)]
+    hold = os.environ.get("HOLD", "1") != "0"
+    servers = [Server(n // 2 + (1 if i < n % 2 else 0), reply_hold=hold) for i in range(2)]
     envs = None
     try:
         urls = [s.wait() for s in servers]
@@ -56,6 +69,7 @@ def main() -> None:
         if os.environ.get("CG"):
             subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], check=True,
                            stdout=subprocess.DEVNULL)
+        before = switches()
         cpu = time.process_time()
         for i in range(steps):
             envs.step(pool[i % 16])
@@ -69,6 +83,7 @@ def main() -> None:
         env_steps = steps * n
         print(f"N={n}: {steps} vector steps, {env_steps} env steps "
               f"(CPU {1e6 * cpu / env_steps:.1f} µs per env step: not load-independent)")
+        print(f"  voluntary context switches per env step: {(switches() - before) / env_steps:.3f}")
         if tracer is not None:
             print("syscalls per env step (strace -c -f):")
             for line in Path(trace_out).read_text().splitlines():

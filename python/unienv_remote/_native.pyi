@@ -230,6 +230,7 @@ class Server:
         record_format: Optional[object] = None,
         cpus: Optional[List[int]] = None,
         record_queue_bytes: Optional[int] = None,
+        reply_hold: Optional[float] = ...,
     ) -> Server: ...
     def serve_metrics(self, addr: str) -> str:
         """Serves the metrics (Prometheus text format) on ``addr``; returns its URL."""

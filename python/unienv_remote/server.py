@@ -129,6 +129,12 @@ class RemoteServer:
       have, or one outside the process's allowed set (``os.sched_getaffinity``),
       raises ``ValueError`` when the server starts (first
       ``listen``/``connect``); Linux only (elsewhere, any ``cpus`` raises).
+    * ``reply_hold``: seconds a response may wait for the same session's
+      other requests still at simulators, to be written together with theirs
+      (default 0.0005; ``None`` writes each at once). A learner stepping many
+      envs on one connection then wakes once per batch of replies; a reply is
+      never held longer than this, whatever the other requests do (SPEC.md
+      section 8.4).
     """
 
     def __init__(self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
@@ -145,13 +151,17 @@ class RemoteServer:
                  max_connection_bytes: Optional[int] = None,
                  max_server_bytes: Optional[int] = None,
                  cpus: Optional[Sequence[int]] = None,
-                 record_queue_bytes: Optional[int] = None) -> None:
+                 record_queue_bytes: Optional[int] = None,
+                 reply_hold: Optional[float] = 0.0005) -> None:
         if idle_timeout is not None and (not math.isfinite(idle_timeout) or idle_timeout <= 0):
             raise ValueError("idle_timeout must be positive and finite, or None")
         if type(max_message_size) is not int or max_message_size < 8:
             raise ValueError("max_message_size must be an integer of at least 8")
         if not isinstance(shutdown_timeout, (int, float)) or not math.isfinite(shutdown_timeout) or shutdown_timeout <= 0:
             raise ValueError("shutdown_timeout must be positive and finite")
+        if reply_hold is not None and (not isinstance(reply_hold, (int, float)) or not math.isfinite(reply_hold)
+                                       or reply_hold <= 0):
+            raise ValueError("reply_hold must be positive and finite (seconds), or None")
         # As in the reference: the codec's limit and idle_timeout are public
         # attributes, read when the server starts (first listen/connect).
         self.codec = Codec(max_message_size)
@@ -165,7 +175,8 @@ class RemoteServer:
             tls_key=None if tls_key is None else os.fspath(tls_key),
             validate_actions=bool(validate_actions),
             record_dir=None if record_dir is None else os.fspath(record_dir),
-            record_format=native_format(record_format, record_dir is not None))
+            record_format=native_format(record_format, record_dir is not None),
+            reply_hold=reply_hold)
         for name, budget in (("max_connection_bytes", max_connection_bytes),
                              ("max_server_bytes", max_server_bytes),
                              ("record_queue_bytes", record_queue_bytes)):

@@ -45,6 +45,11 @@ pub struct ServeArgs {
     /// Largest message in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MESSAGE_SIZE)]
     pub max_message_size: usize,
+    /// Hold a response up to MICROSECONDS for the same session's other
+    /// requests still at simulators, to write them together (0 writes each
+    /// at once; SPEC.md section 8.4).
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 500)]
+    pub reply_hold_us: u64,
     /// Also accept this browser origin (repeatable; `*` allows any).
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
@@ -177,6 +182,7 @@ pub fn serve(args: ServeArgs) -> ExitCode {
         metrics_addr: args.metrics.clone(),
         cpus: args.cpus.clone(),
         max_message_size: args.max_message_size,
+        reply_hold: (args.reply_hold_us > 0).then(|| Duration::from_micros(args.reply_hold_us)),
         idle_timeout: (args.idle_timeout > 0.0).then(|| Duration::from_secs_f64(args.idle_timeout)),
         max_connections: args.max_connections,
         token: token.clone(),

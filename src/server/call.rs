@@ -193,6 +193,7 @@ mod tests {
             1 << 20,
             Account::new(Pool::new(1 << 30), 1 << 30),
             Arc::new(crate::metrics::Metrics::new(None)),
+            None,
         );
         let full = Dict::new()
             .with("request_id", "1f")

@@ -87,6 +87,13 @@ pub struct ServerConfig {
     /// Hosted calls taking longer than this are logged at `warn` level with
     /// `tracing` (default 1 s; `None` disables).
     pub slow_call: Option<Duration>,
+    /// How long a response may wait for the session's other requests at
+    /// domains, to be written together with theirs (default 500 µs; `None`
+    /// writes each at once). A learner stepping many envs on one connection
+    /// then wakes once per batch of replies instead of once per reply; a
+    /// reply is never held longer than this, whatever the other requests
+    /// do (SPEC §8.4, "replies written together").
+    pub reply_hold: Option<Duration>,
     // [transport: TLS hook]
     /// TLS for every WebSocket connection (`wss://`; default none: plain
     /// `ws://`). Build it with
@@ -177,6 +184,7 @@ impl Default for ServerConfig {
             message_timeout: Duration::from_secs(60),
             validate_actions: false,
             slow_call: Some(Duration::from_secs(1)),
+            reply_hold: Some(Duration::from_micros(500)),
             tls: None,
             heartbeat_interval: Some(Duration::from_secs(20)),
             heartbeat_timeout: Duration::from_secs(60),
@@ -335,6 +343,7 @@ impl ServerConfig {
         positive_or_none("idle_timeout", self.idle_timeout)?;
         positive_or_none("idle_session_timeout", self.idle_session_timeout)?;
         positive_or_none("heartbeat_interval", self.heartbeat_interval)?;
+        positive_or_none("reply_hold", self.reply_hold)?;
         positive("heartbeat_timeout", self.heartbeat_timeout)?;
         match &self.cpus {
             Some(cpus) => Ok(super::placement::check_cpus(cpus)?),
@@ -494,6 +503,14 @@ mod tests {
                 "idle_session_timeout",
                 true,
             ),
+            (
+                ServerConfig {
+                    reply_hold: Some(zero),
+                    ..Default::default()
+                },
+                "reply_hold",
+                true,
+            ),
         ];
         for (config, field, optional) in cases {
             assert_eq!(
@@ -506,6 +523,7 @@ mod tests {
             idle_timeout: None,
             idle_session_timeout: None,
             slow_call: None,
+            reply_hold: None,
             ..Default::default()
         };
         assert_eq!(disabled.validate(), Ok(()));

@@ -66,6 +66,7 @@ fn session(max: usize) -> Arc<SessionShared> {
         max,
         Account::new(pool, 1 << 30),
         metrics,
+        None,
     );
     s.max_message_size.store(max, Ordering::Relaxed);
     s

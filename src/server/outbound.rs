@@ -18,6 +18,14 @@ use tokio::sync::{watch, Notify, OwnedSemaphorePermit};
 /// Reliable messages a session may have queued; one more disconnects it.
 pub(crate) const RELIABLE_QUEUE_LIMIT: usize = 64;
 
+/// Most responses held for the session's other requests
+/// ([`ServerConfig::reply_hold`](super::ServerConfig::reply_hold)): one
+/// more writes them all.
+const HOLD_MAX_MESSAGES: usize = 32;
+/// Larger responses are never held (writing them together saves nothing
+/// worth their wait).
+const HOLD_MAX_BYTES: usize = 64 * 1024;
+
 /// Longest `request_id`, `operation_id` and `subscription_id`, in bytes.
 pub const MAX_ID_BYTES: usize = 256;
 
@@ -26,17 +34,34 @@ pub const MAX_ID_BYTES: usize = 256;
 pub(crate) const MAX_RESOURCE_ID_BYTES: usize = 1024;
 
 /// A request queued at a domain: its in-flight slot and the bytes it holds
-/// (its frame and decoded tree), both given back when the domain is done.
+/// (its frame and decoded tree), both given back when the domain is done,
+/// after its response. The last of a session's requests to be done writes
+/// the responses held for it.
 pub(crate) struct InFlight {
     _permit: OwnedSemaphorePermit,
     _charge: Charge,
+    session: Arc<SessionShared>,
 }
 
 impl InFlight {
-    pub(crate) fn new(permit: OwnedSemaphorePermit, charge: Charge) -> InFlight {
+    pub(crate) fn new(
+        permit: OwnedSemaphorePermit,
+        charge: Charge,
+        session: Arc<SessionShared>,
+    ) -> InFlight {
+        session.at_domains.fetch_add(1, Ordering::AcqRel);
         InFlight {
             _permit: permit,
             _charge: charge,
+            session,
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if self.session.at_domains.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.session.release_held();
         }
     }
 }
@@ -87,6 +112,12 @@ impl CloseReason {
 #[derive(Default)]
 pub(super) struct Outbound {
     reliable: VecDeque<Queued>,
+    /// Responses held for the session's other requests at domains, in the
+    /// order they were produced; they go before anything queued after them.
+    held: Vec<(Bytes, Charge)>,
+    /// When the first of `held` was held: the writer task writes them at
+    /// this plus the hold, if nothing has before.
+    held_since: Option<std::time::Instant>,
     /// Pending snapshots, one per subscription, in first-queued order.
     snapshots: SnapshotSlots,
     /// Whether the writer task has written and flushed everything it took
@@ -199,6 +230,10 @@ pub(crate) struct SessionShared {
     /// Whether a request of this session ever went to a domain (it may then
     /// hold control, so it is never closed as idle).
     pub(super) routed: AtomicBool,
+    /// This session's requests at domains (queued or running).
+    at_domains: AtomicUsize,
+    /// [`ServerConfig::reply_hold`](super::ServerConfig::reply_hold).
+    pub(super) reply_hold: Option<std::time::Duration>,
     /// What this connection holds in memory.
     pub(crate) account: Arc<Account>,
     /// The server's counters (requests, bytes, dropped snapshots).
@@ -215,6 +250,7 @@ impl SessionShared {
         max_message_size: usize,
         account: Arc<Account>,
         metrics: Arc<crate::metrics::Metrics>,
+        reply_hold: Option<std::time::Duration>,
     ) -> Arc<SessionShared> {
         let (close_tx, _) = watch::channel(None);
         let ok_head = response_head(true, &id, Value::Null, Value::Null, Value::Null);
@@ -230,6 +266,8 @@ impl SessionShared {
             subscriptions: Mutex::new(HashSet::new()),
             touched: Mutex::new(HashSet::new()),
             routed: AtomicBool::new(false),
+            at_domains: AtomicUsize::new(0),
+            reply_hold,
             account,
             metrics,
         })
@@ -252,6 +290,8 @@ impl SessionShared {
         {
             let mut out = self.outbound.lock();
             out.reliable.clear();
+            out.held.clear();
+            out.held_since = None;
             out.snapshots.clear();
             out.writer_idle = false;
             out.direct = None;
@@ -260,7 +300,10 @@ impl SessionShared {
         self.notify.notify_one();
     }
 
-    /// Queues a reliable message; a peer that lets more than
+    /// Sends a reliable message: written at once from this thread when
+    /// nothing is ahead of it, held for the session's other requests at
+    /// domains ([`ServerConfig::reply_hold`](super::ServerConfig::reply_hold)),
+    /// or queued for the writer task; a peer that lets more than
     /// [`RELIABLE_QUEUE_LIMIT`] pile up is disconnected.
     pub(crate) fn send_reliable(&self, message: Bytes) {
         if self.is_closed() {
@@ -269,44 +312,143 @@ impl SessionShared {
         self.metrics
             .bytes_out
             .fetch_add(message.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        let overflow = {
-            let mut out = self.outbound.lock();
-            // Fast path: nothing is ahead of this message, so the producing
-            // thread writes it itself instead of waking the writer task. The
-            // lock keeps the writer from starting meanwhile.
-            if out.writer_idle && out.reliable.is_empty() && !self.is_closed() {
-                if let Some(direct) = &out.direct {
-                    match direct.try_send(&message) {
-                        Direct::Sent => return,
-                        Direct::Partial(rest) => {
-                            // The rest must go next whatever the budget:
-                            // it is charged, and may overdraw by one message.
-                            let charge = self.account.charge(rest.len()).unwrap_or_default();
-                            out.reliable.push_back(Queued::Raw(rest, charge));
-                            drop(out);
+        let mut out = self.outbound.lock();
+        if self.is_closed() {
+            return;
+        }
+        // Only while the writer is idle: a busy writer gathers what is
+        // queued behind it into its next write anyway.
+        let direct_allowed = out.writer_idle && out.reliable.is_empty() && out.direct.is_some();
+        if direct_allowed
+            && self.reply_hold.is_some()
+            && self.at_domains.load(Ordering::Acquire) > 1
+            && out.held.len() < HOLD_MAX_MESSAGES
+            && message.len() <= HOLD_MAX_BYTES
+        {
+            let charge = match self.account.charge(message.len()) {
+                Ok(charge) => charge,
+                Err(e) => {
+                    drop(out);
+                    return self.close(CloseReason::OverBudget(e));
+                }
+            };
+            out.held.push((message, charge));
+            if out.held_since.is_none() {
+                // The writer task arms the hold's deadline.
+                out.held_since = Some(std::time::Instant::now());
+                drop(out);
+                self.notify.notify_one();
+            }
+            return;
+        }
+        if direct_allowed {
+            // Fast path: nothing is ahead of this message (but what is
+            // held), so the producing thread writes it itself instead of
+            // waking the writer task. The lock keeps the writer from
+            // starting meanwhile.
+            let held = std::mem::take(&mut out.held);
+            out.held_since = None;
+            let mut batch: Vec<Bytes> = held.iter().map(|(m, _)| m.clone()).collect();
+            batch.push(message.clone());
+            if let Some(direct) = &out.direct {
+                match direct.try_send_all(&batch) {
+                    Direct::Sent => {
+                        let more = !out.snapshots.is_empty();
+                        drop(out);
+                        if more {
                             self.notify.notify_one();
-                            return;
                         }
-                        Direct::NotNow => {}
+                        return;
                     }
+                    Direct::Partial(rest) => {
+                        // The rest must go next whatever the budget:
+                        // it is charged, and may overdraw by one message.
+                        let charge = self.account.charge(rest.len()).unwrap_or_default();
+                        out.reliable.push_back(Queued::Raw(rest, charge));
+                        drop(out);
+                        self.notify.notify_one();
+                        return;
+                    }
+                    Direct::NotNow => {}
                 }
             }
-            if out.reliable.len() >= RELIABLE_QUEUE_LIMIT {
-                Some(CloseReason::QueueOverflow)
-            } else {
-                match self.account.charge(message.len()) {
-                    Ok(charge) => {
-                        out.reliable.push_back(Queued::Message(message, charge));
-                        None
-                    }
-                    Err(e) => Some(CloseReason::OverBudget(e)),
+            // Not written: what was held goes first.
+            for (m, charge) in held {
+                out.reliable.push_back(Queued::Message(m, charge));
+            }
+        } else if !out.held.is_empty() {
+            Self::queue_held(&mut out);
+        }
+        let overflow = if out.reliable.len() >= RELIABLE_QUEUE_LIMIT {
+            Some(CloseReason::QueueOverflow)
+        } else {
+            match self.account.charge(message.len()) {
+                Ok(charge) => {
+                    out.reliable.push_back(Queued::Message(message, charge));
+                    None
                 }
+                Err(e) => Some(CloseReason::OverBudget(e)),
             }
         };
+        drop(out);
         match overflow {
             Some(reason) => self.close(reason),
             None => self.notify.notify_one(),
         }
+    }
+
+    /// Moves the held responses to the writer's queue.
+    fn queue_held(out: &mut Outbound) {
+        out.held_since = None;
+        for (m, charge) in out.held.drain(..) {
+            out.reliable.push_back(Queued::Message(m, charge));
+        }
+    }
+
+    /// Writes the held responses now (the session's last request at a
+    /// domain is done, or the hold's time is up): at once from this thread
+    /// when the writer is idle, else through the writer task.
+    pub(super) fn release_held(&self) {
+        let mut out = self.outbound.lock();
+        if out.held.is_empty() {
+            return;
+        }
+        if out.writer_idle && out.reliable.is_empty() && !self.is_closed() {
+            if let Some(direct) = &out.direct {
+                let batch: Vec<Bytes> = out.held.iter().map(|(m, _)| m.clone()).collect();
+                match direct.try_send_all(&batch) {
+                    Direct::Sent => {
+                        out.held.clear();
+                        out.held_since = None;
+                        let more = !out.snapshots.is_empty();
+                        drop(out);
+                        if more {
+                            self.notify.notify_one();
+                        }
+                        return;
+                    }
+                    Direct::Partial(rest) => {
+                        out.held.clear();
+                        out.held_since = None;
+                        let charge = self.account.charge(rest.len()).unwrap_or_default();
+                        out.reliable.push_back(Queued::Raw(rest, charge));
+                        drop(out);
+                        self.notify.notify_one();
+                        return;
+                    }
+                    Direct::NotNow => {}
+                }
+            }
+        }
+        Self::queue_held(&mut out);
+        drop(out);
+        self.notify.notify_one();
+    }
+
+    /// When the held responses are due, if any are held.
+    pub(super) fn held_deadline(&self) -> Option<std::time::Instant> {
+        let since = self.outbound.lock().held_since?;
+        Some(since + self.reply_hold.unwrap_or_default())
     }
 
     /// Replaces the pending snapshot of a subscription (latest wins).
@@ -376,7 +518,8 @@ impl SessionShared {
                 Queued::Raw(b, c) => Outgoing::Raw(b, c),
             });
         }
-        if out.snapshots.is_empty() {
+        // Snapshots wait behind held responses (published after them).
+        if out.snapshots.is_empty() || !out.held.is_empty() {
             out.writer_idle = flushed && !self.is_closed();
             return None;
         }
@@ -530,6 +673,161 @@ mod tests {
         // the message after it refused (queued behind the rest).
         assert_eq!(queued, [1, 2, 3, 1]);
         assert_eq!(direct, [0, 1, 2, 0]);
+    }
+
+    /// A session of a real server over a Unix socket, once its writer is
+    /// idle, and the peer's end of the connection.
+    async fn upgraded(
+        config: ServerConfig,
+    ) -> (
+        Server,
+        tempfile::TempDir,
+        tokio::net::UnixStream,
+        Arc<SessionShared>,
+    ) {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("s.sock");
+        let server = Server::builder(config)
+            .start()
+            .expect("a valid configuration");
+        let listener = server.listen_unix(&path).await.expect("listen");
+        std::mem::forget(listener);
+        let mut peer = tokio::net::UnixStream::connect(&path)
+            .await
+            .expect("connect");
+        peer.write_all(
+            b"GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n\
+              Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+              Sec-WebSocket-Version: 13\r\n\r\n",
+        )
+        .await
+        .expect("upgrade request");
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            head.push(peer.read_u8().await.expect("the upgrade response"));
+        }
+        let session = idle_session(&server).await;
+        (server, dir, peer, session)
+    }
+
+    /// What the peer can read without waiting, after the server's tasks
+    /// have had their turns.
+    async fn readable_now(peer: &mut tokio::net::UnixStream) -> Vec<u8> {
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            match peer.try_read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("reading the peer's socket: {e}"),
+            }
+        }
+        got
+    }
+
+    /// `n` requests of `session` at domains.
+    async fn at_domains(session: &Arc<SessionShared>, n: usize) -> Vec<InFlight> {
+        let slots = Arc::new(tokio::sync::Semaphore::new(n));
+        let mut held = Vec::new();
+        for _ in 0..n {
+            let permit = slots.clone().acquire_owned().await.expect("a slot");
+            held.push(InFlight::new(permit, Charge::default(), session.clone()));
+        }
+        held
+    }
+
+    /// Responses produced while the session's other requests are at
+    /// domains are held, and written together, in the order they were
+    /// produced, when the last of those requests is done: the bytes one
+    /// write at a time would have put on the wire. Without other requests
+    /// at domains, or with the hold off, each is written at once.
+    #[tokio::test(flavor = "current_thread")]
+    async fn held_responses_are_written_together_when_the_last_request_is_done() {
+        let messages = [
+            Bytes::from_static(b"first"),
+            Bytes::from(vec![3u8; 70_000]),
+            Bytes::from_static(b"third"),
+        ];
+        // A hold far longer than the test: only the requests release them.
+        let long = ServerConfig {
+            reply_hold: Some(std::time::Duration::from_secs(3600)),
+            ..Default::default()
+        };
+        let (server, _dir, mut peer, session) = upgraded(long).await;
+        let mut requests = at_domains(&session, 3).await;
+        session.send_reliable(messages[0].clone());
+        assert_eq!(readable_now(&mut peer).await, b"", "held");
+        // Too large to hold: written at once, with what was held before it.
+        session.send_reliable(messages[1].clone());
+        let mut got = readable_now(&mut peer).await;
+        let first_two = frames(&[&messages[0], &messages[1]]);
+        let mut rest = vec![0u8; first_two.len() - got.len()];
+        peer.read_exact(&mut rest).await.expect("the first two");
+        got.extend_from_slice(&rest);
+        assert!(got == first_two, "the held response went first");
+        session.send_reliable(messages[2].clone());
+        requests.pop();
+        requests.pop();
+        assert_eq!(readable_now(&mut peer).await, b"", "one request still out");
+        // The last request is done: the held response goes.
+        requests.pop();
+        assert_eq!(readable_now(&mut peer).await, frames(&[&messages[2]]));
+        // Alone at its domain, a response is written at once.
+        let mut alone = at_domains(&session, 1).await;
+        session.send_reliable(Bytes::from_static(b"alone"));
+        assert_eq!(
+            readable_now(&mut peer).await,
+            frames(&[&Bytes::from_static(b"alone")])
+        );
+        alone.clear();
+        session.close(CloseReason::Shutdown);
+        drop(session);
+        drop(peer);
+        server.shutdown().await;
+
+        // With the hold off, every response is written at once.
+        let off = ServerConfig {
+            reply_hold: None,
+            ..Default::default()
+        };
+        let (server, _dir, mut peer, session) = upgraded(off).await;
+        let requests = at_domains(&session, 3).await;
+        session.send_reliable(messages[0].clone());
+        assert_eq!(readable_now(&mut peer).await, frames(&[&messages[0]]));
+        drop(requests);
+        session.close(CloseReason::Shutdown);
+        drop(session);
+        drop(peer);
+        server.shutdown().await;
+    }
+
+    /// A held response whose session's other requests never finish is
+    /// written by the writer task once its hold is up.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_held_response_is_written_when_its_hold_is_up() {
+        let short = ServerConfig {
+            reply_hold: Some(std::time::Duration::from_millis(5)),
+            ..Default::default()
+        };
+        let (server, _dir, mut peer, session) = upgraded(short).await;
+        let requests = at_domains(&session, 2).await;
+        let message = Bytes::from_static(b"held, then due");
+        session.send_reliable(message.clone());
+        let expected = frames(&[&message]);
+        let mut got = vec![0u8; expected.len()];
+        // Both requests are still out: only the hold's deadline writes it.
+        peer.read_exact(&mut got).await.expect("the held response");
+        assert!(got == expected);
+        assert!(session.outbound.lock().held.is_empty());
+        drop(requests);
+        session.close(CloseReason::Shutdown);
+        drop(session);
+        drop(peer);
+        server.shutdown().await;
     }
 
     #[test]

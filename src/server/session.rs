@@ -46,6 +46,7 @@ async fn run_session(
         config.max_message_size,
         account.clone(),
         server.core.metrics.clone(),
+        config.reply_hold,
     );
     server
         .core
@@ -398,7 +399,7 @@ async fn handle_message(
             let job = Job::Request {
                 session: session.clone(),
                 request,
-                permit: InFlight::new(permit, charge),
+                permit: InFlight::new(permit, charge, session.clone()),
             };
             if let Err(job) = server.domains[index].send_request(job, &session.id, cap) {
                 if let Job::Request { request, .. } = *job {
@@ -626,6 +627,14 @@ fn hello(
     Ok(Value::Dict(result))
 }
 
+/// Sleeps until `due` (forever without one).
+async fn sleep_until(due: Option<std::time::Instant>) {
+    match due {
+        Some(due) => tokio::time::sleep_until(due.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
 async fn write_loop(server: Arc<ServerShared>, session: Arc<SessionShared>, mut writer: Writer) {
     let mut closed = session.close_tx.subscribe();
     let mut unflushed = false;
@@ -698,9 +707,14 @@ async fn write_loop(server: Arc<ServerShared>, session: Arc<SessionShared>, mut 
                 continue;
             }
             None => {
+                // Responses held for the session's other requests are
+                // written when the last of those is done, or here when the
+                // hold's time is up.
+                let due = session.held_deadline();
                 tokio::select! {
                     _ = session.notify.notified() => {}
                     _ = closed.changed() => break,
+                    _ = sleep_until(due), if due.is_some() => session.release_held(),
                 }
                 continue;
             }

@@ -170,6 +170,19 @@ impl DirectWriter {
             },
         }
     }
+
+    /// Tries to send envelopes now, in order, all at once (one `writev` for
+    /// WebSocket); a memory transport takes one at a time only.
+    pub(crate) fn try_send_all(&self, messages: &[Bytes]) -> ws::Direct {
+        match (self, messages) {
+            (_, [one]) => self.try_send(one),
+            (DirectWriter::Ws(w), _) => {
+                let slices: Vec<&[u8]> = messages.iter().map(|m| m.as_ref()).collect();
+                w.try_send_all(&slices)
+            }
+            (DirectWriter::Memory(_), _) => ws::Direct::NotNow,
+        }
+    }
 }
 
 impl Writer {

@@ -168,3 +168,51 @@ async fn requests_past_the_per_domain_cap_are_refused() {
     // With nothing waiting, the session's requests are taken again.
     result(&b.op("describe", Some("gated"), Dict::new()).await);
 }
+
+/// A response held for the session's other requests at domains
+/// (`ServerConfig::reply_hold`) is written once its hold is up, whatever
+/// they do: a simulator hung on the same connection delays another env's
+/// replies by at most the hold, never until it returns (without the hold's
+/// deadline every step below would wait for the gate).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_env_does_not_hold_another_envs_replies_on_the_same_connection() {
+    use std::time::Duration;
+    use unienv_remote::client::{Client, ClientConfig};
+    use unienv_remote::host::ResetArgs;
+    let config = ServerConfig {
+        reply_hold: Some(Duration::from_millis(20)),
+        ..Default::default()
+    };
+    let (gate, server) = gated_server(config);
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let client_config = ClientConfig::default()
+        .with_timeout(Some(Duration::from_secs(30)))
+        .with_discover(false);
+    let client = Client::connect(&listener.url(), client_config)
+        .await
+        .expect("connect");
+    let gated = client.env("gated").await.expect("gated");
+    gated.reset(ResetArgs::with_seed(1)).await.expect("reset");
+    let hung = tokio::spawn(async move { gated.step(Value::Float(5.0)).await });
+    gate.wait_reached(1).await;
+    let counter = client.env("counter").await.expect("counter");
+    let steps = async {
+        counter.reset(ResetArgs::with_seed(0)).await.expect("reset");
+        for i in 1..=20 {
+            let s = counter
+                .step(common::faults::pair(1.0))
+                .await
+                .expect("a step beside the hung one");
+            assert_eq!(
+                common::faults::numbers(s.observation.get("position")),
+                vec![i as f64; 2]
+            );
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), steps)
+        .await
+        .expect("the steps were answered while the other env hung");
+    assert!(!hung.is_finished(), "the gated step is still running");
+    gate.open();
+    hung.await.expect("the task").expect("the gated step");
+}

@@ -437,7 +437,8 @@ impl PyServer {
         max_in_flight = 64, max_subscriptions_per_session = 1024, env_boundary_snapshots = false,
         shutdown_timeout = 10.0, handshake_timeout = 10.0, tls_cert = None, tls_key = None,
         validate_actions = true, record_dir = None, max_connection_bytes = None,
-        max_server_bytes = None, record_format = None, cpus = None, record_queue_bytes = None))]
+        max_server_bytes = None, record_format = None, cpus = None, record_queue_bytes = None,
+        reply_hold = Some(0.0005)))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -466,6 +467,8 @@ impl PyServer {
         cpus: Option<Vec<usize>>,
         // The recorder's queue budget in bytes (`ServerConfig::record_queue_bytes`).
         record_queue_bytes: Option<usize>,
+        // Seconds a response may wait for the session's other requests (`ServerConfig::reply_hold`).
+        reply_hold: Option<f64>,
     ) -> PyResult<PyServer> {
         if let Some(dir) = &record_dir {
             std::fs::create_dir_all(dir)
@@ -510,6 +513,7 @@ impl PyServer {
             cpus: cpus.clone(),
             record_queue_bytes: record_queue_bytes
                 .unwrap_or(ServerConfig::default().record_queue_bytes),
+            reply_hold: seconds(reply_hold, "reply_hold")?,
             ..ServerConfig::default()
         };
         // Domain threads of factories hold a weak reference to the
