@@ -17,6 +17,8 @@ measured, it is the baseline of the ratios):
   ``BatchedEnv(N / 2)``;
 * ``single2`` / ``single8``: ``RemoteVectorEnv`` over N single-env resources
   spread over 2 / 8 server processes (N ``(url, id)`` pairs);
+* ``single2nohold``: ``single2`` with servers that write each reply at once
+  (``RemoteServer(reply_hold=None)``, SPEC.md section 8.4);
 * ``rust2``: the Rust ``BlockingVectorEnv`` over the same N single-env
   resources on 2 server processes as ``single2``, stepped by the program
   ``benches/vector_driver.rs`` (``--driver``; default
@@ -62,13 +64,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from throughput import URL, process_cpu, stop_process  # noqa: E402
 
 SIM = "Pendulum-v1"
-CONFIGS = ("sync", "async", "process", "batched", "single2", "single8", "rust2")
+CONFIGS = ("sync", "async", "process", "batched", "single2", "single2nohold", "single8", "rust2")
 LABELS = {
     "sync": "SyncVectorEnv",
     "async": "AsyncVectorEnv",
     "process": "ProcessVectorEnv, its defaults",
     "batched": "remote 2 x BatchedEnv(N/2)",
     "single2": "remote N single, 2 servers",
+    "single2nohold": "as single2, reply_hold=None",
     "single8": "remote N single, 8 servers",
     "rust2": "Rust VectorEnv, N single, 2 servers",
 }
@@ -316,12 +319,13 @@ def build(n: int, keys: List[str], async_max: int, configs: Dict[str, Config], d
                 continue
             servers = [Server(0, n // 2) for _ in range(2)]
             configs[key] = Config(key, n, remote(servers, False), servers)
-        elif key in ("single2", "single8"):
-            k = int(key[-1])
+        elif key in ("single2", "single2nohold", "single8"):
+            k = 8 if key == "single8" else 2
             if n < k:
                 notes.append(f"{key} skipped at N={n}: fewer envs than servers")
                 continue
-            servers = [Server(n // k + (1 if i < n % k else 0)) for i in range(k)]
+            hold = key != "single2nohold"
+            servers = [Server(n // k + (1 if i < n % k else 0), reply_hold=hold) for i in range(k)]
             configs[key] = Config(key, n, remote(servers, True), servers)
         elif key == "rust2":
             if n < 2:
