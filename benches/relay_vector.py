@@ -1,15 +1,25 @@
 """``RemoteVectorEnv`` over 2 batched hosts through a relay against the same
 over 2 listening servers, in one run (SPEC.md, "Relay and dial-out hosts").
 
-    .venv-ref/bin/python benches/relay_vector.py [--seconds 2] [--rounds 3] [--smoke]
+    .venv-ref/bin/python benches/relay_vector.py [--sim cartpole|pendulum] [--seconds 2] [--rounds 3] [--smoke]
 
-Starts ``unienv-remote relay``, two ``serve --batch 8`` servers listening
-(direct) and two dialing the relay (``--dial URL --name NAME --no-listen``),
-then steps a ``RemoteVectorEnv`` of the two ``cartpole`` batches (16 envs)
-each way in alternating rounds and prints env steps per second, the median of
-the rounds, and the ratio relay / direct. The binary is ``$UNIENV_REMOTE_BIN``,
+Starts ``unienv-remote relay``, two hosts listening (direct) and two dialing
+the relay, then steps a ``RemoteVectorEnv`` of the two batches (16 envs) each
+way in alternating rounds and prints env steps per second, the median of the
+rounds, and the ratio relay / direct. The binary is ``$UNIENV_REMOTE_BIN``,
 else ``target/release/unienv-remote``, else ``target/debug/unienv-remote``.
 ``--smoke`` runs a few steps only (no figures worth reading).
+
+``--sim`` chooses the hosts:
+
+- ``cartpole`` (the default): ``unienv-remote serve --batch 8`` of the Rust
+  cartpole (``--dial URL --name NAME --no-listen`` for the dialing ones),
+  whose step costs almost nothing: a vector step is pure messaging, and the
+  ratio is the relay's hop against a bare round trip;
+- ``pendulum``: our Python host (``RemoteServer``) with a ``BatchedEnv`` of 8
+  Gymnasium ``Pendulum-v1`` (``RemoteServer.dial`` for the dialing ones),
+  this script run as ``--host``: a step that costs what a small real
+  simulator costs, so the ratio is the hop's share of a realistic step.
 """
 
 from __future__ import annotations
@@ -18,15 +28,15 @@ import argparse
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import IO, List, Tuple
-
-from unienv_remote import RemoteVectorEnv
+from typing import IO, List, Optional, Sequence, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
@@ -52,10 +62,14 @@ def drain(stream: "IO[str]") -> None:
             pass
 
 
-def start(args: List[str], drains: List[threading.Thread]) -> Tuple[subprocess.Popen, str]:
-    """A process of ours and the first ws:// URL it prints; the rest of its
-    output is drained by a thread added to ``drains``."""
-    process = subprocess.Popen([binary(), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def start(args: List[str], drains: List[threading.Thread], wrap: Sequence[str] = (),
+          python: bool = False) -> Tuple[subprocess.Popen, str]:
+    """A process of ours (the binary run with ``args``, under ``wrap`` if
+    given; with ``python``, this script run with ``args``) and the first
+    ws:// URL it prints; the rest of its output is drained by a thread
+    added to ``drains``."""
+    command = [sys.executable, __file__, *args] if python else [*wrap, binary(), *args]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     stdout = process.stdout
     assert stdout is not None
     drainer = threading.Thread(target=drain, args=(stdout,), daemon=True)
@@ -74,7 +88,54 @@ def listed(relay: str) -> List[str]:
         return [h["name"] for h in json.load(answer)["hosts"]]
 
 
+def wait_listed(relay: str, names: List[str]) -> None:
+    deadline = time.monotonic() + 60
+    while not set(names) <= set(listed(relay)):
+        assert time.monotonic() < deadline, "the hosts never registered"
+        time.sleep(0.02)
+
+
+def stop(processes: List[subprocess.Popen], drains: List[threading.Thread]) -> None:
+    for p in processes:
+        p.terminate()
+    for p in processes:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    for d in drains:
+        d.join(timeout=10)
+
+
+def host(relay: Optional[str], name: Optional[str]) -> None:
+    """``--host``: our Python host of a ``BatchedEnv`` of 8 ``Pendulum-v1``
+    as ``pendulum``, listening (prints its URL) or, given a relay, dialing
+    it as ``name`` (prints the relay's URL once registered); runs until
+    terminated."""
+    import gymnasium
+
+    from unienv_remote import BatchedEnv, RemoteServer
+
+    server = RemoteServer()
+    server.register("pendulum", BatchedEnv([lambda: gymnasium.make("Pendulum-v1")] * BATCH))
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    try:
+        if relay is None:
+            print(server.listen("127.0.0.1", 0), flush=True)
+        else:
+            handle = server.dial(relay, name=name or "pendulum")
+            handle.wait_registered(60)
+            print(f"registered at {relay}", flush=True)
+        stopped.wait()
+    finally:
+        server.close()
+
+
 def steps_per_s(envs: List[Tuple[str, str]], seconds: float, min_steps: int) -> float:
+    from unienv_remote import RemoteVectorEnv
+
     vec = RemoteVectorEnv(envs)
     try:
         vec.reset(seed=0)
@@ -94,7 +155,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--sim", choices=["cartpole", "pendulum"], default="cartpole",
+                        help="the hosts: the Rust cartpole (a free step) or Python Pendulum-v1 (a real one)")
+    parser.add_argument("--host", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--dial", help=argparse.SUPPRESS)
+    parser.add_argument("--name", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.host:
+        host(args.dial, args.name)
+        return
+    env_id = args.sim
     seconds, rounds, min_steps = (0.0, 1, 20) if args.smoke else (args.seconds, args.rounds, 200)
     processes: List[subprocess.Popen] = []
     drains: List[threading.Thread] = []
@@ -102,37 +172,30 @@ def main() -> None:
         relay_process, relay = start(["relay", "--addr", "127.0.0.1:0"], drains)
         processes.append(relay_process)
         direct = []
+        python = args.sim == "pendulum"
         for _ in range(2):
-            p, url = start(["serve", "--batch", str(BATCH), "--addr", "127.0.0.1:0"], drains)
+            serve = ["--host"] if python else ["serve", "--batch", str(BATCH), "--addr", "127.0.0.1:0"]
+            p, url = start(serve, drains, python=python)
             processes.append(p)
-            direct.append((url, "cartpole"))
+            direct.append((url, env_id))
         names = ["batch0", "batch1"]
         for name in names:
-            p, _ = start(["serve", "--batch", str(BATCH), "--no-listen", "--name", name, "--dial", relay], drains)
+            dial = (["--host", "--dial", relay, "--name", name] if python else
+                    ["serve", "--batch", str(BATCH), "--no-listen", "--name", name, "--dial", relay])
+            p, _ = start(dial, drains, python=python)
             processes.append(p)
-        deadline = time.monotonic() + 60
-        while not set(names) <= set(listed(relay)):
-            assert time.monotonic() < deadline, "the hosts never registered"
-            time.sleep(0.02)
-        through = [(f"{relay}/hosts/{name}", "cartpole") for name in names]
+        wait_listed(relay, names)
+        through = [(f"{relay}/hosts/{name}", env_id) for name in names]
         figures = {"direct": [], "relay": []}
         for _ in range(rounds):
             figures["direct"].append(steps_per_s(direct, seconds, min_steps))
             figures["relay"].append(steps_per_s(through, seconds, min_steps))
         d, r = statistics.median(figures["direct"]), statistics.median(figures["relay"])
-        print(f"RemoteVectorEnv, 2 hosts x BatchedEnv({BATCH}) cartpole, median of {rounds} rounds:")
+        what = "Python host, Pendulum-v1" if python else "cartpole"
+        print(f"RemoteVectorEnv, 2 hosts x BatchedEnv({BATCH}) {what}, median of {rounds} rounds:")
         print(f"  direct {d:10.0f} env steps/s   through the relay {r:10.0f} env steps/s   ratio {r / d:.2f}x")
     finally:
-        for p in processes:
-            p.terminate()
-        for p in processes:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        for d in drains:
-            d.join(timeout=10)
+        stop(processes, drains)
 
 
 if __name__ == "__main__":
