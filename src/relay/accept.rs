@@ -610,7 +610,17 @@ async fn client(shared: &Arc<Shared>, stream: Stream, buf: BytesMut, head: &Head
     )
     .await;
     match accepted {
-        Ok(Ok((r, w))) => forward::run(shared.clone(), host, (r, w, slot), tunnel).await,
+        Ok(Ok((r, w))) => {
+            // A task of its own, outside this connection's span (see
+            // `forward`): its events name the span instead.
+            let live = shared.live();
+            let span = tracing::Span::current();
+            let session = forward::run(shared.clone(), host, (r, w, slot), tunnel, span);
+            shared.tasks.spawn(async move {
+                let _live = live;
+                session.await;
+            });
+        }
         _ => {
             let mut writer = tunnel.writer;
             bounded(config, writer.close(Some((1000, "the client left")))).await;

@@ -135,7 +135,7 @@ pub(crate) struct WsReader {
     /// A fragmented message being assembled (boxed: rare, and the reader
     /// stays small).
     partial: Option<Box<BytesMut>>,
-    /// Frames read whole ([`WsReader::recv_frame`]): the payload bytes of
+    /// Frames read whole ([`WsReader::recv_frames`]): the payload bytes of
     /// the fragmented message under way, if one is.
     forwarding: Option<u64>,
     /// The connection's byte budget (server side): every data frame is
@@ -153,6 +153,9 @@ pub(crate) struct WsReader {
     last_control: Option<Instant>,
     /// When the peer last sent anything (heartbeats).
     heard: Arc<Heard>,
+    /// Keep the read buffer between messages even on the server side (a
+    /// relay's forwarding: its fixed per-connection memory counts it).
+    keep_buffer: bool,
     /// The current one-second window of control frames: its start and the
     /// frames counted in it.
     control_window: (Instant, u32),
@@ -201,7 +204,11 @@ impl WsReader {
     /// Once part of a message has arrived, the rest must come within the
     /// message timeout.
     async fn fill(&mut self, want: usize) -> Result<(), TransportError> {
-        if self.shared.role == Role::Server && self.buf.is_empty() && self.partial.is_none() {
+        if self.shared.role == Role::Server
+            && !self.keep_buffer
+            && self.buf.is_empty()
+            && self.partial.is_none()
+        {
             // Between messages a server holds no read buffer while it
             // waits (an idle session then costs none): the next one is
             // allocated when bytes are there to read (docs/network.md,
@@ -236,9 +243,11 @@ impl WsReader {
         if n == 0 {
             return Err(TransportError::Closed);
         }
-        self.heard.touch();
+        // One clock read for both stamps.
+        let now = Instant::now();
+        self.heard.touch_at(now);
         if !in_message {
-            self.started = Some(Instant::now());
+            self.started = Some(now);
         }
         Ok(())
     }
@@ -267,17 +276,24 @@ impl WsReader {
 
     /// The next binary message.
     pub(crate) async fn recv(&mut self) -> Result<Bytes, TransportError> {
-        self.next(false, false).await
+        self.next(false, Whole::No).await
     }
 
-    /// The next data frame as it came, header (and masking key) included,
-    /// for a relay to write on unchanged: every rule of [`recv`](Self::recv)
-    /// holds (the message limit over a fragmented message's frames, the
-    /// budget charged from each frame's header, control frames answered),
-    /// but the payload is neither unmasked nor assembled. A connection read
-    /// this way is read only this way.
-    pub(crate) async fn recv_frame(&mut self) -> Result<Bytes, TransportError> {
-        self.next(false, true).await
+    /// The next data frames as they came, headers (and masking keys)
+    /// included, for a relay to write on unchanged: the next data frame and
+    /// the further whole data frames the buffer already holds behind it, as
+    /// they lie there (one contiguous run, for one write). Every rule of
+    /// [`recv`](Self::recv) holds for each frame (the message limit over a
+    /// fragmented message's frames, the budget charged from each frame's
+    /// header, control frames answered), but payloads are neither unmasked
+    /// nor assembled. A frame that would be refused (over a limit, out of
+    /// sequence, over the budget) ends the run, and the next call reads and
+    /// refuses it; a control frame ends it too. A connection read this way
+    /// is read only this way, and keeps its read buffer between messages
+    /// (a relay counts it in its fixed memory per connection).
+    pub(crate) async fn recv_frames(&mut self) -> Result<Bytes, TransportError> {
+        self.keep_buffer = true;
+        self.next(false, Whole::Run).await
     }
 
     /// Answers control frames (pings, a close) while the session cannot take
@@ -285,14 +301,54 @@ impl WsReader {
     /// there (pending forever) without buffering its payload. Returns only
     /// when the connection fails or closes.
     pub(crate) async fn pump_control(&mut self) -> TransportError {
-        match self.next(true, false).await {
+        match self.next(true, Whole::No).await {
             Err(e) => e,
             // `next(true)` stops before data frames: never reached.
             Ok(_) => TransportError::Closed,
         }
     }
 
-    async fn next(&mut self, control_only: bool, whole: bool) -> Result<Bytes, TransportError> {
+    /// Takes the first `end` bytes of the buffer (whole frames). After a
+    /// large frame the large allocation then belongs to the frame alone.
+    fn split_frames(&mut self, end: usize) -> BytesMut {
+        let frames = self.buf.split_to(end);
+        self.head_charged = false;
+        if end > SHRINK_AFTER {
+            let rest = self.buf.split();
+            self.buf = BytesMut::with_capacity(rest.len().max(8 * 1024));
+            self.buf.extend_from_slice(&rest);
+        }
+        frames
+    }
+
+    /// Extends a run of whole data frames ending at `end` with those after
+    /// it that the buffer holds whole and that pass every check a frame
+    /// read alone passes (sequence, message limit, budget: each is charged
+    /// here); returns the run's new end. `forwarding` follows the frames.
+    fn gather(&mut self, mut end: usize, forwarding: &mut Option<u64>) -> usize {
+        while let Ok(Parsed::Header(h)) = frame::parse_header(&self.buf[end..], self.shared.role) {
+            let total = h.header_len + h.len as usize;
+            let assembled = forwarding.unwrap_or(0);
+            if h.is_control()
+                || !in_sequence(h.opcode, forwarding.is_some())
+                || assembled.saturating_add(h.len) > self.max_message as u64
+                || self.buf.len() - end < total
+            {
+                break;
+            }
+            if let Some(account) = &self.account {
+                match account.charge(h.len as usize) {
+                    Ok(c) => self.charge.absorb(c),
+                    Err(_) => break,
+                }
+            }
+            *forwarding = (!h.fin).then_some(assembled + h.len);
+            end += total;
+        }
+        end
+    }
+
+    async fn next(&mut self, control_only: bool, whole: Whole) -> Result<Bytes, TransportError> {
         self.heard.set_parked(false);
         loop {
             // The peer sent its second's worth of control frames: nothing
@@ -355,27 +411,20 @@ impl WsReader {
                 self.fill(missing).await?;
                 continue;
             }
-            let mut frame = self.buf.split_to(total);
-            self.head_charged = false;
-            if total > SHRINK_AFTER {
-                // The large allocation now belongs to the frame alone.
-                let rest = self.buf.split();
-                self.buf = BytesMut::with_capacity(rest.len().max(8 * 1024));
-                self.buf.extend_from_slice(&rest);
-            }
-            if whole && !is_control {
-                match (opcode, self.forwarding.is_some()) {
-                    (OP_BINARY, false) | (OP_CONTINUATION, true) => {}
-                    _ => return Err(self.fail(FrameError::UnexpectedContinuation.into()).await),
+            if whole != Whole::No && !is_control {
+                if !in_sequence(opcode, self.forwarding.is_some()) {
+                    return Err(self.fail(FrameError::UnexpectedContinuation.into()).await);
                 }
-                self.forwarding = if fin {
+                let mut forwarding = (!fin).then_some(assembled + len);
+                let end = self.gather(total, &mut forwarding);
+                self.forwarding = forwarding;
+                let frames = self.split_frames(end);
+                if forwarding.is_none() {
                     self.started = (!self.buf.is_empty()).then(Instant::now);
-                    None
-                } else {
-                    Some(assembled + len)
-                };
-                return Ok(frame.freeze());
+                }
+                return Ok(frames.freeze());
             }
+            let mut frame = self.split_frames(total);
             let mask = header.mask(&frame);
             frame.advance(header_len);
             if let Some(mask) = mask {
@@ -519,6 +568,24 @@ impl WsWriter {
     /// Writes bytes that are already framed (the rest of a partly written
     /// direct message), after what was gathered.
     pub(crate) async fn write_raw(&mut self, framed: &[u8]) -> Result<(), TransportError> {
+        if self.out.is_empty() {
+            // The common case: nobody else is writing and the socket takes
+            // the bytes now, in one system call, without the lock's wait or
+            // a write future (a TLS stream answers `WouldBlock` here and is
+            // written as below).
+            if let Ok(mut w) = self.shared.write.try_lock() {
+                if !w.torn && !w.close_sent && w.held.is_empty() {
+                    let rest = match w.half.try_write_vectored(&[std::io::IoSlice::new(framed)]) {
+                        Ok(n) if n >= framed.len() => return Ok(()),
+                        Ok(n) => &framed[n..],
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => framed,
+                        Err(e) => return Err(TransportError::io(e)),
+                    };
+                    // The rest of a torn frame, or all of it, as below.
+                    return w.put(&[rest]).await.map_err(TransportError::io);
+                }
+            }
+        }
         let mut w = self.shared.write.lock().await;
         // The rest of the torn frame goes first; nothing is gathered while a
         // direct send is possible, so `out` is empty here.
@@ -654,6 +721,25 @@ impl WsDirect {
 /// slices: well under every system's `IOV_MAX`).
 pub(crate) const MAX_DIRECT_BATCH: usize = 64;
 
+/// How [`WsReader::next`] returns data frames.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Whole {
+    /// Unmasked and assembled into messages.
+    No,
+    /// As they came: a data frame and the whole ones behind it in the
+    /// buffer.
+    Run,
+}
+
+/// Whether a data frame with `opcode` may come now: a new message when
+/// none is under way, a continuation when one is.
+fn in_sequence(opcode: u8, under_way: bool) -> bool {
+    matches!(
+        (opcode, under_way),
+        (OP_BINARY, false) | (OP_CONTINUATION, true)
+    )
+}
+
 pub(crate) fn pair(
     stream: Stream,
     leftover: BytesMut,
@@ -686,6 +772,7 @@ pub(crate) fn pair(
             started: None,
             last_control: None,
             heard: Arc::new(Heard::new()),
+            keep_buffer: false,
             control_window: (Instant::now(), 0),
         },
         WsWriter {

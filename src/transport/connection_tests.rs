@@ -181,3 +181,130 @@ async fn a_ping_flood_is_throttled_not_answered_at_its_rate() {
         .chunks(4)
         .all(|p| p == [0x80 | OP_PONG, 2, b'h', b'i']));
 }
+
+/// A masked client frame (`fin`, `opcode`, `payload`), as it goes on the
+/// wire.
+fn client_frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mask = [9u8, 8, 7, 6];
+    let mut bytes = Vec::new();
+    frame::encode_into(&mut bytes, opcode, payload, Some(mask));
+    if !fin {
+        bytes[0] &= 0x7f;
+    }
+    bytes
+}
+
+/// A forwarding reader over a socket whose `buffered` bytes were already
+/// read (as a handshake's leftover is), a message limit of `max`, and a
+/// session budget of `cap` bytes.
+async fn forwarding_reader(buffered: &[u8], max: usize, cap: usize) -> (TcpStream, WsReader) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let peer = TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    let (server_side, _) = listener.accept().await.unwrap();
+    let (mut reader, _writer) = pair(
+        server_side.into(),
+        BytesMut::from(buffered),
+        Role::Server,
+        max,
+    );
+    // A pool of nothing: the account's allowance is all it may hold.
+    let account = crate::budget::Account::new(crate::budget::Pool::new(0), cap);
+    reader.set_limits(account, std::time::Duration::from_secs(60));
+    (peer, reader)
+}
+
+/// The whole data frames a read brought come out as one run, as they lay
+/// (a fragmented message's frames included); a frame over the message
+/// limit ends the run and is refused by the next read, with 1009.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_of_whole_frames_comes_out_at_once_and_a_bad_one_next() {
+    let one = client_frame(true, OP_BINARY, b"one");
+    let two = client_frame(false, OP_BINARY, b"tw");
+    let three = client_frame(true, OP_CONTINUATION, b"o");
+    let huge = client_frame(true, OP_BINARY, &[5u8; 100]);
+    let buffered = [&one[..], &two, &three, &huge].concat();
+    let (mut peer, mut reader) = forwarding_reader(&buffered, 64, 1 << 20).await;
+    let run = reader.recv_frames().await.expect("the run");
+    assert_eq!(&run[..], &[&one[..], &two, &three].concat()[..]);
+    assert_eq!(reader.take_charge().bytes(), 6, "each frame charged");
+    let refused = reader.recv_frames().await.expect_err("over the limit");
+    assert!(matches!(refused, TransportError::TooLarge), "{refused}");
+    let mut close = [0u8; 4];
+    tokio::io::AsyncReadExt::read_exact(&mut peer, &mut close)
+        .await
+        .unwrap();
+    assert_eq!(close[..2], [0x80 | OP_CLOSE, close[1]]);
+    assert_eq!(u16::from_be_bytes([close[2], close[3]]), 1009);
+}
+
+/// A frame the session's budget cannot hold while the run's frames are
+/// held ends the run, and is read once they are written on (their charge
+/// released); a continuation out of sequence ends a run too, and is
+/// refused (1002).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_budget_and_the_sequence_end_a_run() {
+    let a = client_frame(true, OP_BINARY, &[1u8; 600]);
+    let b = client_frame(true, OP_BINARY, &[2u8; 600]);
+    let stray = client_frame(true, OP_CONTINUATION, b"x");
+    let buffered = [&a[..], &b, &stray].concat();
+    let (_peer, mut reader) = forwarding_reader(&buffered, 1 << 20, 1000).await;
+    let first = reader.recv_frames().await.expect("the first frame");
+    assert_eq!(&first[..], &a[..], "the second frame is over the budget");
+    drop(reader.take_charge());
+    let second = reader.recv_frames().await.expect("the second frame");
+    assert_eq!(
+        &second[..],
+        &b[..],
+        "the stray continuation is not gathered"
+    );
+    drop(reader.take_charge());
+    let refused = reader.recv_frames().await.expect_err("out of sequence");
+    assert_eq!(refused.close_code(), Some(1002), "{refused}");
+}
+
+/// A control frame ends a run: it is answered, and the frames behind it
+/// come out next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_control_frame_ends_a_run_and_is_answered() {
+    let a = client_frame(true, OP_BINARY, b"a");
+    let ping = client_frame(true, OP_PING, b"hi");
+    let b = client_frame(true, OP_BINARY, b"b");
+    let c = client_frame(true, OP_BINARY, b"c");
+    let buffered = [&a[..], &ping, &b, &c].concat();
+    let (mut peer, mut reader) = forwarding_reader(&buffered, 1 << 20, 1 << 20).await;
+    assert_eq!(&reader.recv_frames().await.unwrap()[..], &a[..]);
+    assert_eq!(
+        &reader.recv_frames().await.unwrap()[..],
+        &[&b[..], &c].concat()[..]
+    );
+    let mut pong = [0u8; 4];
+    tokio::io::AsyncReadExt::read_exact(&mut peer, &mut pong)
+        .await
+        .unwrap();
+    assert_eq!(pong, [0x80 | OP_PONG, 2, b'h', b'i']);
+}
+
+/// A forwarded frame larger than the socket buffers is written whole:
+/// what the socket takes at once, then the rest (the frame torn
+/// meanwhile, whole again after).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_raw_writes_a_frame_larger_than_the_socket_buffers() {
+    let (mut peer, _reader, mut writer) = server_pair().await;
+    let len = 16usize << 20;
+    let mut framed = Vec::new();
+    let payload: Vec<u8> = (0..len).map(|i| (i % 253) as u8).collect();
+    frame::encode_into(&mut framed, OP_BINARY, &payload, None);
+    let expected = framed.clone();
+    let receiving = tokio::spawn(async move {
+        let mut got = vec![0u8; expected.len()];
+        tokio::io::AsyncReadExt::read_exact(&mut peer, &mut got)
+            .await
+            .unwrap();
+        assert!(got == expected, "the frame arrived corrupted");
+    });
+    writer.write_raw(&framed).await.expect("written");
+    receiving.await.unwrap();
+    assert!(!writer.shared.write.lock().await.torn);
+}

@@ -39,8 +39,15 @@ impl Heard {
 
     /// Records that bytes arrived now.
     pub(crate) fn touch(&self) {
-        let nanos = epoch().elapsed().as_nanos().min(u64::MAX as u128) as u64;
-        self.at.store(nanos, Ordering::Relaxed);
+        self.touch_at(Instant::now());
+    }
+
+    /// Records that bytes arrived at `now` (read from the clock by the
+    /// caller).
+    pub(crate) fn touch_at(&self, now: Instant) {
+        let nanos = now.saturating_duration_since(epoch()).as_nanos();
+        self.at
+            .store(nanos.min(u64::MAX as u128) as u64, Ordering::Relaxed);
     }
 
     /// Records that a heartbeat ping is on its way.

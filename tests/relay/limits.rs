@@ -2,7 +2,8 @@
 //! hosts", "Forwarding"): each session's byte budget and the relay's pool,
 //! the message size limit over a fragmented message's frames, each ending
 //! the one session that broke it with its close code while the host (its
-//! registration, its other sessions) goes on.
+//! registration, its other sessions) goes on; and a client that stops
+//! answering the relay's heartbeats, whose session is closed the same way.
 
 use super::{action, connect, dialing_host, relay_with, PATIENCE};
 use futures_util::{SinkExt, StreamExt};
@@ -153,5 +154,30 @@ async fn a_fragmented_message_is_held_to_the_size_limit_over_its_frames() {
     let (code, reason) = close_code(&mut ws).await.expect("a close frame");
     assert_eq!(code, 1009, "too large over its frames: {reason}");
     host_unaffected(&relay, &dial, 0).await;
+    teardown(relay, host, dial).await;
+}
+
+#[tokio::test]
+async fn a_silent_client_is_closed_after_the_heartbeat_timeout() {
+    let (relay, host, dial) = setup(ServerConfig {
+        heartbeat_interval: Some(std::time::Duration::from_millis(50)),
+        heartbeat_timeout: std::time::Duration::from_millis(300),
+        ..ServerConfig::default()
+    })
+    .await;
+    // Connected, then never read: the relay's pings go unanswered.
+    let ws = raw_client(&relay).await;
+    let mut forwarded = false;
+    for _ in 0..12_000 {
+        if relay.hosts().first().is_some_and(|h| h.clients == 1) {
+            forwarded = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert!(forwarded, "the session was never forwarded");
+    // Its session ends (the host's side too), and the host serves on.
+    host_unaffected(&relay, &dial, 0).await;
+    drop(ws);
     teardown(relay, host, dial).await;
 }
