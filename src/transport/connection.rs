@@ -324,8 +324,10 @@ impl WsReader {
     /// Extends a run of whole data frames ending at `end` with those after
     /// it that the buffer holds whole and that pass every check a frame
     /// read alone passes (sequence, message limit, budget: each is charged
-    /// here); returns the run's new end. `forwarding` follows the frames.
-    fn gather(&mut self, mut end: usize, forwarding: &mut Option<u64>) -> usize {
+    /// here); returns the run's new end, and whether a gathered frame ended
+    /// a message. `forwarding` follows the frames.
+    fn gather(&mut self, mut end: usize, forwarding: &mut Option<u64>) -> (usize, bool) {
+        let mut ended = false;
         while let Ok(Parsed::Header(h)) = frame::parse_header(&self.buf[end..], self.shared.role) {
             let total = h.header_len + h.len as usize;
             let assembled = forwarding.unwrap_or(0);
@@ -343,9 +345,10 @@ impl WsReader {
                 }
             }
             *forwarding = (!h.fin).then_some(assembled + h.len);
+            ended |= h.fin;
             end += total;
         }
-        end
+        (end, ended)
     }
 
     async fn next(&mut self, control_only: bool, whole: Whole) -> Result<Bytes, TransportError> {
@@ -416,11 +419,14 @@ impl WsReader {
                     return Err(self.fail(FrameError::UnexpectedContinuation.into()).await);
                 }
                 let mut forwarding = (!fin).then_some(assembled + len);
-                let end = self.gather(total, &mut forwarding);
+                let (end, ended) = self.gather(total, &mut forwarding);
                 self.forwarding = forwarding;
                 let frames = self.split_frames(end);
                 if forwarding.is_none() {
                     self.started = (!self.buf.is_empty()).then(Instant::now);
+                } else if fin || ended {
+                    // The message under way began inside this run.
+                    self.started = Some(Instant::now());
                 }
                 return Ok(frames.freeze());
             }
