@@ -350,28 +350,10 @@ impl SessionShared {
             out.held_since = None;
             let mut batch: Vec<Bytes> = held.iter().map(|(m, _)| m.clone()).collect();
             batch.push(message.clone());
-            if let Some(direct) = &out.direct {
-                match direct.try_send_all(&batch) {
-                    Direct::Sent => {
-                        let more = !out.snapshots.is_empty();
-                        drop(out);
-                        if more {
-                            self.notify.notify_one();
-                        }
-                        return;
-                    }
-                    Direct::Partial(rest) => {
-                        // The rest must go next whatever the budget:
-                        // it is charged, and may overdraw by one message.
-                        let charge = self.account.charge(rest.len()).unwrap_or_default();
-                        out.reliable.push_back(Queued::Raw(rest, charge));
-                        drop(out);
-                        self.notify.notify_one();
-                        return;
-                    }
-                    Direct::NotNow => {}
-                }
-            }
+            let Some(guard) = self.try_direct(out, &batch) else {
+                return;
+            };
+            out = guard;
             // Not written: what was held goes first.
             for (m, charge) in held {
                 out.reliable.push_back(Queued::Message(m, charge));
@@ -397,6 +379,42 @@ impl SessionShared {
         }
     }
 
+    /// Writes `batch` at once from this thread if the socket takes it
+    /// (the rest of a partial write queued first for the writer); gives the
+    /// lock back when nothing was written.
+    fn try_direct<'a>(
+        &self,
+        mut out: parking_lot::MutexGuard<'a, Outbound>,
+        batch: &[Bytes],
+    ) -> Option<parking_lot::MutexGuard<'a, Outbound>> {
+        let sent = match &out.direct {
+            Some(direct) => direct.try_send_all(batch),
+            None => Direct::NotNow,
+        };
+        match sent {
+            Direct::Sent => {
+                out.held_since = None;
+                let more = !out.snapshots.is_empty();
+                drop(out);
+                if more {
+                    self.notify.notify_one();
+                }
+                None
+            }
+            Direct::Partial(rest) => {
+                // The rest must go next whatever the budget: it is
+                // charged, and may overdraw by one message.
+                out.held_since = None;
+                let charge = self.account.charge(rest.len()).unwrap_or_default();
+                out.reliable.push_back(Queued::Raw(rest, charge));
+                drop(out);
+                self.notify.notify_one();
+                None
+            }
+            Direct::NotNow => Some(out),
+        }
+    }
+
     /// Moves the held responses to the writer's queue.
     fn queue_held(out: &mut Outbound) {
         out.held_since = None;
@@ -414,29 +432,13 @@ impl SessionShared {
             return;
         }
         if out.writer_idle && out.reliable.is_empty() && !self.is_closed() {
-            if let Some(direct) = &out.direct {
-                let batch: Vec<Bytes> = out.held.iter().map(|(m, _)| m.clone()).collect();
-                match direct.try_send_all(&batch) {
-                    Direct::Sent => {
-                        out.held.clear();
-                        out.held_since = None;
-                        let more = !out.snapshots.is_empty();
-                        drop(out);
-                        if more {
-                            self.notify.notify_one();
-                        }
-                        return;
-                    }
-                    Direct::Partial(rest) => {
-                        out.held.clear();
-                        out.held_since = None;
-                        let charge = self.account.charge(rest.len()).unwrap_or_default();
-                        out.reliable.push_back(Queued::Raw(rest, charge));
-                        drop(out);
-                        self.notify.notify_one();
-                        return;
-                    }
-                    Direct::NotNow => {}
+            let batch: Vec<Bytes> = out.held.iter().map(|(m, _)| m.clone()).collect();
+            let held = std::mem::take(&mut out.held);
+            match self.try_direct(out, &batch) {
+                None => return,
+                Some(guard) => {
+                    out = guard;
+                    out.held = held;
                 }
             }
         }
@@ -584,28 +586,7 @@ mod tests {
     /// meanwhile); and once everything is read and the writer idle again,
     /// a last small one.
     async fn wire(direct: bool, messages: &[Bytes; 4]) -> (Vec<u8>, Vec<usize>) {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let path = dir.path().join("s.sock");
-        let server = Server::builder(ServerConfig::default())
-            .start()
-            .expect("a valid configuration");
-        let _listener = server.listen_unix(&path).await.expect("listen");
-        let mut peer = tokio::net::UnixStream::connect(&path)
-            .await
-            .expect("connect");
-        peer.write_all(
-            b"GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n\
-              Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
-              Sec-WebSocket-Version: 13\r\n\r\n",
-        )
-        .await
-        .expect("upgrade request");
-        let mut head = Vec::new();
-        while !head.ends_with(b"\r\n\r\n") {
-            head.push(peer.read_u8().await.expect("the upgrade response"));
-        }
-        assert!(head.starts_with(b"HTTP/1.1 101"), "{head:?}");
-        let session = idle_session(&server).await;
+        let (up, mut peer, session) = upgraded(ServerConfig::default()).await;
         if !direct {
             session.outbound.lock().direct = None;
         }
@@ -618,15 +599,7 @@ mod tests {
         let mut got = Vec::new();
         for (i, m) in messages[..3].iter().enumerate() {
             if i == 2 {
-                let mut buf = vec![0u8; 1 << 16];
-                loop {
-                    match peer.try_read(&mut buf) {
-                        Ok(0) => break,
-                        Ok(n) => got.extend_from_slice(&buf[..n]),
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                        Err(e) => panic!("reading the peer's socket: {e}"),
-                    }
-                }
+                got.extend_from_slice(&drain_now(&mut peer));
             }
             session.send_reliable(m.clone());
             queued.push(session.outbound.lock().reliable.len());
@@ -635,16 +608,13 @@ mod tests {
         let mut rest = vec![0u8; first - got.len()];
         peer.read_exact(&mut rest).await.expect("the first three");
         got.extend_from_slice(&rest);
-        let session = idle_session(&server).await;
+        let session = idle_session(&up.server).await;
         session.send_reliable(messages[3].clone());
         queued.push(session.outbound.lock().reliable.len());
         let mut last = vec![0u8; frames(&[&messages[3]]).len()];
         peer.read_exact(&mut last).await.expect("the last");
         got.extend_from_slice(&last);
-        session.close(CloseReason::Shutdown);
-        drop(session);
-        drop(peer);
-        server.shutdown().await;
+        up.close(session, peer).await;
         (got, queued)
     }
 
@@ -675,23 +645,34 @@ mod tests {
         assert_eq!(direct, [0, 1, 2, 0]);
     }
 
-    /// A session of a real server over a Unix socket, once its writer is
-    /// idle, and the peer's end of the connection.
+    /// A real server listening on a Unix socket.
+    struct Upgraded {
+        server: Server,
+        _dir: tempfile::TempDir,
+        _listener: crate::server::Listener,
+    }
+
+    impl Upgraded {
+        /// Closes the session, then the peer's end, then the server.
+        async fn close(self, session: Arc<SessionShared>, peer: tokio::net::UnixStream) {
+            session.close(CloseReason::Shutdown);
+            drop(session);
+            drop(peer);
+            self.server.shutdown().await;
+        }
+    }
+
+    /// A server with `config`, one session over a Unix socket once its
+    /// writer is idle, and the peer's end of the connection.
     async fn upgraded(
         config: ServerConfig,
-    ) -> (
-        Server,
-        tempfile::TempDir,
-        tokio::net::UnixStream,
-        Arc<SessionShared>,
-    ) {
+    ) -> (Upgraded, tokio::net::UnixStream, Arc<SessionShared>) {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("s.sock");
         let server = Server::builder(config)
             .start()
             .expect("a valid configuration");
         let listener = server.listen_unix(&path).await.expect("listen");
-        std::mem::forget(listener);
         let mut peer = tokio::net::UnixStream::connect(&path)
             .await
             .expect("connect");
@@ -706,8 +687,14 @@ mod tests {
         while !head.ends_with(b"\r\n\r\n") {
             head.push(peer.read_u8().await.expect("the upgrade response"));
         }
+        assert!(head.starts_with(b"HTTP/1.1 101"), "{head:?}");
         let session = idle_session(&server).await;
-        (server, dir, peer, session)
+        let up = Upgraded {
+            server,
+            _dir: dir,
+            _listener: listener,
+        };
+        (up, peer, session)
     }
 
     /// What the peer can read without waiting, after the server's tasks
@@ -716,6 +703,11 @@ mod tests {
         for _ in 0..20 {
             tokio::task::yield_now().await;
         }
+        drain_now(peer)
+    }
+
+    /// What the peer's socket holds now, without waiting.
+    fn drain_now(peer: &mut tokio::net::UnixStream) -> Vec<u8> {
         let mut got = Vec::new();
         let mut buf = vec![0u8; 1 << 16];
         loop {
@@ -757,7 +749,7 @@ mod tests {
             reply_hold: Some(std::time::Duration::from_secs(3600)),
             ..Default::default()
         };
-        let (server, _dir, mut peer, session) = upgraded(long).await;
+        let (up, mut peer, session) = upgraded(long).await;
         let mut requests = at_domains(&session, 3).await;
         session.send_reliable(messages[0].clone());
         assert_eq!(readable_now(&mut peer).await, b"", "held");
@@ -784,25 +776,19 @@ mod tests {
             frames(&[&Bytes::from_static(b"alone")])
         );
         alone.clear();
-        session.close(CloseReason::Shutdown);
-        drop(session);
-        drop(peer);
-        server.shutdown().await;
+        up.close(session, peer).await;
 
         // With the hold off, every response is written at once.
         let off = ServerConfig {
             reply_hold: None,
             ..Default::default()
         };
-        let (server, _dir, mut peer, session) = upgraded(off).await;
+        let (up, mut peer, session) = upgraded(off).await;
         let requests = at_domains(&session, 3).await;
         session.send_reliable(messages[0].clone());
         assert_eq!(readable_now(&mut peer).await, frames(&[&messages[0]]));
         drop(requests);
-        session.close(CloseReason::Shutdown);
-        drop(session);
-        drop(peer);
-        server.shutdown().await;
+        up.close(session, peer).await;
     }
 
     /// A held response whose session's other requests never finish is
@@ -813,7 +799,7 @@ mod tests {
             reply_hold: Some(std::time::Duration::from_millis(5)),
             ..Default::default()
         };
-        let (server, _dir, mut peer, session) = upgraded(short).await;
+        let (up, mut peer, session) = upgraded(short).await;
         let requests = at_domains(&session, 2).await;
         let message = Bytes::from_static(b"held, then due");
         session.send_reliable(message.clone());
@@ -824,10 +810,7 @@ mod tests {
         assert!(got == expected);
         assert!(session.outbound.lock().held.is_empty());
         drop(requests);
-        session.close(CloseReason::Shutdown);
-        drop(session);
-        drop(peer);
-        server.shutdown().await;
+        up.close(session, peer).await;
     }
 
     #[test]
