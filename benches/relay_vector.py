@@ -1,9 +1,12 @@
 """``RemoteVectorEnv`` over 2 batched hosts through a relay against the same
 over 2 listening servers, in one run (SPEC.md, "Relay and dial-out hosts").
 
-    .venv-ref/bin/python benches/relay_vector.py [--sim cartpole|pendulum] [--seconds 2] [--rounds 3] [--smoke]
+    .venv-ref/bin/python benches/relay_vector.py [--sim cartpole|pendulum] [--relay process|learner]
+        [--seconds 2] [--rounds 3] [--smoke]
 
-Starts ``unienv-remote relay``, two hosts listening (direct) and two dialing
+Starts ``unienv-remote relay`` (``--relay learner``: ``unienv_remote.Relay``
+in this process instead, the learner-side relay of Unity ML-Agents' shape),
+two hosts listening (direct) and two dialing
 the relay, then steps a ``RemoteVectorEnv`` of the two batches (16 envs) each
 way in alternating rounds and prints env steps per second, the median of the
 rounds, and the ratio relay / direct. The binary is ``$UNIENV_REMOTE_BIN``,
@@ -157,6 +160,9 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--sim", choices=["cartpole", "pendulum"], default="cartpole",
                         help="the hosts: the Rust cartpole (a free step) or Python Pendulum-v1 (a real one)")
+    parser.add_argument("--relay", choices=["process", "learner"], default="process",
+                        help="the relay: `unienv-remote relay` (a process of its own) or "
+                             "unienv_remote.Relay in the learner's process")
     parser.add_argument("--host", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--dial", help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)
@@ -168,9 +174,16 @@ def main() -> None:
     seconds, rounds, min_steps = (0.0, 1, 20) if args.smoke else (args.seconds, args.rounds, 200)
     processes: List[subprocess.Popen] = []
     drains: List[threading.Thread] = []
+    in_learner = None
     try:
-        relay_process, relay = start(["relay", "--addr", "127.0.0.1:0"], drains)
-        processes.append(relay_process)
+        if args.relay == "learner":
+            from unienv_remote import Relay
+
+            in_learner = Relay("127.0.0.1:0")
+            relay = in_learner.url
+        else:
+            relay_process, relay = start(["relay", "--addr", "127.0.0.1:0"], drains)
+            processes.append(relay_process)
         direct = []
         python = args.sim == "pendulum"
         for _ in range(2):
@@ -192,10 +205,14 @@ def main() -> None:
             figures["relay"].append(steps_per_s(through, seconds, min_steps))
         d, r = statistics.median(figures["direct"]), statistics.median(figures["relay"])
         what = "Python host, Pendulum-v1" if python else "cartpole"
-        print(f"RemoteVectorEnv, 2 hosts x BatchedEnv({BATCH}) {what}, median of {rounds} rounds:")
+        where = "in the learner's process" if in_learner is not None else "a process of its own"
+        print(f"RemoteVectorEnv, 2 hosts x BatchedEnv({BATCH}) {what}, the relay {where}, "
+              f"median of {rounds} rounds:")
         print(f"  direct {d:10.0f} env steps/s   through the relay {r:10.0f} env steps/s   ratio {r / d:.2f}x")
     finally:
         stop(processes, drains)
+        if in_learner is not None:
+            in_learner.close()
 
 
 if __name__ == "__main__":
