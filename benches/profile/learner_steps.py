@@ -95,6 +95,18 @@ def wakes(path: str, steps: int, replies: int) -> None:
           f"replies per sleeping wait {replies * steps / max(slept, 1):.2f}")
 
 
+def print_syscalls(summary: str, per: int) -> None:
+    """Prints the calls of each syscall in ``strace -c``'s summary file
+    ``summary``, and their errors, divided by ``per``."""
+    for line in Path(summary).read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[3].isdigit() and parts[-1] != "total":
+            print(f"  {parts[-1]:20} {int(parts[3]) / per:7.3f}"
+                  + (f"  (errors {int(parts[4]) / per:.3f})" if len(parts) == 6 else ""))
+        elif parts and parts[-1] == "total" and len(parts) >= 4:
+            print(f"  {'total':20} {int(parts[3]) / per:7.3f}")
+
+
 def main() -> None:
     config = sys.argv[1]
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
@@ -182,13 +194,7 @@ def main() -> None:
             wakes(wakes_out, steps, requests_per_call(config))
         elif tracer is not None:
             print(f"syscalls per vector call (strace -c -f; {trace_out}):")
-            for line in Path(trace_out).read_text().splitlines():
-                parts = line.split()
-                if len(parts) >= 5 and parts[3].isdigit() and parts[-1] != "total":
-                    print(f"  {parts[-1]:20} {int(parts[3]) / steps:7.3f}"
-                          + (f"  (errors {int(parts[4]) / steps:.3f})" if len(parts) == 6 else ""))
-                elif parts and parts[-1] == "total" and len(parts) >= 4:
-                    print(f"  {'total':20} {int(parts[3]) / steps:7.3f}")
+            print_syscalls(trace_out, steps)
     finally:
         if envs is not None:
             envs.close()

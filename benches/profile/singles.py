@@ -33,6 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 from scaling import Server  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from learner_steps import print_syscalls  # noqa: E402
+
 
 def switches() -> int:
     """Voluntary context switches of this process so far, all threads (each
@@ -62,6 +65,8 @@ def main() -> None:
             envs.step(pool[i % 16])
         tracer = None
         trace_out = os.path.join(tempfile.mkdtemp(), "strace.txt")
+        # Read outside the traced and instrumented steps (it reads /proc).
+        before = switches()
         if os.environ.get("STRACE"):
             tracer = subprocess.Popen(["strace", "-c", "-f", "-p", str(os.getpid()), "-o", trace_out],
                                       stderr=subprocess.DEVNULL)
@@ -69,7 +74,6 @@ def main() -> None:
         if os.environ.get("CG"):
             subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], check=True,
                            stdout=subprocess.DEVNULL)
-        before = switches()
         cpu = time.process_time()
         for i in range(steps):
             envs.step(pool[i % 16])
@@ -80,18 +84,14 @@ def main() -> None:
         if tracer is not None:
             tracer.send_signal(signal.SIGINT)
             tracer.wait()
+        after = switches()
         env_steps = steps * n
         print(f"N={n}: {steps} vector steps, {env_steps} env steps "
               f"(CPU {1e6 * cpu / env_steps:.1f} µs per env step: not load-independent)")
-        print(f"  voluntary context switches per env step: {(switches() - before) / env_steps:.3f}")
+        print(f"  voluntary context switches per env step: {(after - before) / env_steps:.3f}")
         if tracer is not None:
             print("syscalls per env step (strace -c -f):")
-            for line in Path(trace_out).read_text().splitlines():
-                parts = line.split()
-                if len(parts) >= 5 and parts[3].isdigit() and parts[-1] != "total":
-                    print(f"  {parts[-1]:20} {int(parts[3]) / env_steps:7.3f}")
-                elif parts and parts[-1] == "total" and len(parts) >= 4:
-                    print(f"  {'total':20} {int(parts[3]) / env_steps:7.3f}")
+            print_syscalls(trace_out, env_steps)
     finally:
         if envs is not None:
             envs.close()
