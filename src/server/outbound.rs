@@ -348,9 +348,14 @@ impl SessionShared {
             // starting meanwhile.
             let held = std::mem::take(&mut out.held);
             out.held_since = None;
-            let mut batch: Vec<Bytes> = held.iter().map(|(m, _)| m.clone()).collect();
-            batch.push(message.clone());
-            let Some(guard) = self.try_direct(out, &batch) else {
+            let unwritten = if held.is_empty() {
+                self.try_direct(out, std::slice::from_ref(&message))
+            } else {
+                let mut batch: Vec<Bytes> = held.iter().map(|(m, _)| m.clone()).collect();
+                batch.push(message.clone());
+                self.try_direct(out, &batch)
+            };
+            let Some(guard) = unwritten else {
                 return;
             };
             out = guard;

@@ -674,8 +674,9 @@ impl WsDirect {
     }
 
     /// Tries to write binary messages now, each as one frame, all in one
-    /// `writev` (at most [`MAX_DIRECT_BATCH`]; more are refused).
-    pub(crate) fn try_send_all(&self, messages: &[&[u8]]) -> Direct {
+    /// `writev` (at most [`MAX_DIRECT_BATCH`]; more are refused). Nothing is
+    /// allocated unless the socket takes only part of them.
+    pub(crate) fn try_send_all<M: AsRef<[u8]>>(&self, messages: &[M]) -> Direct {
         if self.shared.role != Role::Server
             || messages.is_empty()
             || messages.len() > MAX_DIRECT_BATCH
@@ -688,28 +689,26 @@ impl WsDirect {
         if w.torn || w.close_sent {
             return Direct::NotNow;
         }
-        let headers: Vec<([u8; 10], usize)> = messages
-            .iter()
-            .map(|m| frame::header(OP_BINARY, m.len()))
-            .collect();
-        let total: usize = headers
-            .iter()
-            .zip(messages)
-            .map(|((_, n), m)| n + m.len())
-            .sum();
-        let mut parts = Vec::with_capacity(2 * messages.len());
-        for ((header, n), m) in headers.iter().zip(messages) {
-            parts.push(std::io::IoSlice::new(&header[..*n]));
-            parts.push(std::io::IoSlice::new(m));
+        let mut headers = [([0u8; 10], 0usize); MAX_DIRECT_BATCH];
+        for (header, m) in headers.iter_mut().zip(messages) {
+            *header = frame::header(OP_BINARY, m.as_ref().len());
         }
-        match w.half.try_write_vectored(&parts) {
+        let mut slices = [std::io::IoSlice::new(&[]); 2 * MAX_DIRECT_BATCH];
+        let mut total = 0;
+        for (i, ((header, n), m)) in headers.iter().zip(messages).enumerate() {
+            slices[2 * i] = std::io::IoSlice::new(&header[..*n]);
+            slices[2 * i + 1] = std::io::IoSlice::new(m.as_ref());
+            total += n + m.as_ref().len();
+        }
+        let parts = &slices[..2 * messages.len()];
+        match w.half.try_write_vectored(parts) {
             Ok(0) | Err(_) => Direct::NotNow,
             Ok(k) if k >= total => Direct::Sent,
             Ok(mut k) => {
                 w.torn = true;
                 // The framed bytes after the first `k`.
                 let mut rest = Vec::with_capacity(total - k);
-                for part in &parts {
+                for part in parts {
                     if k >= part.len() {
                         k -= part.len();
                     } else {

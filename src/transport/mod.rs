@@ -176,10 +176,7 @@ impl DirectWriter {
     pub(crate) fn try_send_all(&self, messages: &[Bytes]) -> ws::Direct {
         match (self, messages) {
             (_, [one]) => self.try_send(one),
-            (DirectWriter::Ws(w), _) => {
-                let slices: Vec<&[u8]> = messages.iter().map(|m| m.as_ref()).collect();
-                w.try_send_all(&slices)
-            }
+            (DirectWriter::Ws(w), _) => w.try_send_all(messages),
             (DirectWriter::Memory(_), _) => ws::Direct::NotNow,
         }
     }
