@@ -689,35 +689,51 @@ impl WsDirect {
         if w.torn || w.close_sent {
             return Direct::NotNow;
         }
-        let mut headers = [([0u8; 10], 0usize); MAX_DIRECT_BATCH];
-        for (header, m) in headers.iter_mut().zip(messages) {
-            *header = frame::header(OP_BINARY, m.as_ref().len());
+        // Arrays as small as the common case needs (one reply): zeroing
+        // room for a whole batch would cost a lone reply more than its
+        // framing.
+        if messages.len() == 1 {
+            write_frames::<1, 2, M>(&mut w, messages)
+        } else {
+            write_frames::<MAX_DIRECT_BATCH, { 2 * MAX_DIRECT_BATCH }, M>(&mut w, messages)
         }
-        let mut slices = [std::io::IoSlice::new(&[]); 2 * MAX_DIRECT_BATCH];
-        let mut total = 0;
-        for (i, ((header, n), m)) in headers.iter().zip(messages).enumerate() {
-            slices[2 * i] = std::io::IoSlice::new(&header[..*n]);
-            slices[2 * i + 1] = std::io::IoSlice::new(m.as_ref());
-            total += n + m.as_ref().len();
-        }
-        let parts = &slices[..2 * messages.len()];
-        match w.half.try_write_vectored(parts) {
-            Ok(0) | Err(_) => Direct::NotNow,
-            Ok(k) if k >= total => Direct::Sent,
-            Ok(mut k) => {
-                w.torn = true;
-                // The framed bytes after the first `k`.
-                let mut rest = Vec::with_capacity(total - k);
-                for part in parts {
-                    if k >= part.len() {
-                        k -= part.len();
-                    } else {
-                        rest.extend_from_slice(&part[k..]);
-                        k = 0;
-                    }
+    }
+}
+
+/// Writes up to `N` messages as binary frames in one `writev` (`S` = 2 `N`
+/// slices: each frame's header and payload) without waiting.
+fn write_frames<const N: usize, const S: usize, M: AsRef<[u8]>>(
+    w: &mut Sink,
+    messages: &[M],
+) -> Direct {
+    let mut headers = [([0u8; 10], 0usize); N];
+    for (header, m) in headers.iter_mut().zip(messages) {
+        *header = frame::header(OP_BINARY, m.as_ref().len());
+    }
+    let mut slices = [std::io::IoSlice::new(&[]); S];
+    let mut total = 0;
+    for (i, ((header, n), m)) in headers.iter().zip(messages).enumerate() {
+        slices[2 * i] = std::io::IoSlice::new(&header[..*n]);
+        slices[2 * i + 1] = std::io::IoSlice::new(m.as_ref());
+        total += n + m.as_ref().len();
+    }
+    let parts = &slices[..2 * messages.len().min(N)];
+    match w.half.try_write_vectored(parts) {
+        Ok(0) | Err(_) => Direct::NotNow,
+        Ok(k) if k >= total => Direct::Sent,
+        Ok(mut k) => {
+            w.torn = true;
+            // The framed bytes after the first `k`.
+            let mut rest = Vec::with_capacity(total - k);
+            for part in parts {
+                if k >= part.len() {
+                    k -= part.len();
+                } else {
+                    rest.extend_from_slice(&part[k..]);
+                    k = 0;
                 }
-                Direct::Partial(Bytes::from(rest))
             }
+            Direct::Partial(Bytes::from(rest))
         }
     }
 }
