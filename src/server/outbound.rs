@@ -232,6 +232,9 @@ pub(crate) struct SessionShared {
     pub(super) routed: AtomicBool,
     /// This session's requests at domains (queued or running).
     at_domains: AtomicUsize,
+    /// Whether responses are held (`Outbound::held_since` is set), read
+    /// without the lock when the session's last request at a domain is done.
+    holding: AtomicBool,
     /// [`ServerConfig::reply_hold`](super::ServerConfig::reply_hold).
     pub(super) reply_hold: Option<std::time::Duration>,
     /// What this connection holds in memory.
@@ -267,6 +270,7 @@ impl SessionShared {
             touched: Mutex::new(HashSet::new()),
             routed: AtomicBool::new(false),
             at_domains: AtomicUsize::new(0),
+            holding: AtomicBool::new(false),
             reply_hold,
             account,
             metrics,
@@ -291,7 +295,7 @@ impl SessionShared {
             let mut out = self.outbound.lock();
             out.reliable.clear();
             out.held.clear();
-            out.held_since = None;
+            self.held_since(&mut out, None);
             out.snapshots.clear();
             out.writer_idle = false;
             out.direct = None;
@@ -335,7 +339,7 @@ impl SessionShared {
             out.held.push((message, charge));
             if out.held_since.is_none() {
                 // The writer task arms the hold's deadline.
-                out.held_since = Some(std::time::Instant::now());
+                self.held_since(&mut out, Some(std::time::Instant::now()));
                 drop(out);
                 self.notify.notify_one();
             }
@@ -347,7 +351,7 @@ impl SessionShared {
             // waking the writer task. The lock keeps the writer from
             // starting meanwhile.
             let held = std::mem::take(&mut out.held);
-            out.held_since = None;
+            self.held_since(&mut out, None);
             let unwritten = if held.is_empty() {
                 self.try_direct(out, std::slice::from_ref(&message))
             } else {
@@ -364,7 +368,7 @@ impl SessionShared {
                 out.reliable.push_back(Queued::Message(m, charge));
             }
         } else if !out.held.is_empty() {
-            Self::queue_held(&mut out);
+            self.queue_held(&mut out);
         }
         let overflow = if out.reliable.len() >= RELIABLE_QUEUE_LIMIT {
             Some(CloseReason::QueueOverflow)
@@ -398,7 +402,7 @@ impl SessionShared {
         };
         match sent {
             Direct::Sent => {
-                out.held_since = None;
+                self.held_since(&mut out, None);
                 let more = !out.snapshots.is_empty();
                 drop(out);
                 if more {
@@ -409,7 +413,7 @@ impl SessionShared {
             Direct::Partial(rest) => {
                 // The rest must go next whatever the budget: it is
                 // charged, and may overdraw by one message.
-                out.held_since = None;
+                self.held_since(&mut out, None);
                 let charge = self.account.charge(rest.len()).unwrap_or_default();
                 out.reliable.push_back(Queued::Raw(rest, charge));
                 drop(out);
@@ -420,9 +424,15 @@ impl SessionShared {
         }
     }
 
+    /// Sets when the held responses were first held (`None`: none are).
+    fn held_since(&self, out: &mut Outbound, since: Option<std::time::Instant>) {
+        out.held_since = since;
+        self.holding.store(since.is_some(), Ordering::Release);
+    }
+
     /// Moves the held responses to the writer's queue.
-    fn queue_held(out: &mut Outbound) {
-        out.held_since = None;
+    fn queue_held(&self, out: &mut Outbound) {
+        self.held_since(out, None);
         for (m, charge) in out.held.drain(..) {
             out.reliable.push_back(Queued::Message(m, charge));
         }
@@ -432,6 +442,9 @@ impl SessionShared {
     /// domain is done, or the hold's time is up): at once from this thread
     /// when the writer is idle, else through the writer task.
     pub(super) fn release_held(&self) {
+        if !self.holding.load(Ordering::Acquire) {
+            return;
+        }
         let mut out = self.outbound.lock();
         if out.held.is_empty() {
             return;
@@ -447,7 +460,7 @@ impl SessionShared {
                 }
             }
         }
-        Self::queue_held(&mut out);
+        self.queue_held(&mut out);
         drop(out);
         self.notify.notify_one();
     }
