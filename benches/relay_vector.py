@@ -38,23 +38,13 @@ import sys
 import threading
 import time
 import urllib.request
-from pathlib import Path
 from typing import IO, List, Optional, Sequence, Tuple
 
-REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from throughput import cli_binary  # noqa: E402
+
 URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
 BATCH = 8
-
-
-def binary() -> str:
-    explicit = os.environ.get("UNIENV_REMOTE_BIN")
-    if explicit:
-        return explicit
-    for profile in ("release", "debug"):
-        path = REPO / "target" / profile / "unienv-remote"
-        if path.exists():
-            return str(path)
-    raise SystemExit("build it first: cargo build --release --bin unienv-remote")
 
 
 def drain(stream: "IO[str]") -> None:
@@ -71,7 +61,7 @@ def start(args: List[str], drains: List[threading.Thread], wrap: Sequence[str] =
     given; with ``python``, this script run with ``args``) and the first
     ws:// URL it prints; the rest of its output is drained by a thread
     added to ``drains``."""
-    command = [sys.executable, __file__, *args] if python else [*wrap, binary(), *args]
+    command = [sys.executable, __file__, *args] if python else [*wrap, cli_binary(), *args]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     stdout = process.stdout
     assert stdout is not None

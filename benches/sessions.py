@@ -47,9 +47,11 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Tuple
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from throughput import cli_binary  # noqa: E402
+
 URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
 RATE = re.compile(r"steps/s\s+([0-9.]+)")
 #: Handshakes a client process has in progress at once.
@@ -75,16 +77,6 @@ def rss_bytes(pid: int) -> int:
             return int(line.split()[1]) * 1024
     return 0
 
-
-def binary() -> str:
-    env = os.environ.get("UNIENV_REMOTE_BIN")
-    if env:
-        return env
-    for profile in ("release", "debug"):
-        path = ROOT / "target" / profile / "unienv-remote"
-        if path.exists():
-            return str(path)
-    raise SystemExit("no unienv-remote binary: cargo build --release --bin unienv-remote, or set UNIENV_REMOTE_BIN")
 
 
 def stop(process: "subprocess.Popen[str]") -> None:
@@ -278,7 +270,7 @@ class Timeout(Exception):
 
 def start_server(host: str, max_connections: int) -> Tuple["subprocess.Popen[str]", str]:
     if host == "rust":
-        cmd = [binary(), "serve", "--addr", "127.0.0.1:0", "--max-connections", str(max_connections),
+        cmd = [cli_binary(), "serve", "--addr", "127.0.0.1:0", "--max-connections", str(max_connections),
                "--idle-timeout", "0"]
     else:
         cmd = [sys.executable, __file__, "--serve-python", "--max-connections", str(max_connections)]
@@ -300,7 +292,7 @@ def drain(pipe: Any) -> None:
 
 
 def step_rate(url: str, env: str, seconds: float) -> float:
-    out = subprocess.run([binary(), "bench", url, env, "--seconds", str(seconds)],
+    out = subprocess.run([cli_binary(), "bench", url, env, "--seconds", str(seconds)],
                          capture_output=True, text=True, timeout=seconds + 60)
     m = RATE.search(out.stdout)
     if out.returncode != 0 or m is None:

@@ -136,6 +136,21 @@ def serve(index: int, unix: bool, cpu: Optional[int]) -> None:
         server.close()
 
 
+def cli_binary(profiles: Tuple[str, ...] = ("release", "debug")) -> str:
+    """The ``unienv-remote`` command line: ``$UNIENV_REMOTE_BIN``, else the
+    first of ``target/PROFILE/unienv-remote`` that exists."""
+    explicit = os.environ.get("UNIENV_REMOTE_BIN")
+    if explicit:
+        return explicit
+    root = Path(__file__).resolve().parent.parent
+    for profile in profiles:
+        path = root / "target" / profile / "unienv-remote"
+        if path.exists():
+            return str(path)
+    flag = "--release" if profiles[0] == "release" else f"--profile {profiles[0]}"
+    raise SystemExit(f"no unienv-remote binary: cargo build {flag} --bin unienv-remote, or set UNIENV_REMOTE_BIN")
+
+
 def process_cpu(pid: int) -> Tuple[float, float]:
     """User and system CPU seconds process ``pid`` has used (``/proc``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()

@@ -46,27 +46,19 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import relay_vector  # noqa: E402
+from throughput import cli_binary  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
 HOSTS = 2
+#: Where the binary is looked for first (a profiling build has symbols).
+PROFILES = ("profiling", "release")
 METRICS = re.compile(r"(http://127\.0\.0\.1:\d+/metrics)")
 
-
-def binary() -> str:
-    explicit = os.environ.get("UNIENV_REMOTE_BIN")
-    if explicit:
-        return explicit
-    for profile in ("profiling", "release"):
-        path = REPO / "target" / profile / "unienv-remote"
-        if path.exists():
-            return str(path)
-    raise SystemExit("build it first: cargo build --profile profiling --bin unienv-remote")
 
 
 def start_host(name: str, relay: str, drains: List[threading.Thread]) -> Tuple[subprocess.Popen, str]:
     """A ``serve --batch 8`` host dialing ``relay`` as ``name``, and its
     metrics URL."""
-    process = subprocess.Popen([binary(), "serve", "--batch", str(relay_vector.BATCH), "--addr", "127.0.0.1:0", "--name", name,
+    process = subprocess.Popen([cli_binary(PROFILES), "serve", "--batch", str(relay_vector.BATCH), "--addr", "127.0.0.1:0", "--name", name,
                                 "--dial", relay, "--metrics", "127.0.0.1:0"],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     stdout = process.stdout
@@ -103,7 +95,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=30, help="functions listed under callgrind")
     args = parser.parse_args()
     steps = args.steps or (300 if args.tool == "callgrind" else 2000)
-    os.environ["UNIENV_REMOTE_BIN"] = binary()
+    os.environ["UNIENV_REMOTE_BIN"] = cli_binary(PROFILES)
     from unienv_remote import RemoteVectorEnv
 
     work = tempfile.mkdtemp(prefix="ue-relayhop-")
