@@ -183,3 +183,20 @@ impl Drop for RefServer {
         let _ = self.child.wait();
     }
 }
+
+/// Runs the ignored test `name` (its full path in this test binary, e.g.
+/// `hostile::queued_responses_probe`) alone in a child process of this
+/// binary, and asserts that it passed: for a test that changes what the
+/// whole process has (its descriptor limit, tracing's cached interest).
+pub fn run_alone_in_a_child(name: &str) {
+    let out = Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["--ignored", "--exact", name, "--nocapture"])
+        .output()
+        .expect("the test binary runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+}

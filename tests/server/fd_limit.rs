@@ -141,19 +141,5 @@ async fn out_of_descriptors_probe() {
 
 #[test]
 fn a_server_out_of_descriptors_says_so_and_recovers() {
-    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args([
-            "--ignored",
-            "--exact",
-            "fd_limit::out_of_descriptors_probe",
-            "--nocapture",
-        ])
-        .output()
-        .expect("the test binary runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+    common::run_alone_in_a_child("fd_limit::out_of_descriptors_probe");
 }

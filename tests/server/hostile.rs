@@ -487,21 +487,7 @@ async fn byte_budgets_refuse_the_peer_that_exceeds_them() {
 /// capture, were sometimes never captured here).
 #[test]
 fn queued_responses_are_counted_in_bytes() {
-    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args([
-            "--ignored",
-            "--exact",
-            "hostile::queued_responses_probe",
-            "--nocapture",
-        ])
-        .output()
-        .expect("the test binary runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+    common::run_alone_in_a_child("hostile::queued_responses_probe");
 }
 
 // One thread: the server's sessions run on the test's thread, where their
