@@ -5,6 +5,7 @@
 use super::config::ClientConfig;
 use super::descriptor::{BoundarySnapshot, Descriptor};
 use super::error::{ClientError, ClientResult, CloseReason, ConnectFailure, ProtocolViolation};
+use super::pending::{Reply, ReplySink};
 use super::shared::Shared;
 use super::sub_queue::SubShared;
 use crate::codec::{Dict, Value, MIN_MAX_MESSAGE_SIZE};
@@ -289,8 +290,68 @@ impl Client {
         kwargs: Dict,
     ) -> ClientResult<Value> {
         let descriptor = self.ensure_descriptor(resource_id).await?;
+        let call = self.call_params(&descriptor, method, args, kwargs);
+        let result = self
+            .shared
+            .request(Op::Call, Some(resource_id), &call.params(), call.mutation)
+            .await?;
+        self.call_value(result)
+    }
+
+    /// [`call`](Self::call)'s request with its reply handed to `sink` (with
+    /// `tag`) by the reader task instead of awaited; the sink makes of it
+    /// what `call` returns with [`call_reply`](Self::call_reply). Returns
+    /// the request's ID and whether it is a mutation (for
+    /// [`Shared::abandon`]), or, when the resource's descriptor is not
+    /// known yet (`call` would ask for it first), the arguments back.
+    pub(crate) fn call_to(
+        &self,
+        resource_id: &str,
+        method: &str,
+        args: Vec<Value>,
+        sink: Arc<dyn ReplySink>,
+        tag: usize,
+    ) -> Result<ClientResult<(u64, bool)>, Vec<Value>> {
+        let Some(descriptor) = self.descriptor(resource_id) else {
+            return Err(args);
+        };
+        let call = self.call_params(&descriptor, method, args, Dict::new());
+        Ok(self
+            .shared
+            .send_to(
+                Op::Call,
+                Some(resource_id),
+                &call.params(),
+                call.mutation,
+                sink,
+                tag,
+            )
+            .map(|id| (id, call.mutation)))
+    }
+
+    /// What a reply handed to a sink by [`call_to`](Self::call_to) comes
+    /// to: what [`call`](Self::call) would have returned.
+    pub(crate) fn call_reply(
+        &self,
+        reply: Reply,
+        resource_id: &str,
+        mutation: bool,
+    ) -> ClientResult<Value> {
+        let result = self.shared.settle(reply, Some(resource_id), mutation)?;
+        self.call_value(result)
+    }
+
+    /// A call request's parameters: the method, its arguments, and the
+    /// operation it belongs to (a fresh one for an env's call, the domain's
+    /// open one otherwise).
+    fn call_params(
+        &self,
+        descriptor: &Descriptor,
+        method: &str,
+        args: Vec<Value>,
+        kwargs: Dict,
+    ) -> CallParams {
         let kind = descriptor.kind();
-        let mutation = kind.is_mutation(method).unwrap_or(false);
         let operation_id = if kind == ResourceKind::Env {
             Value::from(self.shared.fresh_id())
         } else {
@@ -301,23 +362,17 @@ impl Client {
                 .get(descriptor.domain_id())
                 .map_or(Value::Null, |id| Value::from(&**id))
         };
-        let method = Value::from(method);
-        let args = Value::Tuple(args);
-        let kwargs = Value::Dict(kwargs);
-        let result = self
-            .shared
-            .request(
-                Op::Call,
-                Some(resource_id),
-                &[
-                    ("method", &method),
-                    ("args", &args),
-                    ("kwargs", &kwargs),
-                    ("operation_id", &operation_id),
-                ],
-                mutation,
-            )
-            .await?;
+        CallParams {
+            mutation: kind.is_mutation(method).unwrap_or(false),
+            method: Value::from(method),
+            args: Value::Tuple(args),
+            kwargs: Value::Dict(kwargs),
+            operation_id,
+        }
+    }
+
+    /// A call's result: its descriptors applied, its value returned.
+    fn call_value(&self, result: Value) -> ClientResult<Value> {
         let Value::Dict(mut result) = result else {
             return Err(ClientError::Protocol(ProtocolViolation::WrongType {
                 what: "a call result",
@@ -428,4 +483,24 @@ async fn hello(shared: &Arc<Shared>, limit: &Value) -> ClientResult<ServerInfo> 
             })
             .unwrap_or_default(),
     })
+}
+
+/// A call request's parameters (see [`Client::call`]).
+struct CallParams {
+    mutation: bool,
+    method: Value,
+    args: Value,
+    kwargs: Value,
+    operation_id: Value,
+}
+
+impl CallParams {
+    fn params(&self) -> [(&str, &Value); 4] {
+        [
+            ("method", &self.method),
+            ("args", &self.args),
+            ("kwargs", &self.kwargs),
+            ("operation_id", &self.operation_id),
+        ]
+    }
 }

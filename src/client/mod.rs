@@ -86,6 +86,7 @@ mod ids;
 pub mod interrupt;
 mod known;
 mod operation;
+mod pending;
 mod proxy;
 mod shared;
 mod sub_queue;

@@ -7,6 +7,7 @@
 use super::connection::Client;
 use super::descriptor::Descriptor;
 use super::error::{ClientError, ClientResult, InvalidUse};
+use super::pending::{Reply, ReplySink};
 use crate::codec::{Dict, NdArray, Value};
 use crate::host::{Phase, ResetArgs, ResetResult, Space, StepResult};
 use crate::protocol::ResourceKind;
@@ -177,6 +178,38 @@ impl EnvProxy {
             .handle
             .call("step", vec![action.into()], Dict::new())
             .await?;
+        StepResult::from_value(value).map_err(protocol)
+    }
+
+    /// `step(action)` with its reply handed to `sink` (with `tag`) by the
+    /// reader task: see [`Client::call_to`]. `Err(action)` when the
+    /// descriptor is not known. Returns the request's ID.
+    pub(crate) fn step_to(
+        &self,
+        action: Value,
+        sink: Arc<dyn ReplySink>,
+        tag: usize,
+    ) -> Result<ClientResult<u64>, Value> {
+        self.handle
+            .client
+            .call_to(&self.handle.id, "step", vec![action], sink, tag)
+            .map(|sent| sent.map(|(id, _)| id))
+            .map_err(|mut args| args.pop().unwrap_or_default())
+    }
+
+    /// Whether an env's `step` is a mutation (what [`Client::call`] finds
+    /// for it: always).
+    pub(crate) fn step_mutates() -> bool {
+        ResourceKind::Env.is_mutation("step").unwrap_or(false)
+    }
+
+    /// What [`step`](Self::step) returns, from the reply of a
+    /// [`step_to`](Self::step_to) request.
+    pub(crate) fn step_reply(&self, reply: Reply) -> ClientResult<StepResult> {
+        let value =
+            self.handle
+                .client
+                .call_reply(reply, &self.handle.id, EnvProxy::step_mutates())?;
         StepResult::from_value(value).map_err(protocol)
     }
 

@@ -4,15 +4,17 @@
 //! Everything a request needs is behind one short-lived lock ([`State`]),
 //! never held across an `await`. A request is encoded on the caller's task,
 //! handed to the writer task through an unbounded queue (bounded in practice
-//! by the callers awaiting their replies) and answered through a oneshot
-//! channel by the reader task, which does nothing else than decode, check and
-//! route messages.
+//! by the callers awaiting their replies) and answered by the reader task,
+//! which does nothing else than decode, check and route messages: through a
+//! oneshot channel to the task awaiting it, or to a [`ReplySink`] (see
+//! [`pending`](super::pending)).
 
 use super::config::ClientConfig;
 use super::descriptor::{BoundarySnapshot, Descriptor};
 use super::error::{ClientError, ClientResult, CloseReason, ProtocolViolation};
 use super::ids::{lower_hex, IdSource};
 use super::known::KnownDescriptors;
+use super::pending::{watch_deadlines, Pending, Reply, ReplySink, Waiter};
 use super::sub_queue::SubShared;
 use super::template::{plain_request, CallTemplates};
 use crate::codec::{Codec, Dict, KeptReplies, Value};
@@ -33,8 +35,6 @@ pub(crate) enum Outgoing {
     Close,
 }
 
-type Reply = Result<Dict, ClientError>;
-
 /// The client's view of the server, guarded by one lock. Its maps are
 /// looked up on every request and reply (by resource or domain ID): FxHash,
 /// as the pending replies' map.
@@ -48,7 +48,8 @@ pub(crate) struct State {
     /// Open component operations, per domain.
     pub operations: HashMap<String, Arc<str>>,
     pub subscriptions: HashMap<Arc<str>, Arc<SubShared>>,
-    pending: HashMap<u64, oneshot::Sender<Reply>, rustc_hash::FxBuildHasher>,
+    /// Requests awaiting replies.
+    pub(crate) pending: Pending,
     /// Why the connection closed.
     failure: Option<ClientError>,
 }
@@ -169,6 +170,8 @@ pub(crate) struct Shared {
     written: AtomicU64,
     /// Woken when `written` grows and when the connection closes.
     flushed: Notify,
+    /// Tells the deadline watch of an earlier deadline.
+    rearm: Arc<Notify>,
     ids: IdSource,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// Descriptors recognised in replies by their text (the reader's).
@@ -199,6 +202,7 @@ impl Shared {
             queued: AtomicU64::new(0),
             written: AtomicU64::new(0),
             flushed: Notify::new(),
+            rearm: Arc::new(Notify::new()),
             ids: IdSource::new(),
             tasks: Mutex::new(Vec::new()),
             known: Mutex::new(KnownDescriptors::default()),
@@ -216,12 +220,17 @@ impl Shared {
             vanished,
             shutdown_rx.clone(),
         ));
+        let deadline_task = tokio::spawn(watch_deadlines(
+            Arc::downgrade(&shared),
+            shared.rearm.clone(),
+            shutdown_rx.clone(),
+        ));
         let reader_task = tokio::spawn(read_loop(shared.clone(), reader, shutdown_rx));
         let writer_task = tokio::spawn(write_loop(shared.clone(), writer, rx));
         shared
             .tasks
             .lock()
-            .extend([reader_task, writer_task, heartbeat_task]);
+            .extend([reader_task, writer_task, heartbeat_task, deadline_task]);
         shared
     }
 
@@ -330,12 +339,12 @@ impl Shared {
             st.snapshots.clear();
             st.versions.clear();
             st.operations.clear();
-            let pending: Vec<_> = st.pending.drain().map(|(_, tx)| tx).collect();
+            let pending = st.pending.drain();
             let subscriptions: Vec<_> = st.subscriptions.drain().map(|(_, s)| s).collect();
             (pending, subscriptions)
         };
-        for tx in pending {
-            let _ = tx.send(Err(reason.clone()));
+        for waiter in pending {
+            waiter.send(Err(reason.clone()));
         }
         for s in subscriptions {
             s.finish(Some(reason.clone()));
@@ -394,6 +403,49 @@ impl Shared {
         Ok(Bytes::from(frame))
     }
 
+    /// Encodes a request and hands it to the writer with its waiter
+    /// registered; returns its ID. Mutations drop the domain's cached
+    /// fields first. A sink's request is timed by the connection's deadline
+    /// watch (a task's by its own timer).
+    fn submit(
+        &self,
+        op: Op,
+        resource_id: Option<&str>,
+        params: &[(&str, &Value)],
+        mutation: bool,
+        waiter: Waiter,
+    ) -> ClientResult<u64> {
+        if self.is_closed() {
+            return Err(self.state.lock().closed_error());
+        }
+        let id = self.next_request.fetch_add(1, Ordering::Relaxed);
+        let frame = self.encode_request(id, op, resource_id, params)?;
+        let timed = matches!(waiter, Waiter::Sink(..))
+            .then(|| self.timeout())
+            .flatten();
+        let rearm = {
+            let mut st = self.state.lock();
+            if self.is_closed() {
+                return Err(st.closed_error());
+            }
+            if mutation && resource_id.is_some() {
+                st.drop_snapshots(resource_id);
+            }
+            st.pending.insert(id, waiter);
+            if self.enqueue(&mut st, frame).is_err() {
+                // Nothing was sent: certainly not executed.
+                st.pending.remove(id);
+                return Err(ClientError::Closed(CloseReason::WriterStopped));
+            }
+            timed.is_some_and(|limit| st.pending.time(id, limit))
+        };
+        if rearm {
+            self.rearm.notify_one();
+        }
+        self.requests_sent.fetch_add(1, Ordering::Relaxed);
+        Ok(id)
+    }
+
     /// Sends one request and waits for its reply. Mutations drop the
     /// domain's cached fields first. A timeout or a connection failure closes
     /// the connection; for a mutation the error is then
@@ -406,28 +458,8 @@ impl Shared {
         params: &[(&str, &Value)],
         mutation: bool,
     ) -> ClientResult<Value> {
-        if self.is_closed() {
-            return Err(self.state.lock().closed_error());
-        }
-        let id = self.next_request.fetch_add(1, Ordering::Relaxed);
-        let frame = self.encode_request(id, op, resource_id, params)?;
         let (tx, rx) = oneshot::channel();
-        {
-            let mut st = self.state.lock();
-            if self.is_closed() {
-                return Err(st.closed_error());
-            }
-            if mutation && resource_id.is_some() {
-                st.drop_snapshots(resource_id);
-            }
-            st.pending.insert(id, tx);
-            if self.enqueue(&mut st, frame).is_err() {
-                // Nothing was sent: certainly not executed.
-                st.pending.remove(&id);
-                return Err(ClientError::Closed(CloseReason::WriterStopped));
-            }
-        }
-        self.requests_sent.fetch_add(1, Ordering::Relaxed);
+        let id = self.submit(op, resource_id, params, mutation, Waiter::Task(tx))?;
         let mut guard = InFlight {
             shared: self,
             id,
@@ -445,6 +477,35 @@ impl Shared {
         let outcome = received.unwrap_or_else(|_| Err(self.state.lock().closed_error()));
         guard.armed = false;
         drop(guard);
+        self.settle(outcome, resource_id, mutation)
+    }
+
+    /// Sends one request whose reply goes to `sink` (with `tag`) when it
+    /// arrives, from the reader task; returns its ID. The sink makes of it
+    /// what [`request`](Self::request) returns with
+    /// [`settle`](Self::settle). Unanswered at the timeout in force, it
+    /// fails as [`request`](Self::request)'s would.
+    pub(crate) fn send_to(
+        &self,
+        op: Op,
+        resource_id: Option<&str>,
+        params: &[(&str, &Value)],
+        mutation: bool,
+        sink: Arc<dyn ReplySink>,
+        tag: usize,
+    ) -> ClientResult<u64> {
+        self.submit(op, resource_id, params, mutation, Waiter::Sink(sink, tag))
+    }
+
+    /// What a request's reply comes to (see [`request`](Self::request)): a
+    /// failure closes the connection, and is uncertain for a mutation; a
+    /// server error drops the domain's cached fields.
+    pub(crate) fn settle(
+        &self,
+        outcome: Reply,
+        resource_id: Option<&str>,
+        mutation: bool,
+    ) -> ClientResult<Value> {
         let mut message = match outcome {
             Ok(m) => m,
             Err(failure) => {
@@ -472,6 +533,17 @@ impl Shared {
             return Err(ClientError::Remote(error));
         }
         Ok(message.remove("result").unwrap_or_default())
+    }
+
+    /// Abandons request `id` (sent with [`send_to`](Self::send_to)) if it
+    /// is still unanswered: its reply will be ignored, and for a mutation
+    /// the connection closes (its outcome is unknown, as when a
+    /// [`request`](Self::request)'s future is dropped).
+    pub(crate) fn abandon(&self, id: u64, mutation: bool) {
+        let removed = self.state.lock().pending.remove(id).is_some();
+        if removed && mutation {
+            self.close(ClientError::Closed(CloseReason::MutationCancelled));
+        }
     }
 
     /// Sends a request whose reply is not awaited (an abort or unsubscribe
@@ -577,10 +649,10 @@ impl Shared {
                         self.state.lock().descriptors.get(id).cloned()
                     }),
             }
-            let waiter = id.and_then(|id| self.state.lock().pending.remove(&id));
-            if let Some(tx) = waiter {
-                // What `request` reads of a response: its `result`.
-                let _ = tx.send(Ok(Dict::new().with("result", result)));
+            let waiter = id.and_then(|id| self.state.lock().pending.remove(id));
+            if let Some(waiter) = waiter {
+                // What `settle` reads of a response: its `result`.
+                waiter.send(Ok(Dict::new().with("result", result)));
             }
             return Ok(());
         }
@@ -615,9 +687,9 @@ impl Shared {
                     .get("request_id")
                     .and_then(Value::as_str)
                     .and_then(|s| u64::from_str_radix(s, 16).ok());
-                let waiter = id.and_then(|id| self.state.lock().pending.remove(&id));
-                if let Some(tx) = waiter {
-                    let _ = tx.send(Ok(message));
+                let waiter = id.and_then(|id| self.state.lock().pending.remove(id));
+                if let Some(waiter) = waiter {
+                    waiter.send(Ok(message));
                 }
                 Ok(())
             }
@@ -694,13 +766,8 @@ struct InFlight<'a> {
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let removed = self.shared.state.lock().pending.remove(&self.id).is_some();
-        if removed && self.mutation {
-            self.shared
-                .close(ClientError::Closed(CloseReason::MutationCancelled));
+        if self.armed {
+            self.shared.abandon(self.id, self.mutation);
         }
     }
 }

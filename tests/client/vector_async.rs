@@ -184,3 +184,92 @@ async fn next_step_reset_of_a_batch_is_pipelined() {
     envs.close().await;
     server.shutdown().await;
 }
+
+/// Four held envs on one connection, env 0 stuck at the gate. What its step
+/// comes to, how the others on the connection learn of it, and the
+/// connection's state.
+async fn stuck_step(config: ClientConfig, close_early: bool) -> (VectorStep, bool, Option<String>) {
+    let gate = Gate::new();
+    let mut builder = Server::builder(ServerConfig::default());
+    for i in 0..4 {
+        let env = Held {
+            gate: gate.clone(),
+            value: 0.0,
+        };
+        builder
+            .register_env(&format!("h{i}"), env)
+            .expect("register");
+    }
+    let server = builder.start().expect("a valid server configuration");
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let client = unienv_remote::client::Client::connect(&listener.url(), config)
+        .await
+        .expect("connect");
+    let mut proxies = Vec::new();
+    for i in 0..4 {
+        proxies.push(client.env(&format!("h{i}")).await.expect("an env"));
+    }
+    let mut envs = VectorEnv::from_envs(proxies, AutoresetMode::Disabled).expect("a vector env");
+    envs.reset(VectorEnv::seeded(Some(0), 4))
+        .await
+        .expect("reset");
+    envs.send(numbers(&[5.0, 1.0, 1.0, 1.0]), &[0, 1, 2, 3])
+        .expect("send");
+    let others = within("the others' steps", envs.recv(3))
+        .await
+        .expect("recv");
+    assert!(
+        others.errors.iter().all(Option::is_none),
+        "{:?}",
+        others.errors
+    );
+    within("env 0 at the gate", gate.wait_reached(1)).await;
+    let (stuck, reason) = if close_early {
+        envs.close().await;
+        let after = client.env("h1").await.expect("a proxy").render().await;
+        (others, after.err().map(|e| e.to_string()))
+    } else {
+        let stuck = within("env 0's timeout", envs.recv(1)).await.expect("recv");
+        let after = client.env("h1").await.expect("a proxy").render().await;
+        envs.close().await;
+        (stuck, after.err().map(|e| e.to_string()))
+    };
+    let closed = client.is_closed();
+    gate.open();
+    server.shutdown().await;
+    (stuck, closed, reason)
+}
+
+/// A single env's step that is never answered times out as any call does
+/// (the connection's deadline watch times it, not a timer of its own): an
+/// uncertain timeout for the env, the connection closed because of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_single_env_step_times_out_as_a_call_does() {
+    let timeout = Duration::from_millis(300);
+    let config = ClientConfig::default().with_timeout(Some(timeout));
+    let (stuck, closed, later) = stuck_step(config, false).await;
+    assert_eq!(stuck.env_id, vec![0]);
+    let error = stuck.errors[0].as_ref().expect("env 0 failed");
+    assert!(error.is_uncertain(), "{error}");
+    match error.client_error() {
+        Some(unienv_remote::client::ClientError::Uncertain(inner)) => assert!(
+            matches!(**inner, unienv_remote::client::ClientError::Timeout(d) if d == timeout),
+            "{inner}"
+        ),
+        other => panic!("an uncertain timeout, not {other:?}"),
+    }
+    assert!(closed, "the connection closed");
+    let later = later.expect("a later call fails");
+    assert!(later.contains("timed out"), "{later}");
+}
+
+/// Closing a vector env whose single env's step is unanswered abandons the
+/// step: its outcome is unknown, so the connection closes, as when a
+/// request's future is dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_a_vector_env_abandons_an_unanswered_step() {
+    let (_, closed, later) = stuck_step(ClientConfig::default(), true).await;
+    assert!(closed, "the connection closed");
+    let later = later.expect("a later call fails");
+    assert!(later.contains("cancel"), "{later}");
+}

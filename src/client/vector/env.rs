@@ -7,6 +7,7 @@ mod latest;
 mod reconnect;
 mod recv;
 mod resource;
+mod sink;
 
 pub use super::mode::AutoresetMode;
 use arrivals::{carry, Arrivals, Job, Outcome};
@@ -14,6 +15,7 @@ pub use infos::{InfoBlock, StepInfos};
 use latest::Latest;
 pub(crate) use resource::unbatched;
 use resource::{reset_resource, EnvReset, Resource};
+use sink::StepSink;
 
 use crate::client::{Client, ClientConfig, ClientError, CloseReason, EnvProxy};
 use crate::codec::stack::{stack_filled, unstack};
@@ -208,6 +210,13 @@ pub struct VectorEnv {
     busy_width: usize,
     /// Carrying tasks spawned so far (see [`VectorEnv::requests_written`]).
     carried: u64,
+    /// Where single envs' step replies are handed (see [`sink`]).
+    sink: Arc<StepSink>,
+    /// Each resource's step request handed to the sink and not yet taken:
+    /// its ID (abandoned when the vector env closes).
+    sunk: Vec<Option<u64>>,
+    /// Whether single envs' steps go to the sink (tests compare both paths).
+    sinking: bool,
 }
 
 impl std::fmt::Debug for VectorEnv {
@@ -367,7 +376,15 @@ impl VectorEnv {
             VectorError::InvalidUse("a vector env must be built inside a tokio runtime".into())
         })?;
         let n = offset;
+        let arrivals = Arrivals::new();
         Ok(VectorEnv {
+            sink: StepSink::new(
+                arrivals.clone(),
+                resources.iter().map(|r| (&r.proxy, r.batch)),
+                mode,
+            ),
+            sunk: vec![None; resources.len()],
+            sinking: true,
             busy: vec![false; resources.len()],
             resources,
             clients: Vec::new(),
@@ -380,7 +397,7 @@ impl VectorEnv {
             failed: vec![None; n],
             last: vec![None; n],
             in_flight: JoinSet::new(),
-            arrivals: Arrivals::new(),
+            arrivals,
             busy_width: 0,
             carried: 0,
         })
@@ -605,9 +622,10 @@ impl VectorEnv {
     fn launch(&mut self, chosen: Vec<(usize, Value)>) {
         // Reap the tasks of earlier sends (their outcomes are delivered).
         while self.in_flight.try_join_next().is_some() {}
+        self.sink.reap();
         let next_step = self.mode == AutoresetMode::NextStep;
         let mut jobs = Vec::with_capacity(chosen.len());
-        for (k, action) in chosen {
+        for (k, mut action) in chosen {
             self.busy[k] = true;
             let r = &self.resources[k];
             self.busy_width += r.width();
@@ -619,6 +637,22 @@ impl VectorEnv {
                 .iter()
                 .map(|&e| e && next_step)
                 .collect();
+            // A single env's step: its reply goes to the sink.
+            if self.sinking && r.batch.is_none() && !ended.iter().any(|&e| e) {
+                let sink: Arc<dyn crate::client::pending::ReplySink> = self.sink.clone();
+                match r.proxy.step_to(action, sink, k) {
+                    Ok(Ok(id)) => {
+                        self.sunk[k] = Some(id);
+                        continue;
+                    }
+                    Ok(Err(error)) => {
+                        self.arrivals.deliver(k, 1, Outcome::Failed(error));
+                        continue;
+                    }
+                    // Its descriptor is not known yet: the general path.
+                    Err(back) => action = back,
+                }
+            }
             jobs.push(Job {
                 k,
                 resource: r.clone(),
@@ -656,6 +690,19 @@ impl VectorEnv {
         self.frames().1
     }
 
+    /// Steps every resource on the general path (tests).
+    #[cfg(test)]
+    pub(crate) fn without_sink(mut self) -> VectorEnv {
+        self.sinking = false;
+        self
+    }
+
+    /// How many tasks have carried requests so far (tests).
+    #[cfg(test)]
+    pub(crate) fn carried(&self) -> u64 {
+        self.carried
+    }
+
     /// The runtime the vector env's tasks run on (tests).
     #[cfg(test)]
     pub(crate) fn runtime_handle(&self) -> &Handle {
@@ -684,6 +731,7 @@ impl VectorEnv {
         let taken = self.arrivals.take(min).await;
         for (k, _) in &taken {
             self.busy_width -= self.resources[*k].width();
+            self.sunk[*k] = None;
         }
         taken
     }
@@ -713,12 +761,35 @@ impl VectorEnv {
     pub async fn close(&mut self) {
         self.in_flight.abort_all();
         while self.in_flight.join_next().await.is_some() {}
+        self.abandon_sunk();
+        self.sink.abort();
         self.arrivals.clear();
         self.busy.iter_mut().for_each(|b| *b = false);
         self.busy_width = 0;
         for c in self.clients.drain(..) {
             c.close().await;
         }
+    }
+}
+
+impl VectorEnv {
+    /// Abandons the step requests handed to the sink and not answered:
+    /// what dropping their futures does on the general path (a mutation's
+    /// connection closes: its outcome is unknown).
+    fn abandon_sunk(&mut self) {
+        for (k, id) in self.sunk.iter_mut().enumerate() {
+            if let Some(id) = id.take() {
+                let shared = &self.resources[k].proxy.client().shared;
+                shared.abandon(id, EnvProxy::step_mutates());
+            }
+        }
+    }
+}
+
+impl Drop for VectorEnv {
+    fn drop(&mut self) {
+        self.abandon_sunk();
+        self.sink.abort();
     }
 }
 

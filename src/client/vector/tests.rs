@@ -346,6 +346,89 @@ async fn batched_host_equals_single_envs_in_every_mode() {
     server.shutdown().await;
 }
 
+/// Single envs' steps answered by the sink give what the general path
+/// (a task and a future per request) gives, in every autoreset mode, with
+/// episodes ending (`SameStep`'s resets, `NextStep`'s resets instead of
+/// steps); the sink carries every step of a single env that is not a reset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sink_equals_the_general_path_in_every_mode() {
+    use crate::client::ClientConfig;
+    use crate::server::{Server, ServerConfig};
+
+    let mut builder = Server::builder(ServerConfig::default());
+    for i in 0..8 {
+        builder
+            .register_env(&format!("c{i}"), Informed::new())
+            .expect("register");
+    }
+    let server = builder.start().expect("a valid server configuration");
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let at = |i: usize| EnvAddress::new(listener.url(), format!("c{i}"));
+    for mode in [
+        AutoresetMode::NextStep,
+        AutoresetMode::SameStep,
+        AutoresetMode::Disabled,
+    ] {
+        let config = ClientConfig::default();
+        let first: Vec<EnvAddress> = (0..4).map(at).collect();
+        let second: Vec<EnvAddress> = (4..8).map(at).collect();
+        let mut a = VectorEnv::connect(&first, config.clone(), mode)
+            .await
+            .expect("connect");
+        let mut b = VectorEnv::connect(&second, config, mode)
+            .await
+            .expect("connect")
+            .without_sink();
+        let ra = a.reset(VectorEnv::seeded(Some(7), 4)).await.expect("reset");
+        let rb = b.reset(VectorEnv::seeded(Some(7), 4)).await.expect("reset");
+        assert_eq!(ra.observation, rb.observation);
+        let (mut ends, mut resets) = (0, 0);
+        // NextStep: whether an episode ended in the previous step.
+        let mut ended = false;
+        for t in 0..80usize {
+            let actions: Vec<Value> = (0..4)
+                .map(|i| Value::from(NdArray::scalar(((i * 5 + t * 3) % 7 < 3) as i64)))
+                .collect();
+            let carried = a.carried();
+            let sa = a.step(actions.clone()).await.expect("step");
+            let sb = b.step(actions).await.expect("step");
+            // Only NextStep's resets take a task on the sink's side.
+            assert_eq!(a.carried() - carried, u64::from(ended), "{mode:?} t {t}");
+            ended = mode == AutoresetMode::NextStep
+                && (0..4).any(|i| sa.terminated[i] || sa.truncated[i]);
+            assert!(sa.errors.iter().all(Option::is_none), "{:?}", sa.errors);
+            assert_eq!(sa.observation, sb.observation, "{mode:?} t {t}");
+            assert_eq!(sa.reward, sb.reward);
+            assert_eq!(sa.terminated, sb.terminated);
+            assert_eq!(sa.truncated, sb.truncated);
+            assert_eq!(sa.autoreset, sb.autoreset);
+            assert_eq!(sa.final_observation, sb.final_observation);
+            assert_eq!(sa.final_info, sb.final_info);
+            assert_eq!(sa.infos.to_vec(), sb.infos.to_vec(), "{mode:?} t {t}");
+            ends += sa.terminated.iter().filter(|&&x| x).count();
+            resets += sa.autoreset.iter().filter(|&&x| x).count()
+                + sa.final_observation.iter().filter(|o| o.is_some()).count();
+            if mode == AutoresetMode::Disabled && sa.terminated.iter().any(|&x| x) {
+                let mask = sa.terminated.clone();
+                let args = VectorEnv::seeded(Some(t as i64), 4);
+                let (ra, _) = a
+                    .reset_masked(args.clone(), Some(&mask))
+                    .await
+                    .expect("reset");
+                let (rb, _) = b.reset_masked(args, Some(&mask)).await.expect("reset");
+                assert_eq!(ra.observation, rb.observation);
+            }
+        }
+        assert!(ends > 2, "{mode:?}: episodes ended");
+        if mode != AutoresetMode::Disabled {
+            assert!(resets > 2, "{mode:?}: envs were reset");
+        }
+        a.close().await;
+        b.close().await;
+    }
+    server.shutdown().await;
+}
+
 /// CartPole reporting an info on two steps of three: its step count (a
 /// float) and whether it is even.
 struct Informed {

@@ -152,7 +152,7 @@ pub(super) struct Job {
 /// Resources of a task whose outcome was not delivered: when the task ends
 /// without delivering (it panicked, or was aborted), each fails as a lost
 /// reply (uncertain: its request may have executed).
-struct Undelivered {
+pub(super) struct Undelivered {
     arrivals: Arc<Arrivals>,
     /// By position in the task's jobs: the resource's index and width, until
     /// its outcome is delivered.
@@ -160,9 +160,17 @@ struct Undelivered {
 }
 
 impl Undelivered {
+    /// A task's resources (index and width), none delivered yet.
+    pub(super) fn new(arrivals: Arc<Arrivals>, left: Vec<(usize, usize)>) -> Undelivered {
+        Undelivered {
+            arrivals,
+            left: left.into_iter().map(Some).collect(),
+        }
+    }
+
     /// Delivers the outcome of the job at `position` (once: a second
     /// delivery for the same job is ignored).
-    fn deliver(&mut self, position: usize, outcome: Outcome) {
+    pub(super) fn deliver(&mut self, position: usize, outcome: Outcome) {
         if let Some((k, width)) = self.left.get_mut(position).and_then(Option::take) {
             self.arrivals.deliver(k, width, outcome);
         }
@@ -184,13 +192,10 @@ impl Drop for Undelivered {
 /// The task that carries `jobs`' requests: all of them are started in its
 /// first poll, and each outcome is delivered as it arrives.
 pub(super) async fn carry(arrivals: Arc<Arrivals>, jobs: Vec<Job>, mode: AutoresetMode) {
-    let mut undelivered = Undelivered {
-        arrivals: arrivals.clone(),
-        left: jobs
-            .iter()
-            .map(|j| Some((j.k, j.resource.width())))
-            .collect(),
-    };
+    let mut undelivered = Undelivered::new(
+        arrivals.clone(),
+        jobs.iter().map(|j| (j.k, j.resource.width())).collect(),
+    );
     let mut requests: FuturesUnordered<_> = jobs
         .into_iter()
         .enumerate()

@@ -3,7 +3,7 @@
 //! connection was lost, [`VectorEnv::reconnect`] points some envs at their
 //! new address without touching the others.
 
-use super::{join, single_spaces, EnvAddress, VectorEnv, VectorError};
+use super::{join, single_spaces, EnvAddress, StepSink, VectorEnv, VectorError};
 use crate::client::{Client, ClientConfig, ClientError, CloseReason};
 
 impl VectorEnv {
@@ -131,6 +131,13 @@ impl VectorEnv {
                 self.last[j] = None;
             }
         }
+        // The sink steps the new proxies (no step is pending: none of its
+        // requests is out).
+        self.sink = StepSink::new(
+            self.arrivals.clone(),
+            self.resources.iter().map(|r| (&r.proxy, r.batch)),
+            self.mode,
+        );
         self.clients.extend(clients);
         Ok(())
     }

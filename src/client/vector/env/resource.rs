@@ -21,7 +21,7 @@ use crate::codec::stack::unstack;
 use crate::codec::vector_info::split as split_info;
 use crate::codec::{DType, Dict, NdArray, ScalarKind, Value};
 use crate::host::space::{BinarySpace, BoxSpace, DictSpace, DynamicBoxSpace};
-use crate::host::{ResetArgs, ResetResult, Space};
+use crate::host::{ResetArgs, ResetResult, Space, StepResult};
 
 /// A resource: its proxy, how many sub-envs it holds, and the index of
 /// its first one.
@@ -73,6 +73,17 @@ pub(super) struct Stepped {
     pub(super) steps: Vec<EnvStep>,
     pub(super) stacked: Option<NdArray>,
     pub(super) info: Option<Dict>,
+}
+
+impl Stepped {
+    /// A single env's outcome.
+    pub(super) fn single(e: EnvStep) -> Stepped {
+        Stepped {
+            steps: vec![e],
+            stacked: None,
+            info: None,
+        }
+    }
 }
 
 /// One sub-env's outcome of a reset.
@@ -231,11 +242,9 @@ pub(super) async fn step_resource(
 ) -> Result<Stepped, ClientError> {
     let Some(b) = r.batch else {
         let reset_instead = ended.first().copied().unwrap_or(false);
-        return Ok(Stepped {
-            steps: vec![step_single(&r.proxy, action, reset_instead, mode).await?],
-            stacked: None,
-            info: None,
-        });
+        return Ok(Stepped::single(
+            step_single(&r.proxy, action, reset_instead, mode).await?,
+        ));
     };
     let step = r.proxy.step(action);
     // NextStep: the reset of the sub-envs whose episode ended goes out
@@ -352,7 +361,24 @@ async fn step_single(
             final_: None,
         });
     }
-    let s = env.step(action).await?;
+    match single_step(env.step(action).await?, mode)? {
+        SingleStep::Done(e) => Ok(e),
+        SingleStep::Ended(e) => reset_after(env, e).await,
+    }
+}
+
+/// A single env's step result, as the vector env reports it.
+pub(super) enum SingleStep {
+    /// Its outcome.
+    Done(EnvStep),
+    /// `SameStep` mode, the episode ended: the env is to be reset, and
+    /// its outcome is then the reset's with this step's as final
+    /// ([`reset_after`]).
+    Ended(EnvStep),
+}
+
+/// A single env's step result as its outcome in `mode`.
+pub(super) fn single_step(s: StepResult, mode: AutoresetMode) -> Result<SingleStep, ClientError> {
     let reward = s.reward.as_scalar_f64().ok_or_else(|| {
         ClientError::Protocol(ProtocolViolation::RewardNotANumber {
             found: s.reward.type_name(),
@@ -360,19 +386,7 @@ async fn step_single(
     })?;
     let terminated = flag(&s.terminated, "terminated")?;
     let truncated = flag(&s.truncated, "truncated")?;
-    if mode == AutoresetMode::SameStep && (terminated || truncated) {
-        let r = env.reset(ResetArgs::default()).await?;
-        return Ok(EnvStep {
-            observation: r.observation,
-            reward,
-            terminated,
-            truncated,
-            info: r.info,
-            autoreset: false,
-            final_: Some((s.observation, s.info)),
-        });
-    }
-    Ok(EnvStep {
+    let e = EnvStep {
         observation: s.observation,
         reward,
         terminated,
@@ -380,6 +394,25 @@ async fn step_single(
         info: s.info,
         autoreset: false,
         final_: None,
+    };
+    Ok(
+        if mode == AutoresetMode::SameStep && (terminated || truncated) {
+            SingleStep::Ended(e)
+        } else {
+            SingleStep::Done(e)
+        },
+    )
+}
+
+/// `SameStep` mode: resets a single env whose episode ended in step `e`;
+/// the outcome is the reset's observation and info, `e`'s as final.
+pub(super) async fn reset_after(env: &EnvProxy, e: EnvStep) -> Result<EnvStep, ClientError> {
+    let r = env.reset(ResetArgs::default()).await?;
+    Ok(EnvStep {
+        observation: r.observation,
+        info: r.info,
+        final_: Some((e.observation, e.info)),
+        ..e
     })
 }
 
