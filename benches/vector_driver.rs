@@ -23,6 +23,12 @@
 //! an action space other than a float `Box`) is printed on stderr and exits
 //! 1.
 
+/// The allocator of the Python package and of the `unienv-remote` binary
+/// (mimalloc), so that this learner is compared with the Python one over
+/// the same core, not over another allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
