@@ -11,7 +11,7 @@ use unienv_remote::client::ClientConfig;
 use unienv_remote::host::{
     BatchedEnv, Env, HostError, HostResult, ResetArgs, ResetResult, Space, StepResult,
 };
-use unienv_remote::server::{Server, ServerConfig};
+use unienv_remote::server::{Listener, Server, ServerConfig};
 use unienv_remote::{Dict, NdArray, Value};
 
 /// One number of state: reset sets it to the seed, step adds the action
@@ -76,14 +76,11 @@ async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
         .unwrap_or_else(|_| panic!("{what} did not return"))
 }
 
-/// Env 0 is held at the gate: `recv(3)` returns the other three (it would
-/// never return if it waited for env 0), then env 0 once the gate opens;
-/// each env once per send.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn recv_does_not_wait_for_a_straggler() {
-    let gate = Gate::new();
+/// A server of `n` held envs `h0`, `h1`, ... sharing `gate`, and its
+/// listener (listening while it is kept).
+async fn held_server(gate: &Arc<Gate>, n: usize) -> (Server, Listener) {
     let mut builder = Server::builder(ServerConfig::default());
-    for i in 0..4 {
+    for i in 0..n {
         let env = Held {
             gate: gate.clone(),
             value: 0.0,
@@ -94,6 +91,16 @@ async fn recv_does_not_wait_for_a_straggler() {
     }
     let server = builder.start().expect("a valid server configuration");
     let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    (server, listener)
+}
+
+/// Env 0 is held at the gate: `recv(3)` returns the other three (it would
+/// never return if it waited for env 0), then env 0 once the gate opens;
+/// each env once per send.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recv_does_not_wait_for_a_straggler() {
+    let gate = Gate::new();
+    let (server, listener) = held_server(&gate, 4).await;
     let addresses: Vec<EnvAddress> = (0..4)
         .map(|i| EnvAddress::new(listener.url(), format!("h{i}")))
         .collect();
@@ -190,18 +197,7 @@ async fn next_step_reset_of_a_batch_is_pipelined() {
 /// connection's state.
 async fn stuck_step(config: ClientConfig, close_early: bool) -> (VectorStep, bool, Option<String>) {
     let gate = Gate::new();
-    let mut builder = Server::builder(ServerConfig::default());
-    for i in 0..4 {
-        let env = Held {
-            gate: gate.clone(),
-            value: 0.0,
-        };
-        builder
-            .register_env(&format!("h{i}"), env)
-            .expect("register");
-    }
-    let server = builder.start().expect("a valid server configuration");
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let (server, listener) = held_server(&gate, 4).await;
     let client = unienv_remote::client::Client::connect(&listener.url(), config)
         .await
         .expect("connect");

@@ -263,19 +263,8 @@ async fn a_refused_action_fails_no_env() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batched_host_equals_single_envs_in_every_mode() {
     use crate::client::ClientConfig;
-    use crate::host::BatchedEnv;
-    use crate::server::{Server, ServerConfig};
 
-    let mut builder = Server::builder(ServerConfig::default());
-    let batch = BatchedEnv::new((0..4).map(|_| Informed::new()).collect()).expect("a batch");
-    builder.register_env("batch", batch).expect("register");
-    for i in 0..8 {
-        builder
-            .register_env(&format!("c{i}"), Informed::new())
-            .expect("register");
-    }
-    let server = builder.start().expect("a valid server configuration");
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let (server, listener) = informed_server().await;
     let at = |id: &str| EnvAddress::new(listener.url(), id);
     for mode in [
         AutoresetMode::NextStep,
@@ -306,16 +295,7 @@ async fn batched_host_equals_single_envs_in_every_mode() {
             let actions: Vec<Value> = (0..6)
                 .map(|i| Value::from(NdArray::scalar(((i * 7 + t * 3) % 5 < 2) as i64)))
                 .collect();
-            let sa = a.step(actions.clone()).await.expect("step");
-            let sb = b.step(actions).await.expect("step");
-            assert!(sa.errors.iter().all(Option::is_none), "{:?}", sa.errors);
-            assert_eq!(sa.observation, sb.observation, "{mode:?} t {t}");
-            assert_eq!(sa.reward, sb.reward);
-            assert_eq!(sa.terminated, sb.terminated);
-            assert_eq!(sa.truncated, sb.truncated);
-            assert_eq!(sa.autoreset, sb.autoreset);
-            assert_eq!(sa.final_observation, sb.final_observation);
-            assert_eq!(sa.final_info, sb.final_info);
+            let (sa, sb) = step_both(&mut a, &mut b, actions, mode, t).await;
             // The batch's info is kept whole unless one of its sub-envs
             // was reset in the step; split, it is the single envs'.
             let reset = sa.autoreset[..4].iter().any(|&x| x)
@@ -325,19 +305,8 @@ async fn batched_host_equals_single_envs_in_every_mode() {
                 usize::from(!reset),
                 "{mode:?} t {t}"
             );
-            assert_eq!(sa.infos.to_vec(), sb.infos.to_vec(), "{mode:?} t {t}");
             assert!(sb.infos.blocks().is_empty());
             ends += sa.terminated.iter().filter(|&&x| x).count();
-            if mode == AutoresetMode::Disabled && sa.terminated.iter().any(|&x| x) {
-                let mask = sa.terminated.clone();
-                let args = VectorEnv::seeded(Some(t as i64), 6);
-                let (ra, _) = a
-                    .reset_masked(args.clone(), Some(&mask))
-                    .await
-                    .expect("reset");
-                let (rb, _) = b.reset_masked(args, Some(&mask)).await.expect("reset");
-                assert_eq!(ra.observation, rb.observation);
-            }
         }
         assert!(ends > 2, "{mode:?}: episodes ended");
         a.close().await;
@@ -353,16 +322,8 @@ async fn batched_host_equals_single_envs_in_every_mode() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sink_equals_the_general_path_in_every_mode() {
     use crate::client::ClientConfig;
-    use crate::server::{Server, ServerConfig};
 
-    let mut builder = Server::builder(ServerConfig::default());
-    for i in 0..8 {
-        builder
-            .register_env(&format!("c{i}"), Informed::new())
-            .expect("register");
-    }
-    let server = builder.start().expect("a valid server configuration");
-    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    let (server, listener) = informed_server().await;
     let at = |i: usize| EnvAddress::new(listener.url(), format!("c{i}"));
     for mode in [
         AutoresetMode::NextStep,
@@ -390,34 +351,14 @@ async fn the_sink_equals_the_general_path_in_every_mode() {
                 .map(|i| Value::from(NdArray::scalar(((i * 5 + t * 3) % 7 < 3) as i64)))
                 .collect();
             let carried = a.carried();
-            let sa = a.step(actions.clone()).await.expect("step");
-            let sb = b.step(actions).await.expect("step");
+            let (sa, _) = step_both(&mut a, &mut b, actions, mode, t).await;
             // Only NextStep's resets take a task on the sink's side.
             assert_eq!(a.carried() - carried, u64::from(ended), "{mode:?} t {t}");
             ended = mode == AutoresetMode::NextStep
                 && (0..4).any(|i| sa.terminated[i] || sa.truncated[i]);
-            assert!(sa.errors.iter().all(Option::is_none), "{:?}", sa.errors);
-            assert_eq!(sa.observation, sb.observation, "{mode:?} t {t}");
-            assert_eq!(sa.reward, sb.reward);
-            assert_eq!(sa.terminated, sb.terminated);
-            assert_eq!(sa.truncated, sb.truncated);
-            assert_eq!(sa.autoreset, sb.autoreset);
-            assert_eq!(sa.final_observation, sb.final_observation);
-            assert_eq!(sa.final_info, sb.final_info);
-            assert_eq!(sa.infos.to_vec(), sb.infos.to_vec(), "{mode:?} t {t}");
             ends += sa.terminated.iter().filter(|&&x| x).count();
             resets += sa.autoreset.iter().filter(|&&x| x).count()
                 + sa.final_observation.iter().filter(|o| o.is_some()).count();
-            if mode == AutoresetMode::Disabled && sa.terminated.iter().any(|&x| x) {
-                let mask = sa.terminated.clone();
-                let args = VectorEnv::seeded(Some(t as i64), 4);
-                let (ra, _) = a
-                    .reset_masked(args.clone(), Some(&mask))
-                    .await
-                    .expect("reset");
-                let (rb, _) = b.reset_masked(args, Some(&mask)).await.expect("reset");
-                assert_eq!(ra.observation, rb.observation);
-            }
         }
         assert!(ends > 2, "{mode:?}: episodes ended");
         if mode != AutoresetMode::Disabled {
@@ -427,6 +368,60 @@ async fn the_sink_equals_the_general_path_in_every_mode() {
         b.close().await;
     }
     server.shutdown().await;
+}
+
+/// A server of a `BatchedEnv` of 4 [`Informed`] (`batch`) and 8 single ones
+/// (`c0` to `c7`), and its listener.
+async fn informed_server() -> (crate::server::Server, crate::server::Listener) {
+    use crate::host::BatchedEnv;
+    use crate::server::{Server, ServerConfig};
+
+    let mut builder = Server::builder(ServerConfig::default());
+    let batch = BatchedEnv::new((0..4).map(|_| Informed::new()).collect()).expect("a batch");
+    builder.register_env("batch", batch).expect("register");
+    for i in 0..8 {
+        builder
+            .register_env(&format!("c{i}"), Informed::new())
+            .expect("register");
+    }
+    let server = builder.start().expect("a valid server configuration");
+    let listener = server.listen("127.0.0.1:0").await.expect("listen");
+    (server, listener)
+}
+
+/// Steps `a` and `b` (the same number of envs) with the same actions and
+/// checks that they report the same, every env's info included; in
+/// `Disabled` mode, then resets the envs that ended in both alike. Returns
+/// both steps.
+async fn step_both(
+    a: &mut VectorEnv,
+    b: &mut VectorEnv,
+    actions: Vec<Value>,
+    mode: AutoresetMode,
+    t: usize,
+) -> (VectorStep, VectorStep) {
+    let sa = a.step(actions.clone()).await.expect("step");
+    let sb = b.step(actions).await.expect("step");
+    assert!(sa.errors.iter().all(Option::is_none), "{:?}", sa.errors);
+    assert_eq!(sa.observation, sb.observation, "{mode:?} t {t}");
+    assert_eq!(sa.reward, sb.reward);
+    assert_eq!(sa.terminated, sb.terminated);
+    assert_eq!(sa.truncated, sb.truncated);
+    assert_eq!(sa.autoreset, sb.autoreset);
+    assert_eq!(sa.final_observation, sb.final_observation);
+    assert_eq!(sa.final_info, sb.final_info);
+    assert_eq!(sa.infos.to_vec(), sb.infos.to_vec(), "{mode:?} t {t}");
+    if mode == AutoresetMode::Disabled && sa.terminated.iter().any(|&x| x) {
+        let mask = sa.terminated.clone();
+        let args = VectorEnv::seeded(Some(t as i64), a.num_envs());
+        let (ra, _) = a
+            .reset_masked(args.clone(), Some(&mask))
+            .await
+            .expect("reset");
+        let (rb, _) = b.reset_masked(args, Some(&mask)).await.expect("reset");
+        assert_eq!(ra.observation, rb.observation);
+    }
+    (sa, sb)
 }
 
 /// CartPole reporting an info on two steps of three: its step count (a
