@@ -1,7 +1,7 @@
 """``RemoteVectorEnv`` over 2 batched hosts through a relay against the same
 over 2 listening servers, in one run (SPEC.md, "Relay and dial-out hosts").
 
-    .venv-ref/bin/python benches/relay_vector.py [--sim cartpole|pendulum] [--relay process|learner]
+    .venv-ref/bin/python benches/relay_vector.py [--sim cartpole|pendulum|halfcheetah] [--relay process|learner]
         [--seconds 2] [--rounds 3] [--smoke]
 
 Starts ``unienv-remote relay`` (``--relay learner``: ``unienv_remote.Relay``
@@ -22,7 +22,9 @@ else ``target/release/unienv-remote``, else ``target/debug/unienv-remote``.
 - ``pendulum``: our Python host (``RemoteServer``) with a ``BatchedEnv`` of 8
   Gymnasium ``Pendulum-v1`` (``RemoteServer.dial`` for the dialing ones),
   this script run as ``--host``: a step that costs what a small real
-  simulator costs, so the ratio is the hop's share of a realistic step.
+  simulator costs, so the ratio is the hop's share of a realistic step;
+- ``halfcheetah``: the same host with MuJoCo's ``HalfCheetah-v5``: a
+  physics engine's step, the simulators a relay is for.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from throughput import cli_binary  # noqa: E402
 
 URL = re.compile(r"(ws://127\.0\.0\.1:\d+)")
 BATCH = 8
+# The Python hosts' Gymnasium envs, by `--sim` (also their resource names).
+GYMNASIUM = {"pendulum": "Pendulum-v1", "halfcheetah": "HalfCheetah-v5"}
 
 
 def drain(stream: "IO[str]") -> None:
@@ -101,24 +105,25 @@ def stop(processes: List[subprocess.Popen], drains: List[threading.Thread]) -> N
         d.join(timeout=10)
 
 
-def host(relay: Optional[str], name: Optional[str]) -> None:
-    """``--host``: our Python host of a ``BatchedEnv`` of 8 ``Pendulum-v1``
-    as ``pendulum``, listening (prints its URL) or, given a relay, dialing
-    it as ``name`` (prints the relay's URL once registered); runs until
-    terminated."""
+def host(sim: str, relay: Optional[str], name: Optional[str]) -> None:
+    """``--host``: our Python host of a ``BatchedEnv`` of 8 of ``sim``'s
+    Gymnasium env, registered as ``sim``, listening (prints its URL) or,
+    given a relay, dialing it as ``name`` (prints the relay's URL once
+    registered); runs until terminated."""
     import gymnasium
 
     from unienv_remote import BatchedEnv, RemoteServer
 
     server = RemoteServer()
-    server.register("pendulum", BatchedEnv([lambda: gymnasium.make("Pendulum-v1")] * BATCH))
+    gym_id = GYMNASIUM[sim]
+    server.register(sim, BatchedEnv([lambda: gymnasium.make(gym_id)] * BATCH))
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     try:
         if relay is None:
             print(server.listen("127.0.0.1", 0), flush=True)
         else:
-            handle = server.dial(relay, name=name or "pendulum")
+            handle = server.dial(relay, name=name or sim)
             handle.wait_registered(60)
             print(f"registered at {relay}", flush=True)
         stopped.wait()
@@ -148,8 +153,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--sim", choices=["cartpole", "pendulum"], default="cartpole",
-                        help="the hosts: the Rust cartpole (a free step) or Python Pendulum-v1 (a real one)")
+    parser.add_argument("--sim", choices=["cartpole", *GYMNASIUM], default="cartpole",
+                        help="the hosts: the Rust cartpole (a free step), Python Pendulum-v1 (a small "
+                             "real one) or MuJoCo's HalfCheetah-v5 (a physics engine's)")
     parser.add_argument("--relay", choices=["process", "learner"], default="process",
                         help="the relay: `unienv-remote relay` (a process of its own) or "
                              "unienv_remote.Relay in the learner's process")
@@ -158,7 +164,7 @@ def main() -> None:
     parser.add_argument("--name", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.host:
-        host(args.dial, args.name)
+        host(args.sim, args.dial, args.name)
         return
     env_id = args.sim
     seconds, rounds, min_steps = (0.0, 1, 20) if args.smoke else (args.seconds, args.rounds, 200)
@@ -175,15 +181,15 @@ def main() -> None:
             relay_process, relay = start(["relay", "--addr", "127.0.0.1:0"], drains)
             processes.append(relay_process)
         direct = []
-        python = args.sim == "pendulum"
+        python = args.sim in GYMNASIUM
         for _ in range(2):
-            serve = ["--host"] if python else ["serve", "--batch", str(BATCH), "--addr", "127.0.0.1:0"]
+            serve = ["--host", "--sim", args.sim] if python else ["serve", "--batch", str(BATCH), "--addr", "127.0.0.1:0"]
             p, url = start(serve, drains, python=python)
             processes.append(p)
             direct.append((url, env_id))
         names = ["batch0", "batch1"]
         for name in names:
-            dial = (["--host", "--dial", relay, "--name", name] if python else
+            dial = (["--host", "--sim", args.sim, "--dial", relay, "--name", name] if python else
                     ["serve", "--batch", str(BATCH), "--no-listen", "--name", name, "--dial", relay])
             p, _ = start(dial, drains, python=python)
             processes.append(p)
@@ -194,7 +200,7 @@ def main() -> None:
             figures["direct"].append(steps_per_s(direct, seconds, min_steps))
             figures["relay"].append(steps_per_s(through, seconds, min_steps))
         d, r = statistics.median(figures["direct"]), statistics.median(figures["relay"])
-        what = "Python host, Pendulum-v1" if python else "cartpole"
+        what = f"Python host, {GYMNASIUM[args.sim]}" if python else "cartpole"
         where = "in the learner's process" if in_learner is not None else "a process of its own"
         print(f"RemoteVectorEnv, 2 hosts x BatchedEnv({BATCH}) {what}, the relay {where}, "
               f"median of {rounds} rounds:")

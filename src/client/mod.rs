@@ -89,6 +89,7 @@ mod operation;
 mod pending;
 mod proxy;
 mod shared;
+mod state;
 mod sub_queue;
 mod subscription;
 mod template;

@@ -9,11 +9,10 @@
 //! request. Those requests' deadlines are kept here, in the order they were
 //! sent, and one task per connection ([`watch_deadlines`]) sleeps until the
 //! earliest: a request still unanswered then fails as the timer would have
-//! failed it ([`ClientError::Timeout`], the connection closed with
-//! [`CloseReason::RequestTimedOut`]).
+//! failed it ([`ClientError::Timeout`], the connection closed because of it;
+//! see [`Deadlines`]).
 
-use super::error::{ClientError, CloseReason};
-use super::shared::Shared;
+use super::error::ClientError;
 use crate::codec::Dict;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Weak};
@@ -115,7 +114,7 @@ impl Pending {
     /// At `now`: the first sink request past its deadline and still
     /// unanswered, taken out with its waiter and timeout; otherwise the
     /// next deadline to sleep until (`None`: none), which is armed.
-    fn expire(&mut self, now: Instant) -> Result<Option<Instant>, (Waiter, Duration)> {
+    pub(crate) fn expire(&mut self, now: Instant) -> Result<Option<Instant>, (Waiter, Duration)> {
         let waiters = &self.waiters;
         self.deadlines.retain(|(_, id, _)| waiters.contains_key(id));
         if let Some(k) = self.deadlines.iter().position(|(d, _, _)| *d <= now) {
@@ -136,32 +135,29 @@ impl Pending {
     }
 }
 
+/// A connection whose sink requests [`watch_deadlines`] times.
+pub(crate) trait Deadlines: Send + Sync {
+    /// At `now`: fails the first sink request past its deadline, as its own
+    /// timer would have, and closes the connection (`None`); otherwise the
+    /// next deadline to sleep until (`Some(None)`: none).
+    fn expire_deadlines(&self, now: Instant) -> Option<Option<Instant>>;
+}
+
 /// The task that fails sink requests at their deadlines (see the module's
 /// documentation). `rearm` is notified when an earlier deadline is recorded.
-pub(crate) async fn watch_deadlines(
-    shared: Weak<Shared>,
+pub(crate) async fn watch_deadlines<C: Deadlines>(
+    connection: Weak<C>,
     rearm: Arc<Notify>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     loop {
-        let next = {
-            let Some(shared) = shared.upgrade() else {
-                return;
-            };
-            let expired = shared.state.lock().pending.expire(Instant::now());
-            match expired {
-                Ok(next) => next,
-                Err((waiter, timeout)) => {
-                    // What a timed request's own timer does: its caller
-                    // learns of the timeout, everyone else that the
-                    // connection closed because of it.
-                    waiter.send(Err(ClientError::Timeout(timeout)));
-                    shared.close(ClientError::Closed(CloseReason::RequestTimedOut {
-                        after: timeout,
-                    }));
-                    return;
-                }
-            }
+        let next = match connection
+            .upgrade()
+            .map(|c| c.expire_deadlines(Instant::now()))
+        {
+            Some(Some(next)) => next,
+            // Gone, or closed by a timeout.
+            _ => return,
         };
         let sleep = async {
             match next {
