@@ -617,9 +617,11 @@ impl VectorEnv {
     }
 
     /// Starts the steps of resources `chosen` (each with its action: a
-    /// batched resource's stacked along the first axis): one task carries all of their requests, so they leave in
-    /// one write per connection. A resource with a failed sub-env is not
-    /// sent to (its outcome is known at once).
+    /// batched resource's stacked along the first axis). A single env's step
+    /// is queued at once with its reply going to the sink; one task carries
+    /// the other requests; either way they leave in one write per
+    /// connection. A resource with a failed sub-env is not sent to (its
+    /// outcome is known at once).
     fn launch(&mut self, chosen: Vec<(usize, Value)>) {
         // Reap the tasks of earlier sends (their outcomes are delivered).
         while self.in_flight.try_join_next().is_some() {}

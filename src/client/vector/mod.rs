@@ -3,10 +3,12 @@
 //! [`VectorEnv`] drives N env-mode resources, on any mix of servers and
 //! resource IDs, the way Gymnasium's `VectorEnv` drives N local envs:
 //!
-//! - **All requests at once.** [`VectorEnv::step_async`] spawns one task per
-//!   sub-environment on the runtime that created the vector env, so every
-//!   request is on its way before the call returns; [`VectorEnv::step_wait`]
-//!   gathers the replies and stacks them. The learner's compute between the
+//! - **All requests at once.** [`VectorEnv::step_async`] queues every
+//!   resource's request on its connection before the call returns (a single
+//!   env's step with its reply handed to the vector env's sink as it is read,
+//!   no task per request; other requests carried by one task on the runtime
+//!   that created the vector env); [`VectorEnv::step_wait`] gathers the
+//!   replies and stacks them. The learner's compute between the
 //!   two calls overlaps the simulators'. Envs on the same server share one
 //!   connection (their requests are pipelined on it; the server runs each
 //!   domain on its own thread).

@@ -1,8 +1,9 @@
-//! Step outcomes as they arrive: the tasks that carry a vector env's
+//! Step outcomes as they arrive: the reply sink of single envs' steps
+//! ([`sink`](super::sink)) and the tasks that carry a vector env's other
 //! requests deliver here, [`VectorEnv::step_wait`](super::VectorEnv::step_wait)
 //! and [`VectorEnv::recv`](super::VectorEnv::recv) take from here.
 //!
-//! One task carries all the resources of one `send` (their requests are
+//! One task carries all the other resources of one `send` (their requests are
 //! polled, hence queued on their connections, in one go, so the connection's
 //! writer sends them with one write), and the waiting caller is woken once,
 //! when enough sub-envs' results have arrived for it, not once per result.
