@@ -379,10 +379,20 @@ async fn resets_are_marks_and_descriptor_changes_messages_in_chromium() {
             &format!("!!{shifter} && {shifter}.dataset.sequence === '2'"),
         )
         .await;
+    // Each boundary is waited for before the next one is made: the viewer's
+    // subscription keeps only the latest snapshot not yet sent (SPEC 8.4),
+    // so boundaries made faster than it reads would reach it as one.
+    let seen = |sequence: u64| format!("{shifter}.dataset.sequence === '{sequence}'");
     // Resets with the same seed, stepped between: marks, no message.
-    for _ in 0..3 {
+    for k in 0..3 {
         env.reset(ResetArgs::with_seed(0)).await.expect("reset");
+        browser
+            .wait_for("a reset's boundary", &seen(3 + 2 * k))
+            .await;
         env.step(Value::Float(0.0)).await.expect("step");
+        browser
+            .wait_for("a step's boundary", &seen(4 + 2 * k))
+            .await;
     }
     browser
         .wait_for(
@@ -397,6 +407,7 @@ async fn resets_are_marks_and_descriptor_changes_messages_in_chromium() {
     assert_eq!(browser.eval(&messages).await, serde_json::json!([]));
     // A new observation space: a message naming it.
     env.reset(ResetArgs::with_seed(3)).await.expect("reset");
+    browser.wait_for("the new space's boundary", &seen(9)).await;
     env.step(Value::Float(0.0)).await.expect("step");
     browser
         .wait_for(
