@@ -301,9 +301,8 @@ impl Client {
     /// [`call`](Self::call)'s request with its reply handed to `sink` (with
     /// `tag`) by the reader task instead of awaited; the sink makes of it
     /// what `call` returns with [`call_reply`](Self::call_reply). Returns
-    /// the request's ID and whether it is a mutation (for
-    /// [`Shared::abandon`]), or, when the resource's descriptor is not
-    /// known yet (`call` would ask for it first), the arguments back.
+    /// the request's ID, or, when the resource's descriptor is not known yet
+    /// (`call` would ask for it first), the arguments back.
     pub(crate) fn call_to(
         &self,
         resource_id: &str,
@@ -311,22 +310,19 @@ impl Client {
         args: Vec<Value>,
         sink: Arc<dyn ReplySink>,
         tag: usize,
-    ) -> Result<ClientResult<(u64, bool)>, Vec<Value>> {
+    ) -> Result<ClientResult<u64>, Vec<Value>> {
         let Some(descriptor) = self.descriptor(resource_id) else {
             return Err(args);
         };
         let call = self.call_params(&descriptor, method, args, Dict::new());
-        Ok(self
-            .shared
-            .send_to(
-                Op::Call,
-                Some(resource_id),
-                &call.params(),
-                call.mutation,
-                sink,
-                tag,
-            )
-            .map(|id| (id, call.mutation)))
+        Ok(self.shared.send_to(
+            Op::Call,
+            Some(resource_id),
+            &call.params(),
+            call.mutation,
+            sink,
+            tag,
+        ))
     }
 
     /// What a reply handed to a sink by [`call_to`](Self::call_to) comes

@@ -193,7 +193,6 @@ impl EnvProxy {
         self.handle
             .client
             .call_to(&self.handle.id, "step", vec![action], sink, tag)
-            .map(|sent| sent.map(|(id, _)| id))
             .map_err(|mut args| args.pop().unwrap_or_default())
     }
 

@@ -31,6 +31,16 @@ pub(super) enum Outcome {
     NotSent,
 }
 
+impl From<Result<Stepped, ClientError>> for Outcome {
+    /// A request's result: its sub-envs' outcomes, or its failure.
+    fn from(result: Result<Stepped, ClientError>) -> Outcome {
+        match result {
+            Ok(steps) => Outcome::Stepped(steps),
+            Err(e) => Outcome::Failed(e),
+        }
+    }
+}
+
 /// Outcomes delivered and not yet taken, in arrival order.
 #[derive(Default)]
 struct Queue {
@@ -210,11 +220,7 @@ pub(super) async fn carry(arrivals: Arc<Arrivals>, jobs: Vec<Job>, mode: Autores
         })
         .collect();
     let deliver = |undelivered: &mut Undelivered, (position, result)| {
-        let outcome = match result {
-            Ok(steps) => Outcome::Stepped(steps),
-            Err(e) => Outcome::Failed(e),
-        };
-        undelivered.deliver(position, outcome);
+        undelivered.deliver(position, Outcome::from(result));
     };
     // Every request's first poll queues its frame on its connection: poll
     // until all wait for replies (one finishing at once, e.g. on a closed

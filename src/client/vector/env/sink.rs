@@ -70,17 +70,17 @@ impl ReplySink for StepSink {
         let outcome = env
             .step_reply(reply)
             .and_then(|s| single_step(s, self.mode));
-        let e = match outcome {
-            Ok(SingleStep::Done(e)) => e,
+        match outcome {
+            Ok(SingleStep::Done(e)) => {
+                self.arrivals
+                    .deliver(k, 1, Outcome::Stepped(Stepped::single(e)));
+            }
             Ok(SingleStep::Ended(e)) => {
                 let mut undelivered = Undelivered::new(self.arrivals.clone(), vec![(k, 1)]);
                 let env = env.clone();
                 let reset = async move {
-                    let outcome = match reset_after(&env, e).await {
-                        Ok(e) => Outcome::Stepped(Stepped::single(e)),
-                        Err(error) => Outcome::Failed(error),
-                    };
-                    undelivered.deliver(0, outcome);
+                    let result = reset_after(&env, e).await.map(Stepped::single);
+                    undelivered.deliver(0, Outcome::from(result));
                 };
                 // Replies come from the reader task, on the runtime; if
                 // not, the reset is never started: dropping it reports the
@@ -88,14 +88,8 @@ impl ReplySink for StepSink {
                 if let Ok(handle) = Handle::try_current() {
                     self.resets.lock().spawn_on(reset, &handle);
                 }
-                return;
             }
-            Err(error) => {
-                self.arrivals.deliver(k, 1, Outcome::Failed(error));
-                return;
-            }
-        };
-        self.arrivals
-            .deliver(k, 1, Outcome::Stepped(Stepped::single(e)));
+            Err(error) => self.arrivals.deliver(k, 1, Outcome::Failed(error)),
+        }
     }
 }
